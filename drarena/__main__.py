@@ -1,0 +1,5 @@
+import sys
+
+from drarena.cli import main
+
+sys.exit(main())
