@@ -16,7 +16,7 @@ from drarena.errors import DrarenaError
 
 COMMAND_MODULES = (
     "drarena.web.commands",
-    "drarena.corpus_commands",
+    "drarena.corpus.commands",
     "drarena.search.commands",
     "drarena.models.commands",
 )
