@@ -1,0 +1,136 @@
+"""Validation of the Examiner's generated task before it is asked (pure).
+
+Why: a question that names its target pages is a lookup, not research; a checklist item
+that cannot be traced to a page in the tree is an opinion, not ground truth. Failures come
+back as reasons the generator feeds into its retry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from drarena.records import Record
+
+ITEM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"item": {"type": "string"}, "source_url": {"type": "string"}},
+    "required": ["item", "source_url"],
+    "additionalProperties": False,
+}
+TASK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "question": {"type": "string"},
+        "word_limit_instruction": {"type": "string"},
+        "checklist_depth": {"type": "array", "items": ITEM_SCHEMA, "minItems": 1},
+        "checklist_width": {"type": "array", "items": ITEM_SCHEMA, "minItems": 1},
+        "rationale": {"type": "string"},
+    },
+    "required": ["question", "word_limit_instruction", "checklist_depth", "checklist_width",
+                 "rationale"],
+    "additionalProperties": False,
+}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ChecklistItem(Record):
+    item: str
+    source_url: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Task(Record):
+    question: str
+    word_limit_instruction: str
+    word_limit: tuple[int, int]
+    checklist_depth: tuple[ChecklistItem, ...]
+    checklist_width: tuple[ChecklistItem, ...]
+    rationale: str
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Task:
+        return cls(
+            question=data["question"],
+            word_limit_instruction=data["word_limit_instruction"],
+            word_limit=(int(data["word_limit"][0]), int(data["word_limit"][1])),
+            checklist_depth=tuple(ChecklistItem(**x) for x in data["checklist_depth"]),
+            checklist_width=tuple(ChecklistItem(**x) for x in data["checklist_width"]),
+            rationale=data["rationale"],
+        )
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"[^\w\s]", " ", text.casefold())).strip()
+
+
+def leaked_names(question: str, forbidden: Iterable[str], *, min_len: int = 4) -> list[str]:
+    """Forbidden strings (titles, site names, URLs, hosts) that appear in the question.
+
+    Matching is on normalized words so punctuation and case do not hide a leak; very short
+    names are skipped because they collide with ordinary words."""
+    q = f" {_norm(question)} "
+    found = []
+    for name in forbidden:
+        n = _norm(name)
+        if len(n) >= min_len and f" {n} " in q:
+            found.append(name)
+    return sorted(set(found))
+
+
+def forbidden_names(titles: Sequence[str], urls: Sequence[str]) -> list[str]:
+    """Titles, URLs, hosts and file names of the root and target pages."""
+    names = [t for t in titles if t]
+    for url in urls:
+        parts = urlsplit(url)
+        names += [url, parts.netloc]
+        leaf = parts.path.rstrip("/").rsplit("/", 1)[-1]
+        if leaf:
+            names.append(leaf)
+    return names
+
+
+def check_task(raw: dict[str, Any], *, forbidden: Sequence[str], tree_urls: Iterable[str],
+               earlier_questions: Sequence[str], word_limit: tuple[int, int]
+               ) -> tuple[Task | None, list[str]]:
+    """A Task, or None with the reasons it was rejected."""
+    reasons: list[str] = []
+    question = str(raw.get("question", "")).strip()
+    if not question:
+        reasons.append("the question is empty")
+    leaks = leaked_names(question, forbidden)
+    if leaks:
+        reasons.append(f"the question names its sources: {', '.join(leaks)}")
+    if any(_norm(question) == _norm(q) for q in earlier_questions):
+        reasons.append("the question repeats an earlier question of this match")
+    urls = set(tree_urls)
+    lists: dict[str, tuple[ChecklistItem, ...]] = {}
+    for key in ("checklist_depth", "checklist_width"):
+        items = []
+        seen: set[str] = set()
+        for entry in raw.get(key) or []:
+            item = str(entry.get("item", "")).strip() if isinstance(entry, dict) else ""
+            url = str(entry.get("source_url", "")).strip() if isinstance(entry, dict) else ""
+            if not item:
+                reasons.append(f"{key} has an empty item")
+                continue
+            if _norm(item) in seen:
+                reasons.append(f"{key} repeats the item {item[:60]!r}")
+                continue
+            seen.add(_norm(item))
+            if url not in urls:
+                reasons.append(f"{key} item {item[:60]!r} cites {url[:100]!r}, not a page of "
+                               "the tree")
+            items.append(ChecklistItem(item, url))
+        if not items:
+            reasons.append(f"{key} is empty")
+        lists[key] = tuple(items)
+    if reasons:
+        return None, reasons
+    task = Task(question, str(raw.get("word_limit_instruction", "")), word_limit,
+                lists["checklist_depth"], lists["checklist_width"],
+                str(raw.get("rationale", "")))
+    return task, []
