@@ -11,6 +11,8 @@ import dataclasses
 import json
 from typing import Any, ClassVar, TypeVar
 
+from pydantic import TypeAdapter
+
 R = TypeVar("R", bound="Record")
 
 
@@ -18,6 +20,7 @@ R = TypeVar("R", bound="Record")
 class Record:
     """Base: deterministic JSON in and out."""
 
+    # kept for compatibility: tuples are rebuilt from JSON lists by type, whatever this says
     _tuple_fields: ClassVar[tuple[str, ...]] = ()
 
     def to_dict(self) -> dict[str, Any]:
@@ -32,13 +35,19 @@ class Record:
         unknown = set(data) - names
         if unknown:
             raise ValueError(f"{cls.__name__}: unknown fields {sorted(unknown)}")
-        kwargs = {k: (tuple(v) if k in cls._tuple_fields and v is not None else v)
-                  for k, v in data.items()}
-        return cls(**kwargs)
+        # pydantic rebuilds nested records, enums and tuples from plain JSON values
+        adapter = _ADAPTERS.get(cls)
+        if adapter is None:
+            adapter = _ADAPTERS[cls] = TypeAdapter(cls)
+        record: R = adapter.validate_python(data)
+        return record
 
     @classmethod
     def from_json(cls: type[R], line: str) -> R:
         return cls.from_dict(json.loads(line))
+
+
+_ADAPTERS: dict[type, TypeAdapter[Any]] = {}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

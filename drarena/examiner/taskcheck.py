@@ -51,17 +51,6 @@ class Task(Record):
     checklist_width: tuple[ChecklistItem, ...]
     rationale: str
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Task:
-        return cls(
-            question=data["question"],
-            word_limit_instruction=data["word_limit_instruction"],
-            word_limit=(int(data["word_limit"][0]), int(data["word_limit"][1])),
-            checklist_depth=tuple(ChecklistItem(**x) for x in data["checklist_depth"]),
-            checklist_width=tuple(ChecklistItem(**x) for x in data["checklist_width"]),
-            rationale=data["rationale"],
-        )
-
 
 def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"[^\w\s]", " ", text.casefold())).strip()
