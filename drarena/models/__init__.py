@@ -1,0 +1,1 @@
+"""The model layer: litellm client with roles, retries, record/replay cache; vLLM serving."""

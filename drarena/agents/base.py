@@ -1,0 +1,202 @@
+"""The Agent protocol and the frozen records an agent hands back.
+
+Why records, not dicts: an Answer goes into matches.jsonl, the judge prompt and the report;
+its trajectory (every model call's cache key, every tool call with the docids it returned) is
+how a match is audited and replayed, so its shape is fixed and round-trips through JSON.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
+
+from drarena.records import Record
+
+R = TypeVar("R", bound=Record)
+
+
+def _known(cls: type[Record], data: dict[str, Any]) -> None:
+    unknown = set(data) - {f.name for f in dataclasses.fields(cls)}
+    if unknown:
+        raise ValueError(f"{cls.__name__}: unknown fields {sorted(unknown)}")
+
+
+def _records(cls: type[R], items: Any) -> tuple[R, ...]:
+    return tuple(cls.from_dict(item) for item in items or ())
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Turn(Record):
+    """One earlier round of the conversation: the question and this agent's answer to it."""
+
+    question: str
+    answer: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SourcePage(Record):
+    """A page given to the agent as evidence (the oracle's target pages)."""
+
+    url: str
+    title: str
+    text: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Conversation(Record):
+    """The current question, the earlier rounds, and (for the oracle only) the target pages.
+
+    Follow-up rounds continue the same conversation, so each agent sees its own earlier
+    answers. `targets` is filled by the match loop; every agent except the oracle ignores it.
+    """
+
+    question: str
+    history: tuple[Turn, ...] = ()
+    targets: tuple[SourcePage, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Conversation:
+        _known(cls, data)
+        return cls(question=str(data["question"]), history=_records(Turn, data.get("history")),
+                   targets=_records(SourcePage, data.get("targets")))
+
+    def then(self, answer: str, question: str) -> Conversation:
+        """The conversation for the next round, after `answer` to the current question."""
+        return Conversation(question, (*self.history, Turn(self.question, answer)),
+                            self.targets)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ModelCall(Record):
+    """One model call: its cache key (to replay it), tokens and latency."""
+
+    key: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    cached: bool
+    finish_reason: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ToolEvent(Record):
+    """One tool call: raw arguments, the docids and URLs it returned, or its error."""
+
+    _tuple_fields: ClassVar[tuple[str, ...]] = ("docids", "urls")
+
+    id: str
+    name: str
+    arguments: str
+    docids: tuple[str, ...] = ()
+    urls: tuple[str, ...] = ()
+    error: str | None = None
+    latency_s: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Step(Record):
+    """One turn of the agent loop: the model call (if any), the tools it ran, any error."""
+
+    index: int
+    model: ModelCall | None
+    tools: tuple[ToolEvent, ...] = ()
+    error: str | None = None
+    note: str = ""
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Step:
+        _known(cls, data)
+        model = data.get("model")
+        return cls(index=int(data["index"]),
+                   model=None if model is None else ModelCall.from_dict(model),
+                   tools=_records(ToolEvent, data.get("tools")), error=data.get("error"),
+                   note=str(data.get("note", "")))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Trajectory(Record):
+    steps: tuple[Step, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Trajectory:
+        _known(cls, data)
+        return cls(steps=_records(Step, data.get("steps")))
+
+    def model_calls(self) -> list[ModelCall]:
+        return [s.model for s in self.steps if s.model is not None]
+
+    def tool_events(self) -> list[ToolEvent]:
+        return [t for s in self.steps for t in s.tools]
+
+    def errors(self) -> list[str]:
+        out = [s.error for s in self.steps if s.error]
+        out += [f"{t.name}: {t.error}" for t in self.tool_events() if t.error]
+        return out
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Citation(Record):
+    """Marker [n] resolved to a URL; `valid` is None until checked against the snapshot."""
+
+    n: int
+    url: str
+    in_report: bool
+    valid: bool | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CitationCheck(Record):
+    """Counts over distinct cited URLs; `unresolved` counts [n] markers with no URL."""
+
+    _tuple_fields: ClassVar[tuple[str, ...]] = ("fabricated_urls",)
+
+    cited: int = 0
+    valid: int = 0
+    fabricated: int = 0
+    unresolved: int = 0
+    checked: bool = False
+    fabricated_urls: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Answer(Record):
+    """What an agent returns for one round."""
+
+    agent: str
+    report: str
+    citations: tuple[Citation, ...]
+    check: CitationCheck
+    trajectory: Trajectory
+    wall_s: float
+    model_s: float
+    prompt_tokens: int
+    completion_tokens: int
+    limit_hit: str | None = None
+    error: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Answer:
+        _known(cls, data)
+        fields = dict(data)
+        fields["citations"] = _records(Citation, data.get("citations"))
+        fields["check"] = CitationCheck.from_dict(data["check"])
+        fields["trajectory"] = Trajectory.from_dict(data["trajectory"])
+        return cls(**fields)
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def cited_urls(self) -> list[str]:
+        return list(dict.fromkeys(c.url for c in self.citations))
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """A candidate in the arena: answers the current question of a conversation."""
+
+    name: str
+
+    async def answer(self, conversation: Conversation, word_limit: tuple[int, int]) -> Answer:
+        """The report for `conversation.question`, between word_limit[0] and [1] words."""
+        ...

@@ -1,0 +1,380 @@
+"""`drarena extract`: a snapshot's HTML pages -> docs.jsonl and links.jsonl.
+
+Why here and not in the search stage: trees and both indexes must see the very same text, so
+text is extracted once, from the WARC bytes, and every downstream file carries the record id
+and payload digest it came from. The latest capture per canonical URL wins; redirects become
+aliases of their final page; duplicate, near-empty, unparsable and truncated pages stay in
+docs.jsonl with flags and are listed in extract-manifest.json, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+import sys
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from drarena.corpus.navlinks import RepeatRule, repeated_pairs
+from drarena.corpus.page import MAX_PAGE_BYTES, PageExtract, extract_page
+from drarena.corpus.records import Doc, Link
+from drarena.errors import DrarenaError
+
+EXTRACT_VERSION = 1  # bump when output for the same bytes changes
+NEAR_EMPTY_CHARS = 200
+MAX_REDIRECT_HOPS = 10
+DOCS_FILE = "docs.jsonl"
+LINKS_FILE = "links.jsonl"
+MANIFEST_FILE = "extract-manifest.json"
+_HTML_SNIFF = (b"<!doctype html", b"<html", b"<head", b"<body")
+
+
+class ResponseLike(Protocol):
+    """What extraction needs of drarena.web.snapshot.StoredResponse."""
+
+    @property
+    def canonical_url(self) -> str: ...
+    @property
+    def status(self) -> int: ...
+    @property
+    def body(self) -> bytes: ...
+    @property
+    def content_type(self) -> str: ...
+    @property
+    def record_id(self) -> str: ...
+    @property
+    def payload_digest(self) -> str: ...
+    @property
+    def warc_date(self) -> str: ...
+    @property
+    def location(self) -> str | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractResult:
+    snapshot_dir: Path
+    docs_path: Path
+    links_path: Path
+    manifest_path: Path
+    fingerprint: str
+    docs: int
+    links: int
+    counts: dict[str, Any]
+    up_to_date: bool = False
+
+
+@dataclass
+class Selection:
+    """Which responses become pages, and what happened to the rest."""
+
+    pages: list[ResponseLike] = field(default_factory=list)
+    aliases: dict[str, str] = field(default_factory=dict)  # redirecting URL -> final page URL
+    skipped: Counter[str] = field(default_factory=Counter)
+    responses: int = 0
+
+
+def doc_id(canonical_url: str) -> str:
+    """Stable id of a page: the first 16 hex digits of sha256 of its canonical URL."""
+    return hashlib.sha256(canonical_url.encode("utf-8")).hexdigest()[:16]
+
+
+def text_digest(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def is_html(response: ResponseLike) -> bool:
+    ctype = response.content_type.lower()
+    if "html" in ctype:
+        return True
+    if ctype and not ctype.startswith(("text/plain", "application/octet-stream")):
+        return False
+    return response.body[:512].lstrip().lower().startswith(_HTML_SNIFF)
+
+
+def select_pages(responses: Iterable[ResponseLike]) -> Selection:
+    """Latest capture per canonical URL (WARC date, then WARC order); redirects resolved."""
+    latest: dict[str, ResponseLike] = {}
+    sel = Selection()
+    for response in responses:
+        sel.responses += 1
+        key = response.canonical_url
+        old = latest.get(key)
+        if old is not None:
+            sel.skipped["older_capture"] += 1
+            if old.warc_date > response.warc_date:
+                continue
+        latest[key] = response
+    redirects: dict[str, str] = {}
+    for key in sorted(latest):
+        response = latest[key]
+        if 300 <= response.status < 400 and response.location:
+            from drarena.web.urls import canonicalize_url
+
+            try:
+                redirects[key] = canonicalize_url(response.location)
+            except ValueError:
+                sel.skipped["bad_redirect"] += 1
+        elif 200 <= response.status < 300:
+            if is_html(response):
+                sel.pages.append(response)
+            else:
+                kind = response.content_type.split(";")[0].strip().lower() or "unknown"
+                sel.skipped[f"non_html:{kind}"] += 1
+        else:
+            sel.skipped[f"status:{response.status}"] += 1
+    page_urls = {p.canonical_url for p in sel.pages}
+    for start in sorted(redirects):
+        url, seen = start, {start}
+        for _ in range(MAX_REDIRECT_HOPS):
+            url = redirects.get(url, url)
+            if url not in redirects or url in seen:
+                break
+            seen.add(url)
+        if url in page_urls:
+            sel.aliases[start] = url
+        else:
+            sel.skipped["redirect_unresolved"] += 1
+    return sel
+
+
+def _extract_job(job: tuple[bytes, str, str]) -> PageExtract:
+    body, url, content_type = job
+    return extract_page(body, url, content_type)
+
+
+def _pool_context() -> Any:
+    """forkserver: workers never inherit threads (a JVM, tokenizers) from the parent."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["drarena.corpus.page", "trafilatura"])
+    return ctx
+
+
+def run_extraction(jobs: Sequence[tuple[bytes, str, str]], workers: int,
+                   progress: bool = True) -> list[PageExtract]:
+    """extract_page over every job, in order, on `workers` processes (1: in this process)."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(jobs), desc="extract", unit="page", file=sys.stderr,
+               disable=not progress, mininterval=0.5)
+    results: list[PageExtract] = []
+    with bar:
+        if workers <= 1 or len(jobs) < 2:
+            for job in jobs:
+                results.append(_extract_job(job))
+                bar.update()
+            return results
+        chunk = max(1, min(8, len(jobs) // (workers * 4)))
+        with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
+            for page in pool.map(_extract_job, jobs, chunksize=chunk):
+                results.append(page)
+                bar.update()
+    return results
+
+
+def build_records(sel: Selection, pages: Sequence[PageExtract], rule: RepeatRule = RepeatRule()
+                  ) -> tuple[list[Doc], list[Link], dict[str, Any]]:
+    """Docs with quality flags, links with navigation and in-snapshot flags, and the report."""
+    aliases_of: dict[str, list[str]] = {}
+    for alias, final in sel.aliases.items():
+        aliases_of.setdefault(final, []).append(alias)
+    ids = {p.canonical_url: doc_id(p.canonical_url) for p in sel.pages}
+    docs: list[Doc] = []
+    first_by_digest: dict[str, str] = {}
+    report: dict[str, Any] = {"near_empty": [], "duplicates": [], "unparsable": [],
+                              "fallback_text": [], "truncated": []}
+    for response, page in zip(sel.pages, pages, strict=True):
+        digest = text_digest(page.text)
+        near_empty = len(page.text) < NEAR_EMPTY_CHARS
+        dup = None if near_empty else first_by_digest.setdefault(digest, ids[page.url])
+        dup = None if dup == ids[page.url] else dup
+        docs.append(Doc(
+            id=ids[page.url], url=page.url, title=page.title, contents=page.text,
+            record_id=response.record_id, payload_digest=response.payload_digest,
+            digest=digest, chars=len(page.text), description=page.description, lang=page.lang,
+            warc_date=response.warc_date, encoding=page.encoding, extractor=page.extractor,
+            near_empty=near_empty, duplicate_of=dup, truncated=page.truncated,
+            aliases=tuple(sorted(aliases_of.get(page.url, ()))),
+        ))
+        if near_empty:
+            report["near_empty"].append(page.url)
+        if dup:
+            report["duplicates"].append({"url": page.url, "duplicate_of": dup})
+        if page.error:
+            report["unparsable"].append({"url": page.url, "error": page.error})
+        elif page.extractor == "fallback":
+            report["fallback_text"].append(page.url)
+        if page.truncated:
+            report["truncated"].append(page.url)
+    repeated = repeated_pairs(
+        [[(sel.aliases.get(raw.target_url, raw.target_url), raw.anchor) for raw in p.links]
+         for p in pages], rule)
+    links: list[Link] = []
+    self_links = sum(p.self_links for p in pages)
+    skipped_links: Counter[str] = Counter()
+    from drarena.corpus.navlinks import normalize_anchor
+
+    for page in pages:
+        skipped_links.update(page.skipped_links)
+        for raw in page.links:
+            target_url = sel.aliases.get(raw.target_url, raw.target_url)
+            if target_url == page.url:  # a redirect back to the page itself
+                self_links += 1
+                continue
+            repeat = (target_url, normalize_anchor(raw.anchor)) in repeated
+            reason = raw.furniture or ("repeated" if repeat else "")
+            links.append(Link(
+                source=ids[page.url], source_url=page.url, target_url=target_url,
+                target=ids.get(target_url), anchor=raw.anchor, context=raw.context,
+                ordinal=raw.ordinal, in_snapshot=target_url in ids, is_nav=bool(reason),
+                nav_reason=reason, fragment=raw.fragment, in_list=raw.in_list, hint=raw.hint,
+            ))
+    counts = {
+        "responses": sel.responses, "pages": len(docs),
+        "content_pages": sum(d.is_content for d in docs),
+        "near_empty": len(report["near_empty"]), "duplicates": len(report["duplicates"]),
+        "unparsable": len(report["unparsable"]), "fallback_text": len(report["fallback_text"]),
+        "truncated": len(report["truncated"]), "redirect_aliases": len(sel.aliases),
+        "links": len(links), "nav_links": sum(lk.is_nav for lk in links),
+        "in_snapshot_links": sum(lk.in_snapshot for lk in links),
+        "content_links_in_snapshot": sum(lk.in_snapshot and not lk.is_nav for lk in links),
+        "self_links": self_links, "skipped_links": dict(sorted(skipped_links.items())),
+        "skipped_responses": dict(sorted(sel.skipped.items())),
+    }
+    return docs, links, {"counts": counts, **report}
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return "sha256:" + digest.hexdigest()
+
+
+def _write_lines(path: Path, lines: Iterable[str]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for line in lines:
+            fh.write(line)
+            fh.write("\n")
+    os.replace(tmp, path)
+
+
+def _params() -> dict[str, Any]:
+    import trafilatura
+
+    rule = RepeatRule()
+    return {"extract_version": EXTRACT_VERSION, "trafilatura": trafilatura.__version__,
+            "near_empty_chars": NEAR_EMPTY_CHARS, "max_page_bytes": MAX_PAGE_BYTES,
+            "nav_repeat_share": rule.share, "nav_repeat_min_pages": rule.min_pages}
+
+
+def _read_manifest(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _up_to_date(out: Path, fingerprint: str, params: dict[str, Any]) -> dict[str, Any] | None:
+    manifest = _read_manifest(out / MANIFEST_FILE)
+    if not manifest or manifest.get("snapshot_fingerprint") != fingerprint:
+        return None
+    if manifest.get("params") != params:
+        return None
+    for name, digest in manifest.get("outputs", {}).items():
+        path = out / name
+        if not path.is_file() or _sha256_file(path) != digest:
+            return None
+    return manifest
+
+
+def _result(out: Path, manifest: dict[str, Any], up_to_date: bool) -> ExtractResult:
+    counts = manifest["counts"]
+    return ExtractResult(
+        snapshot_dir=out, docs_path=out / DOCS_FILE, links_path=out / LINKS_FILE,
+        manifest_path=out / MANIFEST_FILE, fingerprint=manifest["snapshot_fingerprint"],
+        docs=counts["pages"], links=counts["links"], counts=counts, up_to_date=up_to_date)
+
+
+def extract_responses(responses: Iterable[ResponseLike], out: Path, *, name: str,
+                      fingerprint: str, workers: int | None = None, force: bool = False,
+                      progress: bool = True) -> ExtractResult:
+    """The stage body over any source of responses; writes into `out`."""
+    params = _params()
+    if not force and (manifest := _up_to_date(out, fingerprint, params)) is not None:
+        return _result(out, manifest, up_to_date=True)
+    sel = select_pages(responses)
+    jobs = [(r.body, r.canonical_url, r.content_type) for r in sel.pages]
+    n_workers = workers if workers is not None else (os.cpu_count() or 1)
+    pages = run_extraction(jobs, max(1, n_workers), progress=progress)
+    del jobs
+    docs, links, report = build_records(sel, pages)
+    _write_lines(out / DOCS_FILE, (d.to_json() for d in docs))
+    _write_lines(out / LINKS_FILE, (lk.to_json() for lk in links))
+    manifest = {
+        "stage": "extract", "snapshot": name, "snapshot_fingerprint": fingerprint,
+        "params": params, **report,
+        "outputs": {DOCS_FILE: _sha256_file(out / DOCS_FILE),
+                    LINKS_FILE: _sha256_file(out / LINKS_FILE)},
+    }
+    tmp = out / (MANIFEST_FILE + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
+                   encoding="utf-8")
+    os.replace(tmp, out / MANIFEST_FILE)
+    return _result(out, manifest, up_to_date=False)
+
+
+def extract_snapshot(snapshot_dir: Path, workers: int | None = None, force: bool = False,
+                     progress: bool = True) -> ExtractResult:
+    """Extract a snapshot in place (docs.jsonl, links.jsonl, extract-manifest.json next to its
+    WARC files). Does nothing when the outputs match the snapshot fingerprint."""
+    from drarena.web.snapshot import Snapshot
+
+    snap = Snapshot.open(Path(snapshot_dir))
+    return extract_responses(snap.iter_responses(), Path(snap.path), name=snap.name,
+                             fingerprint=snap.fingerprint, workers=workers, force=force,
+                             progress=progress)
+
+
+def _iter_jsonl(path: Path, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    if not path.is_file():
+        raise DrarenaError(f"{path} not found: run `drarena extract {path.parent}` first")
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            try:
+                data = json.loads(line)
+            except ValueError as exc:
+                raise DrarenaError(f"{path}:{lineno}: not a JSON {what} line ({exc})") from None
+            yield lineno, data
+
+
+def load_docs(snapshot_dir: Path) -> list[Doc]:
+    """Every page of docs.jsonl, flags included (filter on `Doc.is_content` for unique
+    pages with real text)."""
+    path = Path(snapshot_dir) / DOCS_FILE
+    docs = []
+    for lineno, data in _iter_jsonl(path, "doc"):
+        try:
+            docs.append(Doc.from_dict(data))
+        except (TypeError, ValueError) as exc:
+            raise DrarenaError(f"{path}:{lineno}: bad doc record ({exc})") from None
+    return docs
+
+
+def load_links(snapshot_dir: Path) -> list[Link]:
+    path = Path(snapshot_dir) / LINKS_FILE
+    links = []
+    for lineno, data in _iter_jsonl(path, "link"):
+        try:
+            links.append(Link.from_dict(data))
+        except (TypeError, ValueError) as exc:
+            raise DrarenaError(f"{path}:{lineno}: bad link record ({exc})") from None
+    return links

@@ -1,0 +1,135 @@
+"""Typed records of the corpus stage: pages, links, trees and what the tree API hands out.
+
+Why: docs.jsonl, links.jsonl and the tree files are read by other stages (search, examiner,
+match loop); frozen records make those contracts explicit and checked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+from drarena.records import Record
+
+# Relation types of tree edges (see drarena/corpus/relations.py for the rules).
+RELATIONS: tuple[str, ...] = (
+    "see_also", "example", "sequel", "broader", "subtopic", "reference", "mentions",
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Doc(Record):
+    """One HTML page of a snapshot, as written to docs.jsonl (pyserini JsonCollection: id +
+    contents). `digest` is sha256 of `contents`; `payload_digest` and `record_id` name the WARC
+    bytes it came from. Flags report quality instead of dropping pages."""
+
+    _tuple_fields: ClassVar[tuple[str, ...]] = ("aliases",)
+
+    id: str
+    url: str
+    title: str
+    contents: str
+    record_id: str
+    payload_digest: str
+    digest: str = ""
+    chars: int = 0
+    description: str = ""
+    lang: str = ""
+    warc_date: str = ""
+    encoding: str = ""
+    extractor: str = "trafilatura"  # trafilatura | fallback | none
+    near_empty: bool = False
+    duplicate_of: str | None = None
+    truncated: bool = False
+    aliases: tuple[str, ...] = ()  # canonical URLs that redirect here
+
+    @property
+    def is_content(self) -> bool:
+        """Usable as a tree node: real text, and the first of its duplicates."""
+        return not self.near_empty and self.duplicate_of is None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Link(Record):
+    """One outgoing link of a page, as written to links.jsonl. `target` is the doc id when the
+    (redirect-resolved) target is in the snapshot, else None."""
+
+    source: str
+    source_url: str
+    target_url: str
+    target: str | None
+    anchor: str
+    context: str
+    ordinal: int
+    in_snapshot: bool
+    is_nav: bool
+    nav_reason: str = ""  # "" | furniture:<what> | repeated
+    fragment: str = ""
+    in_list: bool = False
+    hint: str = ""  # "see_also" | "example" from the enclosing block's class names
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TreeNode(Record):
+    """A page in an Information Tree; `digest` must match the doc's digest in docs.jsonl."""
+
+    id: str
+    url: str
+    title: str
+    digest: str
+    depth: int
+    chars: int
+    parent: str | None = None
+    expanded: bool = False  # added after building, by expansion from the link graph
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TreeEdge(Record):
+    """Parent -> child: the page `source` talks about the page `target`."""
+
+    source: str
+    target: str
+    anchor: str
+    context: str
+    relation: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Tree(Record):
+    """An Information Tree: nodes in breadth-first order, edges in the order they were added."""
+
+    id: str
+    root: str
+    nodes: tuple[TreeNode, ...]
+    edges: tuple[TreeEdge, ...]
+    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def node(self, node_id: str) -> TreeNode:
+        for node in self.nodes:
+            if node.id == node_id:
+                return node
+        raise KeyError(node_id)
+
+    def children(self, node_id: str) -> tuple[TreeNode, ...]:
+        ids = [e.target for e in self.edges if e.source == node_id]
+        by_id = {n.id: n for n in self.nodes}
+        return tuple(by_id[i] for i in ids)
+
+    def edge_to(self, node_id: str) -> TreeEdge | None:
+        for edge in self.edges:
+            if edge.target == node_id:
+                return edge
+        return None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TreePage(Record):
+    """A page handed to the Examiner: its text and where it came from in the tree."""
+
+    id: str
+    url: str
+    title: str
+    text: str
+    depth: int
+    relation: str  # relation of the edge from its parent ("root" for the root)
+    anchor: str

@@ -1,0 +1,293 @@
+"""Information Trees: seeded breadth-first trees over a snapshot's content links.
+
+Why: the Examiner asks depth questions along a root-to-node path and width questions over a
+node and its siblings, so a tree must be (1) made of real content links (navigation links
+never become edges), (2) deterministic (same docs, seed and caps give the same bytes), and
+(3) traceable: every node carries the digest of its text in docs.jsonl.
+
+Roots are hubs: content pages with at least `min_root_links` distinct content children,
+at least `min_root_chars` of text, and a link density (anchor text / text) under
+`max_root_link_density`, so that index and listing pages, which have nothing to ask
+about, are not roots. `count` roots are drawn from the candidates with the seeded generator;
+each tree then grows breadth-first, taking up to `max_width` children per node (drawn with a
+generator seeded by the run seed and the root) up to `max_depth` and `max_nodes`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from drarena.corpus.records import Doc, Link, Tree, TreeEdge, TreeNode
+from drarena.corpus.relations import classify_relation
+from drarena.errors import DrarenaError
+
+TREES_DIR = "trees"
+TREES_INDEX = "index.json"
+TREE_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class TreeParams:
+    count: int = 10
+    seed: int = 1
+    max_depth: int = 4
+    max_width: int = 6
+    max_nodes: int = 150
+    min_root_links: int = 5
+    min_root_chars: int = 1000
+    max_root_link_density: float = 0.7
+
+    def check(self) -> None:
+        for name in ("count", "max_depth", "max_width", "max_nodes", "min_root_links"):
+            if getattr(self, name) < 1:
+                raise DrarenaError(f"trees: --{name.replace('_', '-')} must be at least 1")
+
+
+@dataclass
+class LinkGraph:
+    """Content pages and, per page, its content links to other content pages, deduplicated by
+    target in page order (first link wins)."""
+
+    docs: dict[str, Doc]
+    out: dict[str, list[Link]] = field(default_factory=dict)
+    link_density: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, docs: Iterable[Doc], links: Iterable[Link]) -> LinkGraph:
+        content = {d.id: d for d in docs if d.is_content}
+        graph = cls(docs=content)
+        anchor_chars: Counter[str] = Counter()
+        seen: set[tuple[str, str]] = set()
+        for link in links:
+            if link.source not in content:
+                continue
+            anchor_chars[link.source] += len(link.anchor)
+            if link.is_nav or link.target is None or link.target == link.source:
+                continue
+            if link.target not in content or (link.source, link.target) in seen:
+                continue
+            seen.add((link.source, link.target))
+            graph.out.setdefault(link.source, []).append(link)
+        for doc_id, doc in content.items():
+            graph.link_density[doc_id] = anchor_chars[doc_id] / max(1, doc.chars)
+        for out in graph.out.values():
+            out.sort(key=lambda lk: lk.ordinal)
+        return graph
+
+    def children(self, doc_id: str) -> list[Link]:
+        return self.out.get(doc_id, [])
+
+    def root_candidates(self, params: TreeParams) -> list[str]:
+        """Hub pages, most content children first, ties by id."""
+        cands = [
+            d.id for d in self.docs.values()
+            if len(self.children(d.id)) >= params.min_root_links
+            and d.chars >= params.min_root_chars
+            and self.link_density.get(d.id, 0.0) <= params.max_root_link_density
+        ]
+        return sorted(cands, key=lambda i: (-len(self.children(i)), i))
+
+
+def make_node(doc: Doc, depth: int, parent: str | None, expanded: bool = False) -> TreeNode:
+    return TreeNode(id=doc.id, url=doc.url, title=doc.title, digest=doc.digest, depth=depth,
+                    chars=doc.chars, parent=parent, expanded=expanded)
+
+
+def make_edge(link: Link, source_url: str) -> TreeEdge:
+    assert link.target is not None
+    return TreeEdge(source=link.source, target=link.target, anchor=link.anchor,
+                    context=link.context,
+                    relation=classify_relation(source_url, link.target_url, link.anchor,
+                                               link.context, in_list=link.in_list,
+                                               hint=link.hint, fragment=link.fragment))
+
+
+def tree_rng(seed: int, root: str) -> random.Random:
+    """Per-tree generator: a tree does not depend on which other trees were built."""
+    return random.Random(f"drarena-tree:{seed}:{root}")
+
+
+def grow_tree(graph: LinkGraph, root: str, tree_id: str, params: TreeParams) -> Tree:
+    rng = tree_rng(params.seed, root)
+    nodes = [make_node(graph.docs[root], 0, None)]
+    edges: list[TreeEdge] = []
+    in_tree = {root}
+    queue = [nodes[0]]
+    head = 0
+    while head < len(queue) and len(nodes) < params.max_nodes:
+        node = queue[head]
+        head += 1
+        if node.depth >= params.max_depth:
+            continue
+        cands = [lk for lk in graph.children(node.id) if lk.target not in in_tree]
+        if len(cands) > params.max_width:
+            picked = set(rng.sample(range(len(cands)), params.max_width))
+            cands = [lk for i, lk in enumerate(cands) if i in picked]
+        for link in cands[: params.max_nodes - len(nodes)]:
+            assert link.target is not None
+            child = make_node(graph.docs[link.target], node.depth + 1, node.id)
+            nodes.append(child)
+            edges.append(make_edge(link, node.url))
+            in_tree.add(child.id)
+            queue.append(child)
+    tree = Tree(id=tree_id, root=root, nodes=tuple(nodes), edges=tuple(edges))
+    return Tree(id=tree_id, root=root, nodes=tree.nodes, edges=tree.edges,
+                meta={"stats": tree_stats(tree)})
+
+
+def tree_stats(tree: Tree) -> dict[str, Any]:
+    per_depth = Counter(n.depth for n in tree.nodes)
+    kids = Counter(e.source for e in tree.edges)
+    depth_of = {n.id: n.depth for n in tree.nodes}
+    # Deepest node whose parent offers at least 4 children: depth 3 x width 4 questions.
+    wide_depths = [depth_of[e.target] for e in tree.edges if kids[e.source] >= 4]
+    return {
+        "nodes": len(tree.nodes),
+        "nodes_per_depth": [per_depth[d] for d in range(max(per_depth) + 1)],
+        "max_depth": max(per_depth),
+        "max_branching": max(kids.values(), default=0),
+        "mean_branching": round(sum(kids.values()) / len(kids), 3) if kids else 0.0,
+        "leaves": sum(1 for n in tree.nodes if n.id not in kids),
+        "deepest_with_width4": max(wide_depths, default=0),
+        "relations": dict(sorted(Counter(e.relation for e in tree.edges).items())),
+    }
+
+
+def build_trees(graph: LinkGraph, params: TreeParams) -> list[Tree]:
+    params.check()
+    cands = graph.root_candidates(params)
+    if params.count > len(cands):
+        raise DrarenaError(
+            f"asked for {params.count} trees but the snapshot can root only {len(cands)} "
+            f"(hub pages with >= {params.min_root_links} content links to other pages, "
+            f">= {params.min_root_chars} chars of text and link density <= "
+            f"{params.max_root_link_density}); ask for --count {len(cands)} or fewer")
+    rng = random.Random(f"drarena-roots:{params.seed}")
+    picked = sorted(rng.sample(range(len(cands)), params.count))
+    return [grow_tree(graph, cands[i], f"tree-{k:03d}", params) for k, i in enumerate(picked)]
+
+
+# --- files -----------------------------------------------------------------------------
+
+
+def tree_to_json(tree: Tree) -> str:
+    """node-link JSON (networkx.node_link_graph(data, edges="links") reads it)."""
+    data = {
+        "directed": True, "multigraph": False,
+        "graph": {"id": tree.id, "root": tree.root, **tree.meta},
+        "nodes": [n.to_dict() for n in tree.nodes],
+        "links": [e.to_dict() for e in tree.edges],
+    }
+    return json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def tree_from_json(text: str, where: str = "tree") -> Tree:
+    try:
+        data = json.loads(text)
+        graph = dict(data["graph"])
+        tree_id, root = graph.pop("id"), graph.pop("root")
+        nodes = tuple(TreeNode.from_dict(n) for n in data["nodes"])
+        edges = tuple(TreeEdge.from_dict(e) for e in data["links"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise DrarenaError(f"{where}: not a drarena tree file ({exc})") from None
+    return Tree(id=tree_id, root=root, nodes=nodes, edges=edges, meta=graph)
+
+
+def load_tree(path: Path) -> Tree:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DrarenaError(f"{path}: cannot read tree file ({exc.strerror})") from None
+    return tree_from_json(text, str(path))
+
+
+def to_networkx(tree: Tree) -> Any:
+    import networkx as nx
+
+    return nx.node_link_graph(json.loads(tree_to_json(tree)), edges="links")
+
+
+def _digest(path: Path) -> str:
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class TreesResult:
+    out_dir: Path
+    files: tuple[Path, ...]
+    candidates: int
+    up_to_date: bool
+
+
+def build_snapshot_trees(snapshot_dir: Path, params: TreeParams, workers: int | None = None,
+                         progress: bool = True) -> TreesResult:
+    """Extract if needed, then write trees/<id>.json and trees/index.json. Does nothing when
+    index.json records the same docs/links digests and parameters."""
+    from drarena.corpus.extract import extract_snapshot, load_docs, load_links
+
+    params.check()
+    extracted = extract_snapshot(Path(snapshot_dir), workers=workers, progress=progress)
+    out = extracted.snapshot_dir / TREES_DIR
+    inputs = {"docs": _digest(extracted.docs_path), "links": _digest(extracted.links_path),
+              "snapshot_fingerprint": extracted.fingerprint}
+    header = {"tree_version": TREE_VERSION, "params": _params_dict(params), "inputs": inputs}
+    index_path = out / TREES_INDEX
+    if index_path.is_file():
+        try:
+            old = json.loads(index_path.read_text(encoding="utf-8"))
+        except ValueError:
+            old = {}
+        files = tuple(out / t["file"] for t in old.get("trees", []))
+        if ({k: old.get(k) for k in header} == header and files
+                and all(f.is_file() and _digest(f) == t["digest"]
+                        for f, t in zip(files, old["trees"], strict=True))):
+            return TreesResult(out, files, old.get("candidates", 0), up_to_date=True)
+    graph = LinkGraph.build(load_docs(extracted.snapshot_dir), load_links(extracted.snapshot_dir))
+    trees = build_trees(graph, params)
+    out.mkdir(exist_ok=True)
+    for stale in out.glob("tree-*.json"):
+        stale.unlink()
+    entries = []
+    for tree in trees:
+        tree = Tree(id=tree.id, root=tree.root, nodes=tree.nodes, edges=tree.edges,
+                    meta={**tree.meta, "seed": params.seed,
+                          "snapshot_fingerprint": extracted.fingerprint,
+                          "docs_digest": inputs["docs"]})
+        path = out / f"{tree.id}.json"
+        path.write_text(tree_to_json(tree), encoding="utf-8")
+        root = tree.nodes[0]
+        entries.append({"id": tree.id, "file": path.name, "digest": _digest(path),
+                        "root": root.id, "root_url": root.url, "root_title": root.title,
+                        "stats": tree.meta["stats"]})
+    index = {**header, "candidates": len(graph.root_candidates(params)), "trees": entries}
+    tmp = index_path.with_name(TREES_INDEX + ".tmp")
+    tmp.write_text(json.dumps(index, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
+                   encoding="utf-8")
+    os.replace(tmp, index_path)
+    return TreesResult(out, tuple(out / e["file"] for e in entries), index["candidates"],
+                       up_to_date=False)
+
+
+def _params_dict(params: TreeParams) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return asdict(params)
+
+
+def summarize(trees: Sequence[Tree]) -> str:
+    lines = []
+    for tree in trees:
+        s = tree.meta.get("stats") or tree_stats(tree)
+        lines.append(f"{tree.id}: {s['nodes']} nodes, depth {s['max_depth']}, "
+                     f"max branching {s['max_branching']}, per depth {s['nodes_per_depth']}  "
+                     f"{tree.nodes[0].url}")
+    return "\n".join(lines)

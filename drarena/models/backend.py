@@ -1,0 +1,91 @@
+"""Backends: the one place a model call leaves the process.
+
+Why a seam here: the client (retries, cache, accounting) is the same for every backend; the
+real one goes through litellm to any OpenAI-compatible server (vLLM on a GPU or the CPU),
+and a scripted one exists only for control-flow unit tests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from drarena.models.types import ToolCall
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BackendReply:
+    """What a backend returns for one successful call."""
+
+    model: str
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+    finish_reason: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+
+
+class TransientModelError(Exception):
+    """A failure worth retrying (backends other than litellm raise it to say so)."""
+
+
+class Backend(Protocol):
+    async def complete(self, request: Mapping[str, Any]) -> BackendReply:
+        """Send one chat completion; `request` holds model, messages, sampling, transport."""
+        ...
+
+    def is_retriable(self, exc: BaseException) -> bool:
+        ...
+
+
+def _import_litellm() -> Any:
+    # Never fetch the price list from the network (frozen mode forbids it anyway).
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+class LiteLLMBackend:
+    """Every real model call: litellm.acompletion with its own retries turned off."""
+
+    def __init__(self) -> None:
+        self._litellm = _import_litellm()
+        lt = self._litellm
+        self._retriable: tuple[type[BaseException], ...] = (
+            lt.RateLimitError, lt.Timeout, lt.APIConnectionError, lt.InternalServerError,
+            lt.ServiceUnavailableError, lt.BadGatewayError, TimeoutError, ConnectionError,
+            TransientModelError)
+
+    def is_retriable(self, exc: BaseException) -> bool:
+        if isinstance(exc, self._retriable):
+            return True
+        status = getattr(exc, "status_code", None)
+        return isinstance(status, int) and (status >= 500 or status in (408, 409, 429))
+
+    async def complete(self, request: Mapping[str, Any]) -> BackendReply:
+        kwargs = dict(request)
+        kwargs.setdefault("api_key", "EMPTY")
+        response = await self._litellm.acompletion(num_retries=0, max_retries=0, **kwargs)
+        choice = response.choices[0]
+        message = choice.message
+        calls = tuple(
+            ToolCall(id=str(c.id), name=str(c.function.name),
+                     arguments=str(c.function.arguments or ""))
+            for c in (message.tool_calls or ()))
+        usage = getattr(response, "usage", None)
+        hidden = getattr(response, "_hidden_params", None) or {}
+        cost = hidden.get("response_cost")
+        return BackendReply(
+            model=str(response.model or request["model"]),
+            text=str(message.content or ""),
+            tool_calls=calls,
+            finish_reason=str(choice.finish_reason or ""),
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            cost_usd=float(cost) if isinstance(cost, int | float) else None,
+        )

@@ -1,0 +1,179 @@
+"""The model client: every agent and Examiner call goes through `ModelClient.complete`.
+
+Why one chokepoint: roles, the concurrency limit, retries with backoff, the record/replay
+cache and per-role token/latency/cost accounting must apply to every call, or a tournament
+is neither reproducible nor accountable. Clock, sleep and randomness are injectable so the
+retry schedule is tested without waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from drarena.errors import DrarenaError
+from drarena.models.backend import Backend, BackendReply
+from drarena.models.cache import CallCache, request_key
+from drarena.models.config import CacheMode, ModelRole, ModelsConfig
+from drarena.models.types import Completion, RoleUsage
+
+log = logging.getLogger("drarena.models")
+
+
+class ModelCallError(DrarenaError):
+    """A call that failed for good: names the role, the endpoint and the last failure."""
+
+
+class ReplayMissError(DrarenaError):
+    """Replay mode met a call the cache does not hold."""
+
+
+def _brief(exc: BaseException, limit: int = 300) -> str:
+    text = " ".join(str(exc).split()) or "(no message)"
+    text = text if len(text) <= limit else text[: limit - 3] + "..."
+    return f"{type(exc).__name__}: {text}"
+
+
+def _preview(messages: Sequence[Mapping[str, Any]], limit: int = 80) -> str:
+    if not messages:
+        return "(no messages)"
+    content = " ".join(str(messages[-1].get("content") or "").split())
+    return content if len(content) <= limit else content[: limit - 3] + "..."
+
+
+class ModelClient:
+    """Async calls by role, under one concurrency limit, with retries and a call cache."""
+
+    def __init__(
+        self,
+        config: ModelsConfig,
+        *,
+        backend: Backend | None = None,
+        cache: CallCache | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.config = config
+        if backend is None:
+            from drarena.models.backend import LiteLLMBackend
+
+            backend = LiteLLMBackend()
+        self._backend = backend
+        if cache is None and config.cache.mode is not CacheMode.OFF:
+            assert config.cache.path is not None  # validated by CacheConfig
+            cache = CallCache(config.cache.path)
+        self._cache = cache
+        self._mode = config.cache.mode if cache is not None else CacheMode.OFF
+        self._clock = clock
+        self._sleep = sleep
+        self._rng = rng if rng is not None else random.Random(0)
+        self._semaphore = asyncio.Semaphore(config.concurrency)
+        self._usage: dict[str, RoleUsage] = {}
+        self.model_calls = 0  # attempts that reached the backend, failed ones included
+
+    def role(self, name: str) -> ModelRole:
+        try:
+            return self.config.roles[name]
+        except KeyError:
+            known = ", ".join(sorted(self.config.roles)) or "none"
+            raise DrarenaError(f"models.roles: no role {name!r} (configured: {known})") from None
+
+    def usage(self) -> dict[str, RoleUsage]:
+        """Per-role totals, sorted by role, for the run header."""
+        return {name: self._usage[name] for name in sorted(self._usage)}
+
+    def _add(self, role: str, **deltas: float) -> None:
+        current = self._usage.get(role) or RoleUsage(role=role)
+        changes = {k: getattr(current, k) + v for k, v in deltas.items()}
+        self._usage[role] = dataclasses.replace(current, **changes)
+
+    async def complete(
+        self,
+        role: str,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: Any = None,
+        response_format: Mapping[str, Any] | None = None,
+    ) -> Completion:
+        spec = self.role(role)
+        sampling = spec.sampling.as_params()
+        key = request_key(model=spec.model, messages=messages, sampling=sampling, tools=tools,
+                          tool_choice=tool_choice, response_format=response_format)
+        started = self._clock()
+        if self._cache is not None:
+            hit = self._cache.get(key)
+            if hit is not None:
+                done = Completion.from_content(hit, role=role, key=key, cached=True,
+                                               latency_s=self._clock() - started)
+                self._add(role, calls=1, cached_calls=1)
+                return done
+            if self._mode is CacheMode.REPLAY:
+                raise ReplayMissError(
+                    f"replay: no cached answer for role {role!r} ({spec.model}), key "
+                    f"{key[:16]}, last message {_preview(messages)!r}")
+        request: dict[str, Any] = {"model": spec.model, "messages": list(messages), **sampling,
+                                   "timeout": spec.timeout_s}
+        if spec.api_base:
+            request["api_base"] = spec.api_base
+        if spec.api_key_env:
+            import os
+
+            request["api_key"] = os.environ.get(spec.api_key_env, "")
+        if tools:
+            request["tools"] = list(tools)
+        if tool_choice is not None:
+            request["tool_choice"] = tool_choice
+        if response_format is not None:
+            request["response_format"] = dict(response_format)
+        reply = await self._call_with_retries(role, spec, request)
+        completion = Completion(
+            role=role, model=reply.model, text=reply.text, tool_calls=reply.tool_calls,
+            finish_reason=reply.finish_reason, prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens, latency_s=self._clock() - started,
+            cost_usd=reply.cost_usd, cached=False, key=key)
+        if self._cache is not None and self._mode is CacheMode.READ_WRITE:
+            stored = {k: v for k, v in request.items()
+                      if k not in ("timeout", "api_base", "api_key")}
+            self._cache.put(key, spec.model, stored,
+                            {**completion.content, "recorded_latency_s": completion.latency_s})
+        self._add(role, calls=1, prompt_tokens=reply.prompt_tokens,
+                  completion_tokens=reply.completion_tokens, latency_s=completion.latency_s,
+                  cost_usd=reply.cost_usd or 0.0,
+                  cost_unknown_calls=int(reply.cost_usd is None))
+        return completion
+
+    async def _call_with_retries(self, role: str, spec: ModelRole,
+                                 request: Mapping[str, Any]) -> BackendReply:
+        policy = self.config.retry
+        endpoint = spec.api_base or "the provider's default endpoint"
+        for attempt in range(policy.max_attempts):
+            async with self._semaphore:
+                self.model_calls += 1
+                self._add(role, model_calls=1)
+                try:
+                    return await self._backend.complete(request)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    failure = exc
+            retriable = self._backend.is_retriable(failure)
+            if not retriable or attempt + 1 == policy.max_attempts:
+                self._add(role, failures=1)
+                why = (f"after {attempt + 1} attempt(s)" if retriable
+                       else "(not retriable)")
+                raise ModelCallError(
+                    f"model call failed for role {role!r}: model {spec.model} at {endpoint} "
+                    f"{why}; last failure: {_brief(failure)}") from failure
+            delay = policy.delay(attempt, self._rng.random())
+            log.warning("role %s: %s; retry %d in %.2f s", role, _brief(failure, 120),
+                        attempt + 1, delay)
+            self._add(role, retries=1)
+            await self._sleep(delay)
+        raise AssertionError("unreachable: the loop returns or raises")

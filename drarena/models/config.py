@@ -1,0 +1,101 @@
+"""Configuration of the model layer: roles, sampling, retries, cache.
+
+Why pydantic with extra="forbid": a misspelt key in a tournament config must fail loudly
+rather than silently fall back to a default that changes the results.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class Sampling(BaseModel):
+    """Decoding parameters; all of them are part of the cache key."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    temperature: float = Field(0.0, ge=0.0, le=2.0, description="0 = greedy, reproducible")
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    max_tokens: int = Field(512, ge=1, description="completion token limit")
+    seed: int | None = Field(0, description="server-side sampling seed (vLLM honours it)")
+    stop: tuple[str, ...] = Field((), description="stop strings")
+
+    def as_params(self) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+        }
+        if self.seed is not None:
+            params["seed"] = self.seed
+        if self.stop:
+            params["stop"] = list(self.stop)
+        return params
+
+
+class RetryPolicy(BaseModel):
+    """Exponential backoff with full jitter: delay_n = uniform(0, min(cap, base * 2**n))."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_attempts: int = Field(4, ge=1, description="tries per call, the first one included")
+    base_delay_s: float = Field(0.5, ge=0.0)
+    max_delay_s: float = Field(8.0, ge=0.0)
+
+    def delay(self, retry_index: int, unit_random: float) -> float:
+        """Pure: the pause before retry number `retry_index` (0-based), given a U[0,1) draw."""
+        ceiling = min(self.max_delay_s, self.base_delay_s * (2.0**retry_index))
+        return ceiling * unit_random
+
+
+class ModelRole(BaseModel):
+    """One named model: the Examiner, or one candidate agent."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field(description="litellm model string, e.g. 'openai/smollm2-135m'")
+    api_base: str | None = Field(None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    api_key_env: str | None = Field(None, description="environment variable holding the API key")
+    sampling: Sampling = Field(default_factory=Sampling)  # type: ignore[arg-type]
+    timeout_s: float = Field(120.0, gt=0.0, description="per-attempt timeout (not in the cache key)")
+
+    @field_validator("model")
+    @classmethod
+    def _model_nonempty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("model must not be empty")
+        return value
+
+
+class CacheMode(str, Enum):
+    OFF = "off"
+    READ_WRITE = "read-write"
+    REPLAY = "replay"
+
+
+class CacheConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: Path | None = Field(None, description="SQLite file; required unless mode is off")
+    mode: CacheMode = CacheMode.OFF
+
+    @model_validator(mode="after")
+    def _path_when_on(self) -> CacheConfig:
+        if self.mode is not CacheMode.OFF and self.path is None:
+            raise ValueError(f"cache.path is required when cache.mode is {self.mode.value!r}")
+        return self
+
+
+class ModelsConfig(BaseModel):
+    """The `models:` block of a run config."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    roles: dict[str, ModelRole] = Field(description="'examiner' and one entry per agent")
+    concurrency: int = Field(4, ge=1, description="model calls in flight at once, all roles")
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)  # type: ignore[arg-type]
+    cache: CacheConfig = Field(default_factory=CacheConfig)  # type: ignore[arg-type]

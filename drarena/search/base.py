@@ -1,0 +1,136 @@
+"""The Retriever protocol and the registry of retriever kinds.
+
+Why a registry: an agent's config names its retriever as {kind, args} (bm25, dense, hybrid,
+live), so swapping BM25 for a dense model is a config change, and the resolved spec goes
+into the run header. Factories take the snapshot and index root as keyword arguments next to
+their own args; heavy imports (Lucene, torch) happen only when a kind is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ValidationError
+
+from drarena.errors import DrarenaError
+from drarena.records import Hit
+from drarena.registry import ComponentSpec, Registry, RegistryError
+from drarena.search.docstore import DEFAULT_PAGE_CHARS, DocStore, PageText
+from drarena.search.manifest import IndexLayout, PassagesManifest, require_fresh
+from drarena.search.passages import Passage, PassageSettings
+
+SNIPPET_CHARS = 320
+MAX_K = 1000
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """Search and read one frozen web."""
+
+    name: str
+
+    def search(self, query: str, k: int = 10) -> list[Hit]:
+        """The k best pages, by score descending then docid ascending."""
+        ...
+
+    def open(self, url_or_docid: str, offset: int = 0,
+             max_chars: int = DEFAULT_PAGE_CHARS) -> PageText:
+        """One page of a document's text, from offset."""
+        ...
+
+
+RETRIEVERS: Registry[Retriever] = Registry("retriever")
+RETRIEVERS.register("bm25", "drarena.search.bm25:build")
+RETRIEVERS.register("dense", "drarena.search.dense:build")
+RETRIEVERS.register("hybrid", "drarena.search.hybrid:build")
+RETRIEVERS.register("live", "drarena.search.live:build")
+
+
+def build_retriever(spec: ComponentSpec | dict[str, Any], snapshot_dir: Path,
+                    index_root: Path) -> Retriever:
+    """A retriever from its {kind, args} over one snapshot; config errors as DrarenaError."""
+    try:
+        return RETRIEVERS.build(spec, snapshot_dir=snapshot_dir, index_root=index_root)
+    except (RegistryError, ValidationError) as exc:
+        raise DrarenaError(f"retriever config: {str(exc).splitlines()[0]}") from None
+
+
+def parse_args(model: type[BaseModel], args: dict[str, Any], kind: str) -> Any:
+    try:
+        return model.model_validate(args)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or kind
+        raise DrarenaError(f"retriever {kind}: args.{field}: {err['msg']}") from None
+
+
+def check_k(k: int) -> int:
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
+        raise DrarenaError(f"k must be an integer in 1..{MAX_K}, got {k!r}")
+    return k
+
+
+def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat.rfind(" ", 0, limit)
+    return flat[: cut if cut > limit // 2 else limit] + " …"
+
+
+def rank_pages(scored: Iterable[tuple[str, float]], passages: dict[str, Passage],
+               k: int) -> list[Hit]:
+    """Best passage per page (MaxP), sorted by score then docid, ranks from 1."""
+    best: dict[str, tuple[float, str]] = {}
+    for pid, score in sorted(scored, key=lambda item: (-item[1], item[0])):
+        passage = passages.get(pid)
+        if passage is not None and passage.doc_id not in best:
+            best[passage.doc_id] = (score, pid)
+    order = sorted(best.items(), key=lambda item: (-item[1][0], item[0]))[:k]
+    hits = []
+    for rank, (doc_id, (score, pid)) in enumerate(order, 1):
+        p = passages[pid]
+        hits.append(Hit(docid=doc_id, url=p.url, title=p.title, snippet=snippet(p.text),
+                        score=float(score), rank=rank))
+    return hits
+
+
+
+class SearchData:
+    """The pages and passages one index folder answers from, shared by all retrievers.
+
+    Why shared: a hybrid retriever holds a BM25 and a dense retriever over the same passages;
+    they load docs.jsonl and passages.jsonl once per process.
+    """
+
+    _cache: ClassVar[dict[tuple[str, str], SearchData]] = {}
+
+    def __init__(self, docs: DocStore, passages: dict[str, Passage],
+                 settings: PassageSettings) -> None:
+        self.docs = docs
+        self.passages = passages
+        self.settings = settings
+
+    def check_settings(self, settings: PassageSettings, folder: Path,
+                       layout: IndexLayout) -> None:
+        """An index must have been built from the passages this data holds."""
+        if settings != self.settings:
+            raise DrarenaError(
+                f"{folder} was built with other passage settings than {layout.passages}: "
+                f"rebuild with {layout.rebuild_hint()}"
+            )
+
+    @classmethod
+    def load(cls, layout: IndexLayout) -> SearchData:
+        from drarena.search.build import load_passages
+
+        manifest = require_fresh(layout.passages, PassagesManifest, layout.snapshot_dir,
+                                 layout, "passages")
+        key = (str(layout.passages.resolve()), manifest.passages_sha256)
+        if key not in cls._cache:
+            docs = DocStore.from_snapshot(layout.snapshot_dir)
+            cls._cache[key] = cls(docs, {p.id: p for p in load_passages(layout)},
+                                  manifest.passages)
+        return cls._cache[key]

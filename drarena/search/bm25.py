@@ -1,0 +1,64 @@
+"""BM25 over the snapshot's passages with Lucene (Anserini through pyserini)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from drarena.errors import DrarenaError
+from drarena.records import Hit
+from drarena.search import lucene
+from drarena.search.base import SearchData, check_k, parse_args, rank_pages
+from drarena.search.docstore import DEFAULT_PAGE_CHARS, PageText, clean_query
+from drarena.search.manifest import Bm25Manifest, IndexLayout, require_fresh
+
+
+class Bm25Args(BaseModel):
+    """BM25 parameters: Anserini's defaults for passage retrieval."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    k1: float = Field(0.9, gt=0, description="term frequency saturation")
+    b: float = Field(0.4, ge=0, le=1, description="length normalization")
+    depth: int = Field(50, ge=1, le=10000, description="passages fetched before MaxP")
+
+
+class Bm25Retriever:
+    """Lucene BM25 search; pages ranked by their best passage."""
+
+    name = "bm25"
+
+    def __init__(self, snapshot_dir: Path, index_root: Path, args: Bm25Args) -> None:
+        layout = IndexLayout(index_root, snapshot_dir)
+        self.args = args
+        self.manifest = require_fresh(layout.bm25, Bm25Manifest, snapshot_dir, layout, "bm25")
+        self.data = SearchData.load(layout)
+        self.data.check_settings(self.manifest.passages, layout.bm25, layout)
+        self._searcher = lucene.simple_searcher(layout.bm25, args.k1, args.b)
+        self._lock = threading.Lock()
+
+    def search_passages(self, query: str, depth: int) -> list[tuple[str, float]]:
+        """(passage id, score) pairs straight from Lucene."""
+        with self._lock:
+            try:
+                results = self._searcher.search(query, int(depth))
+            except Exception as exc:  # a Java exception through jnius
+                raise DrarenaError(f"bm25: Lucene rejected the query ({exc})") from None
+            return [(str(r.docid), float(r.score)) for r in results]
+
+    def search(self, query: str, k: int = 10) -> list[Hit]:
+        k = check_k(k)
+        text = clean_query(query)
+        depth = min(max(self.args.depth, 5 * k), len(self.data.passages))
+        return rank_pages(self.search_passages(text, depth), self.data.passages, k)
+
+    def open(self, url_or_docid: str, offset: int = 0,
+             max_chars: int = DEFAULT_PAGE_CHARS) -> PageText:
+        return self.data.docs.open(url_or_docid, offset, max_chars)
+
+
+def build(snapshot_dir: Path, index_root: Path, **args: Any) -> Bm25Retriever:
+    return Bm25Retriever(Path(snapshot_dir), Path(index_root), parse_args(Bm25Args, args, "bm25"))

@@ -1,0 +1,180 @@
+"""`drarena index`: passages, the Lucene BM25 index and the FAISS dense index of a snapshot.
+
+Each stage writes into a temporary folder and swaps it in when complete, so an interrupted
+build never leaves a half index behind; a stage whose manifest matches its inputs does nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from drarena.errors import DrarenaError
+from drarena.search import embed
+from drarena.search.docstore import docs_file, file_sha256, load_source_docs
+from drarena.search.manifest import (
+    Bm25Manifest,
+    DenseManifest,
+    IndexLayout,
+    PassagesManifest,
+    SourceState,
+    current_state,
+    read_manifest,
+    replace_folder,
+    write_manifest,
+)
+from drarena.search.passages import Passage, PassageSettings, split_docs
+
+HNSW_THRESHOLD = 100_000
+HNSW_M = 32
+HNSW_EF_CONSTRUCTION = 200
+HNSW_EF_SEARCH = 128
+PASSAGES_FILE = "passages.jsonl"
+BM25_BATCH = 500
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StageResult:
+    """What one build stage did: built (with its time) or found up to date."""
+
+    stage: str
+    path: Path
+    built: bool
+    seconds: float
+    count: int
+
+
+def _tmp_for(final: Path) -> Path:
+    tmp = final.with_name(f"{final.name}.tmp-{os.getpid()}")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    return tmp
+
+
+def build_passages(layout: IndexLayout, settings: PassageSettings,
+                   force: bool = False) -> tuple[StageResult, SourceState]:
+    """Cuts docs.jsonl into passages.jsonl (the JsonCollection both indexes read)."""
+    state = current_state(layout.snapshot_dir, settings)
+    old = read_manifest(layout.passages, PassagesManifest)
+    if old is not None and not force and old.same_source(state):
+        return StageResult("passages", layout.passages, False, 0.0, old.passage_count), state
+    start = time.perf_counter()
+    docs = load_source_docs(docs_file(layout.snapshot_dir))
+    if not docs:
+        raise DrarenaError(f"{docs_file(layout.snapshot_dir)} holds no pages: nothing to index")
+    tmp = _tmp_for(layout.passages)
+    count = 0
+    with (tmp / PASSAGES_FILE).open("w", encoding="utf-8") as fh:
+        for passage in split_docs(tqdm(docs, desc="passages", unit="doc", file=sys.stderr),
+                                  settings):
+            fh.write(passage.to_json() + "\n")
+            count += 1
+    write_manifest(tmp, PassagesManifest(
+        **state.model_dump(), doc_count=len(docs), passage_count=count,
+        passages_sha256=file_sha256(tmp / PASSAGES_FILE)))
+    replace_folder(tmp, layout.passages)
+    return StageResult("passages", layout.passages, True, time.perf_counter() - start,
+                       count), state
+
+
+def load_passages(layout: IndexLayout) -> list[Passage]:
+    path = layout.passages / PASSAGES_FILE
+    if not path.is_file():
+        raise DrarenaError(f"{path} is missing: build it with {layout.rebuild_hint()}")
+    with path.open(encoding="utf-8") as fh:
+        return [Passage.from_json(line) for line in fh if line.strip()]
+
+
+def build_bm25(layout: IndexLayout, state: SourceState, force: bool = False) -> StageResult:
+    """A Lucene index of the passages through pyserini's Anserini indexer (Porter, BM25)."""
+    old = read_manifest(layout.bm25, Bm25Manifest)
+    if old is not None and not force and old.same_source(state):
+        return StageResult("bm25", layout.bm25, False, 0.0, old.passage_count)
+    from drarena.search import lucene
+
+    passages = load_passages(layout)
+    start = time.perf_counter()
+    tmp = _tmp_for(layout.bm25)
+    try:
+        indexer = lucene.simple_indexer(tmp)
+        with tqdm(total=len(passages), desc="bm25", unit="passage", file=sys.stderr) as bar:
+            for i in range(0, len(passages), BM25_BATCH):
+                batch = passages[i:i + BM25_BATCH]
+                indexer.addRawDocuments([
+                    json.dumps({"id": p.id, "contents": p.indexed_text(state.passages)})
+                    for p in batch])
+                bar.update(len(batch))
+        indexer.close()
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    write_manifest(tmp, Bm25Manifest(
+        **state.model_dump(), doc_count=len({p.doc_id for p in passages}),
+        passage_count=len(passages)))
+    replace_folder(tmp, layout.bm25)
+    return StageResult("bm25", layout.bm25, True, time.perf_counter() - start, len(passages))
+
+
+def make_faiss_index(vectors: np.ndarray, hnsw_threshold: int = HNSW_THRESHOLD) -> Any:
+    """Exact inner-product search for small corpora, HNSW from hnsw_threshold vectors up."""
+    import faiss
+
+    dim = int(vectors.shape[1])
+    if len(vectors) >= hnsw_threshold:
+        index = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+        index.hnsw.efSearch = HNSW_EF_SEARCH
+    else:
+        index = faiss.IndexFlatIP(dim)
+    index.add(vectors)
+    return index
+
+
+def build_dense(layout: IndexLayout, state: SourceState, model: str = embed.DEFAULT_MODEL,
+                precision: embed.Precision = "bf16", hnsw_threshold: int = HNSW_THRESHOLD,
+                batch_size: int = 32, force: bool = False) -> StageResult:
+    """Embeds every passage and writes `index` (FAISS), `docid` and manifest.json."""
+    import faiss
+
+    folder = layout.dense(embed.model_slug(model))
+    path = embed.model_path(model)
+    old = read_manifest(folder, DenseManifest)
+    if (old is not None and not force and old.same_source(state)
+            and old.model_path == str(path) and old.precision == precision):
+        return StageResult("dense", folder, False, 0.0, old.passage_count)
+    passages = load_passages(layout)
+    start = time.perf_counter()
+    encoder = embed.load_encoder(model)
+    texts = [p.indexed_text(state.passages) for p in passages]
+    vectors = np.zeros((0, embed.dimension(encoder)), dtype=np.float32)
+    chunks = []
+    step = max(batch_size * 8, 1)
+    with tqdm(total=len(texts), desc=f"dense {folder.name}", unit="passage",
+              file=sys.stderr) as bar:
+        for i in range(0, len(texts), step):
+            chunks.append(embed.encode(encoder, texts[i:i + step], precision, batch_size))
+            bar.update(len(texts[i:i + step]))
+    if chunks:
+        vectors = np.concatenate(chunks)
+    index = make_faiss_index(vectors, hnsw_threshold)
+    hnsw = isinstance(index, faiss.IndexHNSWFlat)
+    tmp = _tmp_for(folder)
+    faiss.write_index(index, str(tmp / "index"))
+    (tmp / "docid").write_text("".join(p.id + "\n" for p in passages), encoding="utf-8")
+    write_manifest(tmp, DenseManifest(
+        **state.model_dump(), doc_count=len({p.doc_id for p in passages}),
+        passage_count=len(passages), model=model, model_path=str(path),
+        dimension=int(vectors.shape[1]), precision=precision, faiss="hnsw" if hnsw else "flat",
+        hnsw_m=HNSW_M if hnsw else None, hnsw_ef_search=HNSW_EF_SEARCH if hnsw else None))
+    replace_folder(tmp, folder)
+    return StageResult("dense", folder, True, time.perf_counter() - start, len(passages))

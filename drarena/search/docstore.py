@@ -1,0 +1,184 @@
+"""A snapshot's extracted pages (docs.jsonl), looked up by docid or URL and read in pages.
+
+Why here: agents `open` what search returned; the text must come from the same docs.jsonl the
+indexes were built from, cut into pages of bounded length so a long page never floods a
+model's context, with offsets the agent can follow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import unicodedata
+from pathlib import Path
+from urllib.parse import urldefrag
+
+from drarena.errors import DrarenaError
+from drarena.records import Record
+from drarena.search.passages import SourceDoc, doc_id_of
+
+DEFAULT_PAGE_CHARS = 4000
+MAX_PAGE_CHARS = 20000
+MAX_QUERY_CHARS = 1000
+SNAPSHOTS_DIR = Path("snapshots")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PageText(Record):
+    """One page of a document: text[offset:next_offset]; next_offset is None at the end."""
+
+    docid: str
+    url: str
+    title: str
+    text: str
+    offset: int
+    next_offset: int | None
+    total: int
+
+
+def resolve_snapshot(arg: str | Path) -> Path:
+    """A snapshot folder given as a path, or as a name under snapshots/."""
+    path = Path(arg)
+    if path.is_dir():
+        return path.resolve()
+    named = SNAPSHOTS_DIR / str(arg)
+    if named.is_dir():
+        return named.resolve()
+    raise DrarenaError(f"snapshot {arg}: no such folder (nor {named})")
+
+
+def docs_file(snapshot_dir: Path) -> Path:
+    path = snapshot_dir / "docs.jsonl"
+    if not path.is_file():
+        raise DrarenaError(
+            f"{path} is missing: run `drarena index {snapshot_dir}` (it extracts the pages first)"
+        )
+    return path
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def snapshot_fingerprint(snapshot_dir: Path) -> str | None:
+    """The frozen web's fingerprint from its manifest; None for a folder with docs only."""
+    manifest = snapshot_dir / "manifest.json"
+    if not manifest.is_file():
+        return None
+    try:
+        value = json.loads(manifest.read_text(encoding="utf-8")).get("fingerprint")
+    except (OSError, ValueError) as exc:
+        raise DrarenaError(f"{manifest}: unreadable snapshot manifest ({exc})") from None
+    return str(value) if value else None
+
+
+def load_source_docs(path: Path) -> list[SourceDoc]:
+    """docs.jsonl lines as SourceDoc; a bad line is an error naming file, line and field."""
+    docs: list[SourceDoc] = []
+    seen: set[str] = set()
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except ValueError as exc:
+                raise DrarenaError(f"{path}:{lineno}: not JSON ({exc})") from None
+            fields = {}
+            for name in ("id", "url", "title", "contents"):
+                value = data.get(name, "" if name == "title" else None)
+                if not isinstance(value, str):
+                    raise DrarenaError(f"{path}:{lineno}: field {name!r} missing or not a string")
+                fields[name] = value
+            if fields["id"] in seen:
+                raise DrarenaError(f"{path}:{lineno}: duplicate id {fields['id']!r}")
+            seen.add(fields["id"])
+            docs.append(SourceDoc(**fields))
+    return docs
+
+
+def clean_query(query: str, max_chars: int = MAX_QUERY_CHARS) -> str:
+    """Drops control and unpaired-surrogate characters, folds whitespace, bounds the length.
+
+    Why: Lucene rejects queries of over 1024 clauses and the JVM bridge cannot carry lone
+    surrogates; an agent's query should never turn into a stack trace.
+    """
+    if not isinstance(query, str):
+        raise DrarenaError(f"query must be a string, not {type(query).__name__}")
+    text = query.encode("utf-8", "ignore").decode("utf-8")
+    text = unicodedata.normalize("NFC", text)
+    text = "".join(" " if unicodedata.category(ch).startswith(("C", "Z")) else ch for ch in text)
+    text = " ".join(text.split())[:max_chars].strip()
+    if not any(ch.isalnum() for ch in text):
+        raise DrarenaError(f"query {query[:60]!r} has no searchable words")
+    return text
+
+
+class DocStore:
+    """All pages of one docs.jsonl, by id and by URL."""
+
+    def __init__(self, docs: list[SourceDoc], name: str = "snapshot") -> None:
+        self.name = name
+        self._by_id = {doc.id: doc for doc in docs}
+        self._by_url: dict[str, str] = {}
+        for doc in docs:
+            for key in _url_keys(doc.url):
+                self._by_url.setdefault(key, doc.id)
+
+    @classmethod
+    def from_snapshot(cls, snapshot_dir: Path) -> DocStore:
+        return cls(load_source_docs(docs_file(snapshot_dir)), snapshot_dir.name)
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def ids(self) -> list[str]:
+        return sorted(self._by_id)
+
+    def get(self, url_or_docid: str) -> SourceDoc:
+        key = str(url_or_docid).strip()
+        doc = self._by_id.get(key) or self._by_id.get(doc_id_of(key))
+        if doc is None:
+            for variant in _url_keys(key):
+                if variant in self._by_url:
+                    return self._by_id[self._by_url[variant]]
+            raise DrarenaError(f"unknown docid or URL {key[:200]!r} in snapshot {self.name}")
+        return doc
+
+    def open(self, url_or_docid: str, offset: int = 0,
+             max_chars: int = DEFAULT_PAGE_CHARS) -> PageText:
+        doc = self.get(url_or_docid)
+        total = len(doc.contents)
+        if not 0 <= offset <= total:
+            raise DrarenaError(f"offset {offset} outside page {doc.id} (0..{total})")
+        if not 1 <= max_chars <= MAX_PAGE_CHARS:
+            raise DrarenaError(f"max_chars {max_chars} outside 1..{MAX_PAGE_CHARS}")
+        end = _page_end(doc.contents, offset, max_chars)
+        return PageText(doc.id, doc.url, doc.title, doc.contents[offset:end], offset,
+                        end if end < total else None, total)
+
+
+def _page_end(text: str, offset: int, max_chars: int) -> int:
+    """Cut at the last line break or space in the final fifth of the page, else hard."""
+    end = min(offset + max_chars, len(text))
+    if end == len(text):
+        return end
+    floor = offset + (max_chars * 4) // 5
+    for sep in ("\n", " "):
+        cut = text.rfind(sep, floor, end)
+        if cut > offset:
+            return cut + 1
+    return end
+
+
+def _url_keys(url: str) -> list[str]:
+    """Lookup variants of a URL: without fragment, with and without a trailing slash."""
+    base = urldefrag(url)[0]
+    keys = [url, base]
+    keys.append(base[:-1] if base.endswith("/") else base + "/")
+    return list(dict.fromkeys(keys))

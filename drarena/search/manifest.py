@@ -1,0 +1,151 @@
+"""Index folders and their manifests: what each index was built from, and whether it is stale.
+
+Why: an index answers for one exact docs.jsonl of one exact snapshot. Its manifest records
+the snapshot fingerprint, the docs.jsonl digest and the passage settings; a build whose
+inputs are unchanged does nothing, and a retriever refuses an index built from other bytes
+with an error naming the command that rebuilds it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from drarena import __version__
+from drarena.errors import DrarenaError
+from drarena.search.docstore import docs_file, file_sha256, snapshot_fingerprint
+from drarena.search.passages import PassageSettings
+
+MANIFEST = "manifest.json"
+M = TypeVar("M", bound="SourceState")
+
+
+class SourceState(BaseModel):
+    """The inputs of an index: equal states mean an up-to-date index."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    snapshot: str = Field(description="snapshot folder name")
+    snapshot_fingerprint: str | None = Field(description="from the snapshot's manifest.json")
+    docs_sha256: str = Field(description="sha256 of docs.jsonl")
+    passages: PassageSettings = Field(description="how pages were cut into passages")
+
+    def same_source(self, other: SourceState) -> bool:
+        keys = ("snapshot_fingerprint", "docs_sha256", "passages")
+        return all(getattr(self, k) == getattr(other, k) for k in keys)
+
+
+class PassagesManifest(SourceState):
+    kind: Literal["passages"] = "passages"
+    doc_count: int
+    passage_count: int
+    passages_sha256: str
+    drarena_version: str = __version__
+
+
+class Bm25Manifest(SourceState):
+    kind: Literal["bm25"] = "bm25"
+    doc_count: int
+    passage_count: int
+    analyzer: str = Field("anserini default English: Porter stemming, Lucene stopwords")
+    drarena_version: str = __version__
+
+
+class DenseManifest(SourceState):
+    kind: Literal["dense"] = "dense"
+    doc_count: int
+    passage_count: int
+    model: str = Field(description="model name or path as given")
+    model_path: str
+    dimension: int
+    precision: Literal["fp32", "bf16"]
+    faiss: Literal["flat", "hnsw"] = Field(description="flat below the HNSW threshold")
+    hnsw_m: int | None = None
+    hnsw_ef_search: int | None = None
+    metric: str = "inner product on unit vectors (cosine)"
+    drarena_version: str = __version__
+
+
+class IndexLayout:
+    """index/<name>/{passages,bm25,dense-<model>}/ for one snapshot."""
+
+    def __init__(self, index_root: Path, snapshot_dir: Path) -> None:
+        self.snapshot_dir = snapshot_dir
+        self.root = Path(index_root) / snapshot_dir.name
+        self.passages = self.root / "passages"
+        self.bm25 = self.root / "bm25"
+
+    def dense(self, slug: str) -> Path:
+        return self.root / f"dense-{slug}"
+
+    def rebuild_hint(self) -> str:
+        return f"`drarena index {self.snapshot_dir}` (with --index-root {self.root.parent})"
+
+
+def current_state(snapshot_dir: Path, settings: PassageSettings) -> SourceState:
+    return SourceState(
+        snapshot=snapshot_dir.name,
+        snapshot_fingerprint=snapshot_fingerprint(snapshot_dir),
+        docs_sha256=file_sha256(docs_file(snapshot_dir)),
+        passages=settings,
+    )
+
+
+def read_manifest(folder: Path, model: type[M]) -> M | None:
+    path = folder / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        return model.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValidationError) as exc:
+        first = str(exc).splitlines()[0]
+        raise DrarenaError(f"{path}: unreadable index manifest ({first})") from None
+
+
+def write_manifest(folder: Path, manifest: BaseModel) -> None:
+    data = json.loads(manifest.model_dump_json())
+    (folder / MANIFEST).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n",
+                                   encoding="utf-8")
+
+
+def require_fresh(folder: Path, model: type[M], snapshot_dir: Path, layout: IndexLayout,
+                  what: str) -> M:
+    """The manifest of an index that matches the snapshot as it is now, else a clear error."""
+    manifest = read_manifest(folder, model)
+    if manifest is None:
+        raise DrarenaError(
+            f"no {what} index at {folder}: build it with {layout.rebuild_hint()}"
+        )
+    now = current_state(snapshot_dir, manifest.passages)
+    if manifest.snapshot_fingerprint != now.snapshot_fingerprint:
+        raise DrarenaError(
+            f"{what} index {folder} is stale: built from snapshot fingerprint "
+            f"{_short(manifest.snapshot_fingerprint)}, the snapshot is now "
+            f"{_short(now.snapshot_fingerprint)}; rebuild it with {layout.rebuild_hint()}"
+        )
+    if manifest.docs_sha256 != now.docs_sha256:
+        raise DrarenaError(
+            f"{what} index {folder} is stale: {snapshot_dir / 'docs.jsonl'} changed since it "
+            f"was built; rebuild it with {layout.rebuild_hint()}"
+        )
+    return manifest
+
+
+def replace_folder(tmp: Path, final: Path) -> None:
+    """Swap a freshly built folder in place of the old one (the old one goes last)."""
+    old = final.with_name(final.name + ".old")
+    if old.exists():
+        shutil.rmtree(old)
+    if final.exists():
+        final.rename(old)
+    tmp.rename(final)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+def _short(value: str | None) -> str:
+    return value[:12] if value else "none"

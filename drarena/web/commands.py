@@ -1,0 +1,131 @@
+"""CLI for the frozen web: `drarena snapshot`, `drarena verify`, `drarena replay`.
+
+Imports stay light here; the crawler, warcio and aiohttp load inside the command functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    snap = subparsers.add_parser("snapshot", help="crawl a spec into a WARC snapshot",
+                                 description="Freeze the pages a crawl spec names into "
+                                 "snapshots/<name>/ (WARC + CDXJ + manifest.json).")
+    snap.add_argument("spec", type=Path, help="crawl spec, e.g. corpus/pydocs.yaml")
+    snap.add_argument("--out", type=Path, default=None,
+                      help="snapshot folder (default: snapshots/<name>)")
+    snap.add_argument("--resume", action="store_true", help="continue an interrupted snapshot")
+    snap.add_argument("--install-local-site", action="store_true",
+                      help="apt-get install the spec's local_site.apt_package when missing")
+    snap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    snap.set_defaults(func=cmd_snapshot)
+
+    ver = subparsers.add_parser("verify", help="recompute a snapshot's digests",
+                                description="Check every file digest, record block digest "
+                                "and the fingerprint of a snapshot; exit 1 on any problem.")
+    ver.add_argument("snapshot", type=Path, help="snapshot folder")
+    ver.set_defaults(func=cmd_verify)
+
+    rep = subparsers.add_parser("replay", help="serve a snapshot over HTTP on 127.0.0.1",
+                                description="Serve captured pages as they were captured "
+                                "(status, headers, body, redirects); 404 otherwise.")
+    rep.add_argument("snapshot", type=Path, help="snapshot folder")
+    rep.add_argument("--port", type=int, default=8765, help="port (default 8765, 0 = any)")
+    rep.add_argument("--origin", default=None,
+                     help="captured origin that request paths map to (default: first seed's)")
+    rep.set_defaults(func=cmd_replay)
+
+
+def _ensure_local_site(root: Path, package: str | None, install: bool) -> None:
+    from drarena.errors import DrarenaError
+
+    if root.is_dir():
+        return
+    if not package:
+        raise DrarenaError(f"local_site.root {root} does not exist")
+    if not install:
+        raise DrarenaError(f"local_site.root {root} does not exist; install it with "
+                           f"`apt-get install {package}` or pass --install-local-site")
+    apt = ["apt-get", "install", "-y", "--no-install-recommends", package]
+    if os.geteuid() != 0:
+        if not shutil.which("sudo"):
+            raise DrarenaError(f"installing {package} needs root; run `sudo {' '.join(apt)}`")
+        apt = ["sudo", "-n", *apt]
+    print(f"drarena: installing {package} ({' '.join(apt)})", file=sys.stderr)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    if subprocess.run(apt, env=env).returncode != 0:
+        update = ["apt-get", "update"] if apt[0] != "sudo" else ["sudo", "-n", "apt-get", "update"]
+        subprocess.run(update, env=env)
+        if subprocess.run(apt, env=env).returncode != 0:
+            raise DrarenaError(f"apt-get could not install {package}")
+    if not root.is_dir():
+        raise DrarenaError(f"{package} is installed but {root} is still missing")
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from drarena.web.crawl import Crawler
+    from drarena.web.serve import serving, static_app
+    from drarena.web.spec import load_spec
+
+    spec = load_spec(args.spec)
+    out = args.out if args.out is not None else Path("snapshots") / spec.name
+    crawler = Crawler(spec, out, resume=args.resume, progress=not args.no_progress)
+
+    async def main() -> object:
+        site = spec.local_site
+        if site is None:
+            return await crawler.run()
+        _ensure_local_site(site.root, site.apt_package, args.install_local_site)
+        async with serving(static_app(site.root), site.host, site.port):
+            return await crawler.run()
+
+    manifest = asyncio.run(main())
+    if manifest is None:
+        print(f"{out}: up to date (complete snapshot of this spec)")
+        return 0
+    c = crawler.tally
+    print(f"{out}: {c.pages} pages, {c.responses} responses ({c.revisits} revisits), "
+          f"{c.redirects} redirects, {c.http_errors} HTTP errors, {c.fetch_errors} fetch errors, "
+          f"{c.robots_blocked} blocked by robots.txt, {c.bytes / 1e6:.1f} MB; "
+          f"fingerprint {manifest.fingerprint[:16]}")  # type: ignore[attr-defined]
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from drarena.web.snapshot import Snapshot
+
+    with Snapshot.open(args.snapshot) as snap:
+        report = snap.verify()
+    for problem in report.problems:
+        print(f"{args.snapshot}: {problem}")
+    state = "complete" if report.complete else "INCOMPLETE (resume with --resume)"
+    verdict = "OK" if report.ok else f"FAILED ({len(report.problems)} problem(s))"
+    print(f"{args.snapshot}: {verdict}: {report.files_checked} files, {report.records_checked} "
+          f"records, {state}, fingerprint {snap.fingerprint[:16]}")
+    return 0 if report.ok else 1
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from drarena.web.serve import default_origin, replay_app, serve_forever
+    from drarena.web.snapshot import Snapshot
+
+    with Snapshot.open(args.snapshot) as snap:
+        origin = args.origin or default_origin(snap)
+        banner = (f"replaying {snap.name} ({len(snap)} captures of {origin}) on "
+                  "http://127.0.0.1:{port}/  (Ctrl-C stops)")
+        try:
+            asyncio.run(serve_forever(replay_app(snap, origin), "127.0.0.1", args.port, banner))
+        except KeyboardInterrupt:
+            return 0
+    return 0

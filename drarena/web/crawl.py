@@ -1,0 +1,440 @@
+"""Breadth-first, polite crawl of a CrawlSpec into a snapshot, resumable after an interruption.
+
+Why level by level with an ordered commit: pages of one depth are fetched concurrently, but
+their records are written, counted and mined for links in frontier order, so the WARC order,
+the page set and the next level never depend on fetch timing. Resume replays the same BFS,
+taking outcomes already in the snapshot instead of fetching them again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import platform
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+from urllib.robotparser import RobotFileParser
+
+from drarena import __version__
+from drarena.errors import DrarenaError
+from drarena.web.fetch import FetchPolicy, HostGate, extract_links, fetch_once, make_session
+from drarena.web.manifest import Counts, Manifest, load_manifest
+from drarena.web.snapshot import FailedFetch, Snapshot, StoredResponse
+from drarena.web.spec import CrawlSpec
+from drarena.web.urls import canonicalize_url, url_host_port
+from drarena.web.warcfile import decode_entity, parse_http_response
+from drarena.web.writer import (
+    Clock,
+    Exchange,
+    FetchFailure,
+    IdFactory,
+    SnapshotWriter,
+    StoredPayload,
+    new_record_id,
+    utc_now,
+)
+
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+
+
+@dataclass(frozen=True, slots=True)
+class Hop:
+    """One step of a page fetch: an HTTP exchange or a failure, fresh or from the snapshot."""
+
+    url: str
+    status: int = 0
+    location: str | None = None
+    body: bytes = b""
+    content_type: str = ""
+    failure: str = ""
+    truncated: bool = False
+    revisit: bool = False
+    fresh: Exchange | FetchFailure | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PageResult:
+    url: str
+    depth: int
+    hops: tuple[Hop, ...]
+    links: tuple[str, ...]
+
+
+def hop_from_exchange(exchange: Exchange) -> Hop:
+    message = parse_http_response(
+        f"HTTP/1.1 {exchange.status} {exchange.reason}\r\n".encode() + b"".join(
+            f"{k}: {v}\r\n".encode("latin-1", "replace") for k, v in exchange.response_headers)
+        + b"\r\n" + exchange.entity)
+    location = message.header("Location")
+    target = urljoin(exchange.url, location) if location and 300 <= exchange.status < 400 \
+        else None
+    ctype = message.header("Content-Type").split(";", 1)[0].strip().lower()
+    return Hop(exchange.url, exchange.status, target, decode_entity(message), ctype,
+               truncated=exchange.truncated, fresh=exchange)
+
+
+def hop_from_stored(stored: StoredResponse) -> Hop:
+    return Hop(stored.url, stored.status, stored.location, stored.body, stored.content_type,
+               truncated=stored.truncated, revisit=stored.revisit)
+
+
+@dataclass
+class Scope:
+    """Compiled scope check of a spec."""
+
+    spec: CrawlSpec
+    _include: list[re.Pattern[str]] = field(default_factory=list)
+    _exclude: list[re.Pattern[str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._include = [re.compile(p) for p in self.spec.scope.include]
+        self._exclude = [re.compile(p) for p in self.spec.scope.exclude]
+        self._hosts = self.spec.allowed_hosts()
+
+    def allows(self, canonical: str) -> bool:
+        parts = urlsplit(canonical)
+        netloc = parts.netloc
+        host = parts.hostname or ""
+        if not any(h == netloc or (":" not in h and h == host) for h in self._hosts):
+            return False
+        prefixes = self.spec.scope.prefixes
+        if prefixes and not any(canonical.startswith(p) for p in prefixes):
+            return False
+        if self._include and not any(p.search(canonical) for p in self._include):
+            return False
+        return not any(p.search(canonical) for p in self._exclude)
+
+
+@dataclass
+class Tally:
+    """Mutable counters, frozen into manifest Counts at the end."""
+
+    pages: int = 0
+    responses: int = 0
+    revisits: int = 0
+    redirects: int = 0
+    http_errors: int = 0
+    fetch_errors: int = 0
+    robots_blocked: int = 0
+    truncated: int = 0
+    bytes: int = 0
+    statuses: Counter[str] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
+
+    def add_hop(self, hop: Hop) -> None:
+        if hop.failure:
+            if hop.failure == "robots":
+                self.robots_blocked += 1
+            else:
+                self.fetch_errors += 1
+            self.errors[hop.failure] += 1
+            return
+        self.responses += 1
+        self.bytes += len(hop.body)
+        self.statuses[str(hop.status)] += 1
+        self.truncated += hop.truncated
+        if hop.location:
+            self.redirects += 1
+        elif hop.status >= 400:
+            self.http_errors += 1
+
+    def freeze(self) -> Counts:
+        return Counts(pages=self.pages, responses=self.responses, revisits=self.revisits,
+                      redirects=self.redirects, http_errors=self.http_errors,
+                      fetch_errors=self.fetch_errors, robots_blocked=self.robots_blocked,
+                      truncated=self.truncated, bytes=self.bytes,
+                      statuses=dict(sorted(self.statuses.items())),
+                      errors=dict(sorted(self.errors.items())))
+
+
+@dataclass
+class Prior:
+    """What an interrupted snapshot already holds, by canonical URL."""
+
+    responses: dict[str, StoredResponse] = field(default_factory=dict)
+    failures: dict[str, FailedFetch] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, snap: Snapshot) -> Prior:
+        prior = cls()
+        for stored in snap.iter_responses():
+            prior.responses[stored.canonical_url] = stored
+        for failed in snap.iter_failures():
+            prior.failures.setdefault(failed.canonical_url, failed)
+        return prior
+
+
+ProgressHook = Callable[[PageResult, Tally], None]
+
+
+def software_versions() -> dict[str, str]:
+    from importlib.metadata import version
+
+    return {"drarena": __version__, "warcio": version("warcio"), "aiohttp": version("aiohttp"),
+            "python": platform.python_version()}
+
+
+@dataclass
+class Crawler:
+    """Runs one crawl. Clock, record ids and the progress hook are injectable for tests."""
+
+    spec: CrawlSpec
+    out: Path
+    resume: bool = False
+    clock: Clock = utc_now
+    new_id: IdFactory = new_record_id
+    on_page: ProgressHook | None = None
+    progress: bool = True
+    tally: Tally = field(default_factory=Tally)
+
+    def __post_init__(self) -> None:
+        self.scope = Scope(self.spec)
+        self.policy = FetchPolicy(self.spec.user_agent, self.spec.timeout_s,
+                                  self.spec.max_bytes, self.spec.allow_private_addresses)
+        self.prior = Prior()
+        self._gates: dict[str, HostGate] = {}
+        self._robots: dict[str, asyncio.Task[tuple[RobotFileParser | None, list[Hop]]]] = {}
+        self._robots_committed: set[str] = set()
+
+    # -- setup ------------------------------------------------------------------------------
+
+    def _prepare_writer(self) -> SnapshotWriter | None:
+        """None when an identical complete snapshot is already there (nothing to do)."""
+        spec_dict = self.spec.model_dump(mode="json")
+        writer = SnapshotWriter(self.out, self.spec.name, spec_dict, software_versions(),
+                                clock=self.clock, new_id=self.new_id)
+        if not (self.out / "manifest.json").exists():
+            if self.resume and self.out.exists() and any(self.out.glob("*.warc.gz")):
+                raise DrarenaError(f"{self.out}: has WARC files but no manifest.json; "
+                                   "cannot resume")
+            return writer
+        manifest: Manifest = load_manifest(self.out)
+        if manifest.spec != spec_dict:
+            raise DrarenaError(f"{self.out}: holds a snapshot of a different spec; "
+                               "remove the folder or use another --out")
+        if manifest.complete:
+            return None
+        if not self.resume:
+            raise DrarenaError(f"{self.out}: holds an interrupted snapshot; continue it with "
+                               "--resume or remove the folder")
+        with Snapshot.open(self.out) as snap:
+            self.prior = Prior.load(snap)
+            for stored in snap.iter_responses():
+                if not stored.revisit and stored.body:
+                    writer.payloads.setdefault(stored.payload_digest, StoredPayload(
+                        stored.url, stored.warc_date, stored.record_id))
+            cdxj = (self.out / "index.cdxj").read_text(encoding="utf-8").splitlines()
+        writer.prior_files = manifest.warc_files
+        writer.prior_cdxj = tuple(cdxj)
+        writer.started_at = manifest.started_at
+        return writer
+
+    # -- fetching ----------------------------------------------------------------------------
+
+    def _gate(self, url: str) -> HostGate:
+        key = url_host_port(url)
+        if key not in self._gates:
+            self._gates[key] = HostGate(self.spec.per_host_concurrency,
+                                        self.spec.per_host_delay_s)
+        return self._gates[key]
+
+    async def _get(self, session: object, url: str) -> Hop:
+        canonical = canonicalize_url(url)
+        stored = self.prior.responses.get(canonical)
+        if stored is not None:
+            return hop_from_stored(stored)
+        failed = self.prior.failures.get(canonical)
+        if failed is not None:
+            return Hop(url, failure=failed.kind)
+        result = await fetch_once(session, url, self.policy, self._gate(url))  # type: ignore[arg-type]
+        if isinstance(result, FetchFailure):
+            return Hop(url, failure=result.kind, fresh=result)
+        return hop_from_exchange(result)
+
+    async def _load_robots(self, session: object, origin: str) -> tuple[RobotFileParser | None,
+                                                                          list[Hop]]:
+        """RFC 9309: 4xx means no rules; 5xx or unreachable means disallow everything."""
+        url = origin + "/robots.txt"
+        hops: list[Hop] = []
+        for _ in range(self.spec.max_redirects + 1):
+            hop = await self._get(session, url)
+            hops.append(hop)
+            if hop.location and urlsplit(hop.location).scheme in ("http", "https"):
+                url = hop.location
+                continue
+            break
+        last = hops[-1]
+        parser = RobotFileParser()
+        if last.failure or last.status >= 500 or last.location:
+            parser.parse(["User-agent: *", "Disallow: /"])
+        elif last.status >= 400:
+            parser.parse([])
+        else:
+            parser.parse(last.body.decode("utf-8", "replace").splitlines())
+        return parser, hops
+
+    async def _robots_for(self, session: object, url: str) -> RobotFileParser | None:
+        if not self.spec.robots:
+            return None
+        parts = urlsplit(url)
+        origin = f"{parts.scheme}://{parts.netloc}"
+        if origin not in self._robots:
+            self._robots[origin] = asyncio.ensure_future(self._load_robots(session, origin))
+        parser, _ = await self._robots[origin]
+        return parser
+
+    async def _fetch_page(self, session: object, url: str, depth: int) -> PageResult:
+        hops: list[Hop] = []
+        chain: set[str] = set()
+        current = url
+        while True:
+            canonical = canonicalize_url(current)
+            robots = await self._robots_for(session, current)
+            if robots is not None and not robots.can_fetch(self.spec.user_agent, current):
+                failure = FetchFailure(current, "robots", "disallowed by robots.txt")
+                hops.append(Hop(current, failure="robots",
+                                fresh=None if canonical in self.prior.failures else failure))
+                break
+            chain.add(canonical)
+            hop = await self._get(session, current)
+            hops.append(hop)
+            if not hop.location:
+                break
+            target = hop.location
+            problem = None
+            if urlsplit(target).scheme not in ("http", "https"):
+                problem = ("bad_scheme", f"redirect to non-http(s) URL {target[:200]}")
+            else:
+                target_canon = canonicalize_url(target)
+                if target_canon in chain:
+                    problem = ("redirect_loop", f"redirect back to {target_canon}")
+                elif len(hops) > self.spec.max_redirects:
+                    problem = ("too_many_redirects",
+                               f"more than {self.spec.max_redirects} redirects")
+                elif not self.scope.allows(target_canon):
+                    break  # redirect leaves the scope: keep the 3xx, do not follow
+            if problem is not None:
+                kind, detail = problem
+                stored = self.prior.failures.get(canonicalize_url(target)) \
+                    if kind != "bad_scheme" else None
+                hops.append(Hop(target, failure=kind,
+                                fresh=None if stored else FetchFailure(target, kind, detail)))
+                break
+            current = target
+        final = hops[-1]
+        links: tuple[str, ...] = ()
+        if (not final.failure and final.status == 200 and final.content_type in HTML_TYPES
+                and depth < self.spec.max_depth):
+            links = tuple(extract_links(final.body, final.url))
+        return PageResult(url, depth, tuple(hops), links)
+
+    # -- the BFS ------------------------------------------------------------------------------
+
+    def _commit(self, writer: SnapshotWriter, page: PageResult) -> None:
+        for origin, task in sorted(self._robots.items()):
+            if origin in self._robots_committed or not task.done():
+                continue
+            self._robots_committed.add(origin)
+            for hop in task.result()[1]:
+                self._write_hop(writer, hop)
+        self.tally.pages += 1
+        for hop in page.hops:
+            self.tally.add_hop(hop)
+            self.tally.revisits += self._write_hop(writer, hop)
+
+    @staticmethod
+    def _write_hop(writer: SnapshotWriter, hop: Hop) -> bool:
+        """Write a fresh hop; True when it is (or, from the snapshot, was) a revisit."""
+        if isinstance(hop.fresh, Exchange):
+            return writer.write_exchange(hop.fresh)[1]
+        if isinstance(hop.fresh, FetchFailure):
+            writer.write_failure(hop.fresh)
+        return hop.revisit
+
+    async def _run_level(self, session: object, writer: SnapshotWriter,
+                         level: list[str], depth: int, bar: object,
+                         seen: set[str]) -> list[str]:
+        """Fetch one BFS level; commit in frontier order; return its links in that order."""
+        window = max(self.spec.concurrency, 1)
+        tasks: list[asyncio.Task[PageResult]] = []
+        links: list[str] = []
+        try:
+            for index in range(len(level)):
+                while len(tasks) < min(len(level), index + window):
+                    tasks.append(asyncio.ensure_future(
+                        self._fetch_page(session, level[len(tasks)], depth)))
+                page = await tasks[index]
+                self._commit(writer, page)
+                links.extend(page.links)
+                seen.update(canonicalize_url(hop.url) for hop in page.hops)
+                if bar is not None:
+                    bar.update(1)  # type: ignore[attr-defined]
+                    bar.set_postfix(MB=f"{self.tally.bytes / 1e6:.1f}",  # type: ignore[attr-defined]
+                                    errors=self.tally.fetch_errors + self.tally.http_errors,
+                                    refresh=False)
+                if self.on_page is not None:
+                    self.on_page(page, self.tally)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        return links
+
+    async def run(self) -> Manifest | None:
+        """Crawl; returns the manifest, or None if the snapshot was already complete."""
+        writer = self._prepare_writer()
+        if writer is None:
+            return None
+        writer.open()
+        complete = False
+        bar = None
+        if self.progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=self.spec.max_pages, unit="page", desc=self.spec.name,
+                       dynamic_ncols=True)
+        session = make_session(self.policy, self.spec.concurrency * 2)
+        try:
+            seen: set[str] = set()
+            level: list[str] = []
+            for seed in self.spec.seeds:
+                canonical = canonicalize_url(seed)
+                if canonical not in seen:
+                    seen.add(canonical)
+                    level.append(canonical)
+            depth = 0
+            budget = self.spec.max_pages
+            while level and budget > 0:
+                batch = level[:budget]
+                budget -= len(batch)
+                found = await self._run_level(session, writer, batch, depth, bar, seen)
+                level = []
+                if depth < self.spec.max_depth:
+                    for link in found:
+                        try:
+                            canonical = canonicalize_url(link)
+                        except ValueError:
+                            continue
+                        if canonical not in seen and self.scope.allows(canonical):
+                            seen.add(canonical)
+                            level.append(canonical)
+                depth += 1
+            complete = True
+        finally:
+            for task in self._robots.values():
+                task.cancel()
+            await asyncio.gather(*self._robots.values(), return_exceptions=True)
+            await session.close()
+            if bar is not None:
+                bar.close()
+            manifest = writer.close(complete=complete, counts=self.tally.freeze())
+        return manifest
+
+
+def run_crawl(spec: CrawlSpec, out: Path, *, resume: bool = False, progress: bool = True
+              ) -> Manifest | None:
+    """Synchronous entry point; Ctrl-C leaves a valid snapshot marked incomplete."""
+    return asyncio.run(Crawler(spec, out, resume=resume, progress=progress).run())

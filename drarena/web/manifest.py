@@ -1,0 +1,108 @@
+"""manifest.json of a snapshot: what was crawled, with which code, and the digests of its files.
+
+Why: later stages (extract, trees, index) record the snapshot fingerprint in their own
+manifests, so every result traces back to the exact WARC bytes; `drarena verify` recomputes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from drarena.errors import DrarenaError
+from drarena.web.urls import safe_file_name
+
+SCHEMA_VERSION = 1
+MANIFEST_NAME = "manifest.json"
+CDXJ_NAME = "index.cdxj"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FileDigest(_Frozen):
+    """One file of the snapshot with its sha256 and (for WARC files) its record count."""
+
+    name: str
+    sha256: str
+    size: int
+    records: int = 0
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, value: str) -> str:
+        try:
+            return safe_file_name(value)
+        except DrarenaError as exc:
+            raise ValueError(str(exc)) from None
+
+
+class Counts(_Frozen):
+    """What the crawl did. `pages` counts page fetches (a redirect chain is one page)."""
+
+    pages: int = 0
+    responses: int = 0
+    revisits: int = 0
+    redirects: int = 0
+    http_errors: int = 0
+    fetch_errors: int = 0
+    robots_blocked: int = 0
+    truncated: int = 0
+    bytes: int = 0
+    statuses: dict[str, int] = Field(default_factory=dict)
+    errors: dict[str, int] = Field(default_factory=dict)
+
+
+class Manifest(_Frozen):
+    """Typed manifest.json. `fingerprint` = sha256 over `name sha256\\n` of the WARC files."""
+
+    schema_version: int = SCHEMA_VERSION
+    name: str
+    complete: bool
+    spec: dict[str, Any]
+    software: dict[str, str]
+    started_at: str
+    ended_at: str
+    warc_files: tuple[FileDigest, ...]
+    cdxj: FileDigest
+    counts: Counts
+    fingerprint: str
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+
+
+def fingerprint(files: tuple[FileDigest, ...] | list[FileDigest]) -> str:
+    digest = hashlib.sha256()
+    for item in files:
+        digest.update(f"{item.name} {item.sha256}\n".encode())
+    return digest.hexdigest()
+
+
+def load_manifest(folder: Path) -> Manifest:
+    path = folder / MANIFEST_NAME
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DrarenaError(f"{path}: snapshot manifest is missing") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DrarenaError(f"{path}: snapshot manifest is not readable JSON ({exc})") from None
+    try:
+        return Manifest.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err.get("loc", ())) or "(top level)"
+        raise DrarenaError(f"{path}: field {field}: {str(err.get('msg', 'invalid')).removeprefix('Value error, ')}") from None
+
+
+def write_manifest(folder: Path, manifest: Manifest) -> None:
+    """Write atomically so an interrupted write never leaves half a manifest."""
+    path = folder / MANIFEST_NAME
+    tmp = folder / (MANIFEST_NAME + ".tmp")
+    tmp.write_text(manifest.to_json(), encoding="utf-8")
+    tmp.replace(path)

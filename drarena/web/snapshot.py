@@ -1,0 +1,364 @@
+"""The frozen web as a library: open a snapshot, iterate its responses, look a URL up, verify.
+
+Why this shape: every later stage (extract, trees, index, agents' `open` tool, replay) reads
+pages through `Snapshot`, so canonicalization, revisit resolution and damage handling live in
+one place. Lookups go through the sorted CDXJ (binary search), reading one gzip member.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import mmap
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from urllib.parse import urljoin
+
+from drarena.errors import DrarenaError
+from drarena.web.manifest import CDXJ_NAME, Manifest, fingerprint, load_manifest
+from drarena.web.urls import canonicalize_url, safe_file_name, surt
+from drarena.web.warcfile import (
+    Damage,
+    RawRecord,
+    decode_entity,
+    iter_file,
+    parse_http_response,
+    read_member,
+    sha1_b32,
+    sha256_file,
+)
+
+__all__ = ["Snapshot", "StoredResponse", "VerifyReport", "canonicalize_url"]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredResponse:
+    """A captured HTTP response; `body` has transfer and content codings removed."""
+
+    url: str
+    canonical_url: str
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+    content_type: str
+    record_id: str
+    payload_digest: str
+    warc_date: str
+    warc_file: str
+    offset: int
+    truncated: bool = False
+    revisit: bool = False
+
+    def header(self, name: str, default: str = "") -> str:
+        lname = name.lower()
+        for key, value in self.headers:
+            if key.lower() == lname:
+                return value
+        return default
+
+    @property
+    def location(self) -> str | None:
+        """Absolute redirect target for 3xx responses with a Location header, else None."""
+        target = self.header("Location")
+        if not (300 <= self.status < 400) or not target:
+            return None
+        return urljoin(self.url, target)
+
+    @property
+    def is_html(self) -> bool:
+        return self.content_type in ("text/html", "application/xhtml+xml")
+
+
+@dataclass(frozen=True, slots=True)
+class FailedFetch:
+    """A fetch recorded without a response (timeout, refused, robots, policy)."""
+
+    url: str
+    canonical_url: str
+    kind: str
+    detail: str
+    warc_date: str
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyReport:
+    """Problems found by `Snapshot.verify()`; empty `problems` means the snapshot is intact."""
+
+    path: Path
+    files_checked: int
+    records_checked: int
+    problems: tuple[str, ...]
+    complete: bool
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    url: str
+    mime: str
+    status: int
+    digest: str
+    filename: str
+    offset: int
+    timestamp: str
+
+
+def _media_type(value: str) -> str:
+    return value.split(";", 1)[0].strip().lower()
+
+
+@dataclass
+class Snapshot:
+    """An opened snapshot folder (manifest.json + index.cdxj + WARC files)."""
+
+    path: Path
+    manifest: Manifest
+    skipped: int = 0
+    _keys: list[str] = field(default_factory=list)
+    _lines: list[str] = field(default_factory=list)
+    _maps: dict[str, mmap.mmap] = field(default_factory=dict)
+    _digest_index: dict[str, tuple[str, int]] | None = None
+    _bodies: OrderedDict[str, tuple[int, bytes]] = field(default_factory=OrderedDict)
+
+    @classmethod
+    def open(cls, path: str | Path) -> Snapshot:
+        folder = Path(path)
+        if not folder.is_dir():
+            raise DrarenaError(f"{folder}: no such snapshot folder")
+        manifest = load_manifest(folder)
+        cdxj = folder / CDXJ_NAME
+        try:
+            text = cdxj.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise DrarenaError(f"{cdxj}: CDXJ index is missing") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise DrarenaError(f"{cdxj}: CDXJ index is not readable ({exc})") from None
+        for item in manifest.warc_files:
+            if not (folder / item.name).is_file():
+                raise DrarenaError(f"{folder / item.name}: WARC file listed in manifest is missing")
+        snap = cls(folder, manifest)
+        for number, line in enumerate(text.splitlines(), 1):
+            key, sep, _ = line.partition(" ")
+            if not sep:
+                raise DrarenaError(f"{cdxj}: line {number}: not a CDXJ line")
+            snap._keys.append(key)
+            snap._lines.append(line)
+        if snap._keys != sorted(snap._keys):
+            raise DrarenaError(f"{cdxj}: lines are not sorted by URL key")
+        return snap
+
+    # -- identity --------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self.manifest.name
+
+    @property
+    def fingerprint(self) -> str:
+        return self.manifest.fingerprint
+
+    def warc_paths(self) -> list[Path]:
+        return [self.path / safe_file_name(f.name, "WARC file name")
+                for f in self.manifest.warc_files]
+
+    def close(self) -> None:
+        for mm in self._maps.values():
+            mm.close()
+        self._maps.clear()
+
+    def __enter__(self) -> Snapshot:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        """Number of captures (responses and revisits) in the CDXJ index."""
+        return len(self._lines)
+
+    # -- iteration ---------------------------------------------------------------------------
+
+    def iter_records(self) -> Iterator[RawRecord]:
+        """Every WARC record in WARC order; damaged stretches are skipped and counted."""
+        self.skipped = 0
+        for path in self.warc_paths():
+            for item in iter_file(path):
+                if isinstance(item, Damage):
+                    self.skipped += item.records
+                    continue
+                yield item
+
+    def iter_responses(self) -> Iterator[StoredResponse]:
+        """Every response, revisits resolved to their payload, in WARC order."""
+        bodies: dict[str, tuple[str, int]] = {}
+        for record in self.iter_records():
+            kind = record.type
+            if kind not in ("response", "revisit"):
+                continue
+            try:
+                if kind == "response":
+                    stored = self._response(record, None)
+                    bodies.setdefault(stored.payload_digest, (record.warc_file, record.offset))
+                else:
+                    digest = record.header("WARC-Payload-Digest")
+                    where = bodies.get(digest)
+                    stored = self._response(record, self._body_at(*where) if where else None)
+            except ValueError:
+                self.skipped += 1
+                continue
+            yield stored
+
+    def iter_failures(self) -> Iterator[FailedFetch]:
+        """Fetches recorded without a response (drarena metadata records)."""
+        for record in self.iter_records():
+            if record.type != "metadata":
+                continue
+            fields = dict(line.split(": ", 1) for line in
+                          record.block.decode("utf-8", "replace").split("\r\n") if ": " in line)
+            if "drarena-fetch-error" not in fields:
+                continue
+            url = record.header("WARC-Target-URI")
+            yield FailedFetch(url, canonicalize_url(url), fields["drarena-fetch-error"],
+                              fields.get("drarena-detail", ""), record.header("WARC-Date"))
+
+    # -- lookup -------------------------------------------------------------------------------
+
+    def _entries(self, canonical: str) -> list[_Entry]:
+        key = surt(canonical)
+        lo = bisect.bisect_left(self._keys, key)
+        hi = bisect.bisect_right(self._keys, key, lo)
+        out = []
+        for line in self._lines[lo:hi]:
+            _, timestamp, blob = line.split(" ", 2)
+            data = json.loads(blob)
+            if canonicalize_url(data["url"]) != canonical:
+                continue
+            out.append(_Entry(data["url"], data.get("mime", ""), int(data.get("status", 0)),
+                              data.get("digest", ""), data["filename"], int(data["offset"]),
+                              timestamp))
+        return out
+
+    def lookup(self, url: str) -> StoredResponse | None:
+        """The latest capture of `url` (canonicalized), or None if it was not captured."""
+        try:
+            canonical = canonicalize_url(url)
+        except ValueError:
+            return None
+        entries = self._entries(canonical)
+        if not entries:
+            return None
+        entry = max(entries, key=lambda e: (e.timestamp, e.filename, e.offset))
+        record = self._record_at(entry.filename, entry.offset)
+        if record.type == "revisit":
+            return self._response(record, self._resolve_digest(entry.digest))
+        return self._response(record, None)
+
+    def __contains__(self, url: object) -> bool:
+        if not isinstance(url, str):
+            return False
+        try:
+            return bool(self._entries(canonicalize_url(url)))
+        except ValueError:
+            return False
+
+    def urls(self) -> list[str]:
+        """Distinct captured URLs (canonical), sorted."""
+        return sorted({canonicalize_url(json.loads(line.split(" ", 2)[2])["url"])
+                       for line in self._lines})
+
+    # -- verify -------------------------------------------------------------------------------
+
+    def verify(self) -> VerifyReport:
+        """Recompute every file digest, the fingerprint and each record's block digest."""
+        problems: list[str] = []
+        records = 0
+        for item in self.manifest.warc_files:
+            path = self.path / item.name
+            actual = sha256_file(path)
+            if actual != item.sha256:
+                problems.append(f"{item.name}: sha256 mismatch (manifest {item.sha256[:12]}..., "
+                                f"file {actual[:12]}...)")
+            for part in iter_file(path):
+                if isinstance(part, Damage):
+                    problems.append(f"{item.name}: {part.records} damaged record(s) at offset "
+                                    f"{part.offset}: {part.reason}")
+                    continue
+                records += 1
+                expected = part.header("WARC-Block-Digest")
+                if expected.startswith("sha1:") and sha1_b32(part.block) != expected:
+                    problems.append(f"{item.name}: block digest mismatch in record at offset "
+                                    f"{part.offset}")
+        cdxj = self.path / CDXJ_NAME
+        if sha256_file(cdxj) != self.manifest.cdxj.sha256:
+            problems.append(f"{CDXJ_NAME}: sha256 mismatch with manifest")
+        if fingerprint(self.manifest.warc_files) != self.manifest.fingerprint:
+            problems.append("manifest.json: fingerprint does not match its file digests")
+        return VerifyReport(self.path, len(self.manifest.warc_files) + 1, records,
+                            tuple(problems), self.manifest.complete)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _map(self, filename: str) -> mmap.mmap:
+        mm = self._maps.get(filename)
+        if mm is None:
+            path = self.path / safe_file_name(filename, "WARC file name")
+            with path.open("rb") as fh:
+                mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            self._maps[filename] = mm
+        return mm
+
+    def _record_at(self, filename: str, offset: int) -> RawRecord:
+        try:
+            records = read_member(self._map(filename), offset, filename)
+        except (ValueError, OSError, Exception) as exc:
+            raise DrarenaError(f"{self.path / filename}: damaged record at offset {offset} "
+                               f"({exc})") from None
+        return records[0]
+
+    def _resolve_digest(self, digest: str) -> bytes | None:
+        if self._digest_index is None:
+            index: dict[str, tuple[str, int]] = {}
+            for line in self._lines:
+                data = json.loads(line.split(" ", 2)[2])
+                if data.get("mime") != "warc/revisit" and data.get("digest"):
+                    index.setdefault(data["digest"], (data["filename"], int(data["offset"])))
+            self._digest_index = index
+        where = self._digest_index.get(digest)
+        return self._body_at(*where) if where else None
+
+    def _body_at(self, filename: str, offset: int) -> bytes:
+        cached = self._bodies.get(f"{filename}:{offset}")
+        if cached is not None:
+            return cached[1]
+        record = self._record_at(filename, offset)
+        body = decode_entity(parse_http_response(record.block))
+        self._bodies[f"{filename}:{offset}"] = (offset, body)
+        while len(self._bodies) > 64:
+            self._bodies.popitem(last=False)
+        return body
+
+    def _response(self, record: RawRecord, revisit_body: bytes | None) -> StoredResponse:
+        """Build a StoredResponse; ValueError if the block is not an HTTP response."""
+        message = parse_http_response(record.block)
+        is_revisit = record.type == "revisit"
+        if is_revisit:
+            body = revisit_body if revisit_body is not None else b""
+        else:
+            body = decode_entity(message)
+        url = record.header("WARC-Target-URI")
+        return StoredResponse(
+            url=url, canonical_url=canonicalize_url(url), status=message.status,
+            headers=message.headers, body=body,
+            content_type=_media_type(message.header("Content-Type")),
+            record_id=record.header("WARC-Record-ID"),
+            payload_digest=record.header("WARC-Payload-Digest") or sha1_b32(message.entity),
+            warc_date=record.header("WARC-Date"), warc_file=record.warc_file,
+            offset=record.offset, truncated=bool(record.header("WARC-Truncated")),
+            revisit=is_revisit)

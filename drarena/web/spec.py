@@ -1,0 +1,152 @@
+"""Crawl specs (corpus/<name>.yaml): what to freeze, how politely, within which budgets.
+
+Why a typed model: a typo in a spec (`max_page: 300`) must fail loudly before a crawl starts,
+not silently crawl with defaults. Unknown keys are rejected and every error names the file and
+the field.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from drarena.errors import DrarenaError
+from drarena.web.urls import ALLOWED_SCHEMES, canonicalize_url, url_host_port
+
+NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Scope(_Strict):
+    """Which URLs the crawl may follow. Empty `hosts` means the seeds' hosts."""
+
+    hosts: tuple[str, ...] = Field(
+        default=(), description="allowed `host` or `host:port`; a bare host matches any port")
+    prefixes: tuple[str, ...] = Field(
+        default=(), description="if set, a URL must start with one of these (canonical form)")
+    include: tuple[str, ...] = Field(
+        default=(), description="if set, a URL must match one of these regexes (re.search)")
+    exclude: tuple[str, ...] = Field(
+        default=(), description="a URL matching any of these regexes is skipped")
+
+    @field_validator("include", "exclude")
+    @classmethod
+    def _regexes_compile(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"bad regex {pattern!r}: {exc}") from None
+        return value
+
+    @field_validator("prefixes")
+    @classmethod
+    def _canonical_prefixes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(_http_url(p) for p in value)
+
+    @field_validator("hosts")
+    @classmethod
+    def _lower_hosts(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(h.strip().lower() for h in value)
+
+
+class LocalSite(_Strict):
+    """A folder served on loopback during the crawl (`make snapshot` on a fresh machine)."""
+
+    root: Path = Field(description="folder to serve")
+    host: str = Field(default="127.0.0.1", description="loopback address to bind")
+    port: int = Field(default=8765, ge=1, le=65535, description="port the seeds point at")
+    apt_package: str | None = Field(
+        default=None, description="Debian package that provides `root` (installed on request)")
+
+    @field_validator("host")
+    @classmethod
+    def _loopback(cls, value: str) -> str:
+        if value not in ("127.0.0.1", "::1", "localhost"):
+            raise ValueError("local_site.host must be a loopback address")
+        return value
+
+
+def _http_url(value: str) -> str:
+    scheme = value.split(":", 1)[0].lower()
+    if scheme not in ALLOWED_SCHEMES:
+        raise ValueError(f"{value!r}: only http and https URLs are allowed")
+    try:
+        return canonicalize_url(value)
+    except ValueError as exc:
+        raise ValueError(str(exc)) from None
+
+
+class CrawlSpec(_Strict):
+    """One crawl: seeds, scope and budgets. Defaults are polite for the open web."""
+
+    name: Annotated[str, Field(pattern=NAME_PATTERN, description="snapshot name (folder/files)")]
+    seeds: tuple[str, ...] = Field(min_length=1, description="start URLs (depth 0)")
+    scope: Scope = Field(default_factory=Scope, description="which links to follow")
+    max_pages: int = Field(default=300, ge=1, description="page fetches (redirect chains = 1)")
+    max_depth: int = Field(default=3, ge=0, description="link hops from a seed")
+    per_host_delay_s: float = Field(default=1.0, ge=0, description="pause between requests")
+    per_host_concurrency: int = Field(default=2, ge=1, le=64, description="parallel requests")
+    concurrency: int = Field(default=16, ge=1, le=256, description="pages in flight overall")
+    max_bytes: int = Field(default=5_000_000, ge=1024, description="body cap per response")
+    timeout_s: float = Field(default=30.0, gt=0, description="per-request total timeout")
+    robots: bool = Field(default=True, description="obey robots.txt")
+    user_agent: str = Field(default="drarena/0.1 (frozen-web crawler)", min_length=1)
+    allow_private_addresses: bool = Field(
+        default=False, description="allow private/loopback/link-local hosts (tests, local sites)")
+    max_redirects: int = Field(default=5, ge=0, le=30, description="hops per redirect chain")
+    local_site: LocalSite | None = Field(
+        default=None, description="serve a local folder on loopback while crawling")
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds_http(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(_http_url(s) for s in value)
+
+    def allowed_hosts(self) -> tuple[str, ...]:
+        return self.scope.hosts or tuple(sorted({url_host_port(s) for s in self.seeds}))
+
+
+def _field_path(loc: tuple[object, ...]) -> str:
+    return ".".join(str(p) for p in loc) or "(top level)"
+
+
+def parse_spec(data: object, source: str) -> CrawlSpec:
+    """Validate a mapping; the first error becomes one line naming the source and field."""
+    if not isinstance(data, dict):
+        raise DrarenaError(f"{source}: a crawl spec must be a mapping of fields")
+    try:
+        return CrawlSpec.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = _field_path(tuple(err.get("loc", ())))
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        if err.get("type") == "extra_forbidden":
+            msg = "unknown key"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise DrarenaError(f"{source}: field {field}: {msg}{more}") from None
+
+
+def load_spec(path: str | Path) -> CrawlSpec:
+    """Read and validate corpus/<name>.yaml."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DrarenaError(f"{path}: crawl spec not found") from None
+    except OSError as exc:
+        raise DrarenaError(f"{path}: cannot read crawl spec: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise DrarenaError(f"{path}:{where} not valid YAML") from None
+    return parse_spec(data, str(path))

@@ -1,0 +1,78 @@
+"""Frozen-mode network guard: stray connections are refused and reported; loopback passes."""
+
+from __future__ import annotations
+
+import socket
+import urllib.error
+import urllib.request
+
+import aiohttp
+import pytest
+
+from drarena.models.guard import NetworkGuard, NetworkGuardError, endpoint_hosts
+
+
+def _chain(exc: BaseException | None) -> list[BaseException]:
+    seen: list[BaseException] = []
+    while exc is not None and exc not in seen:
+        seen.append(exc)
+        exc = exc.__cause__ or exc.__context__ or getattr(exc, "reason", None)
+    return seen
+
+
+def test_stray_http_request_by_name_is_refused_and_reported() -> None:
+    with NetworkGuard(allowed_hosts={"127.0.0.1"}) as guard:
+        with pytest.raises(urllib.error.URLError) as info:
+            urllib.request.urlopen("http://example.com/", timeout=5)
+    assert any(isinstance(e, NetworkGuardError) for e in _chain(info.value))
+    assert guard.violations == ["name lookup of example.com"]
+
+
+async def test_stray_aiohttp_request_to_an_ip_is_refused_and_reported() -> None:
+    with NetworkGuard() as guard:
+        async with aiohttp.ClientSession() as session:
+            with pytest.raises(aiohttp.ClientError) as info:
+                await session.get("http://192.0.2.10:8080/page")
+    assert any(isinstance(e, NetworkGuardError) for e in _chain(info.value))
+    assert guard.violations and "192.0.2.10" in guard.violations[0]
+
+
+def test_raw_socket_connect_is_refused_and_the_patch_is_undone_on_exit() -> None:
+    original = socket.socket.connect
+    with NetworkGuard() as guard, socket.socket() as sock, pytest.raises(NetworkGuardError):
+        sock.connect(("198.51.100.7", 443))
+    assert guard.violations == ["connect to 198.51.100.7:443"]
+    assert socket.socket.connect is original and socket.getaddrinfo is not None
+
+
+async def test_loopback_services_still_work(fault_server) -> None:
+    with NetworkGuard() as guard:
+        async with aiohttp.ClientSession() as session, session.post(
+                f"{fault_server.api_base('echo')}/chat/completions",
+                json={"model": "m", "messages": [{"role": "user", "content": "hi"}]}) as resp:
+            assert resp.status == 200
+    assert guard.violations == []
+
+
+def test_configured_endpoint_names_pass_to_the_real_resolver() -> None:
+    hosts = endpoint_hosts(["http://models.internal.example:8000/v1", None,
+                            "http://127.0.0.1:9/v1"])
+    assert hosts == {"models.internal.example", "127.0.0.1"}
+    with NetworkGuard(hosts) as guard:
+        assert guard.allows("MODELS.internal.example") and not guard.allows("example.org")
+        # Let through: the real resolver answers (this machine has no DNS, so it fails there).
+        with pytest.raises(OSError) as info:
+            socket.getaddrinfo("models.internal.example", 8000)
+        assert not isinstance(info.value, NetworkGuardError)
+    assert guard.violations == []
+
+
+def test_guards_nest() -> None:
+    original = socket.socket.connect
+    with NetworkGuard() as outer:
+        with NetworkGuard({"a.example"}):
+            pass
+        assert socket.socket.connect is not original  # outer still active
+        with socket.socket() as sock, pytest.raises(NetworkGuardError):
+            sock.connect(("203.0.113.1", 80))
+    assert socket.socket.connect is original and outer.violations

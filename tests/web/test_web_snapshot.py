@@ -1,0 +1,189 @@
+"""The committed fixture (snapshots/pydocs) through the reader, verify and damage handling."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from drarena.cli import main
+from drarena.errors import DrarenaError
+from drarena.web.snapshot import Snapshot, StoredResponse
+from drarena.web.warcfile import sha1_b32
+
+BASE = "http://127.0.0.1:8765"
+
+
+@pytest.fixture(scope="module")
+def fixture_dir(repo_root: Path) -> Path:
+    return repo_root / "snapshots" / "pydocs"
+
+
+@pytest.fixture(scope="module")
+def snap(fixture_dir: Path) -> Snapshot:
+    return Snapshot.open(fixture_dir)
+
+
+@pytest.fixture()
+def copy(fixture_dir: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "pydocs"
+    shutil.copytree(fixture_dir, target)
+    return target
+
+
+def warc_of(folder: Path) -> Path:
+    return sorted(folder.glob("*.warc.gz"))[0]
+
+
+def test_fixture_is_a_few_hundred_pages_under_8mib(snap: Snapshot, fixture_dir: Path) -> None:
+    total = sum(p.stat().st_size for p in fixture_dir.iterdir() if p.is_file())
+    assert total < 8 * 1024 * 1024
+    assert snap.manifest.complete
+    assert 250 <= snap.manifest.counts.pages <= 400
+    assert snap.name == "pydocs"
+    assert len(snap.fingerprint) == 64
+
+
+def test_iter_responses_matches_index_and_payload_digests(snap: Snapshot) -> None:
+    responses = list(snap.iter_responses())
+    assert snap.skipped == 0
+    assert len(responses) == len(snap)  # one CDXJ line per response or revisit
+    revisits = [r for r in responses if r.revisit]
+    assert len(revisits) == snap.manifest.counts.revisits >= 1
+    for stored in responses:
+        # the body (decoded; no content coding here) hashes to the recorded payload digest
+        assert sha1_b32(stored.body) == stored.payload_digest, stored.url
+
+
+def test_lookup_canonicalizes_and_resolves_revisits(snap: Snapshot) -> None:
+    page = snap.lookup(f"{BASE}/library/os.html#os.getcwd")
+    assert isinstance(page, StoredResponse)
+    assert page.status == 200 and page.content_type == "text/html"
+    assert page.canonical_url == f"{BASE}/library/os.html"
+    assert b"<title>os " in page.body
+    assert snap.lookup("HTTP://127.0.0.1:8765/library/%6fs.html") == page
+    redirect = snap.lookup(f"{BASE}/howto")
+    assert redirect is not None and redirect.status == 301
+    assert redirect.location == f"{BASE}/howto/"
+    revisit = snap.lookup(f"{BASE}/howto/")
+    original = snap.lookup(f"{BASE}/howto/index.html")
+    assert revisit is not None and original is not None
+    assert revisit.revisit and revisit.body == original.body and revisit.body
+    assert snap.lookup(f"{BASE}/library/never-captured.html") is None
+    assert f"{BASE}/library/os.html" in snap
+
+
+def test_verify_passes_on_fixture(fixture_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", str(fixture_dir)]) == 0
+    assert "OK" in capsys.readouterr().out
+
+
+def test_verify_names_file_with_flipped_byte(copy: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    warc = warc_of(copy)
+    data = bytearray(warc.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    warc.write_bytes(bytes(data))
+    assert main(["verify", str(copy)]) == 1
+    out = capsys.readouterr().out
+    assert f"{warc.name}: sha256 mismatch" in out
+    assert "FAILED" in out
+
+
+def test_verify_flags_edited_cdxj(copy: Path) -> None:
+    cdxj = copy / "index.cdxj"
+    cdxj.write_text(cdxj.read_text().replace('"status": "200"', '"status": "201"', 1))
+    report = Snapshot.open(copy).verify()
+    assert not report.ok and any("index.cdxj" in p for p in report.problems)
+
+
+def _member_offsets(warc: Path) -> list[int]:
+    with warc.open("rb") as fh:
+        return [it.offset for it in _iter_offsets(fh)]
+
+
+class _Off:
+    def __init__(self, offset: int) -> None:
+        self.offset = offset
+
+
+def _iter_offsets(fh: object) -> list[_Off]:
+    it = ArchiveIterator(fh)
+    return [_Off(it.get_record_offset()) for _ in it]
+
+
+def test_corrupt_member_costs_only_that_record(copy: Path, snap: Snapshot) -> None:
+    warc = warc_of(copy)
+    offsets = _member_offsets(warc)
+    data = bytearray(warc.read_bytes())
+    victim = offsets[len(offsets) // 2]
+    following = offsets[offsets.index(victim) + 1]
+    for pos in range(victim + 40, victim + 60):  # inside the deflate stream of one member
+        data[pos] ^= 0xFF
+    warc.write_bytes(bytes(data))
+    damaged = Snapshot.open(copy)
+    responses = list(damaged.iter_responses())
+    assert damaged.skipped == 1
+    assert len(responses) >= len(snap) - 1
+    report = damaged.verify()
+    assert any(f"{warc.name}: 1 damaged record(s) at offset {victim}" in p
+               for p in report.problems)
+    # lookups of other pages still work
+    assert damaged.lookup(f"{BASE}/library/os.html") is not None
+    assert following in offsets
+
+
+def test_truncated_file_keeps_earlier_records(copy: Path, snap: Snapshot) -> None:
+    warc = warc_of(copy)
+    data = warc.read_bytes()
+    warc.write_bytes(data[: len(data) - 500])
+    damaged = Snapshot.open(copy)
+    responses = list(damaged.iter_responses())
+    assert damaged.skipped == 1
+    assert len(responses) >= len(snap) - 1
+
+
+@pytest.mark.parametrize(("remove", "needle"), [
+    ("manifest.json", "manifest is missing"),
+    ("index.cdxj", "CDXJ index is missing"),
+])
+def test_missing_parts_are_one_line_errors(copy: Path, remove: str, needle: str) -> None:
+    (copy / remove).unlink()
+    with pytest.raises(DrarenaError, match=needle) as info:
+        Snapshot.open(copy)
+    assert str(copy) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_unknown_path_and_escaping_names(copy: Path, tmp_path: Path) -> None:
+    with pytest.raises(DrarenaError, match="no such snapshot folder"):
+        Snapshot.open(tmp_path / "nowhere")
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["warc_files"][0]["name"] = "../../etc/passwd"
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(DrarenaError, match="warc_files.0.name"):
+        Snapshot.open(copy)
+
+
+def test_cli_reports_bad_snapshot_in_one_line(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("drarena: error:") and "\n" not in err
+
+
+def test_warcio_tools_accept_fixture(fixture_dir: Path) -> None:
+    warcio = [sys.executable, "-m", "warcio.cli"]
+    for warc in fixture_dir.glob("*.warc.gz"):
+        check = subprocess.run([*warcio, "check", str(warc)], capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
+        index = subprocess.run([*warcio, "index", str(warc)], capture_output=True, text=True)
+        assert index.returncode == 0, index.stderr
+        assert index.stdout.count('"warc-type": "response"') >= 250
+        with gzip.open(warc, "rb") as fh:
+            assert fh.read(9) == b"WARC/1.1\r"
