@@ -1,0 +1,144 @@
+"""The leaderboard: ratings plus what explains them, computed from match records alone (pure).
+
+Why from matches.jsonl alone: `drarena rank RUN` must recompute the same table without any
+model, and a replayed run must produce the same bytes. Void matches are excluded from the
+ratings and counted on their own, never as ties.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+from collections.abc import Mapping, Sequence
+
+from drarena.arena.rating import Game, rate
+from drarena.arena.records import MatchRecord
+from drarena.examiner.verdicts import FailureType, Verdict
+from drarena.records import Record
+
+FAILURES = tuple(f.value for f in FailureType)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LeaderboardRow(Record):
+    rank: int
+    agent: str
+    rating: float
+    lower: float
+    upper: float
+    matches: int
+    wins: int
+    losses: int
+    ties: int
+    void: int
+    avg_rounds: float
+    lost_rounds: int
+    failure_share: dict[str, float]
+    answers: int
+    cited: int
+    valid_citations: int
+    fabricated_citations: int
+    tokens_per_answer: float
+    seconds_per_answer: float | None
+
+
+def games_of(matches: Sequence[MatchRecord]) -> list[Game]:
+    return [Game(m.a, m.b, s) for m in matches if (s := m.score_a()) is not None]
+
+
+def build_leaderboard(agents: Sequence[str], matches: Sequence[MatchRecord], *,
+                      resamples: int = 1000, seed: int = 0,
+                      answer_seconds: Mapping[str, Sequence[float]] | None = None
+                      ) -> list[LeaderboardRow]:
+    ratings = {r.agent: r for r in rate(agents, games_of(matches), resamples=resamples,
+                                        seed=seed)}
+    rows = []
+    for agent in agents:
+        mine = [m for m in matches if agent in (m.a, m.b)]
+        decided = [m for m in mine if m.score_a() is not None]
+        wins = losses = ties = 0
+        for m in decided:
+            s = m.score_a() if m.a == agent else 1.0 - (m.score_a() or 0.0)
+            wins += s == 1.0
+            losses += s == 0.0
+            ties += s == 0.5
+        failures = dict.fromkeys(FAILURES, 0)
+        answers = cited = valid = fabricated = tokens = 0
+        for m in mine:
+            side_a = m.a == agent
+            for rnd in m.rounds:
+                answer = rnd.answer_a if side_a else rnd.answer_b
+                if answer is not None:
+                    answers += 1
+                    cited += answer.check.cited
+                    valid += answer.check.valid
+                    fabricated += answer.check.fabricated
+                    tokens += answer.tokens
+                if rnd.judgment is None or rnd.void_reason:
+                    continue
+                verdict = rnd.judgment.reconciled.verdict
+                lost = (verdict.signed < 0) if side_a else (verdict.signed > 0)
+                if lost and verdict != Verdict.TIE:
+                    failures[rnd.judgment.reconciled.loser_failure_type.value] += 1
+        lost_rounds = sum(failures.values())
+        seconds = (answer_seconds or {}).get(agent)
+        r = ratings[agent]
+        rows.append(LeaderboardRow(
+            rank=r.rank, agent=agent, rating=r.rating, lower=r.lower, upper=r.upper,
+            matches=len(mine), wins=wins, losses=losses, ties=ties,
+            void=len(mine) - len(decided),
+            avg_rounds=round(sum(len(m.rounds) for m in mine) / len(mine), 4) if mine else 0.0,
+            lost_rounds=lost_rounds,
+            failure_share={k: round(v / lost_rounds, 4) if lost_rounds else 0.0
+                           for k, v in failures.items()},
+            answers=answers, cited=cited, valid_citations=valid,
+            fabricated_citations=fabricated,
+            tokens_per_answer=round(tokens / answers, 2) if answers else 0.0,
+            seconds_per_answer=round(sum(seconds) / len(seconds), 3) if seconds else None))
+    return sorted(rows, key=lambda row: (row.rank, -row.rating, row.agent))
+
+
+COLUMNS = ("rank", "agent", "rating", "lower", "upper", "matches", "wins", "losses", "ties",
+           "void", "avg_rounds", "depth_fail", "width_fail", "both_fail", "none_fail",
+           "cited", "valid_citations", "fabricated_citations", "tokens_per_answer",
+           "seconds_per_answer")
+
+
+def _flat(row: LeaderboardRow) -> dict[str, object]:
+    d = row.to_dict()
+    share = d.pop("failure_share")
+    for key in FAILURES:
+        d[f"{key.lower()}_fail"] = share[key]
+    return {c: d[c] for c in COLUMNS}
+
+
+def to_csv(rows: Sequence[LeaderboardRow]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow(_flat(row))
+    return out.getvalue()
+
+
+def to_json(rows: Sequence[LeaderboardRow]) -> str:
+    return json.dumps([r.to_dict() for r in rows], indent=2, sort_keys=True) + "\n"
+
+
+def to_markdown(rows: Sequence[LeaderboardRow]) -> str:
+    head = ("| rank | agent | rating | 95% interval | W-L-T | void | rounds/match | "
+            "lost by depth/width/both/none | citations valid/fabricated | tokens/answer | "
+            "s/answer |")
+    lines = [head, "|" + "---|" * 11]
+    for r in rows:
+        f = r.failure_share
+        secs = "-" if r.seconds_per_answer is None else f"{r.seconds_per_answer:.1f}"
+        lines.append(
+            f"| {r.rank} | {r.agent} | {r.rating:.0f} | {r.lower:.0f} to {r.upper:.0f} | "
+            f"{r.wins}-{r.losses}-{r.ties} | {r.void} | {r.avg_rounds:.2f} | "
+            f"{f['DEPTH']:.0%}/{f['WIDTH']:.0%}/{f['BOTH']:.0%}/{f['NONE']:.0%} | "
+            f"{r.valid_citations}/{r.fabricated_citations} | {r.tokens_per_answer:.0f} | "
+            f"{secs} |")
+    return "\n".join(lines) + "\n"
