@@ -1,0 +1,176 @@
+"""Control flow of the match loop on a small hand-made tree, with the scripted model backend
+and scripted agents (no real model: the end-to-end match runs in test_match_e2e)."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from drarena.agents.base import Answer, CitationCheck, Conversation, Trajectory
+from drarena.arena.match import MatchRunner, MatchSettings, match_seed
+from drarena.arena.records import MatchRecord
+from drarena.corpus.records import Doc, Tree, TreeEdge, TreeNode
+from drarena.corpus.treewalk import TreeWalker
+from drarena.examiner.evolve import Move, Outcome
+from drarena.models.backend import BackendReply
+from drarena.models.client import ModelClient
+from drarena.models.config import ModelsConfig
+from drarena.models.scripted import ScriptedBackendForTests, reply
+
+BASE = "http://127.0.0.1:8765/"
+# root r; four children c1..c4; each with three children; each of those with two
+LAYOUT: dict[str, str | None] = {"r": None}
+for _c in range(1, 5):
+    LAYOUT[f"c{_c}"] = "r"
+    for _g in range(1, 4):
+        LAYOUT[f"c{_c}g{_g}"] = f"c{_c}"
+        for _h in range(1, 3):
+            LAYOUT[f"c{_c}g{_g}h{_h}"] = f"c{_c}g{_g}"
+
+
+def make_tree() -> tuple[Tree, dict[str, Doc]]:
+    docs, nodes, edges = {}, [], []
+    for node_id, parent in LAYOUT.items():
+        depth = 0 if parent is None else node_id.count("c") + node_id.count("g") + \
+            node_id.count("h")
+        text = f"Page {node_id} about topic {node_id}. " * 40
+        doc = Doc(id=node_id, url=f"{BASE}{node_id}.html", title=f"Title {node_id}",
+                  contents=text, record_id="<urn:x>", payload_digest="sha1:x", digest=f"d{node_id}",
+                  chars=len(text))
+        docs[node_id] = doc
+        nodes.append(TreeNode(node_id, doc.url, doc.title, doc.digest, depth, doc.chars, parent))
+        if parent:
+            edges.append(TreeEdge(parent, node_id, f"anchor {node_id}", "ctx", "subtopic"))
+    return Tree("t1", "r", tuple(nodes), tuple(edges)), docs
+
+
+class ScriptedAgentForTests:
+    """Answers with a fixed report, or raises: control flow only."""
+
+    def __init__(self, name: str, report: str = "report", fail: bool = False) -> None:
+        self.name, self.report, self.fail = name, report, fail
+        self.seen: list[Conversation] = []
+
+    async def answer(self, conversation: Conversation, word_limit: tuple[int, int]) -> Answer:
+        self.seen.append(conversation)
+        if self.fail:
+            raise RuntimeError("agent crashed")
+        return Answer(agent=self.name, report=f"{self.report} {len(self.seen)}", citations=(),
+                      check=CitationCheck(), trajectory=Trajectory(), wall_s=1.5, model_s=1.0,
+                      prompt_tokens=10, completion_tokens=5)
+
+
+def examiner_step(verdicts: list[dict[str, str]]) -> Any:
+    """Tasks built from the prompt's target URLs; verdicts played in order (one per call)."""
+    counter = iter(range(1000))
+    queue = list(verdicts)
+
+    def step(request: Mapping[str, Any]) -> BackendReply:
+        name = request["response_format"]["json_schema"]["name"]
+        prompt = request["messages"][0]["content"]
+        if name == "task":
+            block = prompt.split("B. TARGET PAGES", 1)[1]
+            urls = re.findall(r"url: (\S+)", block)
+            return reply(json.dumps({
+                "question": f"Question number {next(counter)} about the shared topic?",
+                "word_limit_instruction": "x",
+                "checklist_depth": [{"item": f"entity {u}", "source_url": u} for u in urls],
+                "checklist_width": [{"item": f"detail {u}", "source_url": u} for u in urls],
+                "rationale": "r"}))
+        v = queue.pop(0)
+        return reply(json.dumps({"checklist_a": [], "checklist_b": [], "reasoning": "r",
+                                 "tie_quality": v.get("q", "NA"),
+                                 "loser_failure_type": v.get("f", "NONE"),
+                                 "verdict": v["v"]}))
+
+    return step
+
+
+def examiner(verdicts: list[dict[str, str]]) -> ScriptedBackendForTests:
+    return ScriptedBackendForTests([examiner_step(verdicts)] * 200)
+
+
+def runner(backend: ScriptedBackendForTests, a=None, b=None, **settings: Any) -> MatchRunner:
+    tree, docs = make_tree()
+    client = ModelClient(ModelsConfig(roles={"examiner": {"model": "openai/scripted"}}),
+                         backend=backend)
+    seed = match_seed(7, "A", "B", tree.id)
+    walker = TreeWalker(tree=tree, pages=docs, rng=random.Random(seed))
+    return MatchRunner("m1", 1, "A", "B", a or ScriptedAgentForTests("A"),
+                       b or ScriptedAgentForTests("B"), walker, client,
+                       MatchSettings(**settings), seed)
+
+
+AB = {"v": "A_MUCH_BETTER", "f": "DEPTH"}
+BA_SAME = {"v": "B_MUCH_BETTER", "f": "DEPTH"}  # the swapped order agreeing with AB
+
+
+async def test_decisive_first_round_ends_the_match() -> None:
+    record = await runner(examiner([AB, BA_SAME])).run()
+    assert record.outcome == Outcome.A_WINS and len(record.rounds) == 1
+    assert (record.score.points_a, record.score.points_b) == (2, 0)
+    first = record.rounds[0]
+    assert first.depth == 1 and first.width == 2 and len(first.target_urls) == 2
+    assert first.transition is None  # the match stopped: no move taken
+    assert first.answer_a is not None and first.answer_a.wall_s == 0.0  # timings kept apart
+
+
+async def test_transitions_follow_the_table_and_conversations_continue() -> None:
+    a, b = ScriptedAgentForTests("A"), ScriptedAgentForTests("B")
+    verdicts = [{"v": "A_BETTER", "f": "DEPTH"}, {"v": "B_BETTER", "f": "DEPTH"},  # A +1
+                {"v": "TIE", "q": "LOW"}, {"v": "TIE", "q": "LOW"},  # low tie
+                {"v": "B_BETTER", "f": "WIDTH"}, {"v": "A_BETTER", "f": "WIDTH"}]  # B +1
+    r = runner(examiner(verdicts), a, b, max_rounds=3)
+    record = await r.run()
+    moves = [rd.transition.move if rd.transition else None for rd in record.rounds]
+    assert moves == [Move.DEEPEN, Move.BACKTRACK_NARROW, None]
+    depths = [rd.depth for rd in record.rounds]
+    assert depths == [1, 2, 1]
+    assert record.outcome == Outcome.TIE and record.score.points_a == record.score.points_b == 1
+    # follow-ups continue each agent's own conversation
+    assert [len(c.history) for c in a.seen] == [0, 1, 2]
+    assert a.seen[2].history[0].answer == "report 1"
+    assert len(r.timings) == 6 and r.timings[0].wall_s == 1.5
+    questions = [rd.task.task.question for rd in record.rounds if rd.task.task]
+    assert len(set(questions)) == 3
+
+
+async def test_failed_judge_voids_the_round_and_the_match() -> None:
+    task = examiner_step([])  # tasks succeed; every judge reply is garbage (3 tries x 2)
+    backend = ScriptedBackendForTests([task, *[reply("not json")] * 6, task,
+                                       *[reply("not json")] * 6])
+    record = await runner(backend, max_rounds=3, max_void_rounds=1).run()
+    assert record.outcome == Outcome.VOID and record.score.rounds_scored == 0
+    assert all("judge failed" in rd.void_reason for rd in record.rounds)
+    assert record.score_a() is None  # never a tie
+
+
+async def test_crashing_agent_voids_the_round_never_a_win() -> None:
+    record = await runner(examiner([]), b=ScriptedAgentForTests("B", fail=True),
+                          max_rounds=2, max_void_rounds=1).run()
+    assert record.outcome == Outcome.VOID
+    assert "agent B failed: RuntimeError: agent crashed" in record.rounds[0].void_reason
+    assert record.rounds[0].answer_a is not None and record.rounds[0].judgment is None
+
+
+async def test_same_seed_same_record() -> None:
+    verdicts = [{"v": "TIE", "q": "HIGH"}] * 2 + [AB, BA_SAME]
+    one = await runner(examiner(list(verdicts)), max_rounds=3).run()
+    two = await runner(examiner(list(verdicts)), max_rounds=3).run()
+    assert one.to_json() == two.to_json()
+    assert MatchRecord.from_json(one.to_json()) == one
+    assert one.rounds[0].transition is not None
+    assert one.rounds[0].transition.move == Move.DEEPEN_WIDEN
+    assert one.rounds[1].width == 3
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_match_seed_depends_on_run_pair_and_tree(seed: int) -> None:
+    assert match_seed(seed, "A", "B", "t") != match_seed(seed, "B", "A", "t")
+    assert match_seed(seed, "A", "B", "t") != match_seed(seed + 10, "A", "B", "t")
+    assert match_seed(seed, "A", "B", "t") == match_seed(seed, "A", "B", "t")
