@@ -16,7 +16,7 @@ $(SETUP_STAMP): pyproject.toml scripts/setup.sh
 	touch $@
 
 ## test: set up, then run the test suite
-test: setup
+test: setup setup-models
 	$(BIN)/python -m pytest
 
 ## lint: ruff and mypy over the package
@@ -26,5 +26,21 @@ lint: setup
 
 # --- frozen web (issue 2) -------------------------------------------------------------
 ## snapshot: freeze the corpus spec corpus/$(CORPUS).yaml into snapshots/$(CORPUS)/
+## (a spec with local_site serves that folder on loopback during the crawl; the Debian package
+##  named there is installed with apt when missing; an up-to-date snapshot is left alone)
 snapshot: setup
-	$(BIN)/drarena snapshot corpus/$(CORPUS).yaml
+	$(BIN)/drarena snapshot corpus/$(CORPUS).yaml --install-local-site
+
+# --- models (issue 5) -----------------------------------------------------------------
+.PHONY: setup-models serve bench-models
+## setup-models: .venv-vllm (vLLM CPU build) + SmolLM2-135M-Instruct as an HF folder (once, ~3 min)
+setup-models:
+	bash scripts/setup_vllm.sh
+
+## serve: start a vLLM server on 127.0.0.1 and print its api_base; MODEL=<hf id or path> on a GPU box
+serve: setup $(if $(MODEL),,setup-models)
+	$(BIN)/drarena serve $(if $(MODEL),--model $(MODEL))
+
+## bench-models: throughput at concurrency 1/4/8, client overhead, replay speed (CPU server)
+bench-models: setup setup-models
+	$(BIN)/python bench/bench_models.py

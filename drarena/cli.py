@@ -19,6 +19,8 @@ COMMAND_MODULES = (
     "drarena.corpus.commands",
     "drarena.search.commands",
     "drarena.models.commands",
+    "drarena.arena.commands",
+    "drarena.agents.commands",
 )
 
 

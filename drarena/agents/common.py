@@ -7,6 +7,7 @@ keys, tool events, citation check), or their answers and benchmark figures do no
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -88,6 +89,28 @@ def parse_answer_arguments(raw: str) -> tuple[str, list[str]]:
     if not isinstance(urls, list) or not all(isinstance(u, str) for u in urls):
         raise ValueError("'citations' must be a list of URL strings")
     return report, urls
+
+
+_REPORT_PREFIX = re.compile(r'"report"\s*:\s*"((?:[^"\\]|\\.)*)')
+
+
+def salvage_answer(raw: str) -> str | None:
+    """The report of answer arguments cut off at the token limit, or None.
+
+    Why: under a completion-token limit a long report ends mid-string, which is not JSON;
+    the text written so far is still the model's answer and is kept (the cut is noted).
+    """
+    match = _REPORT_PREFIX.search(raw)
+    if not match or not match.group(1).strip():
+        return None
+    escaped = match.group(1)
+    for trim in range(4):  # a cut may split an escape sequence
+        try:
+            text: str = json.loads(f'"{escaped[:len(escaped) - trim]}"')
+        except json.JSONDecodeError:
+            continue
+        return text.strip() or None
+    return None
 
 
 class Recorder:

@@ -26,7 +26,7 @@ from drarena.corpus.page import MAX_PAGE_BYTES, PageExtract, extract_page
 from drarena.corpus.records import Doc, Link
 from drarena.errors import DrarenaError
 
-EXTRACT_VERSION = 1  # bump when output for the same bytes changes
+EXTRACT_VERSION = 2  # bump when output for the same bytes changes
 NEAR_EMPTY_CHARS = 200
 MAX_REDIRECT_HOPS = 10
 DOCS_FILE = "docs.jsonl"
@@ -43,6 +43,8 @@ class ResponseLike(Protocol):
     @property
     def status(self) -> int: ...
     @property
+    def headers(self) -> tuple[tuple[str, str], ...]: ...
+    @property
     def body(self) -> bytes: ...
     @property
     def content_type(self) -> str: ...
@@ -54,6 +56,16 @@ class ResponseLike(Protocol):
     def warc_date(self) -> str: ...
     @property
     def location(self) -> str | None: ...
+    @property
+    def truncated(self) -> bool: ...
+
+
+def full_content_type(response: ResponseLike) -> str:
+    """The Content-Type header with its charset parameter (content_type is the media type)."""
+    for key, value in response.headers:
+        if key.lower() == "content-type":
+            return value
+    return response.content_type
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +104,8 @@ def is_html(response: ResponseLike) -> bool:
     ctype = response.content_type.lower()
     if "html" in ctype:
         return True
-    if ctype and not ctype.startswith(("text/plain", "application/octet-stream")):
+    if ctype not in ("", "unk") and not ctype.startswith(("text/plain",
+                                                          "application/octet-stream")):
         return False
     return response.body[:512].lstrip().lower().startswith(_HTML_SNIFF)
 
@@ -143,9 +156,16 @@ def select_pages(responses: Iterable[ResponseLike]) -> Selection:
     return sel
 
 
-def _extract_job(job: tuple[bytes, str, str]) -> PageExtract:
-    body, url, content_type = job
-    return extract_page(body, url, content_type)
+Job = tuple[bytes, str, str, int]  # body, canonical URL, Content-Type, max page bytes
+
+
+def _extract_job(job: Job) -> PageExtract:
+    body, url, content_type, max_bytes = job
+    try:
+        return extract_page(body, url, content_type, max_bytes=max_bytes)
+    except Exception as exc:  # a bug on one page must not lose the others; reported per page
+        return PageExtract(url=url, extractor="none",
+                           error=f"extraction failed: {type(exc).__name__}: {exc}"[:200])
 
 
 def _pool_context() -> Any:
@@ -155,7 +175,7 @@ def _pool_context() -> Any:
     return ctx
 
 
-def run_extraction(jobs: Sequence[tuple[bytes, str, str]], workers: int,
+def run_extraction(jobs: Sequence[Job], workers: int,
                    progress: bool = True) -> list[PageExtract]:
     """extract_page over every job, in order, on `workers` processes (1: in this process)."""
     from tqdm import tqdm
@@ -177,9 +197,10 @@ def run_extraction(jobs: Sequence[tuple[bytes, str, str]], workers: int,
     return results
 
 
-def build_records(sel: Selection, pages: Sequence[PageExtract], rule: RepeatRule = RepeatRule()
+def build_records(sel: Selection, pages: Sequence[PageExtract], rule: RepeatRule | None = None
                   ) -> tuple[list[Doc], list[Link], dict[str, Any]]:
     """Docs with quality flags, links with navigation and in-snapshot flags, and the report."""
+    rule = rule or RepeatRule()
     aliases_of: dict[str, list[str]] = {}
     for alias, final in sel.aliases.items():
         aliases_of.setdefault(final, []).append(alias)
@@ -196,9 +217,11 @@ def build_records(sel: Selection, pages: Sequence[PageExtract], rule: RepeatRule
         docs.append(Doc(
             id=ids[page.url], url=page.url, title=page.title, contents=page.text,
             record_id=response.record_id, payload_digest=response.payload_digest,
-            digest=digest, chars=len(page.text), description=page.description, lang=page.lang,
+            digest=digest, chars=len(page.text), link_chars=page.link_chars,
+            description=page.description, lang=page.lang,
             warc_date=response.warc_date, encoding=page.encoding, extractor=page.extractor,
-            near_empty=near_empty, duplicate_of=dup, truncated=page.truncated,
+            near_empty=near_empty, duplicate_of=dup,
+            truncated=page.truncated or response.truncated,
             aliases=tuple(sorted(aliases_of.get(page.url, ()))),
         ))
         if near_empty:
@@ -209,7 +232,7 @@ def build_records(sel: Selection, pages: Sequence[PageExtract], rule: RepeatRule
             report["unparsable"].append({"url": page.url, "error": page.error})
         elif page.extractor == "fallback":
             report["fallback_text"].append(page.url)
-        if page.truncated:
+        if page.truncated or response.truncated:
             report["truncated"].append(page.url)
     repeated = repeated_pairs(
         [[(sel.aliases.get(raw.target_url, raw.target_url), raw.anchor) for raw in p.links]
@@ -266,12 +289,12 @@ def _write_lines(path: Path, lines: Iterable[str]) -> None:
     os.replace(tmp, path)
 
 
-def _params() -> dict[str, Any]:
+def _params(max_page_bytes: int) -> dict[str, Any]:
     import trafilatura
 
     rule = RepeatRule()
     return {"extract_version": EXTRACT_VERSION, "trafilatura": trafilatura.__version__,
-            "near_empty_chars": NEAR_EMPTY_CHARS, "max_page_bytes": MAX_PAGE_BYTES,
+            "near_empty_chars": NEAR_EMPTY_CHARS, "max_page_bytes": max_page_bytes,
             "nav_repeat_share": rule.share, "nav_repeat_min_pages": rule.min_pages}
 
 
@@ -306,13 +329,14 @@ def _result(out: Path, manifest: dict[str, Any], up_to_date: bool) -> ExtractRes
 
 def extract_responses(responses: Iterable[ResponseLike], out: Path, *, name: str,
                       fingerprint: str, workers: int | None = None, force: bool = False,
-                      progress: bool = True) -> ExtractResult:
+                      progress: bool = True, max_page_bytes: int = MAX_PAGE_BYTES
+                      ) -> ExtractResult:
     """The stage body over any source of responses; writes into `out`."""
-    params = _params()
+    params = _params(max_page_bytes)
     if not force and (manifest := _up_to_date(out, fingerprint, params)) is not None:
         return _result(out, manifest, up_to_date=True)
     sel = select_pages(responses)
-    jobs = [(r.body, r.canonical_url, r.content_type) for r in sel.pages]
+    jobs = [(r.body, r.canonical_url, full_content_type(r), max_page_bytes) for r in sel.pages]
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
     pages = run_extraction(jobs, max(1, n_workers), progress=progress)
     del jobs
@@ -333,15 +357,16 @@ def extract_responses(responses: Iterable[ResponseLike], out: Path, *, name: str
 
 
 def extract_snapshot(snapshot_dir: Path, workers: int | None = None, force: bool = False,
-                     progress: bool = True) -> ExtractResult:
+                     progress: bool = True, max_page_bytes: int = MAX_PAGE_BYTES
+                     ) -> ExtractResult:
     """Extract a snapshot in place (docs.jsonl, links.jsonl, extract-manifest.json next to its
     WARC files). Does nothing when the outputs match the snapshot fingerprint."""
     from drarena.web.snapshot import Snapshot
 
-    snap = Snapshot.open(Path(snapshot_dir))
-    return extract_responses(snap.iter_responses(), Path(snap.path), name=snap.name,
-                             fingerprint=snap.fingerprint, workers=workers, force=force,
-                             progress=progress)
+    with Snapshot.open(Path(snapshot_dir)) as snap:
+        return extract_responses(snap.iter_responses(), Path(snap.path), name=snap.name,
+                                 fingerprint=snap.fingerprint, workers=workers, force=force,
+                                 progress=progress, max_page_bytes=max_page_bytes)
 
 
 def _iter_jsonl(path: Path, what: str) -> Iterator[tuple[int, dict[str, Any]]]:

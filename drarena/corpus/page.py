@@ -57,6 +57,7 @@ class PageExtract:
     truncated: bool = False
     error: str = ""
     links: tuple[RawLink, ...] = ()
+    link_chars: int = 0  # anchor text of content (non-furniture) links, over all of them
     self_links: int = 0
     skipped_links: dict[str, int] = field(default_factory=dict)
 
@@ -92,6 +93,16 @@ def detect_encoding(body: bytes, content_type: str = "") -> str:
         return "cp1252"
 
 
+_CONTROL = frozenset(chr(i) for i in range(32)) - {"\t", "\n", "\r", "\f"}
+
+
+def looks_binary(text: str, sample: int = 4096) -> bool:
+    """More than 5% control characters or replacement marks in the first `sample` chars."""
+    head = text[:sample]
+    bad = sum(1 for ch in head if ch in _CONTROL or ch == "\ufffd")
+    return bool(head) and bad > 0.05 * len(head)
+
+
 def _decode(body: bytes, content_type: str) -> tuple[str, str]:
     encoding = detect_encoding(body, content_type)
     if encoding == "utf-8" and body.startswith(codecs.BOM_UTF8):
@@ -118,15 +129,28 @@ def _title(root: lxml.html.HtmlElement) -> str:
     return text.replace("¶", "").strip()
 
 
-def _ancestry(el: lxml.html.HtmlElement) -> list[tuple[str, str, str, str]]:
-    chain = []
-    parent = el.getparent()
-    while parent is not None:
-        tag = parent.tag if isinstance(parent.tag, str) else ""
-        chain.append((tag.lower(), parent.get("role") or "", parent.get("class") or "",
-                      parent.get("id") or ""))
-        parent = parent.getparent()
-    return chain
+Chain = tuple[tuple[str, str, str, str], ...]
+
+
+class _Ancestry:
+    """(tag, role, class, id) of an element's ancestors, nearest first, memoized per parent:
+    links share most of their ancestors."""
+
+    def __init__(self) -> None:
+        self._memo: dict[lxml.html.HtmlElement, Chain] = {}
+
+    def of(self, el: lxml.html.HtmlElement) -> Chain:
+        parent = el.getparent()
+        if parent is None:
+            return ()
+        chain = self._memo.get(parent)
+        if chain is None:
+            tag = parent.tag.lower() if isinstance(parent.tag, str) else ""
+            here = (tag, parent.get("role") or "", parent.get("class") or "",
+                    parent.get("id") or "")
+            chain = (here, *self.of(parent))
+            self._memo[parent] = chain
+        return chain
 
 
 def _block_of(el: lxml.html.HtmlElement) -> lxml.html.HtmlElement:
@@ -171,7 +195,7 @@ def _window(text: str, start: int, end: int, width: int = CONTEXT_CHARS) -> str:
     return norm_space(text[lo:hi])
 
 
-def _hint(chain: list[tuple[str, str, str, str]]) -> str:
+def _hint(chain: Chain) -> str:
     """A relation hint from the nearest enclosing blocks' class/id tokens."""
     for _tag, _role, classes, ident in chain[:6]:
         tokens = class_tokens(classes) | class_tokens(ident)
@@ -182,9 +206,25 @@ def _hint(chain: list[tuple[str, str, str, str]]) -> str:
     return ""
 
 
+def _resolve(href: str, base: str) -> tuple[str, str] | str:
+    """(canonical target, fragment) of an href, or why it is skipped."""
+    try:
+        scheme = urlsplit(href).scheme.lower()
+        if scheme and scheme not in ("http", "https"):
+            return f"scheme:{scheme}"[:40]
+        absolute, fragment = urldefrag(urljoin(base, href))
+        target = canonicalize_url(absolute)
+    except ValueError:
+        return "bad_url"
+    if urlsplit(target).scheme not in ("http", "https"):
+        return "bad_url"
+    return target, fragment
+
+
 def _links(root: lxml.html.HtmlElement, page_canonical: str, base: str, max_links: int
-           ) -> tuple[list[RawLink], int, dict[str, int]]:
+           ) -> tuple[list[RawLink], int, int, dict[str, int]]:
     links: list[RawLink] = []
+    link_chars = 0
     skipped: dict[str, int] = {}
     self_links = 0
     blocks: dict[lxml.html.HtmlElement, tuple[str, dict[lxml.html.HtmlElement, tuple[int, int]]]]
@@ -193,31 +233,31 @@ def _links(root: lxml.html.HtmlElement, page_canonical: str, base: str, max_link
     def skip(reason: str) -> None:
         skipped[reason] = skipped.get(reason, 0) + 1
 
+    resolved: dict[str, tuple[str, str] | str] = {}
+    ancestry = _Ancestry()
     for a in root.iter("a"):
         href = (a.get("href") or "").strip()
         if not href:
             skip("no_href")
             continue
-        scheme = urlsplit(href).scheme.lower()
-        if scheme and scheme not in ("http", "https"):
-            skip(f"scheme:{scheme}"[:40])
+        hit = resolved.get(href)
+        if hit is None:
+            hit = resolved[href] = _resolve(href, base)
+        if isinstance(hit, str):
+            skip(hit)
             continue
-        try:
-            absolute, fragment = urldefrag(urljoin(base, href))
-            target = canonicalize_url(absolute)
-        except ValueError:
-            skip("bad_url")
-            continue
-        if urlsplit(target).scheme not in ("http", "https"):
-            skip("bad_url")
-            continue
+        target, fragment = hit
         if target == page_canonical:
             self_links += 1
             continue
+        anchor = norm_space(a.text_content())
+        chain = ancestry.of(a)
+        furniture = ancestors_reason(chain)
+        if not furniture:
+            link_chars += len(anchor)
         if len(links) >= max_links:
             skip("over_limit")
             continue
-        anchor = norm_space(a.text_content())
         if not anchor:
             img = a.find(".//img")
             anchor = norm_space(a.get("title") or (img.get("alt") if img is not None else "")
@@ -227,15 +267,12 @@ def _links(root: lxml.html.HtmlElement, page_canonical: str, base: str, max_link
             blocks[block] = _text_with_anchor_spans(block)
         block_text, spans = blocks[block]
         start, end = spans.get(a, (0, 0))
-        chain = _ancestry(a)
         links.append(RawLink(
             target_url=target, fragment=fragment, anchor=anchor,
-            context=_window(block_text, start, end), ordinal=len(links),
-            furniture=ancestors_reason(chain),
-            in_list=any(tag == "li" for tag, _, _, _ in chain[:3]),
-            hint=_hint(chain),
+            context=_window(block_text, start, end), ordinal=len(links), furniture=furniture,
+            in_list=any(tag == "li" for tag, _, _, _ in chain[:3]), hint=_hint(chain),
         ))
-    return links, self_links, skipped
+    return links, link_chars, self_links, skipped
 
 
 def _main_text(root: lxml.html.HtmlElement, url: str) -> tuple[str, str]:
@@ -245,7 +282,7 @@ def _main_text(root: lxml.html.HtmlElement, url: str) -> tuple[str, str]:
     try:
         doc = trafilatura.bare_extraction(root, url=url, fast=True, include_tables=True,
                                           with_metadata=False)
-        text = (doc.text if doc is not None and doc.text else "") or ""
+        text = getattr(doc, "text", None) or ""
     except Exception:  # trafilatura raises assorted errors on pathological trees
         text = ""
     if text.strip():
@@ -264,6 +301,9 @@ def extract_page(body: bytes, url: str, content_type: str = "",
     if truncated:
         body = body[:max_bytes]
     text, encoding = _decode(body, content_type)
+    if looks_binary(text):
+        return PageExtract(url=url, encoding=encoding, extractor="none", truncated=truncated,
+                           error="binary content, not HTML text")
     if not text.strip():
         return PageExtract(url=url, encoding=encoding, extractor="none", truncated=truncated,
                            error="empty body")
@@ -277,8 +317,13 @@ def extract_page(body: bytes, url: str, content_type: str = "",
         return PageExtract(url=url, encoding=encoding, extractor="none", truncated=truncated,
                            error="unparsable HTML: no element root")
     base_el = root.find(".//base[@href]")
-    base = urljoin(url, base_el.get("href", "")) if base_el is not None else url
-    links, self_links, skipped = _links(root, url, base, max_links)
+    base = url
+    if base_el is not None:
+        try:
+            base = urljoin(url, base_el.get("href", "").strip())
+        except ValueError:
+            base = url
+    links, link_chars, self_links, skipped = _links(root, url, base, max_links)
     title = _title(root)
     description = _meta(root, "description", "og:description")
     html_el = root.getroottree().getroot()
@@ -287,5 +332,5 @@ def extract_page(body: bytes, url: str, content_type: str = "",
     return PageExtract(
         url=url, title=title, text=main, description=description, lang=lang,
         encoding=encoding, extractor=extractor, truncated=truncated, links=tuple(links),
-        self_links=self_links, skipped_links=skipped,
+        link_chars=link_chars, self_links=self_links, skipped_links=skipped,
     )

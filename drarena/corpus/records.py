@@ -33,6 +33,7 @@ class Doc(Record):
     payload_digest: str
     digest: str = ""
     chars: int = 0
+    link_chars: int = 0  # anchor text of its content links: link_chars / chars = link density
     description: str = ""
     lang: str = ""
     warc_date: str = ""

@@ -10,11 +10,10 @@ site has. The first rule that matches wins, in this order:
              how-to, recipe, guide or walkthrough, or the target's URL path is under such a
              folder while the source's is not.
 - sequel:    the anchor reads next, previous, continue, part N, chapter N, step N.
-- broader:   the target is up the URL hierarchy (an ancestor folder, or the index page of the
-             source's own folder).
-- subtopic:  the target is down the URL hierarchy (a deeper folder under the source's, or the
-             source is its folder's index page), or the link is a list item whose anchor reads
-             like a page title (a table of contents).
+- broader:   the target is the index page of the source's folder or of a folder above it.
+- subtopic:  the source is a folder index (or `x.html` next to a folder `x/`) and the target
+             lies inside that folder, or the link is a list item whose anchor reads like a
+             page title (a table of contents).
 - reference: the anchor names an entity: it looks like code (dots, parentheses,
              underscores), or the link points at a fragment inside the target (a definition).
 - mentions:  anything else: the source mentions the target in running text.
@@ -48,20 +47,21 @@ def _split(url: str) -> tuple[str, str, str]:
 
 
 def url_relation(source_url: str, target_url: str) -> str:
-    """'broader', 'subtopic' or '' from the URL hierarchy alone."""
+    """'broader', 'subtopic' or '' from the URL hierarchy alone: broader when the target is
+    the index page of a folder above the source (or of its own folder); subtopic when the
+    source is a folder index (or `x.html` with a folder `x/`) and the target is inside it."""
     s_host, s_dir, s_name = _split(source_url)
     t_host, t_dir, t_name = _split(target_url)
-    if s_host != t_host:
+    if s_host != t_host or (s_dir, s_name) == (t_dir, t_name):
         return ""
-    if s_dir != t_dir and s_dir.startswith(t_dir):
+    s_index, t_index = s_name in _INDEX_NAMES, t_name in _INDEX_NAMES
+    if t_index and s_dir.startswith(t_dir) and not (s_index and s_dir == t_dir):
         return "broader"
-    if t_dir != s_dir and t_dir.startswith(s_dir):
+    if s_index and t_dir.startswith(s_dir):
         return "subtopic"
-    if s_dir == t_dir:
-        if t_name in _INDEX_NAMES and s_name not in _INDEX_NAMES:
-            return "broader"
-        if s_name in _INDEX_NAMES and t_name not in _INDEX_NAMES:
-            return "subtopic"
+    stem = posixpath.splitext(s_name)[0]
+    if stem and t_dir.startswith(f"{s_dir}{stem}/"):
+        return "subtopic"
     return ""
 
 

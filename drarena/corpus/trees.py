@@ -58,26 +58,21 @@ class LinkGraph:
 
     docs: dict[str, Doc]
     out: dict[str, list[Link]] = field(default_factory=dict)
-    link_density: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def build(cls, docs: Iterable[Doc], links: Iterable[Link]) -> LinkGraph:
         content = {d.id: d for d in docs if d.is_content}
         graph = cls(docs=content)
-        anchor_chars: Counter[str] = Counter()
         seen: set[tuple[str, str]] = set()
         for link in links:
             if link.source not in content:
                 continue
-            anchor_chars[link.source] += len(link.anchor)
             if link.is_nav or link.target is None or link.target == link.source:
                 continue
             if link.target not in content or (link.source, link.target) in seen:
                 continue
             seen.add((link.source, link.target))
             graph.out.setdefault(link.source, []).append(link)
-        for doc_id, doc in content.items():
-            graph.link_density[doc_id] = anchor_chars[doc_id] / max(1, doc.chars)
         for out in graph.out.values():
             out.sort(key=lambda lk: lk.ordinal)
         return graph
@@ -91,7 +86,7 @@ class LinkGraph:
             d.id for d in self.docs.values()
             if len(self.children(d.id)) >= params.min_root_links
             and d.chars >= params.min_root_chars
-            and self.link_density.get(d.id, 0.0) <= params.max_root_link_density
+            and d.link_chars <= params.max_root_link_density * d.chars
         ]
         return sorted(cands, key=lambda i: (-len(self.children(i)), i))
 
@@ -250,7 +245,7 @@ def build_snapshot_trees(snapshot_dir: Path, params: TreeParams, workers: int | 
         if ({k: old.get(k) for k in header} == header and files
                 and all(f.is_file() and _digest(f) == t["digest"]
                         for f, t in zip(files, old["trees"], strict=True))):
-            return TreesResult(out, files, old.get("candidates", 0), up_to_date=True)
+            return TreesResult(out, files, int(old.get("candidates", 0)), up_to_date=True)
     graph = LinkGraph.build(load_docs(extracted.snapshot_dir), load_links(extracted.snapshot_dir))
     trees = build_trees(graph, params)
     out.mkdir(exist_ok=True)
@@ -268,12 +263,13 @@ def build_snapshot_trees(snapshot_dir: Path, params: TreeParams, workers: int | 
         entries.append({"id": tree.id, "file": path.name, "digest": _digest(path),
                         "root": root.id, "root_url": root.url, "root_title": root.title,
                         "stats": tree.meta["stats"]})
-    index = {**header, "candidates": len(graph.root_candidates(params)), "trees": entries}
+    candidates = len(graph.root_candidates(params))
+    index = {**header, "candidates": candidates, "trees": entries}
     tmp = index_path.with_name(TREES_INDEX + ".tmp")
     tmp.write_text(json.dumps(index, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
                    encoding="utf-8")
     os.replace(tmp, index_path)
-    return TreesResult(out, tuple(out / e["file"] for e in entries), index["candidates"],
+    return TreesResult(out, tuple(out / e["file"] for e in entries), candidates,
                        up_to_date=False)
 
 

@@ -27,7 +27,9 @@ def _has_gpu() -> bool:
     import subprocess
 
     smi = shutil.which("nvidia-smi")
-    return bool(smi) and subprocess.run([smi, "-L"], capture_output=True).returncode == 0
+    if smi is None:
+        return False
+    return subprocess.run([smi, "-L"], capture_output=True).returncode == 0
 
 
 def serve_command(args: argparse.Namespace) -> int:

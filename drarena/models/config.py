@@ -6,7 +6,7 @@ rather than silently fall back to a default that changes the results.
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +18,11 @@ class Sampling(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    temperature: float = Field(0.0, ge=0.0, le=2.0, description="0 = greedy, reproducible")
-    top_p: float = Field(1.0, gt=0.0, le=1.0)
-    max_tokens: int = Field(512, ge=1, description="completion token limit")
-    seed: int | None = Field(0, description="server-side sampling seed (vLLM honours it)")
-    stop: tuple[str, ...] = Field((), description="stop strings")
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="0 = greedy, reproducible")
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    max_tokens: int = Field(default=512, ge=1, description="completion token limit")
+    seed: int | None = Field(default=0, description="server-side sampling seed (vLLM honours it)")
+    stop: tuple[str, ...] = Field(default=(), description="stop strings")
 
     def as_params(self) -> dict[str, Any]:
         params: dict[str, Any] = {
@@ -42,9 +42,9 @@ class RetryPolicy(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_attempts: int = Field(4, ge=1, description="tries per call, the first one included")
-    base_delay_s: float = Field(0.5, ge=0.0)
-    max_delay_s: float = Field(8.0, ge=0.0)
+    max_attempts: int = Field(default=4, ge=1, description="tries per call, the first one included")
+    base_delay_s: float = Field(default=0.5, ge=0.0)
+    max_delay_s: float = Field(default=8.0, ge=0.0)
 
     def delay(self, retry_index: int, unit_random: float) -> float:
         """Pure: the pause before retry number `retry_index` (0-based), given a U[0,1) draw."""
@@ -58,10 +58,13 @@ class ModelRole(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str = Field(description="litellm model string, e.g. 'openai/smollm2-135m'")
-    api_base: str | None = Field(None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
-    api_key_env: str | None = Field(None, description="environment variable holding the API key")
-    sampling: Sampling = Field(default_factory=Sampling)  # type: ignore[arg-type]
-    timeout_s: float = Field(120.0, gt=0.0, description="per-attempt timeout (not in the cache key)")
+    api_base: str | None = Field(
+        default=None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    api_key_env: str | None = Field(
+        default=None, description="environment variable holding the API key")
+    sampling: Sampling = Field(default_factory=lambda: Sampling())
+    timeout_s: float = Field(
+        default=120.0, gt=0.0, description="per-attempt timeout (not in the cache key)")
 
     @field_validator("model")
     @classmethod
@@ -71,7 +74,7 @@ class ModelRole(BaseModel):
         return value
 
 
-class CacheMode(str, Enum):
+class CacheMode(StrEnum):
     OFF = "off"
     READ_WRITE = "read-write"
     REPLAY = "replay"
@@ -80,7 +83,7 @@ class CacheMode(str, Enum):
 class CacheConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    path: Path | None = Field(None, description="SQLite file; required unless mode is off")
+    path: Path | None = Field(default=None, description="SQLite file; required unless mode is off")
     mode: CacheMode = CacheMode.OFF
 
     @model_validator(mode="after")
@@ -96,6 +99,7 @@ class ModelsConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     roles: dict[str, ModelRole] = Field(description="'examiner' and one entry per agent")
-    concurrency: int = Field(4, ge=1, description="model calls in flight at once, all roles")
-    retry: RetryPolicy = Field(default_factory=RetryPolicy)  # type: ignore[arg-type]
-    cache: CacheConfig = Field(default_factory=CacheConfig)  # type: ignore[arg-type]
+    concurrency: int = Field(
+        default=4, ge=1, description="model calls in flight at once, all roles")
+    retry: RetryPolicy = Field(default_factory=lambda: RetryPolicy())
+    cache: CacheConfig = Field(default_factory=lambda: CacheConfig())

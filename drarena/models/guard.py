@@ -15,7 +15,7 @@ import socket
 import threading
 from collections.abc import Iterable
 from types import TracebackType
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 log = logging.getLogger("drarena.models")
@@ -43,8 +43,8 @@ class NetworkGuard:
     """Context manager; nests safely (only the outermost exit restores the socket module)."""
 
     _lock = threading.Lock()
-    _active: list[NetworkGuard] = []
-    _originals: dict[str, Any] = {}
+    _active: ClassVar[list[NetworkGuard]] = []
+    _originals: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, allowed_hosts: Iterable[str] = ()) -> None:
         self.allowed_hosts = {h.lower() for h in allowed_hosts}
@@ -116,8 +116,8 @@ class NetworkGuard:
                 return infos
             raise guard._refuse(f"name lookup of {name}")
 
-        socket.socket.connect = connect  # type: ignore[method-assign]
-        socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
+        socket.socket.connect = connect  # type: ignore[method-assign,assignment]
+        socket.socket.connect_ex = connect_ex  # type: ignore[method-assign,assignment]
         socket.getaddrinfo = getaddrinfo
 
     @classmethod

@@ -6,7 +6,7 @@ say nothing about any model. Integration tests use the real CPU vLLM server inst
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from drarena.models.backend import BackendReply, TransientModelError
@@ -26,7 +26,7 @@ def reply(text: str = "", *, tool_calls: tuple[ToolCall, ...] = (), model: str =
 class ScriptedBackendForTests:
     """Plays `steps` in order: a reply is returned, an exception raised, a callable called."""
 
-    def __init__(self, steps: list[Step]) -> None:
+    def __init__(self, steps: Iterable[Step]) -> None:
         self._steps = list(steps)
         self.requests: list[Mapping[str, Any]] = []
 

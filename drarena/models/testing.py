@@ -13,7 +13,8 @@ from collections.abc import Iterator
 import pytest
 
 from drarena.models.config import ModelRole, Sampling
-from drarena.models.serve import ServerHandle, model_server as _model_server
+from drarena.models.serve import ServerHandle
+from drarena.models.serve import model_server as _model_server
 
 _shared: dict[str, object] = {}
 
@@ -48,5 +49,5 @@ def model_server() -> Iterator[ServerHandle]:
 def model_role(model_server: ServerHandle) -> ModelRole:
     """A greedy role on that server, short timeouts, small completions."""
     return ModelRole(model=model_server.litellm_model, api_base=model_server.api_base,
-                     sampling=Sampling(temperature=0.0, max_tokens=64, seed=0),
+                     sampling=Sampling(temperature=0.0, max_tokens=128, seed=0),
                      timeout_s=120.0)

@@ -65,13 +65,14 @@ def build_passages(layout: IndexLayout, settings: PassageSettings,
                    force: bool = False) -> tuple[StageResult, SourceState]:
     """Cuts docs.jsonl into passages.jsonl (the JsonCollection both indexes read)."""
     state = current_state(layout.snapshot_dir, settings)
-    old = read_manifest(layout.passages, PassagesManifest)
+    old = read_manifest(layout.passages, PassagesManifest, strict=False)
     if old is not None and not force and old.same_source(state):
         return StageResult("passages", layout.passages, False, 0.0, old.passage_count), state
     start = time.perf_counter()
-    docs = load_source_docs(docs_file(layout.snapshot_dir))
-    if not docs:
-        raise DrarenaError(f"{docs_file(layout.snapshot_dir)} holds no pages: nothing to index")
+    docs = load_source_docs(layout.snapshot_dir)
+    if not any(doc.indexed for doc in docs):
+        raise DrarenaError(
+            f"{docs_file(layout.snapshot_dir)} holds no pages with text: nothing to index")
     tmp = _tmp_for(layout.passages)
     count = 0
     with (tmp / PASSAGES_FILE).open("w", encoding="utf-8") as fh:
@@ -80,7 +81,7 @@ def build_passages(layout: IndexLayout, settings: PassageSettings,
             fh.write(passage.to_json() + "\n")
             count += 1
     write_manifest(tmp, PassagesManifest(
-        **state.model_dump(), doc_count=len(docs), passage_count=count,
+        **state.model_dump(), doc_count=sum(d.indexed for d in docs), passage_count=count,
         passages_sha256=file_sha256(tmp / PASSAGES_FILE)))
     replace_folder(tmp, layout.passages)
     return StageResult("passages", layout.passages, True, time.perf_counter() - start,
@@ -97,7 +98,7 @@ def load_passages(layout: IndexLayout) -> list[Passage]:
 
 def build_bm25(layout: IndexLayout, state: SourceState, force: bool = False) -> StageResult:
     """A Lucene index of the passages through pyserini's Anserini indexer (Porter, BM25)."""
-    old = read_manifest(layout.bm25, Bm25Manifest)
+    old = read_manifest(layout.bm25, Bm25Manifest, strict=False)
     if old is not None and not force and old.same_source(state):
         return StageResult("bm25", layout.bm25, False, 0.0, old.passage_count)
     from drarena.search import lucene
@@ -130,6 +131,7 @@ def make_faiss_index(vectors: np.ndarray, hnsw_threshold: int = HNSW_THRESHOLD) 
     import faiss
 
     dim = int(vectors.shape[1])
+    index: Any
     if len(vectors) >= hnsw_threshold:
         index = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
@@ -140,19 +142,39 @@ def make_faiss_index(vectors: np.ndarray, hnsw_threshold: int = HNSW_THRESHOLD) 
     return index
 
 
+def lead_passages(passages: list[Passage], per_doc: int | None) -> list[Passage]:
+    """The first per_doc passages of every page (all when per_doc is None), in order."""
+    if per_doc is None:
+        return passages
+    taken: dict[str, int] = {}
+    out = []
+    for p in passages:
+        if taken.get(p.doc_id, 0) < per_doc:
+            taken[p.doc_id] = taken.get(p.doc_id, 0) + 1
+            out.append(p)
+    return out
+
+
 def build_dense(layout: IndexLayout, state: SourceState, model: str = embed.DEFAULT_MODEL,
-                precision: embed.Precision = "bf16", hnsw_threshold: int = HNSW_THRESHOLD,
+                precision: embed.Precision = "fp32", hnsw_threshold: int = HNSW_THRESHOLD,
+                per_doc: int | None = None, max_tokens: int | None = None,
                 batch_size: int = 32, force: bool = False) -> StageResult:
-    """Embeds every passage and writes `index` (FAISS), `docid` and manifest.json."""
+    """Embeds the passages and writes `index` (FAISS), `docid` and manifest.json.
+
+    per_doc keeps only each page's first passages (as BrowseComp-Plus embeds the first 512
+    tokens of a page): on 2 CPU cores the encoder, not FAISS, is what takes time. max_tokens
+    truncates passages and queries to fewer word pieces than the model allows.
+    """
     import faiss
 
     folder = layout.dense(embed.model_slug(model))
     path = embed.model_path(model)
-    old = read_manifest(folder, DenseManifest)
+    old = read_manifest(folder, DenseManifest, strict=False)
     if (old is not None and not force and old.same_source(state)
-            and old.model_path == str(path) and old.precision == precision):
+            and old.model_path == str(path) and old.precision == precision
+            and old.passages_per_doc == per_doc and old.max_tokens_arg == max_tokens):
         return StageResult("dense", folder, False, 0.0, old.passage_count)
-    passages = load_passages(layout)
+    passages = lead_passages(load_passages(layout), per_doc)
     start = time.perf_counter()
     encoder = embed.load_encoder(model)
     texts = [p.indexed_text(state.passages) for p in passages]
@@ -162,7 +184,8 @@ def build_dense(layout: IndexLayout, state: SourceState, model: str = embed.DEFA
     with tqdm(total=len(texts), desc=f"dense {folder.name}", unit="passage",
               file=sys.stderr) as bar:
         for i in range(0, len(texts), step):
-            chunks.append(embed.encode(encoder, texts[i:i + step], precision, batch_size))
+            chunks.append(embed.encode(encoder, texts[i:i + step], precision, batch_size,
+                                       max_tokens))
             bar.update(len(texts[i:i + step]))
     if chunks:
         vectors = np.concatenate(chunks)
@@ -173,7 +196,9 @@ def build_dense(layout: IndexLayout, state: SourceState, model: str = embed.DEFA
     (tmp / "docid").write_text("".join(p.id + "\n" for p in passages), encoding="utf-8")
     write_manifest(tmp, DenseManifest(
         **state.model_dump(), doc_count=len({p.doc_id for p in passages}),
-        passage_count=len(passages), model=model, model_path=str(path),
+        passage_count=len(passages), passages_per_doc=per_doc, model=model,
+        model_path=str(path), max_tokens_arg=max_tokens,
+        max_tokens=min(max_tokens or embed.max_tokens_of(encoder), embed.max_tokens_of(encoder)),
         dimension=int(vectors.shape[1]), precision=precision, faiss="hnsw" if hnsw else "flat",
         hnsw_m=HNSW_M if hnsw else None, hnsw_ef_search=HNSW_EF_SEARCH if hnsw else None))
     replace_folder(tmp, folder)

@@ -56,7 +56,8 @@ class DenseRetriever:
 
     def search_passages(self, query: str, depth: int) -> list[tuple[str, float]]:
         with self._lock:
-            vector = embed.encode(self._encoder, [query], self.manifest.precision)
+            vector = embed.encode(self._encoder, [query], self.manifest.precision,
+                                  max_tokens=self.manifest.max_tokens)
             scores, rows = self._index.search(vector, int(depth))
         return [(self._ids[r], float(s)) for s, r in zip(scores[0], rows[0], strict=True)
                 if r >= 0]

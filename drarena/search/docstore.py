@@ -77,29 +77,14 @@ def snapshot_fingerprint(snapshot_dir: Path) -> str | None:
     return str(value) if value else None
 
 
-def load_source_docs(path: Path) -> list[SourceDoc]:
-    """docs.jsonl lines as SourceDoc; a bad line is an error naming file, line and field."""
-    docs: list[SourceDoc] = []
-    seen: set[str] = set()
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except ValueError as exc:
-                raise DrarenaError(f"{path}:{lineno}: not JSON ({exc})") from None
-            fields = {}
-            for name in ("id", "url", "title", "contents"):
-                value = data.get(name, "" if name == "title" else None)
-                if not isinstance(value, str):
-                    raise DrarenaError(f"{path}:{lineno}: field {name!r} missing or not a string")
-                fields[name] = value
-            if fields["id"] in seen:
-                raise DrarenaError(f"{path}:{lineno}: duplicate id {fields['id']!r}")
-            seen.add(fields["id"])
-            docs.append(SourceDoc(**fields))
-    return docs
+def load_source_docs(snapshot_dir: Path) -> list[SourceDoc]:
+    """The pages of docs.jsonl as written by `drarena extract` (bad lines are named errors)."""
+    from drarena.corpus.extract import load_docs
+
+    docs_file(snapshot_dir)
+    return [SourceDoc(id=d.id, url=d.url, title=d.title, contents=d.contents,
+                      aliases=tuple(d.aliases), indexed=d.is_content)
+            for d in load_docs(snapshot_dir)]
 
 
 def clean_query(query: str, max_chars: int = MAX_QUERY_CHARS) -> str:
@@ -126,13 +111,14 @@ class DocStore:
         self.name = name
         self._by_id = {doc.id: doc for doc in docs}
         self._by_url: dict[str, str] = {}
-        for doc in docs:
-            for key in _url_keys(doc.url):
-                self._by_url.setdefault(key, doc.id)
+        for doc in sorted(docs, key=lambda d: (not d.indexed, d.id)):
+            for url in (doc.url, *doc.aliases):
+                for key in _url_keys(url):
+                    self._by_url.setdefault(key, doc.id)
 
     @classmethod
     def from_snapshot(cls, snapshot_dir: Path) -> DocStore:
-        return cls(load_source_docs(docs_file(snapshot_dir)), snapshot_dir.name)
+        return cls(load_source_docs(snapshot_dir), snapshot_dir.name)
 
     def __len__(self) -> int:
         return len(self._by_id)

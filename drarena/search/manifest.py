@@ -59,9 +59,12 @@ class DenseManifest(SourceState):
     kind: Literal["dense"] = "dense"
     doc_count: int
     passage_count: int
+    passages_per_doc: int | None = Field(description="first passages of each page; None: all")
     model: str = Field(description="model name or path as given")
     model_path: str
     dimension: int
+    max_tokens: int = Field(description="word pieces read per passage and query")
+    max_tokens_arg: int | None = Field(description="the limit asked for (None: the model's)")
     precision: Literal["fp32", "bf16"]
     faiss: Literal["flat", "hnsw"] = Field(description="flat below the HNSW threshold")
     hnsw_m: int | None = None
@@ -95,13 +98,17 @@ def current_state(snapshot_dir: Path, settings: PassageSettings) -> SourceState:
     )
 
 
-def read_manifest(folder: Path, model: type[M]) -> M | None:
+def read_manifest(folder: Path, model: type[M], strict: bool = True) -> M | None:
+    """The manifest in folder; None when absent, or (strict=False) unreadable: a build then
+    starts over, while a retriever reports the problem."""
     path = folder / MANIFEST
     if not path.is_file():
         return None
     try:
         return model.model_validate_json(path.read_text(encoding="utf-8"))
     except (OSError, ValidationError) as exc:
+        if not strict:
+            return None
         first = str(exc).splitlines()[0]
         raise DrarenaError(f"{path}: unreadable index manifest ({first})") from None
 

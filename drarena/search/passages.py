@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterable, Iterator
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -46,12 +47,17 @@ class PassageSettings(BaseModel):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class SourceDoc(Record):
-    """The fields of a docs.jsonl line that search needs (pyserini JsonCollection shape)."""
+    """What search needs of a docs.jsonl page; `indexed` is False for near-empty pages and
+    duplicates (they can still be opened, but never fill a result list twice)."""
+
+    _tuple_fields: ClassVar[tuple[str, ...]] = ("aliases",)
 
     id: str
     url: str
     title: str
     contents: str
+    aliases: tuple[str, ...] = ()
+    indexed: bool = True
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -103,4 +109,5 @@ def split_doc(doc: SourceDoc, settings: PassageSettings) -> list[Passage]:
 
 def split_docs(docs: Iterable[SourceDoc], settings: PassageSettings) -> Iterator[Passage]:
     for doc in docs:
-        yield from split_doc(doc, settings)
+        if doc.indexed:
+            yield from split_doc(doc, settings)

@@ -81,6 +81,8 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     crawler = Crawler(spec, out, resume=args.resume, progress=not args.no_progress)
 
     async def main() -> object:
+        if crawler.up_to_date():
+            return None
         site = spec.local_site
         if site is None:
             return await crawler.run()

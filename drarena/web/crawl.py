@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import platform
 import re
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 from urllib.robotparser import RobotFileParser
 
@@ -25,7 +27,7 @@ from drarena.web.manifest import Counts, Manifest, load_manifest
 from drarena.web.snapshot import FailedFetch, Snapshot, StoredResponse
 from drarena.web.spec import CrawlSpec
 from drarena.web.urls import canonicalize_url, url_host_port
-from drarena.web.warcfile import decode_entity, parse_http_response
+from drarena.web.warcfile import HttpMessage, decode_entity
 from drarena.web.writer import (
     Clock,
     Exchange,
@@ -36,6 +38,9 @@ from drarena.web.writer import (
     new_record_id,
     utc_now,
 )
+
+if TYPE_CHECKING:
+    from aiohttp import ClientSession
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 
@@ -63,11 +68,16 @@ class PageResult:
     links: tuple[str, ...]
 
 
+def _canonical_or_none(url: str) -> str | None:
+    try:
+        return canonicalize_url(url)
+    except ValueError:
+        return None
+
+
 def hop_from_exchange(exchange: Exchange) -> Hop:
-    message = parse_http_response(
-        f"HTTP/1.1 {exchange.status} {exchange.reason}\r\n".encode() + b"".join(
-            f"{k}: {v}\r\n".encode("latin-1", "replace") for k, v in exchange.response_headers)
-        + b"\r\n" + exchange.entity)
+    message = HttpMessage(exchange.status, exchange.reason, exchange.response_headers,
+                          exchange.entity)
     location = message.header("Location")
     target = urljoin(exchange.url, location) if location and 300 <= exchange.status < 400 \
         else None
@@ -93,8 +103,15 @@ class Scope:
         self._include = [re.compile(p) for p in self.spec.scope.include]
         self._exclude = [re.compile(p) for p in self.spec.scope.exclude]
         self._hosts = self.spec.allowed_hosts()
+        self._cache: dict[str, bool] = {}
 
     def allows(self, canonical: str) -> bool:
+        cached = self._cache.get(canonical)
+        if cached is None:
+            cached = self._cache[canonical] = self._allows(canonical)
+        return cached
+
+    def _allows(self, canonical: str) -> bool:
         parts = urlsplit(canonical)
         netloc = parts.netloc
         host = parts.hostname or ""
@@ -152,19 +169,25 @@ class Tally:
 
 @dataclass
 class Prior:
-    """What an interrupted snapshot already holds, by canonical URL."""
+    """What an interrupted snapshot already holds: per canonical URL, its captures and
+    recorded failures in WARC order. Each is used once, as the interrupted run used it."""
 
-    responses: dict[str, StoredResponse] = field(default_factory=dict)
-    failures: dict[str, FailedFetch] = field(default_factory=dict)
+    outcomes: dict[str, deque[StoredResponse | FailedFetch]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, snap: Snapshot) -> Prior:
+        order = {item.name: index for index, item in enumerate(snap.manifest.warc_files)}
+        found: list[StoredResponse | FailedFetch] = [*snap.iter_responses(),
+                                                     *snap.iter_failures()]
+        found.sort(key=lambda item: (order.get(item.warc_file, 0), item.offset))
         prior = cls()
-        for stored in snap.iter_responses():
-            prior.responses[stored.canonical_url] = stored
-        for failed in snap.iter_failures():
-            prior.failures.setdefault(failed.canonical_url, failed)
+        for item in found:
+            prior.outcomes.setdefault(item.canonical_url, deque()).append(item)
         return prior
+
+    def take(self, canonical: str) -> StoredResponse | FailedFetch | None:
+        queue = self.outcomes.get(canonical)
+        return queue.popleft() if queue else None
 
 
 ProgressHook = Callable[[PageResult, Tally], None]
@@ -196,10 +219,18 @@ class Crawler:
                                   self.spec.max_bytes, self.spec.allow_private_addresses)
         self.prior = Prior()
         self._gates: dict[str, HostGate] = {}
-        self._robots: dict[str, asyncio.Task[tuple[RobotFileParser | None, list[Hop]]]] = {}
+        self._robots: dict[str, asyncio.Task[tuple[RobotFileParser, list[Hop]]]] = {}
         self._robots_committed: set[str] = set()
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warc-writer")
 
     # -- setup ------------------------------------------------------------------------------
+
+    def up_to_date(self) -> bool:
+        """True when `out` already holds a complete snapshot of exactly this spec."""
+        if not (self.out / "manifest.json").is_file():
+            return False
+        manifest = load_manifest(self.out)
+        return manifest.complete and manifest.spec == self.spec.model_dump(mode="json")
 
     def _prepare_writer(self) -> SnapshotWriter | None:
         """None when an identical complete snapshot is already there (nothing to do)."""
@@ -241,21 +272,19 @@ class Crawler:
                                         self.spec.per_host_delay_s)
         return self._gates[key]
 
-    async def _get(self, session: object, url: str) -> Hop:
-        canonical = canonicalize_url(url)
-        stored = self.prior.responses.get(canonical)
-        if stored is not None:
+    async def _get(self, session: ClientSession, url: str) -> Hop:
+        stored = self.prior.take(canonicalize_url(url))
+        if isinstance(stored, StoredResponse):
             return hop_from_stored(stored)
-        failed = self.prior.failures.get(canonical)
-        if failed is not None:
-            return Hop(url, failure=failed.kind)
-        result = await fetch_once(session, url, self.policy, self._gate(url))  # type: ignore[arg-type]
+        if isinstance(stored, FailedFetch):
+            return Hop(url, failure=stored.kind)
+        result = await fetch_once(session, url, self.policy, self._gate(url))
         if isinstance(result, FetchFailure):
             return Hop(url, failure=result.kind, fresh=result)
         return hop_from_exchange(result)
 
-    async def _load_robots(self, session: object, origin: str) -> tuple[RobotFileParser | None,
-                                                                          list[Hop]]:
+    async def _load_robots(self, session: ClientSession, origin: str
+                           ) -> tuple[RobotFileParser, list[Hop]]:
         """RFC 9309: 4xx means no rules; 5xx or unreachable means disallow everything."""
         url = origin + "/robots.txt"
         hops: list[Hop] = []
@@ -276,7 +305,7 @@ class Crawler:
             parser.parse(last.body.decode("utf-8", "replace").splitlines())
         return parser, hops
 
-    async def _robots_for(self, session: object, url: str) -> RobotFileParser | None:
+    async def _robots_for(self, session: ClientSession, url: str) -> RobotFileParser | None:
         if not self.spec.robots:
             return None
         parts = urlsplit(url)
@@ -286,7 +315,7 @@ class Crawler:
         parser, _ = await self._robots[origin]
         return parser
 
-    async def _fetch_page(self, session: object, url: str, depth: int) -> PageResult:
+    async def _fetch_page(self, session: ClientSession, url: str, depth: int) -> PageResult:
         hops: list[Hop] = []
         chain: set[str] = set()
         current = url
@@ -294,9 +323,9 @@ class Crawler:
             canonical = canonicalize_url(current)
             robots = await self._robots_for(session, current)
             if robots is not None and not robots.can_fetch(self.spec.user_agent, current):
+                stored = self.prior.take(canonical)
                 failure = FetchFailure(current, "robots", "disallowed by robots.txt")
-                hops.append(Hop(current, failure="robots",
-                                fresh=None if canonical in self.prior.failures else failure))
+                hops.append(Hop(current, failure="robots", fresh=None if stored else failure))
                 break
             chain.add(canonical)
             hop = await self._get(session, current)
@@ -304,22 +333,21 @@ class Crawler:
             if not hop.location:
                 break
             target = hop.location
+            target_canon = _canonical_or_none(target)
             problem = None
             if urlsplit(target).scheme not in ("http", "https"):
                 problem = ("bad_scheme", f"redirect to non-http(s) URL {target[:200]}")
-            else:
-                target_canon = canonicalize_url(target)
-                if target_canon in chain:
-                    problem = ("redirect_loop", f"redirect back to {target_canon}")
-                elif len(hops) > self.spec.max_redirects:
-                    problem = ("too_many_redirects",
-                               f"more than {self.spec.max_redirects} redirects")
-                elif not self.scope.allows(target_canon):
-                    break  # redirect leaves the scope: keep the 3xx, do not follow
+            elif target_canon is None:
+                problem = ("bad_url", f"redirect to malformed URL {target[:200]}")
+            elif target_canon in chain:
+                problem = ("redirect_loop", f"redirect back to {target_canon}")
+            elif len(hops) > self.spec.max_redirects:
+                problem = ("too_many_redirects", f"more than {self.spec.max_redirects} redirects")
+            elif not self.scope.allows(target_canon):
+                break  # redirect leaves the scope: keep the 3xx, do not follow
             if problem is not None:
                 kind, detail = problem
-                stored = self.prior.failures.get(canonicalize_url(target)) \
-                    if kind != "bad_scheme" else None
+                stored = self.prior.take(target_canon) if target_canon else None
                 hops.append(Hop(target, failure=kind,
                                 fresh=None if stored else FetchFailure(target, kind, detail)))
                 break
@@ -328,22 +356,41 @@ class Crawler:
         links: tuple[str, ...] = ()
         if (not final.failure and final.status == 200 and final.content_type in HTML_TYPES
                 and depth < self.spec.max_depth):
-            links = tuple(extract_links(final.body, final.url))
+            # lxml parses without the GIL: the event loop keeps fetching meanwhile
+            links = tuple(await asyncio.to_thread(extract_links, final.body, final.url))
         return PageResult(url, depth, tuple(hops), links)
 
     # -- the BFS ------------------------------------------------------------------------------
 
-    def _commit(self, writer: SnapshotWriter, page: PageResult) -> None:
-        for origin, task in sorted(self._robots.items()):
-            if origin in self._robots_committed or not task.done():
-                continue
-            self._robots_committed.add(origin)
-            for hop in task.result()[1]:
-                self._write_hop(writer, hop)
+    def _commit(self, writer: SnapshotWriter, robots: list[Hop], page: PageResult) -> None:
+        """Write and count one page (and any robots.txt fetched for it); runs in the writer
+        thread, one page at a time in frontier order."""
+        for hop in robots:
+            self._write_hop(writer, hop)
         self.tally.pages += 1
         for hop in page.hops:
             self.tally.add_hop(hop)
             self.tally.revisits += self._write_hop(writer, hop)
+
+    def _robots_to_commit(self) -> list[Hop]:
+        hops: list[Hop] = []
+        for origin, task in sorted(self._robots.items()):
+            if origin not in self._robots_committed and task.done() and not task.cancelled():
+                self._robots_committed.add(origin)
+                hops.extend(task.result()[1])
+        return hops
+
+    async def _commit_in_thread(self, writer: SnapshotWriter, page: PageResult) -> None:
+        """gzip and hashing release the GIL, so writing overlaps with fetching; an
+        interruption waits for the record being written, never leaving half of one."""
+        loop = asyncio.get_running_loop()
+        job = loop.run_in_executor(self._pool, self._commit, writer,
+                                   self._robots_to_commit(), page)
+        try:
+            await asyncio.shield(job)
+        except asyncio.CancelledError:
+            await asyncio.wait([job])
+            raise
 
     @staticmethod
     def _write_hop(writer: SnapshotWriter, hop: Hop) -> bool:
@@ -354,7 +401,7 @@ class Crawler:
             writer.write_failure(hop.fresh)
         return hop.revisit
 
-    async def _run_level(self, session: object, writer: SnapshotWriter,
+    async def _run_level(self, session: ClientSession, writer: SnapshotWriter,
                          level: list[str], depth: int, bar: object,
                          seen: set[str]) -> list[str]:
         """Fetch one BFS level; commit in frontier order; return its links in that order."""
@@ -367,9 +414,9 @@ class Crawler:
                     tasks.append(asyncio.ensure_future(
                         self._fetch_page(session, level[len(tasks)], depth)))
                 page = await tasks[index]
-                self._commit(writer, page)
+                await self._commit_in_thread(writer, page)
                 links.extend(page.links)
-                seen.update(canonicalize_url(hop.url) for hop in page.hops)
+                seen.update(c for hop in page.hops if (c := _canonical_or_none(hop.url)))
                 if bar is not None:
                     bar.update(1)  # type: ignore[attr-defined]
                     bar.set_postfix(MB=f"{self.tally.bytes / 1e6:.1f}",  # type: ignore[attr-defined]
@@ -414,13 +461,10 @@ class Crawler:
                 level = []
                 if depth < self.spec.max_depth:
                     for link in found:
-                        try:
-                            canonical = canonicalize_url(link)
-                        except ValueError:
-                            continue
-                        if canonical not in seen and self.scope.allows(canonical):
-                            seen.add(canonical)
-                            level.append(canonical)
+                        target = _canonical_or_none(link)
+                        if target and target not in seen and self.scope.allows(target):
+                            seen.add(target)
+                            level.append(target)
                 depth += 1
             complete = True
         finally:
@@ -428,6 +472,7 @@ class Crawler:
                 task.cancel()
             await asyncio.gather(*self._robots.values(), return_exceptions=True)
             await session.close()
+            self._pool.shutdown(wait=True)
             if bar is not None:
                 bar.close()
             manifest = writer.close(complete=complete, counts=self.tally.freeze())

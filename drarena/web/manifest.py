@@ -97,7 +97,8 @@ def load_manifest(folder: Path) -> Manifest:
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err.get("loc", ())) or "(top level)"
-        raise DrarenaError(f"{path}: field {field}: {str(err.get('msg', 'invalid')).removeprefix('Value error, ')}") from None
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        raise DrarenaError(f"{path}: field {field}: {msg}") from None
 
 
 def write_manifest(folder: Path, manifest: Manifest) -> None:

@@ -91,7 +91,7 @@ def static_app(root: Path) -> web.Application:
 async def serving(app: web.Application, host: str = "127.0.0.1", port: int = 0
                   ) -> AsyncIterator[int]:
     """Run `app` on host:port for the duration of the block; yields the bound port."""
-    runner = web.AppRunner(app, access_log=None)
+    runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     try:

@@ -81,6 +81,8 @@ class FailedFetch:
     kind: str
     detail: str
     warc_date: str
+    warc_file: str = ""
+    offset: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,7 +228,8 @@ class Snapshot:
                 continue
             url = record.header("WARC-Target-URI")
             yield FailedFetch(url, canonicalize_url(url), fields["drarena-fetch-error"],
-                              fields.get("drarena-detail", ""), record.header("WARC-Date"))
+                              fields.get("drarena-detail", ""), record.header("WARC-Date"),
+                              record.warc_file, record.offset)
 
     # -- lookup -------------------------------------------------------------------------------
 

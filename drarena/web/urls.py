@@ -6,9 +6,10 @@ canonical form, so `http://Host:80/a#x` and `http://host/a` are one page everywh
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
-from urllib.parse import SplitResult, quote, unquote, urlsplit, urlunsplit
+from urllib.parse import SplitResult, quote, urlsplit, urlunsplit
 
 from drarena.errors import DrarenaError
 
@@ -46,6 +47,7 @@ def _host_port(parts: SplitResult) -> tuple[str, int | None]:
     return host.lower(), port
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def canonicalize_url(url: str) -> str:
     """Canonical form: fragment dropped, scheme/host lower-cased, default port dropped,
     percent-encoding normalized, empty path -> '/'. Raises ValueError on an unparsable URL."""
@@ -109,8 +111,3 @@ def safe_file_name(name: str, what: str = "file name") -> str:
     if not _SAFE_NAME.match(name) or ".." in name:
         raise DrarenaError(f"unsafe {what} {name!r}: only letters, digits, '.', '_', '-' allowed")
     return name
-
-
-def decode_path(url: str) -> str:
-    """Path of a URL with escapes decoded (for matching local files)."""
-    return unquote(urlsplit(url).path)

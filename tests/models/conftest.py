@@ -41,6 +41,7 @@ class FaultServer:
 @pytest.fixture
 async def fault_server() -> AsyncIterator[FaultServer]:
     server = FaultServer(base="")
+    closing = asyncio.Event()
 
     async def handle(request: web.Request) -> web.StreamResponse:
         scenario = request.match_info["scenario"]
@@ -53,8 +54,8 @@ async def fault_server() -> AsyncIterator[FaultServer]:
             return web.json_response({"error": {"message": "overloaded"}}, status=503)
         if scenario == "ratelimit" and n <= 1:
             return web.json_response({"error": {"message": "slow down"}}, status=429)
-        if scenario == "hang":
-            await asyncio.sleep(30)
+        if scenario == "hang":  # until the test ends
+            await asyncio.wait_for(closing.wait(), 60)
         if scenario == "unknown-model":
             return web.json_response(
                 {"error": {"message": f"The model `{body['model']}` does not exist.",
@@ -85,6 +86,7 @@ async def fault_server() -> AsyncIterator[FaultServer]:
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     server.base = f"http://127.0.0.1:{port}"
     yield server
+    closing.set()
     await runner.cleanup()
 
 

@@ -11,7 +11,7 @@ from drarena.errors import DrarenaError
 from drarena.models.backend import TransientModelError
 from drarena.models.cache import CallCache, request_key
 from drarena.models.client import ModelCallError, ModelClient, ReplayMissError
-from drarena.models.config import ModelRole, ModelsConfig, RetryPolicy, Sampling
+from drarena.models.config import ModelsConfig, RetryPolicy, Sampling
 from drarena.models.scripted import ScriptedBackendForTests, reply
 from drarena.models.types import ToolCall
 

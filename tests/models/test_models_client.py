@@ -81,7 +81,7 @@ async def test_concurrency_limit_is_respected() -> None:
         return reply("ok")
 
     class Slow(ScriptedBackendForTests):
-        async def complete(self, request):  # type: ignore[no-untyped-def]
+        async def complete(self, request):
             self.requests.append(request)
             return await slow(request)
 
@@ -127,6 +127,6 @@ def test_config_rejects_unknown_fields_and_missing_cache_path() -> None:
     with pytest.raises(ValidationError, match="temprature"):
         ModelsConfig.model_validate(
             {"roles": {"examiner": {"model": "openai/x", "sampling": {"temprature": 0}}}})
-    with pytest.raises(ValidationError, match="cache.path is required"):
+    with pytest.raises(ValidationError, match=r"cache\.path is required"):
         ModelsConfig.model_validate(
             {"roles": {"examiner": {"model": "openai/x"}}, "cache": {"mode": "replay"}})

@@ -21,9 +21,9 @@ def _chain(exc: BaseException | None) -> list[BaseException]:
 
 
 def test_stray_http_request_by_name_is_refused_and_reported() -> None:
-    with NetworkGuard(allowed_hosts={"127.0.0.1"}) as guard:
-        with pytest.raises(urllib.error.URLError) as info:
-            urllib.request.urlopen("http://example.com/", timeout=5)
+    with NetworkGuard(allowed_hosts={"127.0.0.1"}) as guard, \
+            pytest.raises(urllib.error.URLError) as info:
+        urllib.request.urlopen("http://example.com/", timeout=5)
     assert any(isinstance(e, NetworkGuardError) for e in _chain(info.value))
     assert guard.violations == ["name lookup of example.com"]
 

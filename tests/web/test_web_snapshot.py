@@ -104,18 +104,12 @@ def test_verify_flags_edited_cdxj(copy: Path) -> None:
 
 
 def _member_offsets(warc: Path) -> list[int]:
+    offsets = []
     with warc.open("rb") as fh:
-        return [it.offset for it in _iter_offsets(fh)]
-
-
-class _Off:
-    def __init__(self, offset: int) -> None:
-        self.offset = offset
-
-
-def _iter_offsets(fh: object) -> list[_Off]:
-    it = ArchiveIterator(fh)
-    return [_Off(it.get_record_offset()) for _ in it]
+        records = ArchiveIterator(fh)
+        for _ in records:
+            offsets.append(records.get_record_offset())
+    return offsets
 
 
 def test_corrupt_member_costs_only_that_record(copy: Path, snap: Snapshot) -> None:
@@ -123,7 +117,6 @@ def test_corrupt_member_costs_only_that_record(copy: Path, snap: Snapshot) -> No
     offsets = _member_offsets(warc)
     data = bytearray(warc.read_bytes())
     victim = offsets[len(offsets) // 2]
-    following = offsets[offsets.index(victim) + 1]
     for pos in range(victim + 40, victim + 60):  # inside the deflate stream of one member
         data[pos] ^= 0xFF
     warc.write_bytes(bytes(data))
@@ -136,7 +129,6 @@ def test_corrupt_member_costs_only_that_record(copy: Path, snap: Snapshot) -> No
                for p in report.problems)
     # lookups of other pages still work
     assert damaged.lookup(f"{BASE}/library/os.html") is not None
-    assert following in offsets
 
 
 def test_truncated_file_keeps_earlier_records(copy: Path, snap: Snapshot) -> None:
@@ -166,7 +158,7 @@ def test_unknown_path_and_escaping_names(copy: Path, tmp_path: Path) -> None:
     manifest = json.loads((copy / "manifest.json").read_text())
     manifest["warc_files"][0]["name"] = "../../etc/passwd"
     (copy / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(DrarenaError, match="warc_files.0.name"):
+    with pytest.raises(DrarenaError, match=r"warc_files\.0\.name"):
         Snapshot.open(copy)
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-SLOW_S = 1.5
+SLOW_S = 5.0
 
 
 def page(title: str, *links: str) -> bytes:
@@ -87,7 +87,7 @@ def site_spec(port: int, **overrides: object) -> dict[str, object]:
         "per_host_concurrency": 4,
         "concurrency": 8,
         "max_bytes": 100_000,
-        "timeout_s": 0.4,
+        "timeout_s": 1.0,
         "allow_private_addresses": True,
         "max_redirects": 3,
     }

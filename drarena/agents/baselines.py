@@ -1,0 +1,218 @@
+"""Baselines that bracket `react`: closed_book < rag < react < oracle on a capable model.
+
+Why: if the Examiner does not prefer the oracle (given the round's target pages) over the
+closed-book model, the arena is not measuring research; the baselines make that testable.
+Each answers in one model call through the same `answer` tool as react.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from drarena.agents import citations as cite
+from drarena.agents.base import Answer, Conversation, SourcePage
+from drarena.agents.common import (
+    ANSWER_TOOL,
+    CITE_RULE,
+    DATA_RULE,
+    Message,
+    Recorder,
+    arguments_text,
+    check_word_limit,
+    conversation_messages,
+    page_block,
+    parse_answer_arguments,
+    tool_event,
+)
+from drarena.agents.registry import AgentContext, parse_agent_args
+from drarena.errors import DrarenaError
+from drarena.examiner.quoting import fit_evenly
+from drarena.models.client import ModelClient
+from drarena.registry import ComponentSpec
+
+
+def _args(**arguments: Any) -> str:
+    return arguments_text(arguments)
+
+
+ANSWER_CHOICE = {"type": "function", "function": {"name": "answer"}}
+
+CLOSED_BOOK_SYSTEM = ("You are an expert. Answer the question from your own knowledge; you "
+                      f"have no access to the web. Answer with the answer tool. {CITE_RULE}")
+EVIDENCE_SYSTEM = ("You are a research assistant. Answer the question from the pages given "
+                   f"with it. Answer with the answer tool. {DATA_RULE} {CITE_RULE}")
+
+
+class BaselineArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: str = Field("agent", description="model role in the models config")
+    max_repairs: int = Field(1, ge=0, le=5, description="re-asks after an invalid answer")
+
+
+class RagArgs(BaselineArgs):
+    retriever: ComponentSpec = Field(default_factory=lambda: ComponentSpec(kind="bm25"))
+    k: int = Field(3, ge=1, le=20, description="pages put in context")
+    context_chars: int = Field(8000, ge=500, description="characters of page text, shared")
+
+
+class OracleArgs(BaselineArgs):
+    context_chars: int = Field(8000, ge=500, description="characters of page text, shared")
+
+
+async def single_answer(client: ModelClient, role: str, messages: list[Message],
+                        rec: Recorder, max_repairs: int) -> Answer:
+    """One `answer` call, re-asked up to max_repairs times; plain text as the last resort."""
+    messages = list(messages)
+    text = ""
+    error = "no answer"
+    for _ in range(max_repairs + 1):
+        started = rec.now()
+        try:
+            completion = await client.complete(role, messages, tools=[ANSWER_TOOL],
+                                               tool_choice=ANSWER_CHOICE)
+        except DrarenaError as exc:
+            rec.failed_call(started)
+            error = f"model call failed: {exc}"
+            rec.step(None, error=error)
+            break
+        model = rec.model(completion)
+        text = completion.text.strip() or text
+        call = next((c for c in completion.tool_calls if c.name == "answer"), None)
+        if call is None:
+            error = "no answer call in the reply"
+            rec.step(model, error=error)
+            messages += [completion.assistant_message(),
+                         {"role": "user", "content": "Call the answer tool with your report."}]
+            continue
+        called = rec.now()
+        try:
+            report, urls = parse_answer_arguments(call.arguments)
+        except ValueError as exc:
+            error = str(exc)
+            rec.step(model, [tool_event(call.id, call.name, call.arguments, called, rec.now(),
+                                        error=error)])
+            messages += [completion.assistant_message(),
+                         {"role": "tool", "tool_call_id": call.id, "content": f"error: {exc}"},
+                         {"role": "user", "content": "Call the answer tool again, correctly."}]
+            continue
+        rec.step(model, [tool_event(call.id, call.name, call.arguments, called, rec.now())])
+        if not urls:
+            report, urls = cite.split_references(report)
+        return rec.finish(report, urls)
+    body, refs = cite.split_references(text)
+    return rec.finish(body, refs, error=error)
+
+
+def evidence_text(pages: list[SourcePage], budget_chars: int) -> tuple[str, str]:
+    """Pages as quoted blocks sharing a character budget evenly; the cut is noted."""
+    fitted = fit_evenly([p.text for p in pages], budget_chars)
+    blocks = [page_block(p.url, p.title, f.text, "cut to fit" if f.cut else "")
+              for p, f in zip(pages, fitted, strict=True)]
+    cut = sum(f.cut for f in fitted)
+    return "\n\n".join(blocks), (f"{cut} of {len(pages)} pages cut to fit" if cut else "")
+
+
+class ClosedBookAgent:
+    """The model alone, no tools: the floor."""
+
+    def __init__(self, name: str, args: BaselineArgs, context: AgentContext) -> None:
+        self.name = name
+        self.args = args
+        self._context = context
+        self._client = context.model_client(name)
+
+    async def answer(self, conversation: Conversation, word_limit: tuple[int, int]) -> Answer:
+        rec = Recorder(self.name, self._context.clock, self._context.url_checker)
+        messages = conversation_messages(CLOSED_BOOK_SYSTEM, conversation,
+                                         check_word_limit(word_limit))
+        return await single_answer(self._client, self.args.role, messages, rec,
+                                   self.args.max_repairs)
+
+
+class RagAgent:
+    """One retrieval on the question, the top k pages in context, one answer."""
+
+    def __init__(self, name: str, args: RagArgs, context: AgentContext) -> None:
+        self.name = name
+        self.args = args
+        self._context = context
+        self._client = context.model_client(name)
+        self._retriever = context.retriever(args.retriever)
+
+    async def answer(self, conversation: Conversation, word_limit: tuple[int, int]) -> Answer:
+        word_limit = check_word_limit(word_limit)
+        rec = Recorder(self.name, self._context.clock, self._context.url_checker)
+        events = []
+        started = rec.now()
+        arguments = _args(query=conversation.question)
+        try:
+            hits = self._retriever.search(conversation.question, self.args.k)
+        except Exception as exc:  # a failing backend degrades to closed book, recorded
+            hits = []
+            events.append(tool_event("rag-search", "search", arguments, started, rec.now(),
+                                     error=f"search failed: {exc}"))
+        else:
+            events.append(tool_event("rag-search", "search", arguments, started, rec.now(),
+                                     docids=[h.docid for h in hits], urls=[h.url for h in hits]))
+        pages: list[SourcePage] = []
+        for i, hit in enumerate(hits):
+            started = rec.now()
+            arguments = _args(url=hit.url, page=0)
+            try:
+                part = self._retriever.open(hit.docid, 0, self.args.context_chars)
+            except Exception as exc:
+                events.append(tool_event(f"rag-open-{i}", "open", arguments, started, rec.now(),
+                                         error=f"cannot open {hit.url}: {exc}"))
+                continue
+            pages.append(SourcePage(part.url, part.title, part.text))
+            events.append(tool_event(f"rag-open-{i}", "open", arguments, started, rec.now(),
+                                     docids=[part.docid], urls=[part.url]))
+        evidence, note = evidence_text(pages, self.args.context_chars)
+        rec.step(None, events, note=note)
+        messages = conversation_messages(EVIDENCE_SYSTEM, conversation, word_limit,
+                                         evidence or "(the search found no pages)")
+        return await single_answer(self._client, self.args.role, messages, rec,
+                                   self.args.max_repairs)
+
+
+class OracleAgent:
+    """Given the round's target pages: the ceiling the Examiner should prefer."""
+
+    def __init__(self, name: str, args: OracleArgs, context: AgentContext) -> None:
+        self.name = name
+        self.args = args
+        self._context = context
+        self._client = context.model_client(name)
+
+    async def answer(self, conversation: Conversation, word_limit: tuple[int, int]) -> Answer:
+        word_limit = check_word_limit(word_limit)
+        rec = Recorder(self.name, self._context.clock, self._context.url_checker)
+        pages = list(conversation.targets)
+        evidence, note = evidence_text(pages, self.args.context_chars)
+        rec.step(None, [tool_event(f"target-{i}", "target", _args(url=p.url), rec.now(),
+                                   rec.now(), urls=[p.url]) for i, p in enumerate(pages)],
+                 error=None if pages else "the oracle was given no target pages", note=note)
+        messages = conversation_messages(EVIDENCE_SYSTEM, conversation, word_limit,
+                                         evidence or "(no pages were given)")
+        answer = await single_answer(self._client, self.args.role, messages, rec,
+                                     self.args.max_repairs)
+        if not pages and answer.error is None:
+            return dataclasses.replace(answer, error="the oracle was given no target pages")
+        return answer
+
+
+def build_closed_book(*, context: AgentContext, name: str = "closed_book",
+                      **args: Any) -> ClosedBookAgent:
+    return ClosedBookAgent(name, parse_agent_args(BaselineArgs, args, "closed_book"), context)
+
+
+def build_rag(*, context: AgentContext, name: str = "rag", **args: Any) -> RagAgent:
+    return RagAgent(name, parse_agent_args(RagArgs, args, "rag"), context)
+
+
+def build_oracle(*, context: AgentContext, name: str = "oracle", **args: Any) -> OracleAgent:
+    return OracleAgent(name, parse_agent_args(OracleArgs, args, "oracle"), context)

@@ -1,0 +1,90 @@
+"""Agent kinds named in config as {kind, args}, and what every agent is built with.
+
+Why a context object: agents need the model client, the snapshot (for citation checks and
+retrievers) and a clock; passing them the same way to every kind keeps configs to the agent's
+own knobs, and one retriever per {kind, args} is shared by all agents of a process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+from drarena.agents.base import Agent
+from drarena.agents.citations import UrlChecker
+from drarena.errors import DrarenaError
+from drarena.registry import ComponentSpec, Registry, RegistryError
+
+if TYPE_CHECKING:
+    from drarena.models.client import ModelClient
+    from drarena.search.base import Retriever
+
+AGENTS: Registry[Agent] = Registry("agent")
+AGENTS.register("react", "drarena.agents.react:build")
+AGENTS.register("closed_book", "drarena.agents.baselines:build_closed_book")
+AGENTS.register("rag", "drarena.agents.baselines:build_rag")
+AGENTS.register("oracle", "drarena.agents.baselines:build_oracle")
+AGENTS.register("command", "drarena.agents.external:build_command")
+AGENTS.register("http", "drarena.agents.external:build_http")
+
+
+@dataclasses.dataclass
+class AgentContext:
+    """Shared by the agents of one run: model client, snapshot, index, clock.
+
+    `url_checker` flags fabricated citations (None: not checked, e.g. live mode).
+    `retriever_factory` builds retrievers; tests inject one, the default opens the index.
+    """
+
+    client: ModelClient | None = None
+    snapshot_dir: Path | None = None
+    index_root: Path = Path("index")
+    url_checker: UrlChecker | None = None
+    search_url: str | None = None
+    clock: Callable[[], float] = time.monotonic
+    retriever_factory: Callable[[ComponentSpec], Retriever] | None = None
+    _retrievers: dict[str, Retriever] = dataclasses.field(default_factory=dict)
+
+    def model_client(self, kind: str) -> ModelClient:
+        if self.client is None:
+            raise DrarenaError(f"agent {kind}: no model client configured")
+        return self.client
+
+    def retriever(self, spec: ComponentSpec) -> Retriever:
+        key = spec.model_dump_json()
+        if key not in self._retrievers:
+            if self.retriever_factory is not None:
+                self._retrievers[key] = self.retriever_factory(spec)
+            else:
+                if self.snapshot_dir is None:
+                    raise DrarenaError(f"retriever {spec.kind}: no snapshot configured")
+                from drarena.search.base import build_retriever
+
+                self._retrievers[key] = build_retriever(spec, self.snapshot_dir,
+                                                        self.index_root)
+        return self._retrievers[key]
+
+
+def parse_agent_args(model: type[BaseModel], args: dict[str, Any], kind: str) -> Any:
+    try:
+        return model.model_validate(args)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or kind
+        raise DrarenaError(f"agent {kind}: args.{field}: {err['msg']}") from None
+
+
+def build_agent(spec: ComponentSpec | dict[str, Any], context: AgentContext,
+                name: str | None = None) -> Agent:
+    """An agent from {kind, args}; `name` (default: the kind) labels its answers."""
+    try:
+        parsed = spec if isinstance(spec, ComponentSpec) else ComponentSpec.model_validate(spec)
+        factory = AGENTS.factory(parsed.kind)
+    except (RegistryError, ValidationError) as exc:
+        raise DrarenaError(f"agent config: {str(exc).splitlines()[0]}") from None
+    return factory(context=context, name=name or parsed.kind, **parsed.args)

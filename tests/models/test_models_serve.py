@@ -1,0 +1,78 @@
+"""Server manager lifecycle with a stand-in process (the real vLLM one is the live fixture)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from drarena.errors import DrarenaError
+from drarena.models.serve import (
+    cpu_command,
+    external_server,
+    free_port,
+    gpu_command,
+    model_server,
+    served_models,
+    start_server,
+)
+
+# An OpenAI-style /v1/models endpoint, standing in for vLLM to test start/wait/stop.
+STAND_IN = """
+import http.server, json, sys, time
+time.sleep(0.5)  # not ready at once
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"data": [{"id": "stand-in"}]}).encode()
+        self.send_response(200); self.end_headers(); self.wfile.write(body)
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
+
+
+def test_start_waits_until_ready_and_stop_ends_the_process(tmp_path: Path) -> None:
+    port = free_port()
+    handle = start_server([sys.executable, "-c", STAND_IN, str(port)], {}, port, "stand-in",
+                          tmp_path / "server.log", ready_timeout_s=30)
+    process = handle.process
+    assert process is not None and process.poll() is None
+    assert served_models(handle.api_base) == ["stand-in"]
+    handle.stop()
+    assert process.poll() is not None and handle.process is None
+    handle.stop()  # idempotent
+
+
+def test_a_server_that_dies_is_reported_with_its_log(tmp_path: Path) -> None:
+    crash = "import sys; print('error: unknown flag --bogus'); sys.exit(3)"
+    with pytest.raises(DrarenaError, match=r"exited with status 3(.|\n)*unknown flag --bogus"):
+        start_server([sys.executable, "-c", crash], {}, free_port(), "m", tmp_path / "s.log")
+
+
+def test_external_server_is_reused_and_never_stopped(tmp_path: Path, monkeypatch) -> None:
+    port = free_port()
+    owned = start_server([sys.executable, "-c", STAND_IN, str(port)], {}, port, "stand-in",
+                         tmp_path / "server.log", ready_timeout_s=30)
+    try:
+        monkeypatch.setenv("DRARENA_MODEL_API_BASE", owned.api_base + "/")
+        with model_server() as handle:
+            assert (handle.api_base, handle.model, handle.process) == (
+                owned.api_base, "stand-in", None)
+        assert owned.process is not None and owned.process.poll() is None  # still running
+        monkeypatch.setenv("DRARENA_MODEL_NAME", "other")
+        with pytest.raises(DrarenaError, match="DRARENA_MODEL_NAME=other: not served"):
+            external_server(owned.api_base)
+    finally:
+        owned.stop()
+    with pytest.raises(DrarenaError, match="no model server answers"):
+        external_server(owned.api_base)
+
+
+def test_command_lines_follow_the_tested_recipe() -> None:
+    cpu = cpu_command(Path("/v/bin/python"), Path("/m"), 8000)
+    assert cpu[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
+    for flag in ("--enforce-eager", "--enable-auto-tool-choice", "parameter", "127.0.0.1"):
+        assert flag in cpu
+    gpu = gpu_command("Qwen/Qwen3-8B", 8001)
+    assert gpu[1:3] == ["serve", "Qwen/Qwen3-8B"] and "--reasoning-parser" in gpu
+    assert gpu[gpu.index("--tool-call-parser") + 1] == "hermes"

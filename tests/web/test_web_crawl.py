@@ -1,0 +1,246 @@
+"""The crawler against a real local aiohttp site: politeness, failures recorded, determinism,
+interruption and resume. Every WARC written must pass `warcio check`."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+from web_site import CrawlSite, site_spec
+
+from drarena.web.crawl import Crawler
+from drarena.web.fetch import HostGate
+from drarena.web.manifest import load_manifest
+from drarena.web.serve import serving
+from drarena.web.snapshot import Snapshot
+from drarena.web.spec import CrawlSpec, parse_spec
+
+
+def spec_of(port: int, **overrides: object) -> CrawlSpec:
+    return parse_spec(site_spec(port, **overrides), "test spec")
+
+
+def warcio_check(folder: Path) -> None:
+    for warc in sorted(folder.glob("*.warc.gz")):
+        result = subprocess.run([sys.executable, "-m", "warcio.cli", "check", str(warc)],
+                                capture_output=True, text=True)
+        assert result.returncode == 0, result.stdout + result.stderr
+
+
+def record_sequence(folder: Path) -> list[tuple[str, str]]:
+    with Snapshot.open(folder) as snap:
+        return [(r.type, r.header("WARC-Target-URI")) for r in snap.iter_records()
+                if r.type != "warcinfo"]
+
+
+async def crawl(spec: CrawlSpec, out: Path) -> Crawler:
+    crawler = Crawler(spec, out, progress=False)
+    await crawler.run()
+    return crawler
+
+
+async def test_crawl_records_every_outcome(tmp_path: Path) -> None:
+    site = CrawlSite()
+    async with serving(site.app()) as port:
+        crawler = await crawl(spec_of(port), tmp_path / "snap")
+    base = f"http://127.0.0.1:{port}"
+    manifest = load_manifest(tmp_path / "snap")
+    counts = manifest.counts
+    assert manifest.complete
+    # robots.txt obeyed: the private page is never requested, and counted as blocked
+    assert "/private/secret.html" not in site.requests
+    assert counts.robots_blocked == 1 and counts.errors["robots"] == 1
+    assert counts.errors["redirect_loop"] == 1
+    assert counts.errors["too_many_redirects"] == 1
+    assert counts.errors["bad_scheme"] == 1
+    assert counts.errors["timeout"] == 1
+    assert counts.statuses["404"] >= 1 and counts.statuses["500"] == 1
+    assert counts.http_errors >= 2
+    assert counts.truncated == 1
+    # dup2.html repeats dup1.html's payload; so do the identical bodies of the 302s
+    assert counts.revisits >= 2
+    assert crawler.tally.pages == counts.pages
+    # chain/0 -> 1 -> 2 -> 3 followed, then the cap stops it
+    chain = [p for p in site.requests if p.startswith("/chain/")]
+    assert chain == [f"/chain/{i}" for i in range(4)]
+    # fragments and duplicates do not cause refetches; depth 2 pages reached, mailto ignored
+    assert Counter(site.requests)["/a.html"] == 2  # once as a page, once via /moved
+    assert "/d.html" in site.requests and "/c.html" in site.requests
+
+    with Snapshot.open(tmp_path / "snap") as snap:
+        big = snap.lookup(f"{base}/big.html")
+        assert big is not None and big.truncated and len(big.body) == 100_000
+        binary = snap.lookup(f"{base}/data.bin")
+        assert binary is not None and binary.body == bytes(range(256)) * 8
+        dup = snap.lookup(f"{base}/dup2.html")
+        assert dup is not None and dup.revisit and b"Same body" in dup.body
+        assert snap.lookup(f"{base}/boom.html").status == 500  # type: ignore[union-attr]
+        moved = snap.lookup(f"{base}/moved")
+        assert moved is not None and moved.location == f"{base}/a.html"
+        failures = {f.canonical_url: f.kind for f in snap.iter_failures()}
+        assert failures[f"{base}/slow.html"] == "timeout"
+        assert failures[f"{base}/private/secret.html"] == "robots"
+        assert failures["ftp://example.com/file"] == "bad_scheme"
+        assert snap.verify().ok
+    warcio_check(tmp_path / "snap")
+    await asyncio.sleep(0)
+
+
+async def test_order_does_not_depend_on_fetch_timing(tmp_path: Path) -> None:
+    site = CrawlSite()
+    async with serving(site.app()) as port:
+        await crawl(spec_of(port, per_host_concurrency=1, concurrency=1), tmp_path / "one")
+        await crawl(spec_of(port, per_host_concurrency=8, concurrency=16), tmp_path / "many")
+    assert record_sequence(tmp_path / "one") == record_sequence(tmp_path / "many")
+
+
+async def test_private_addresses_refused_by_default(tmp_path: Path) -> None:
+    site = CrawlSite()
+    async with serving(site.app()) as port:
+        spec = spec_of(port, allow_private_addresses=False, timeout_s=10,
+                       seeds=[f"http://127.0.0.1:{port}/", f"http://localhost:{port}/"],
+                       scope={"hosts": ["127.0.0.1", "localhost"]})
+        await crawl(spec, tmp_path / "snap")
+    assert site.requests == []
+    manifest = load_manifest(tmp_path / "snap")
+    # each seed's robots.txt is refused first, which blocks the page itself
+    with Snapshot.open(tmp_path / "snap") as snap:
+        kinds = Counter(f.kind for f in snap.iter_failures())
+    assert kinds["private_address"] == 2  # one robots.txt per origin, never fetched
+    assert manifest.counts.pages == 2 and manifest.counts.responses == 0
+
+
+async def test_refused_connection_and_private_page_without_robots(tmp_path: Path) -> None:
+    site = CrawlSite()
+    async with serving(site.app()) as port:
+        async with serving(CrawlSite().app()) as closed_port:
+            pass  # now nothing listens on closed_port
+        spec = spec_of(port, robots=False, allow_private_addresses=False,
+                       seeds=[f"http://127.0.0.1:{closed_port}/"])
+        await crawl(spec, tmp_path / "priv")
+        spec = spec_of(port, robots=False, seeds=[f"http://127.0.0.1:{closed_port}/"])
+        await crawl(spec, tmp_path / "refused")
+    with Snapshot.open(tmp_path / "priv") as snap:
+        assert [f.kind for f in snap.iter_failures()] == ["private_address"]
+    with Snapshot.open(tmp_path / "refused") as snap:
+        assert [f.kind for f in snap.iter_failures()] == ["connection_error"]
+    assert load_manifest(tmp_path / "refused").counts.fetch_errors == 1
+    warcio_check(tmp_path / "refused")
+
+
+async def test_interrupted_crawl_is_valid_and_resumes(tmp_path: Path) -> None:
+    site = CrawlSite()
+    out = tmp_path / "snap"
+    async with serving(site.app()) as port:
+        spec = spec_of(port, per_host_concurrency=1, concurrency=1)
+        await crawl(spec, tmp_path / "full")
+        full_requests = list(site.requests)
+        site.requests.clear()
+
+        task: asyncio.Task[object] | None = None
+
+        def stop_after_five(page: object, tally: object) -> None:
+            if getattr(tally, "pages", 0) == 5 and task is not None:
+                task.cancel()
+
+        crawler = Crawler(spec, out, progress=False, on_page=stop_after_five)
+        task = asyncio.ensure_future(crawler.run())
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        partial = load_manifest(out)
+        assert not partial.complete and partial.counts.pages == 5
+        with Snapshot.open(out) as snap:
+            assert snap.verify().ok
+        assert 5 <= len(site.requests) < len(full_requests)
+
+        with pytest.raises(Exception, match="--resume"):
+            await Crawler(spec, out, progress=False).run()
+        resumed = Crawler(spec, out, resume=True, progress=False)
+        await resumed.run()
+        again = await Crawler(spec, out, resume=True, progress=False).run()
+    manifest = load_manifest(out)
+    assert manifest.complete and again is None  # a complete snapshot is left alone
+    assert len(manifest.warc_files) == 2
+    full = load_manifest(tmp_path / "full")
+    assert manifest.counts == full.counts
+    # nothing fetched twice across the interruption (robots.txt aside)
+    pages = [p for p in site.requests if p != "/robots.txt"]
+    assert sorted(pages) == sorted(p for p in full_requests if p != "/robots.txt")
+    with Snapshot.open(out) as snap, Snapshot.open(tmp_path / "full") as ref:
+        assert snap.urls() == ref.urls()
+        assert snap.verify().ok
+    warcio_check(out)
+
+
+async def test_host_gate_spaces_and_bounds_requests() -> None:
+    """Politeness with an injected clock: starts spaced by the delay, at most N at once."""
+    now = [0.0]
+    starts: list[float] = []
+    active = [0, 0]  # current, peak
+
+    async def fake_sleep(seconds: float) -> None:
+        now[0] += seconds
+        await asyncio.sleep(0)
+
+    gate = HostGate(concurrency=2, delay=0.5, clock=lambda: now[0], sleep=fake_sleep)
+
+    async def request() -> None:
+        async with gate:
+            starts.append(now[0])
+            active[0] += 1
+            active[1] = max(active[1], active[0])
+            await asyncio.sleep(0)
+            active[0] -= 1
+
+    await asyncio.gather(*(request() for _ in range(5)))
+    assert starts == [0.0, 0.5, 1.0, 1.5, 2.0]
+    assert active[1] <= 2
+
+
+async def test_ctrl_c_leaves_incomplete_snapshot_that_resumes(tmp_path: Path) -> None:
+    """A real SIGINT to `drarena snapshot`, then `--resume` through the CLI."""
+    import signal
+
+    site = CrawlSite()
+    async with serving(site.app()) as port:
+        spec = site_spec(port, per_host_delay_s=0.15, per_host_concurrency=1, concurrency=1,
+                         timeout_s=3)
+        spec_path = tmp_path / "site.yaml"
+        spec_path.write_text(yaml.safe_dump(spec))
+        out = tmp_path / "snap"
+        cmd = [sys.executable, "-m", "drarena", "snapshot", str(spec_path), "--out", str(out),
+               "--no-progress"]
+        proc = await asyncio.create_subprocess_exec(*cmd, stderr=asyncio.subprocess.PIPE)
+        for _ in range(400):
+            if len(site.requests) >= 5:
+                break
+            await asyncio.sleep(0.025)
+        proc.send_signal(signal.SIGINT)
+        _, err = await proc.communicate()
+        assert proc.returncode == 130, err.decode()
+        partial = load_manifest(out)
+        assert not partial.complete and 1 <= partial.counts.pages < 17
+        with Snapshot.open(out) as snap:
+            assert snap.verify().ok
+        resumed = await asyncio.create_subprocess_exec(*cmd, "--resume",
+                                                       stdout=asyncio.subprocess.PIPE)
+        stdout, _ = await resumed.communicate()
+        assert resumed.returncode == 0
+    manifest = load_manifest(out)
+    assert manifest.complete and manifest.counts.pages == 17
+    assert "17 pages" in stdout.decode()
+    warcio_check(out)
+
+
+def test_cli_bad_spec_is_one_line(tmp_path: Path) -> None:
+    spec = tmp_path / "bad.yaml"
+    spec.write_text("name: x\nseeds: [http://example.org/]\nrobot: false\n")
+    result = subprocess.run([sys.executable, "-m", "drarena", "snapshot", str(spec)],
+                            capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"drarena: error: {spec}: field robot: unknown key"
