@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import bisect
 import json
+import os
 import random
 import socket
 import statistics
@@ -47,7 +48,7 @@ def free_port() -> int:
 
 
 def start_replay(snapshot: Path, port: int) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen([sys.executable, "-m", "drarena", "replay", str(snapshot),
+    proc = subprocess.Popen([sys.executable, "-m", "drarena", "replay-snapshot", str(snapshot),
                              "--port", str(port)], stdout=subprocess.DEVNULL, cwd=REPO)
     for _ in range(200):
         try:
@@ -59,28 +60,28 @@ def start_replay(snapshot: Path, port: int) -> subprocess.Popen[bytes]:
     raise SystemExit("replay server did not start")
 
 
-def crawl_once(port: int, concurrency: int, out: Path) -> tuple[int, int, float]:
+def crawl_once(port: int, concurrency: int, out: Path) -> tuple[int, int, float, float]:
     text = (REPO / "corpus" / "pydocs.yaml").read_text().replace(ORIGIN, f"127.0.0.1:{port}")
     data = yaml.safe_load(text)
     data.pop("local_site", None)
     data.update(per_host_concurrency=concurrency, concurrency=2 * concurrency)
     crawler = Crawler(parse_spec(data, "bench"), out, progress=False)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     asyncio.run(crawler.run())
-    return crawler.tally.pages, crawler.tally.bytes, time.perf_counter() - start
+    return (crawler.tally.pages, crawler.tally.bytes, time.perf_counter() - start,
+            time.process_time() - cpu)
 
 
-def sequential_capture(urls: list[str], out: Path) -> tuple[int, int, float]:
-    from warcio.capture_http import capture_http
-
-    import requests  # after capture_http, as warcio requires
+def sequential_capture(urls: list[str], out: Path) -> tuple[int, int, float, float]:
+    from warcio.capture_http import capture_http  # noqa: I001 (must precede requests)
+    import requests
 
     total = 0
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     with capture_http(str(out)), requests.Session() as http:
         for url in urls:
             total += len(http.get(url, allow_redirects=False, timeout=30).content)
-    return len(urls), total, time.perf_counter() - start
+    return len(urls), total, time.perf_counter() - start, time.process_time() - cpu
 
 
 def read_drarena(snapshot: Path) -> tuple[int, int]:
@@ -173,7 +174,7 @@ def main() -> None:
     files = sorted(snapshot.glob("*.warc.gz"))
 
     print(f"# bench_snapshot on {snapshot} ({sum(f.stat().st_size for f in files) / 1e6:.1f} MB "
-          "of WARC)")
+          f"of WARC); load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     port = free_port()
     replay = start_replay(snapshot, port)
     try:
@@ -181,17 +182,19 @@ def main() -> None:
             urls = [r.url.replace(ORIGIN, f"127.0.0.1:{port}") for r in snap.iter_responses()
                     if not r.url.endswith("/robots.txt")]
         with tempfile.TemporaryDirectory() as tmp:
-            pages, size, secs = sequential_capture(urls, Path(tmp) / "seq.warc.gz")
-            base_rate = pages / secs
-            print("\n## crawl (loopback replay server, separate process)")
-            print(f"{'crawler':<34}{'pages':>7}{'pages/s':>10}{'MB/s':>8}{'x seq':>8}")
-            print(f"{'warcio capture_http + requests':<34}{pages:>7}{base_rate:>10.1f}"
-                  f"{size / 1e6 / secs:>8.2f}{1.0:>8.2f}")
+            pages, size, secs, cpu = sequential_capture(urls, Path(tmp) / "seq.warc.gz")
+            base_rate, base_cpu_rate = pages / secs, pages / cpu
+            print("\n## crawl (loopback replay server, separate process; CPU = this process)")
+            print(f"{'crawler':<34}{'pages':>6}{'pages/s':>9}{'MB/s':>7}{'x seq':>7}"
+                  f"{'pages/CPU-s':>13}{'x seq':>7}")
+            print(f"{'warcio capture_http + requests':<34}{pages:>6}{base_rate:>9.1f}"
+                  f"{size / 1e6 / secs:>7.2f}{1.0:>7.2f}{base_cpu_rate:>13.1f}{1.0:>7.2f}")
             for conc in (1, 4, 16):
-                pages, size, secs = crawl_once(port, conc, Path(tmp) / f"c{conc}")
-                print(f"{f'drarena, per-host concurrency {conc}':<34}{pages:>7}"
-                      f"{pages / secs:>10.1f}{size / 1e6 / secs:>8.2f}"
-                      f"{pages / secs / base_rate:>8.2f}")
+                pages, size, secs, cpu = crawl_once(port, conc, Path(tmp) / f"c{conc}")
+                print(f"{f'drarena, per-host concurrency {conc}':<34}{pages:>6}"
+                      f"{pages / secs:>9.1f}{size / 1e6 / secs:>7.2f}"
+                      f"{pages / secs / base_rate:>7.2f}{pages / cpu:>13.1f}"
+                      f"{pages / cpu / base_cpu_rate:>7.2f}")
     finally:
         replay.terminate()
         replay.wait()

@@ -12,3 +12,30 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO
+
+
+# --- agents (issue 6): the committed snapshot, extracted and indexed once per session -------
+# Shared so any area's end-to-end tests can search the real fixture without re-indexing.
+
+
+@pytest.fixture(scope="session")
+def pydocs_indexed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(snapshot copy with docs.jsonl, index root) with BM25 and dense (first passage of
+    each page) indexes, built by `drarena index` on a copy so the repository stays clean."""
+    import shutil
+
+    from drarena.cli import main
+
+    source = REPO / "snapshots" / "pydocs"
+    if not (source / "manifest.json").is_file():
+        pytest.fail(f"{source}: the committed fixture snapshot is missing")
+    snapshot = tmp_path_factory.mktemp("indexed") / "pydocs"
+    snapshot.mkdir()
+    for path in source.iterdir():
+        if path.name in ("manifest.json", "index.cdxj") or path.name.endswith(".warc.gz"):
+            shutil.copy2(path, snapshot / path.name)
+    root = snapshot.parent / "index"
+    if main(["index", str(snapshot), "--index-root", str(root), "--dense-per-doc", "1"]) != 0:
+        pytest.fail("drarena index failed on the fixture snapshot")
+    return snapshot, root
+# --- end agents ------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from drarena.agents.common import (
     check_word_limit,
     conversation_messages,
     page_block,
-    parse_answer_arguments,
+    read_answer,
     tool_event,
 )
 from drarena.agents.registry import AgentContext, parse_agent_args
@@ -90,7 +90,7 @@ async def single_answer(client: ModelClient, role: str, messages: list[Message],
             continue
         called = rec.now()
         try:
-            report, urls = parse_answer_arguments(call.arguments)
+            report, urls, note = read_answer(call.arguments, completion.finish_reason)
         except ValueError as exc:
             error = str(exc)
             rec.step(model, [tool_event(call.id, call.name, call.arguments, called, rec.now(),
@@ -99,7 +99,8 @@ async def single_answer(client: ModelClient, role: str, messages: list[Message],
                          {"role": "tool", "tool_call_id": call.id, "content": f"error: {exc}"},
                          {"role": "user", "content": "Call the answer tool again, correctly."}]
             continue
-        rec.step(model, [tool_event(call.id, call.name, call.arguments, called, rec.now())])
+        rec.step(model, [tool_event(call.id, call.name, call.arguments, called, rec.now())],
+                 note=note)
         if not urls:
             report, urls = cite.split_references(report)
         return rec.finish(report, urls)

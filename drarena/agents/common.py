@@ -113,6 +113,22 @@ def salvage_answer(raw: str) -> str | None:
     return None
 
 
+CUT_NOTE = "answer cut at the completion-token limit; the report written so far is kept"
+
+
+def read_answer(arguments: str, finish_reason: str) -> tuple[str, list[str], str]:
+    """(report, citations, note) of an answer call; a report cut by the token limit is
+    salvaged (note says so); anything else invalid raises ValueError."""
+    try:
+        report, urls = parse_answer_arguments(arguments)
+        return report, urls, ""
+    except ValueError:
+        salvaged = salvage_answer(arguments) if finish_reason == "length" else None
+        if salvaged is None:
+            raise
+        return salvaged, [], CUT_NOTE
+
+
 class Recorder:
     """Collects steps, tokens and model time for one answer, then builds the Answer."""
 

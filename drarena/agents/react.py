@@ -24,7 +24,7 @@ from drarena.agents.common import (
     check_word_limit,
     conversation_messages,
     page_block,
-    parse_answer_arguments,
+    read_answer,
     tool_event,
 )
 from drarena.agents.registry import AgentContext, parse_agent_args
@@ -42,6 +42,23 @@ OPEN_TOOL = strict_tool(
     "page=0 is its beginning, 1 the next part, and so on.",
     {"properties": {"url": {"type": "string"}, "page": {"type": "integer"}}})
 TOOLS = [SEARCH_TOOL, OPEN_TOOL, ANSWER_TOOL]
+MAX_OPEN_CHOICES = 50
+
+
+def tools_for(urls: list[str]) -> list[dict[str, Any]]:
+    """The tools of one step; once pages are known, `open` takes only their URLs.
+
+    Why: under constrained decoding a small model then cannot open a URL it made up, and a
+    capable one loses nothing (the frozen web holds only what search can reach).
+    """
+    if not urls:
+        return TOOLS
+    choices = urls[-MAX_OPEN_CHOICES:]
+    open_tool = strict_tool(
+        "open", OPEN_TOOL["function"]["description"],
+        {"properties": {"url": {"type": "string", "enum": choices},
+                        "page": {"type": "integer"}}})
+    return [SEARCH_TOOL, open_tool, ANSWER_TOOL]
 TOOL_NAMES = ("answer", "open", "search")
 ELIDED = "(earlier tool result removed to fit the context)"
 
@@ -120,6 +137,7 @@ class _Run:
         self.last_hits: list[str] = []  # URLs of the latest search, for "open 2"
         self.titles: dict[str, str] = {}  # url -> title
         self.opened = 0
+        self.note = ""
         self.page_limit_hit = False
 
     async def go(self) -> Answer:
@@ -132,7 +150,8 @@ class _Run:
             forced = self.args.forced_tools
             choice: Any = ({"type": "function", "function": {"name": forced[index]}}
                            if index < len(forced) else "required")
-            completion = await self.call(TOOLS, choice)
+            known = [u for k, u in self.seen.items() if k == u]
+            completion = await self.call(tools_for(known), choice)
             if completion is None:
                 return self.fallback("the model call failed")
             model = self.rec.model(completion)
@@ -143,10 +162,10 @@ class _Run:
                     "You must call one of the tools: search, open or answer.")})
                 bad += 1
             else:
-                events, done = self.run_tools(completion.tool_calls)
+                events, done = self.run_tools(completion.tool_calls, completion.finish_reason)
                 if done is not None:
                     report, urls, event = done
-                    self.rec.step(model, [*events, event])
+                    self.rec.step(model, [*events, event], note=self.note)
                     limit = ("open-page limit reached: "
                              f"{self.args.max_open_pages} pages" if self.page_limit_hit
                              else None)
@@ -169,14 +188,14 @@ class _Run:
             self.rec.step(None, error=f"model call failed: {exc}")
             return None
 
-    def run_tools(self, calls: tuple[ToolCall, ...]
+    def run_tools(self, calls: tuple[ToolCall, ...], finish_reason: str
                   ) -> tuple[list[ToolEvent], tuple[str, list[str], ToolEvent] | None]:
         events: list[ToolEvent] = []
         for call in calls:
             started = self.rec.now()
             if call.name == "answer":
                 try:
-                    report, urls = parse_answer_arguments(call.arguments)
+                    report, urls, self.note = read_answer(call.arguments, finish_reason)
                 except ValueError as exc:
                     event = tool_event(call.id, call.name, call.arguments, started,
                                        self.rec.now(), error=str(exc))
@@ -296,14 +315,15 @@ class _Run:
                 return self.rec.finish(body, refs, limit_hit=reason)
             return self.fallback(reason)
         try:
-            report, urls = parse_answer_arguments(call.arguments)
+            report, urls, note = read_answer(call.arguments, completion.finish_reason)
         except ValueError as exc:
             self.rec.step(model, [tool_event(call.id, call.name, call.arguments, started,
                                              self.rec.now(), error=str(exc))],
                           note="wrap-up")
             return self.fallback(reason)
         self.rec.step(model, [tool_event(call.id, call.name, call.arguments, started,
-                                         self.rec.now())], note="wrap-up")
+                                         self.rec.now())],
+                      note="wrap-up" + (f"; {note}" if note else ""))
         report, urls = self.resolve_urls(report, urls)
         return self.rec.finish(report, urls, limit_hit=reason)
 

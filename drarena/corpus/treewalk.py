@@ -170,7 +170,8 @@ class TreeWalker:
         return self.path_to(self.rng.choice(nodes).id)
 
     def descend(self, path: Sequence[str]) -> TreePath:
-        """One level down, to a content-rich child (expanding the node if it has none)."""
+        """One level down, to a content-rich child (expanding the node if it has none).
+        Children that have children of their own come first, so the walk can go on."""
         path = self.check_path(path)
         children = self._rich_children(path[-1], exclude=set(path))
         if not children:
@@ -180,7 +181,8 @@ class TreeWalker:
             raise CannotExpand(
                 f"tree {self.tree.id}: {self.tree.node(path[-1]).url} has no child with "
                 f"content (>= {self.min_chars} chars) in the tree or the snapshot", 1, 0)
-        return (*path, self.rng.choice(children).id)
+        onward = [c for c in children if self.tree.children(c.id)]
+        return (*path, self.rng.choice(onward or children).id)
 
     def backtrack(self, path: Sequence[str], min_depth: int = 1) -> TreePath:
         """One level up, but never above `min_depth` (the root has no siblings to ask

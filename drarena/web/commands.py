@@ -1,4 +1,6 @@
-"""CLI for the frozen web: `drarena snapshot`, `drarena verify`, `drarena replay`.
+"""CLI for the frozen web: `drarena snapshot`, `drarena verify`, `drarena replay-snapshot`.
+
+(`drarena replay RUN` belongs to the tournament: it re-executes a run from its model cache.)
 
 Imports stay light here; the crawler, warcio and aiohttp load inside the command functions.
 """
@@ -33,7 +35,7 @@ def register(subparsers: Any) -> None:
     ver.add_argument("snapshot", type=Path, help="snapshot folder")
     ver.set_defaults(func=cmd_verify)
 
-    rep = subparsers.add_parser("replay", help="serve a snapshot over HTTP on 127.0.0.1",
+    rep = subparsers.add_parser("replay-snapshot", help="serve a snapshot over HTTP on 127.0.0.1",
                                 description="Serve captured pages as they were captured "
                                 "(status, headers, body, redirects); 404 otherwise.")
     rep.add_argument("snapshot", type=Path, help="snapshot folder")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import json
 import mmap
+import zlib
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -209,9 +210,11 @@ class Snapshot:
                     stored = self._response(record, None)
                     bodies.setdefault(stored.payload_digest, (record.warc_file, record.offset))
                 else:
-                    digest = record.header("WARC-Payload-Digest")
-                    where = bodies.get(digest)
-                    stored = self._response(record, self._body_at(*where) if where else None)
+                    where = bodies.get(record.header("WARC-Payload-Digest"))
+                    if where is None:  # its original was lost to damage
+                        self.skipped += 1
+                        continue
+                    stored = self._response(record, self._body_at(*where))
             except ValueError:
                 self.skipped += 1
                 continue
@@ -260,7 +263,11 @@ class Snapshot:
         entry = max(entries, key=lambda e: (e.timestamp, e.filename, e.offset))
         record = self._record_at(entry.filename, entry.offset)
         if record.type == "revisit":
-            return self._response(record, self._resolve_digest(entry.digest))
+            body = self._resolve_digest(entry.digest)
+            if body is None:
+                raise DrarenaError(f"{self.path}: the payload {entry.digest} of the revisit of "
+                                   f"{entry.url} is not in the snapshot")
+            return self._response(record, body)
         return self._response(record, None)
 
     def __contains__(self, url: object) -> bool:
@@ -320,7 +327,7 @@ class Snapshot:
     def _record_at(self, filename: str, offset: int) -> RawRecord:
         try:
             records = read_member(self._map(filename), offset, filename)
-        except (ValueError, OSError, Exception) as exc:
+        except (ValueError, OSError, zlib.error) as exc:
             raise DrarenaError(f"{self.path / filename}: damaged record at offset {offset} "
                                f"({exc})") from None
         return records[0]
@@ -351,10 +358,7 @@ class Snapshot:
         """Build a StoredResponse; ValueError if the block is not an HTTP response."""
         message = parse_http_response(record.block)
         is_revisit = record.type == "revisit"
-        if is_revisit:
-            body = revisit_body if revisit_body is not None else b""
-        else:
-            body = decode_entity(message)
+        body = revisit_body if is_revisit and revisit_body is not None else decode_entity(message)
         url = record.header("WARC-Target-URI")
         return StoredResponse(
             url=url, canonical_url=canonicalize_url(url), status=message.status,

@@ -252,9 +252,18 @@ def decode_entity(message: HttpMessage) -> bytes:
             except zlib.error:
                 return zlib.decompress(body, -zlib.MAX_WBITS)
         if coding == "br":
-            import brotli  # only for brotli-encoded captures
-
-            return bytes(brotli.decompress(body))
-    except (OSError, zlib.error, EOFError, ImportError, ValueError):
+            return _unbrotli(body)
+    except (OSError, zlib.error, EOFError, ValueError):
         return body
     return body
+
+
+def _unbrotli(body: bytes) -> bytes:
+    try:
+        import brotli  # only for brotli-encoded captures
+    except ImportError:
+        return body
+    try:
+        return bytes(brotli.decompress(body))
+    except brotli.error:
+        return body

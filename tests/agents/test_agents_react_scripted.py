@@ -3,11 +3,14 @@ the happy path, every fault of the issue, the limits, and quoting of tool result
 
 from __future__ import annotations
 
+import pytest
 from agent_helpers import MemoryRetrieverForTests, call, scripted_context, tool
 
 from drarena.agents.base import Answer, Conversation, Turn
-from drarena.agents.react import ELIDED, fit_context
+from drarena.agents.common import CUT_NOTE, read_answer, salvage_answer
+from drarena.agents.react import ELIDED, TOOLS, fit_context, tools_for
 from drarena.agents.registry import build_agent
+from drarena.models.backend import BackendReply
 from drarena.models.scripted import reply
 
 ASYNCIO = "http://site.test/asyncio"
@@ -210,3 +213,29 @@ def test_fit_context_elides_oldest_tool_results_only() -> None:
     assert [m["content"] for m in fitted[2:]] == [ELIDED, ELIDED, "x" * 100, "x" * 100]
     assert fit_context(messages, max_chars=10_000) == messages
     assert messages[2]["content"] == "x" * 100  # input untouched
+
+
+async def test_answer_cut_at_the_token_limit_is_salvaged() -> None:
+    cut = BackendReply(model="scripted", text="", finish_reason="length", prompt_tokens=10,
+                       completion_tokens=64, cost_usd=None,
+                       tool_calls=(call("answer", '{"report": "asyncio runs corou\\u00e9 [1] '
+                                                  'and then it goes on and o'),))
+    context, _ = scripted_context([cut])
+    answer = await ask(context, forced_tools=[])
+    assert answer.report == "asyncio runs coroué [1] and then it goes on and o"
+    assert answer.trajectory.steps[0].note == CUT_NOTE
+    assert answer.check.unresolved == 1
+    # the same arguments without the length cut are an error, not an answer
+    assert salvage_answer('{"citations": []}') is None
+    with pytest.raises(ValueError, match="not valid JSON"):
+        read_answer('{"report": "abc', "stop")
+
+
+async def test_open_takes_only_known_urls_once_pages_are_known() -> None:
+    context, backend = scripted_context([tool("search", {"query": "json"}),
+                                         tool("answer", GOOD_ANSWER)])
+    await ask(context, forced_tools=[])
+    first, second = (r["tools"][1]["function"]["parameters"] for r in backend.requests)
+    assert "enum" not in first["properties"]["url"]
+    assert second["properties"]["url"]["enum"] == ["http://site.test/json"]
+    assert tools_for([]) == TOOLS

@@ -3,96 +3,19 @@ and scripted agents (no real model: the end-to-end match runs in test_match_e2e)
 
 from __future__ import annotations
 
-import json
 import random
-import re
-from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from arena_fakes import ScriptedAgentForTests, examiner, examiner_step, make_tree
 
-from drarena.agents.base import Answer, CitationCheck, Conversation, Trajectory
 from drarena.arena.match import MatchRunner, MatchSettings, match_seed
 from drarena.arena.records import MatchRecord
-from drarena.corpus.records import Doc, Tree, TreeEdge, TreeNode
 from drarena.corpus.treewalk import TreeWalker
 from drarena.examiner.evolve import Move, Outcome
-from drarena.models.backend import BackendReply
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelsConfig
 from drarena.models.scripted import ScriptedBackendForTests, reply
-
-BASE = "http://127.0.0.1:8765/"
-# root r; four children c1..c4; each with three children; each of those with two
-LAYOUT: dict[str, str | None] = {"r": None}
-for _c in range(1, 5):
-    LAYOUT[f"c{_c}"] = "r"
-    for _g in range(1, 4):
-        LAYOUT[f"c{_c}g{_g}"] = f"c{_c}"
-        for _h in range(1, 3):
-            LAYOUT[f"c{_c}g{_g}h{_h}"] = f"c{_c}g{_g}"
-
-
-def make_tree() -> tuple[Tree, dict[str, Doc]]:
-    docs, nodes, edges = {}, [], []
-    for node_id, parent in LAYOUT.items():
-        depth = 0 if parent is None else node_id.count("c") + node_id.count("g") + \
-            node_id.count("h")
-        text = f"Page {node_id} about topic {node_id}. " * 40
-        doc = Doc(id=node_id, url=f"{BASE}{node_id}.html", title=f"Title {node_id}",
-                  contents=text, record_id="<urn:x>", payload_digest="sha1:x", digest=f"d{node_id}",
-                  chars=len(text))
-        docs[node_id] = doc
-        nodes.append(TreeNode(node_id, doc.url, doc.title, doc.digest, depth, doc.chars, parent))
-        if parent:
-            edges.append(TreeEdge(parent, node_id, f"anchor {node_id}", "ctx", "subtopic"))
-    return Tree("t1", "r", tuple(nodes), tuple(edges)), docs
-
-
-class ScriptedAgentForTests:
-    """Answers with a fixed report, or raises: control flow only."""
-
-    def __init__(self, name: str, report: str = "report", fail: bool = False) -> None:
-        self.name, self.report, self.fail = name, report, fail
-        self.seen: list[Conversation] = []
-
-    async def answer(self, conversation: Conversation, word_limit: tuple[int, int]) -> Answer:
-        self.seen.append(conversation)
-        if self.fail:
-            raise RuntimeError("agent crashed")
-        return Answer(agent=self.name, report=f"{self.report} {len(self.seen)}", citations=(),
-                      check=CitationCheck(), trajectory=Trajectory(), wall_s=1.5, model_s=1.0,
-                      prompt_tokens=10, completion_tokens=5)
-
-
-def examiner_step(verdicts: list[dict[str, str]]) -> Any:
-    """Tasks built from the prompt's target URLs; verdicts played in order (one per call)."""
-    counter = iter(range(1000))
-    queue = list(verdicts)
-
-    def step(request: Mapping[str, Any]) -> BackendReply:
-        name = request["response_format"]["json_schema"]["name"]
-        prompt = request["messages"][0]["content"]
-        if name == "task":
-            block = prompt.split("B. TARGET PAGES", 1)[1]
-            urls = re.findall(r"url: (\S+)", block)
-            return reply(json.dumps({
-                "question": f"Question number {next(counter)} about the shared topic?",
-                "word_limit_instruction": "x",
-                "checklist_depth": [{"item": f"entity {u}", "source_url": u} for u in urls],
-                "checklist_width": [{"item": f"detail {u}", "source_url": u} for u in urls],
-                "rationale": "r"}))
-        v = queue.pop(0)
-        return reply(json.dumps({"checklist_a": [], "checklist_b": [], "reasoning": "r",
-                                 "tie_quality": v.get("q", "NA"),
-                                 "loser_failure_type": v.get("f", "NONE"),
-                                 "verdict": v["v"]}))
-
-    return step
-
-
-def examiner(verdicts: list[dict[str, str]]) -> ScriptedBackendForTests:
-    return ScriptedBackendForTests([examiner_step(verdicts)] * 200)
 
 
 def runner(backend: ScriptedBackendForTests, a=None, b=None, **settings: Any) -> MatchRunner:

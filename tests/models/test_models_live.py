@@ -1,8 +1,15 @@
-"""Against the real CPU vLLM server (SmolLM2-135M-Instruct), started once per session."""
+"""Against the real CPU vLLM server (SmolLM2-135M-Instruct), started once per session.
+
+The model calls are made once, recorded into a cache (the `recorded` fixture); the tests then
+check each answer, and the last one replays them all with zero calls. Two shared cores make
+every generated token count.
+"""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -10,6 +17,7 @@ from drarena.models.client import ModelClient
 from drarena.models.config import ModelRole, ModelsConfig, RetryPolicy
 from drarena.models.serve import ServerHandle, free_port, served_models
 from drarena.models.structured import complete_json, complete_tool_call, strict_tool
+from drarena.models.types import Completion
 
 pytestmark = pytest.mark.model
 
@@ -22,14 +30,36 @@ SEARCH = strict_tool("search", "Search the frozen web.",
 ANSWER = strict_tool("answer", "Give the final answer.",
                      {"properties": {"text": {"type": "string", "maxLength": 120}}})
 CAPITAL = [{"role": "user", "content": "What is the capital of France?"}]
+CITY_ASK = [{"role": "user", "content": "Name a big city and its country as JSON."}]
+TOOL_ASK = [{"role": "user", "content": "Find out which building is the tallest in the world."}]
 
 
-def make_client(role: ModelRole, cache: Path | None = None, mode: str = "off",
-                **kwargs: object) -> ModelClient:
+def make_client(role: ModelRole, cache: Path, mode: str) -> ModelClient:
     cfg = ModelsConfig.model_validate(
-        {"roles": {"examiner": role}, "concurrency": 4,
-         "cache": {"path": cache, "mode": mode} if cache else {}, **kwargs})
+        {"roles": {"examiner": role}, "cache": {"path": cache, "mode": mode}})
     return ModelClient(cfg)
+
+
+async def run_calls(client: ModelClient) -> dict[str, Any]:
+    chat = await client.complete("examiner", CAPITAL)
+    city, city_done = await complete_json(client, "examiner", CITY_ASK, CITY, name="city")
+    named, named_done = await complete_tool_call(client, "examiner", TOOL_ASK,
+                                                 [SEARCH, ANSWER], tool_name="search")
+    required, required_done = await complete_tool_call(client, "examiner", TOOL_ASK,
+                                                       [SEARCH, ANSWER])
+    return {"chat": chat, "city": city, "city_done": city_done, "named": named,
+            "named_done": named_done, "required": required, "required_done": required_done,
+            "calls": client.model_calls, "usage": client.usage()}
+
+
+@pytest.fixture(scope="module")
+def cache_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("live") / "llm-cache.sqlite"
+
+
+@pytest.fixture(scope="module")
+def recorded(model_role: ModelRole, cache_path: Path) -> dict[str, Any]:
+    return asyncio.run(run_calls(make_client(model_role, cache_path, "read-write")))
 
 
 def test_server_is_local_and_serves_the_model(model_server: ServerHandle) -> None:
@@ -37,33 +67,27 @@ def test_server_is_local_and_serves_the_model(model_server: ServerHandle) -> Non
     assert model_server.model in served_models(model_server.api_base)
 
 
-async def test_chat(model_role: ModelRole) -> None:
-    client = make_client(model_role)
-    done = await client.complete("examiner", CAPITAL)
-    assert "Paris" in done.text and done.finish_reason == "stop"
-    assert done.prompt_tokens > 5 and done.completion_tokens > 0 and not done.cached
-    usage = client.usage()["examiner"]
-    assert usage.model_calls == 1 and usage.prompt_tokens == done.prompt_tokens
+def test_chat(recorded: dict[str, Any]) -> None:
+    chat: Completion = recorded["chat"]
+    assert "Paris" in chat.text and chat.finish_reason == "stop" and not chat.cached
+    assert chat.prompt_tokens > 5 and chat.completion_tokens > 0
+    usage = recorded["usage"]["examiner"]
+    assert usage.model_calls == recorded["calls"] >= 4 and usage.prompt_tokens > 0
 
 
-async def test_json_schema_output_is_valid(model_role: ModelRole) -> None:
-    client = make_client(model_role)
-    value, done = await complete_json(
-        client, "examiner", [{"role": "user", "content": "Name a big city and its country "
-                                                         "as JSON."}], CITY, name="city")
-    assert set(value) == {"city", "country"} and all(isinstance(v, str) for v in value.values())
-    assert done.text.lstrip().startswith("{")
+def test_json_schema_output_is_valid(recorded: dict[str, Any]) -> None:
+    city = recorded["city"]
+    assert set(city) == {"city", "country"} and all(isinstance(v, str) for v in city.values())
+    assert recorded["city_done"].text.lstrip().startswith("{")
 
 
-async def test_strict_tool_calls_named_and_required(model_role: ModelRole) -> None:
-    client = make_client(model_role)
-    ask = [{"role": "user", "content": "Find out which building is the tallest in the world."}]
-    calls, done = await complete_tool_call(client, "examiner", ask, [SEARCH, ANSWER],
-                                           tool_name="search")
-    assert [c.name for c in calls] == ["search"] and done.finish_reason == "tool_calls"
-    assert isinstance(calls[0].parsed_arguments()["query"], str)
-    calls, _ = await complete_tool_call(client, "examiner", ask, [SEARCH, ANSWER])
-    assert calls and {c.name for c in calls} <= {"search", "answer"}
+def test_strict_tool_calls_named_and_required(recorded: dict[str, Any]) -> None:
+    named = recorded["named"]
+    assert [c.name for c in named] == ["search"]
+    assert recorded["named_done"].finish_reason == "tool_calls"
+    assert isinstance(named[0].parsed_arguments()["query"], str)
+    assert recorded["required"] and {c.name for c in recorded["required"]} <= {"search",
+                                                                               "answer"}
 
 
 async def test_retries_reach_the_server_through_a_failing_endpoint(
@@ -77,25 +101,13 @@ async def test_retries_reach_the_server_through_a_failing_endpoint(
     assert client.usage()["examiner"].retries == 2 and len(fake_sleep.delays) == 2
 
 
-async def test_record_then_replay_zero_calls_identical_outputs(
-        model_role: ModelRole, tmp_path: Path) -> None:
-    cache = tmp_path / "llm-cache.sqlite"
-    recorder = make_client(model_role, cache, "read-write")
-    tool_ask = [{"role": "user", "content": "Look up the population of Tokyo."}]
-    recorded = [await recorder.complete("examiner", CAPITAL),
-                (await complete_json(recorder, "examiner", [
-                    {"role": "user", "content": "A city as JSON."}], CITY))[1],
-                (await complete_tool_call(recorder, "examiner", tool_ask, [SEARCH],
-                                          tool_name="search"))[1]]
-    assert recorder.model_calls == 3 and not any(r.cached for r in recorded)
-    # Replay with the endpoint pointed at a dead port: any real call would fail.
+async def test_replay_makes_zero_calls_and_returns_identical_outputs(
+        recorded: dict[str, Any], model_role: ModelRole, cache_path: Path) -> None:
+    # The endpoint now points at a dead port: any real call would fail.
     dead = model_role.model_copy(update={"api_base": f"http://127.0.0.1:{free_port()}/v1"})
-    replayer = make_client(dead, cache, "replay")
-    replayed = [await replayer.complete("examiner", CAPITAL),
-                (await complete_json(replayer, "examiner", [
-                    {"role": "user", "content": "A city as JSON."}], CITY))[1],
-                (await complete_tool_call(replayer, "examiner", tool_ask, [SEARCH],
-                                          tool_name="search"))[1]]
-    assert replayer.model_calls == 0 and all(r.cached for r in replayed)
-    assert [r.content for r in replayed] == [r.content for r in recorded]
-    assert [r.key for r in replayed] == [r.key for r in recorded]
+    replayer = make_client(dead, cache_path, "replay")
+    replayed = await run_calls(replayer)
+    assert replayed["calls"] == 0 and replayer.model_calls == 0
+    for name in ("chat", "city_done", "named_done", "required_done"):
+        assert replayed[name].cached and replayed[name].content == recorded[name].content
+    assert (replayed["city"], replayed["named"]) == (recorded["city"], recorded["named"])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from web_site import CrawlSite, site_spec
+from web_site import CrawlSite, page, site_spec
 
 from drarena.web.crawl import Crawler
 from drarena.web.fetch import HostGate
@@ -19,6 +19,7 @@ from drarena.web.manifest import load_manifest
 from drarena.web.serve import serving
 from drarena.web.snapshot import Snapshot
 from drarena.web.spec import CrawlSpec, parse_spec
+from drarena.web.warcfile import sha1_b32
 
 
 def spec_of(port: int, **overrides: object) -> CrawlSpec:
@@ -80,6 +81,13 @@ async def test_crawl_records_every_outcome(tmp_path: Path) -> None:
         dup = snap.lookup(f"{base}/dup2.html")
         assert dup is not None and dup.revisit and b"Same body" in dup.body
         assert snap.lookup(f"{base}/boom.html").status == 500  # type: ignore[union-attr]
+        # content coding kept on the wire, removed for readers; chunking undone and unlabelled
+        gz = snap.lookup(f"{base}/gz.html")
+        assert gz is not None and gz.body == page("Gzipped")
+        assert gz.header("Content-Encoding") == "gzip" and gz.payload_digest != sha1_b32(gz.body)
+        chunked = snap.lookup(f"{base}/chunked.html")
+        assert chunked is not None and chunked.body == page("Chunked")
+        assert chunked.header("Transfer-Encoding") == ""
         moved = snap.lookup(f"{base}/moved")
         assert moved is not None and moved.location == f"{base}/a.html"
         failures = {f.canonical_url: f.kind for f in snap.iter_failures()}
@@ -224,7 +232,7 @@ async def test_ctrl_c_leaves_incomplete_snapshot_that_resumes(tmp_path: Path) ->
         _, err = await proc.communicate()
         assert proc.returncode == 130, err.decode()
         partial = load_manifest(out)
-        assert not partial.complete and 1 <= partial.counts.pages < 17
+        assert not partial.complete and 1 <= partial.counts.pages < 19
         with Snapshot.open(out) as snap:
             assert snap.verify().ok
         resumed = await asyncio.create_subprocess_exec(*cmd, "--resume",
@@ -232,8 +240,8 @@ async def test_ctrl_c_leaves_incomplete_snapshot_that_resumes(tmp_path: Path) ->
         stdout, _ = await resumed.communicate()
         assert resumed.returncode == 0
     manifest = load_manifest(out)
-    assert manifest.complete and manifest.counts.pages == 17
-    assert "17 pages" in stdout.decode()
+    assert manifest.complete and manifest.counts.pages == 19
+    assert "19 pages" in stdout.decode()
     warcio_check(out)
 
 

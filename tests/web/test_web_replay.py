@@ -60,3 +60,27 @@ async def test_recrawl_of_replay_gives_same_payload_digests(snap: Snapshot, repo
         assert digests(again) == original
         assert again.manifest.counts.pages == snap.manifest.counts.pages
         assert len(original) >= 250
+
+
+async def test_replay_command_serves_fixture(snap: Snapshot, repo_root: Path) -> None:
+    """`drarena replay-snapshot SNAPSHOT --port 0` as a user runs it."""
+    import asyncio
+    import re
+    import sys
+
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "drarena", "replay-snapshot", str(snap.path), "--port", "0",
+        stdout=asyncio.subprocess.PIPE, cwd=repo_root)
+    try:
+        assert proc.stdout is not None
+        banner = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/", banner)
+        assert match, banner
+        stored = snap.lookup(BASE + "/tutorial/classes.html")
+        assert stored is not None
+        async with aiohttp.ClientSession() as http, \
+                http.get(f"http://127.0.0.1:{match.group(1)}/tutorial/classes.html") as resp:
+            assert resp.status == 200 and await resp.read() == stored.body
+    finally:
+        proc.terminate()
+        await proc.wait()

@@ -8,6 +8,7 @@ and two pages with identical payloads. `requests` records every path the site wa
 from __future__ import annotations
 
 import asyncio
+import gzip
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -24,7 +25,8 @@ def page(title: str, *links: str) -> bytes:
 
 INDEX_LINKS = ("a.html", "b.html#part", "private/secret.html", "loop1", "chain/0", "to-ftp",
                "moved", "slow.html", "missing.html", "boom.html", "data.bin", "big.html",
-               "dup1.html", "dup2.html", "mailto:someone@example.com", "javascript:void(0)")
+               "dup1.html", "dup2.html", "gz.html", "chunked.html",
+               "mailto:someone@example.com", "javascript:void(0)")
 
 
 @dataclass
@@ -49,6 +51,18 @@ class CrawlSite:
                 return web.Response(body=page(path), content_type=html)
             if path in ("/dup1.html", "/dup2.html"):
                 return web.Response(body=page("Same body"), content_type=html)
+            if path == "/gz.html":
+                resp = web.Response(body=gzip.compress(page("Gzipped")), content_type=html)
+                resp.headers["Content-Encoding"] = "gzip"
+                return resp
+            if path == "/chunked.html":
+                stream = web.StreamResponse(headers={"Content-Type": "text/html"})
+                stream.enable_chunked_encoding()
+                await stream.prepare(request)
+                for part in (page("Chunked")[:50], page("Chunked")[50:]):
+                    await stream.write(part)
+                await stream.write_eof()
+                return stream
             if path == "/loop1":
                 raise web.HTTPFound("/loop2")
             if path == "/loop2":

@@ -1,0 +1,180 @@
+"""End to end on the real parts: the committed snapshot indexed by Lucene and FAISS, the real
+CPU vLLM server (SmolLM2-135M), the real search server and the real WARC citation check.
+
+The model is tiny, so these tests check what must hold whatever it says: real searches and
+opened pages in the trajectory, replayable cache keys, a report, and honest citation checks.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from drarena.agents.base import Answer, Conversation, SourcePage
+from drarena.agents.citations import SnapshotUrlChecker
+from drarena.agents.registry import AgentContext, build_agent
+from drarena.models.client import ModelClient
+from drarena.models.config import ModelsConfig
+from drarena.models.serve import ServerHandle
+from drarena.search.docstore import DocStore
+
+REPO = Path(__file__).resolve().parents[2]
+QUESTION = "How do I sort a list of dictionaries by a key in Python?"
+WORDS = (30, 60)
+SORTING = "http://127.0.0.1:8765/howto/sorting.html"
+
+
+@pytest.fixture(scope="module")
+def checker(pydocs_indexed: tuple[Path, Path]) -> Iterator[SnapshotUrlChecker]:
+    check = SnapshotUrlChecker(pydocs_indexed[0])
+    yield check
+    check.close()
+
+
+def context(server: ServerHandle, indexed: tuple[Path, Path], checker: SnapshotUrlChecker,
+            max_tokens: int = 96, search_url: str | None = None) -> AgentContext:
+    config = ModelsConfig.model_validate({
+        "roles": {"agent": {"model": server.litellm_model, "api_base": server.api_base,
+                            "sampling": {"temperature": 0.0, "max_tokens": max_tokens},
+                            "timeout_s": 300}},
+        "retry": {"max_attempts": 2}})
+    return AgentContext(client=ModelClient(config), snapshot_dir=indexed[0],
+                        index_root=indexed[1], url_checker=checker, search_url=search_url)
+
+
+def assert_sound(answer: Answer) -> None:
+    """What holds whatever a 135M model writes."""
+    assert answer.error is None, answer.trajectory.errors()
+    assert answer.report.strip()
+    calls = answer.trajectory.model_calls()
+    assert calls and all(len(c.key) == 64 and c.prompt_tokens > 0 for c in calls)
+    assert answer.check.checked
+    assert answer.check.valid + answer.check.fabricated == answer.check.cited
+    assert answer.model_s <= answer.wall_s
+    assert Answer.from_json(answer.to_json()) == answer
+
+
+@pytest.mark.model
+async def test_react_bm25_searches_opens_and_answers(
+        model_server: ServerHandle, pydocs_indexed: tuple[Path, Path],
+        checker: SnapshotUrlChecker) -> None:
+    ctx = context(model_server, pydocs_indexed, checker)
+    agent = build_agent({"kind": "react", "args": {"retriever": {"kind": "bm25"},
+                                                   "max_steps": 3}}, ctx)
+    answer = await agent.answer(Conversation(QUESTION), WORDS)
+    assert_sound(answer)
+    events = answer.trajectory.tool_events()
+    search = next(e for e in events if e.name == "search")
+    assert search.error is None and search.docids  # real Lucene hits over the snapshot
+    docs = DocStore.from_snapshot(pydocs_indexed[0])
+    assert all(docs.get(d).url == u for d, u in zip(search.docids, search.urls, strict=True))
+    opened = [e for e in events if e.name == "open"]
+    assert opened and opened[0].error is None and opened[0].urls[0] in search.urls
+    assert all(checker(u) for u in search.urls)
+
+
+@pytest.mark.model
+async def test_rag_dense_answers_from_retrieved_pages(
+        model_server: ServerHandle, pydocs_indexed: tuple[Path, Path],
+        checker: SnapshotUrlChecker) -> None:
+    ctx = context(model_server, pydocs_indexed, checker)
+    agent = build_agent({"kind": "rag", "args": {"retriever": {"kind": "dense"}, "k": 2,
+                                                 "context_chars": 3000}}, ctx)
+    answer = await agent.answer(Conversation(QUESTION), WORDS)
+    assert_sound(answer)
+    first = answer.trajectory.steps[0]
+    assert [t.name for t in first.tools] == ["search", "open", "open"]
+    assert all(t.error is None for t in first.tools)
+
+
+@pytest.mark.model
+async def test_closed_book_and_oracle(model_server: ServerHandle,
+                                      pydocs_indexed: tuple[Path, Path],
+                                      checker: SnapshotUrlChecker) -> None:
+    ctx = context(model_server, pydocs_indexed, checker)
+    closed = await build_agent({"kind": "closed_book"}, ctx).answer(Conversation(QUESTION),
+                                                                    WORDS)
+    assert_sound(closed)
+    assert closed.trajectory.tool_events()[0].name == "answer"
+    doc = DocStore.from_snapshot(pydocs_indexed[0]).get(SORTING)
+    targets = (SourcePage(doc.url, doc.title, doc.contents),)
+    oracle = await build_agent({"kind": "oracle", "args": {"context_chars": 3000}}, ctx
+                               ).answer(Conversation(QUESTION, targets=targets), WORDS)
+    assert_sound(oracle)
+    assert oracle.trajectory.steps[0].tools[0].urls == (SORTING,)
+
+
+@pytest.mark.model
+async def test_http_adapter_against_the_model_server(
+        model_server: ServerHandle, pydocs_indexed: tuple[Path, Path],
+        checker: SnapshotUrlChecker) -> None:
+    """The vLLM server is itself an OpenAI-compatible chat endpoint: a stand-in service."""
+    ctx = context(model_server, pydocs_indexed, checker, max_tokens=48)
+    answer = await build_agent({"kind": "http", "args": {"role": "agent"}}, ctx).answer(
+        Conversation("Name one Python sorting function.").then("sorted()", "And another?"),
+        WORDS)
+    assert_sound(answer)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def search_server(pydocs_indexed: tuple[Path, Path]) -> Iterator[str]:
+    """`drarena serve-search` (BM25) over the indexed fixture, as a user would run it."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "drarena.cli", "serve-search", str(pydocs_indexed[0]),
+         "--index-root", str(pydocs_indexed[1]), "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2):
+                    break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail("drarena serve-search did not come up")
+                time.sleep(0.5)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+@pytest.mark.slow
+async def test_example_command_agent_on_the_frozen_search_server(
+        search_server: str, checker: SnapshotUrlChecker) -> None:
+    agent = build_agent({"kind": "command", "args": {
+        "command": [sys.executable, str(REPO / "examples" / "command_agent.py")],
+        "timeout_s": 60}}, AgentContext(url_checker=checker, search_url=search_server))
+    answer = await agent.answer(Conversation("sorting HOW TO key functions"), WORDS)
+    assert answer.error is None
+    assert len(answer.citations) == 3
+    assert answer.check.checked and answer.check.valid == 3 and answer.check.fabricated == 0
+    assert answer.trajectory.tool_events()[0].urls == tuple(c.url for c in answer.citations)
+
+
+@pytest.mark.slow
+async def test_planted_fabricated_citation_is_flagged(checker: SnapshotUrlChecker) -> None:
+    planted = "http://127.0.0.1:8765/howto/sorting-secrets.html"
+    script = ("import json; print(json.dumps({'report': 'Use sorted() [1] or magic [2].', "
+              f"'citations': [{SORTING!r}, {planted!r}]}}))")
+    agent = build_agent({"kind": "command", "args": {"command": [sys.executable, "-c", script]}},
+                        AgentContext(url_checker=checker))
+    answer = await agent.answer(Conversation(QUESTION), WORDS)
+    assert answer.check.cited == 2 and answer.check.valid == 1
+    assert answer.check.fabricated == 1 and answer.check.fabricated_urls == (planted,)
+    assert [c.valid for c in answer.citations] == [True, False]

@@ -1,0 +1,156 @@
+"""BM25 (Lucene via pyserini), dense (MiniLM + FAISS) and hybrid retrievers on the committed
+snapshot, read-back through `open`, bad input, stale-index detection and the CLI."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from drarena.cli import main
+from drarena.errors import DrarenaError
+from drarena.records import Hit
+from drarena.search import lucene
+from drarena.search.base import build_retriever
+from drarena.search.hybrid import rrf
+
+pytestmark = pytest.mark.slow
+
+
+def assert_ranked(hits: list[Hit], k: int) -> None:
+    assert 0 < len(hits) <= k
+    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+    assert len({h.docid for h in hits}) == len(hits)
+    for a, b in itertools.pairwise(hits):
+        assert (-a.score, a.docid) < (-b.score, b.docid)
+
+
+def names(hits: list[Hit]) -> list[str]:
+    return [h.url.rsplit("/", 1)[-1] for h in hits]
+
+
+def test_bm25_ranks_the_obvious_page_first(bm25: Any) -> None:
+    hits = bm25.search("argparse parser add_argument subcommands", 10)
+    assert_ranked(hits, 10)
+    assert names(hits)[0] == "argparse.html"
+    assert "argparse" in hits[0].title and hits[0].snippet
+
+
+def test_lucene_index_opens_with_pyserini_lucene_searcher(bm25: Any, index_root: Path) -> None:
+    searcher_class = lucene.pyserini_lucene_searcher_class()
+    searcher = searcher_class(str(index_root / "pydocs" / "bm25"))
+    assert searcher.num_docs == bm25.manifest.passage_count
+    query = "sqlite3 cursor execute"
+    theirs = [(h.docid, round(h.score, 4)) for h in searcher.search(query, 30)]
+    ours = [(pid, round(score, 4)) for pid, score in bm25.search_passages(query, 30)]
+    assert theirs == ours and len(ours) == 30
+    assert bm25.data.passages[ours[0][0]].url.endswith("/sqlite3.html")
+
+
+def test_dense_finds_pages_by_meaning(dense: Any) -> None:
+    hits = dense.search("store and query data in an embedded SQL database file", 5)
+    assert_ranked(hits, 5)
+    assert "sqlite3.html" in names(hits)[:3]
+    assert dense.manifest.faiss == "flat" and dense.manifest.passages_per_doc == 1
+    assert 0.0 < hits[0].score <= 1.0
+
+
+def test_hybrid_is_rrf_of_its_members(hybrid: Any, bm25: Any, dense: Any) -> None:
+    query = "read and write JSON files"
+    hits = hybrid.search(query, 10)
+    assert_ranked(hits, 10)
+    depth = hybrid.args.depth
+    fused = rrf([[h.docid for h in bm25.search(query, depth)],
+                 [h.docid for h in dense.search(query, depth)]])
+    assert [(h.docid, h.score) for h in hits] == [(d, pytest.approx(s)) for d, s in fused[:10]]
+    assert "json.html" in names(hits)[:3]
+
+
+def test_open_reads_the_page_by_docid_and_url(bm25: Any) -> None:
+    hit = bm25.search("csv reader writer dialect", 1)[0]
+    page = bm25.open(hit.docid, max_chars=2000)
+    assert page.docid == hit.docid and page.offset == 0 and len(page.text) <= 2000
+    assert page.next_offset is not None and page.total > 2000
+    second = bm25.open(hit.url, offset=page.next_offset, max_chars=2000)
+    assert second.docid == hit.docid and second.offset == page.next_offset
+    text, offset = "", 0
+    while offset is not None:
+        part = bm25.open(hit.docid, offset=offset, max_chars=20000)
+        text, offset = text + part.text, part.next_offset
+    assert len(text) == page.total and text.startswith(page.text + second.text)
+
+
+@pytest.mark.parametrize("kind", ["bm25", "dense", "hybrid"])
+def test_bad_queries_and_ids(kind: str, request: pytest.FixtureRequest) -> None:
+    retriever = request.getfixturevalue(kind)
+    for bad in ("", "   ", "!!!"):
+        with pytest.raises(DrarenaError, match="no searchable words"):
+            retriever.search(bad, 5)
+    with pytest.raises(DrarenaError, match="k must be"):
+        retriever.search("json", 0)
+    huge = " ".join(f"term{i} json" for i in range(5000))
+    assert_ranked(retriever.search(huge, 5), 5)
+    junk = "j\u0000s\ud83do\u200bn \U0001f600 \u202e décodeur ☃ " * 3
+    assert all(isinstance(h, Hit) for h in retriever.search(junk, 5))
+    with pytest.raises(DrarenaError, match="unknown docid or URL"):
+        retriever.open("0000000000000000")
+    with pytest.raises(DrarenaError, match="offset"):
+        retriever.open(retriever.search("json", 1)[0].docid, offset=-1)
+
+
+def _snapshot_copy(snapshot: Path, dest: Path) -> Path:
+    copy = dest / "pydocs"
+    copy.mkdir(parents=True)
+    for name in ("docs.jsonl", "manifest.json"):
+        shutil.copy2(snapshot / name, copy / name)
+    return copy
+
+
+def test_stale_or_missing_index_names_the_rebuild_command(snapshot: Path, index_root: Path,
+                                                          tmp_path: Path) -> None:
+    changed = _snapshot_copy(snapshot, tmp_path / "a")
+    manifest = json.loads((changed / "manifest.json").read_text())
+    manifest["fingerprint"] = "f" * 64
+    (changed / "manifest.json").write_text(json.dumps(manifest))
+    for kind in ("bm25", "dense"):
+        with pytest.raises(DrarenaError, match=r"stale.*snapshot fingerprint.*drarena index"):
+            build_retriever({"kind": kind}, changed, index_root)
+
+    edited = _snapshot_copy(snapshot, tmp_path / "b")
+    with (edited / "docs.jsonl").open("a") as fh:
+        fh.write(json.dumps({"id": "new", "url": "http://x/", "title": "t", "contents": "c",
+                             "record_id": "r", "payload_digest": "p"}) + "\n")
+    with pytest.raises(DrarenaError, match=r"docs\.jsonl changed.*drarena index"):
+        build_retriever({"kind": "hybrid"}, edited, index_root)
+
+    with pytest.raises(DrarenaError, match=r"no bm25 index at .*drarena index"):
+        build_retriever({"kind": "bm25"}, snapshot, tmp_path / "empty")
+    with pytest.raises(DrarenaError, match="not a local sentence-transformers folder"):
+        build_retriever({"kind": "dense", "args": {"model": str(tmp_path)}}, snapshot,
+                        index_root)
+
+
+def test_index_command_leaves_up_to_date_indexes_alone(
+        snapshot: Path, index_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = {p: p.stat().st_mtime_ns for p in (index_root / "pydocs").rglob("*")}
+    argv = ["index", str(snapshot), "--index-root", str(index_root), "--dense-per-doc", "1"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.count("up to date") == 3, out
+    assert {p: p.stat().st_mtime_ns for p in (index_root / "pydocs").rglob("*")} == before
+
+
+def test_search_command_prints_a_ranked_table(
+        snapshot: Path, index_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["search", str(snapshot), "gzip compress files", "-k", "3",
+                 "--index-root", str(index_root)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["rank", "score", "docid"]
+    assert [line.split()[0] for line in lines[1::2]] == ["1", "2", "3"]
+    assert "gzip.html" in "".join(lines[:3])
+    assert main(["search", str(snapshot), "  ", "--index-root", str(index_root)]) == 2
+    assert "no searchable words" in capsys.readouterr().err
