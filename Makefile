@@ -44,3 +44,14 @@ serve: setup $(if $(MODEL),,setup-models)
 ## bench-models: throughput at concurrency 1/4/8, client overhead, replay speed (CPU server)
 bench-models: setup setup-models
 	$(BIN)/python bench/bench_models.py
+
+# --- tournament (issues 7, 8) -----------------------------------------------------------
+.PHONY: tournament
+OFFLINE ?= 1
+CONFIG ?= configs/demo.yaml
+## tournament: the main job. Builds what the snapshot lacks (extract, trees, indexes), starts
+## the model server (CPU default; MODEL=<hf id or path> serves that model with vLLM), runs the
+## Swiss tournament of $(CONFIG), prints the leaderboard and the path of report.html. Re-running
+## resumes an interrupted run.
+tournament: setup $(if $(MODEL),,setup-models)
+	$(BIN)/drarena tournament $(CONFIG) $(if $(MODEL),--model $(MODEL)) $(if $(filter 0,$(OFFLINE)),--live)

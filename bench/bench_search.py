@@ -119,6 +119,10 @@ def bm25s_compare(passages: list[Any], settings: PassageSettings, queries: list[
     ]
 
 
+def _searcher(retriever: Any) -> Callable[[str], Any]:
+    return lambda q: retriever.search(q, K)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--snapshot", type=Path, default=REPO / "snapshots" / "pydocs")
@@ -157,13 +161,13 @@ def main() -> int:
         queries = queries[:args.queries]
         print(f"\nqueries: {len(queries)} (page titles and key phrases), k={K}, "
               f"{WARMUP} warm-up queries untimed")
-        retrievers = {kind: build_retriever({"kind": kind}, snapshot, layout.root.parent)
-                      for kind in ("bm25", "dense", "hybrid")}
+        retrievers: dict[str, Any] = {
+            kind: build_retriever({"kind": kind}, snapshot, layout.root.parent)
+            for kind in ("bm25", "dense", "hybrid")}
         print(row("Lucene raw (50 passages)",
                   *latencies(lambda q: retrievers["bm25"].search_passages(q, 50), queries)))
         for kind, retriever in retrievers.items():
-            print(row(f"{kind} retriever", *latencies(lambda q, r=retriever: r.search(q, K),
-                                                      queries)))
+            print(row(f"{kind} retriever", *latencies(_searcher(retriever), queries)))
 
         sample = [p.indexed_text(settings) for p in passages[::max(1, len(passages)
                                                                     // args.encode_sample)]]

@@ -15,6 +15,10 @@ def register(subparsers: Any) -> None:
     t.add_argument("--no-serve", action="store_true",
                    help="do not start the local CPU model server for roles with model 'served' "
                         "(use DRARENA_MODEL_API_BASE)")
+    t.add_argument("--model", default=None,
+                   help="serve this model with vLLM for 'served' roles (GPU when present; on "
+                        "the CPU a local Hugging Face folder)")
+    t.add_argument("--live", action="store_true", help="live mode (not available yet)")
     t.set_defaults(func=cmd_tournament)
 
     r = subparsers.add_parser("rank", help="recompute a run's leaderboard from matches.jsonl")
@@ -54,12 +58,17 @@ def cmd_tournament(args: argparse.Namespace) -> int:
     from drarena.arena.config import load_config
     from drarena.arena.execute import execute
     from drarena.arena.runs import RunDir
+    from drarena.errors import DrarenaError
     from drarena.models.config import CacheMode
 
     config = load_config(args.config)
+    if args.live or not config.offline:
+        raise DrarenaError("live mode is not built yet (issue 9: live search, capture and "
+                           "drift); run frozen with OFFLINE=1 and `offline: true`")
     run = RunDir(config.runs_root / config.name)
     started = time.perf_counter()
-    result = execute(config, run, serve=not args.no_serve, cache_mode=CacheMode.READ_WRITE)
+    result = execute(config, run, serve=not args.no_serve, cache_mode=CacheMode.READ_WRITE,
+                     model=args.model)
     print(result.leaderboard_md)
     print(f"{len(result.log)} matches, {result.model_calls} model calls, "
           f"{time.perf_counter() - started:.0f} s")

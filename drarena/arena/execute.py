@@ -81,7 +81,8 @@ def finish(run: RunDir, config: TournamentConfig, log: list[MatchRecord]) -> str
 
 def execute(config: TournamentConfig, run: RunDir, *, serve: bool, cache_mode: CacheMode,
             cache_path: Path | None = None, fixed_roles: dict[str, Any] | None = None,
-            newcomer: str | None = None, prepare: bool = True) -> RunResult:
+            newcomer: str | None = None, prepare: bool = True,
+            model: str | None = None) -> RunResult:
     """Play (or resume) the tournament of `config` into `run`."""
     if prepare:
         prepare_inputs(config)
@@ -92,7 +93,7 @@ def execute(config: TournamentConfig, run: RunDir, *, serve: bool, cache_mode: C
         raise DrarenaError(f"{run.path} holds a run of another config; choose another `name` "
                            "or delete the folder")
     endpoint = (contextlib.nullcontext((None, None)) if fixed_roles is not None
-                else model_endpoint(config, serve))
+                else model_endpoint(config, serve, model))
     with endpoint as (api_base, served_model):
         bound = bind_roles(config.models, api_base, served_model,
                            cache_path or run.cache_path, cache_mode)

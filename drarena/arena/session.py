@@ -116,22 +116,39 @@ def bind_roles(models: ModelsConfig, api_base: str | None, served_model: str | N
 
 
 @contextlib.contextmanager
-def model_endpoint(config: TournamentConfig, serve: bool
+def model_endpoint(config: TournamentConfig, serve: bool, model: str | None = None
                    ) -> Iterator[tuple[str | None, str | None]]:
-    """(api_base, model name) of the server `served` roles bind to, or (None, None)."""
+    """(api_base, model name) of the server `served` roles bind to, or (None, None).
+
+    With `model` (make tournament MODEL=...), vLLM serves it: on the GPU when one is there,
+    else on the CPU build (then `model` must be a local Hugging Face folder). Without it, the
+    server at DRARENA_MODEL_API_BASE is reused, or the CPU default model is started."""
     import os
 
     needs = any(r.model == SERVED for r in config.models.roles.values())
-    if not needs:
+    if not needs or (not serve and not os.environ.get("DRARENA_MODEL_API_BASE")):
         yield None, None
         return
-    if not serve and not os.environ.get("DRARENA_MODEL_API_BASE"):
-        yield None, None
-        return
-    from drarena.models.serve import model_server
+    from drarena.models import serve as serving
 
-    with model_server() as handle:
+    if model is None:
+        with serving.model_server() as handle:
+            yield handle.api_base, handle.model
+        return
+    from drarena.models.commands import _has_gpu
+
+    port = serving.free_port()
+    if _has_gpu():
+        name = Path(model).name.lower()
+        handle = serving.start_server(serving.gpu_command(model, port), dict(os.environ), port,
+                                      name, serving.REPO / ".cache" / "logs" /
+                                      f"vllm-gpu-{port}.log", ready_timeout_s=1800.0)
+    else:
+        handle = serving.start_cpu_server(port, model_dir=Path(model))
+    try:
         yield handle.api_base, handle.model
+    finally:
+        handle.stop()
 
 
 def git_revision() -> str:

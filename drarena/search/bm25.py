@@ -21,9 +21,9 @@ class Bm25Args(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    k1: float = Field(0.9, gt=0, description="term frequency saturation")
-    b: float = Field(0.4, ge=0, le=1, description="length normalization")
-    depth: int = Field(50, ge=1, le=10000, description="passages fetched before MaxP")
+    k1: float = Field(default=0.9, gt=0, description="term frequency saturation")
+    b: float = Field(default=0.4, ge=0, le=1, description="length normalization")
+    depth: int = Field(default=50, ge=1, le=10000, description="passages fetched before MaxP")
 
 
 class Bm25Retriever:

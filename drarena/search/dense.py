@@ -21,8 +21,8 @@ class DenseArgs(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    model: str = Field(embed.DEFAULT_MODEL, description="model name or local folder")
-    depth: int = Field(50, ge=1, le=10000, description="passages fetched before MaxP")
+    model: str = Field(default=embed.DEFAULT_MODEL, description="model name or local folder")
+    depth: int = Field(default=50, ge=1, le=10000, description="passages fetched before MaxP")
 
 
 class DenseRetriever:

@@ -48,9 +48,10 @@ class HybridArgs(BaseModel):
     retrievers: list[ComponentSpec] = Field(
         default_factory=lambda: [ComponentSpec(kind="bm25"), ComponentSpec(kind="dense")],
         min_length=1)
-    weights: list[float] | None = Field(None, description="one per retriever; default all 1")
-    rrf_k: int = Field(RRF_K, ge=0, description="RRF constant: larger flattens rank gaps")
-    depth: int = Field(100, ge=1, le=1000, description="pages taken from each retriever")
+    weights: list[float] | None = Field(default=None,
+                                        description="one per retriever; default all 1")
+    rrf_k: int = Field(default=RRF_K, ge=0, description="RRF constant: larger flattens rank gaps")
+    depth: int = Field(default=100, ge=1, le=1000, description="pages taken from each retriever")
 
 
 class HybridRetriever:

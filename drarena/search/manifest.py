@@ -51,7 +51,7 @@ class Bm25Manifest(SourceState):
     kind: Literal["bm25"] = "bm25"
     doc_count: int
     passage_count: int
-    analyzer: str = Field("anserini default English: Porter stemming, Lucene stopwords")
+    analyzer: str = Field(default="anserini default English: Porter stemming, Lucene stopwords")
     drarena_version: str = __version__
 
 

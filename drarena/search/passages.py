@@ -34,9 +34,9 @@ class PassageSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    words: int = Field(160, ge=1, le=4096, description="passage length in words")
-    stride: int = Field(120, ge=1, description="words between passage starts")
-    title_prefix: bool = Field(True, description="prepend the page title to indexed text")
+    words: int = Field(default=160, ge=1, le=4096, description="passage length in words")
+    stride: int = Field(default=120, ge=1, description="words between passage starts")
+    title_prefix: bool = Field(default=True, description="prepend the page title to indexed text")
 
     @model_validator(mode="after")
     def _stride_fits(self) -> PassageSettings:

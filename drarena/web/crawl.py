@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from aiohttp import ClientSession
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
+# Failures decided by our own policy, not by the site: no reason to treat robots.txt as absent.
+POLICY_FAILURES = frozenset({"private_address", "bad_scheme", "bad_url"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,7 +287,9 @@ class Crawler:
 
     async def _load_robots(self, session: ClientSession, origin: str
                            ) -> tuple[RobotFileParser, list[Hop]]:
-        """RFC 9309: 4xx means no rules; 5xx or unreachable means disallow everything."""
+        """RFC 9309: 4xx means no rules; 5xx or unreachable means disallow everything.
+        A robots.txt we refused ourselves (private address) blocks nothing: the page is
+        refused for the same reason and recorded with it."""
         url = origin + "/robots.txt"
         hops: list[Hop] = []
         for _ in range(self.spec.max_redirects + 1):
@@ -297,7 +301,9 @@ class Crawler:
             break
         last = hops[-1]
         parser = RobotFileParser()
-        if last.failure or last.status >= 500 or last.location:
+        if last.failure in POLICY_FAILURES:
+            parser.parse([])  # the page itself meets the same refusal, recorded as such
+        elif last.failure or last.status >= 500 or last.location:
             parser.parse(["User-agent: *", "Disallow: /"])
         elif last.status >= 400:
             parser.parse([])

@@ -127,7 +127,7 @@ class Snapshot:
     _lines: list[str] = field(default_factory=list)
     _maps: dict[str, mmap.mmap] = field(default_factory=dict)
     _digest_index: dict[str, tuple[str, int]] | None = None
-    _bodies: OrderedDict[str, tuple[int, bytes]] = field(default_factory=OrderedDict)
+    _bodies: OrderedDict[tuple[str, int], bytes] = field(default_factory=OrderedDict)
 
     @classmethod
     def open(cls, path: str | Path) -> Snapshot:
@@ -344,12 +344,13 @@ class Snapshot:
         return self._body_at(*where) if where else None
 
     def _body_at(self, filename: str, offset: int) -> bytes:
-        cached = self._bodies.get(f"{filename}:{offset}")
+        """Payload of the response at (filename, offset); a few kept for repeated revisits."""
+        cached = self._bodies.get((filename, offset))
         if cached is not None:
-            return cached[1]
+            return cached
         record = self._record_at(filename, offset)
         body = decode_entity(parse_http_response(record.block))
-        self._bodies[f"{filename}:{offset}"] = (offset, body)
+        self._bodies[(filename, offset)] = body
         while len(self._bodies) > 64:
             self._bodies.popitem(last=False)
         return body

@@ -22,7 +22,7 @@ from drarena.search.diagnose import (
     key_phrases,
     trec_scores,
 )
-from drarena.search.docstore import DocStore, clean_query
+from drarena.search.docstore import DocStore, PageText, clean_query
 from drarena.search.hybrid import rrf
 from drarena.search.passages import PassageSettings, SourceDoc, doc_id_of, split_doc
 from drarena.search.server import handle_search, searxng_results
@@ -42,7 +42,7 @@ def test_passages_cover_every_word_with_overlap() -> None:
     d = doc(1, 33)
     passages = split_doc(d, settings)
     words = d.contents.split()
-    covered = set()
+    covered: set[int] = set()
     for p in passages:
         first = len(d.contents[: p.start].split())
         chunk = p.text.split()
@@ -231,7 +231,7 @@ class FakeRetriever:
         return [Hit(f"d{i}", f"http://h/{i}?q=1", f"T{i}", "s", 1.0 / i, i)
                 for i in range(1, k + 1)]
 
-    def open(self, url_or_docid: str, offset: int = 0, max_chars: int = 4000) -> None:
+    def open(self, url_or_docid: str, offset: int = 0, max_chars: int = 4000) -> PageText:
         raise AssertionError("not used")
 
 

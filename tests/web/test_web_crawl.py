@@ -116,11 +116,13 @@ async def test_private_addresses_refused_by_default(tmp_path: Path) -> None:
         await crawl(spec, tmp_path / "snap")
     assert site.requests == []
     manifest = load_manifest(tmp_path / "snap")
-    # each seed's robots.txt is refused first, which blocks the page itself
     with Snapshot.open(tmp_path / "snap") as snap:
-        kinds = Counter(f.kind for f in snap.iter_failures())
-    assert kinds["private_address"] == 2  # one robots.txt per origin, never fetched
+        refused = sorted(f.url for f in snap.iter_failures() if f.kind == "private_address")
+    # robots.txt and the page itself, for each origin; nothing fetched, nothing else recorded
+    assert refused == sorted([f"http://127.0.0.1:{port}/", f"http://127.0.0.1:{port}/robots.txt",
+                              f"http://localhost:{port}/", f"http://localhost:{port}/robots.txt"])
     assert manifest.counts.pages == 2 and manifest.counts.responses == 0
+    assert manifest.counts.errors == {"private_address": 2}
 
 
 async def test_refused_connection_and_private_page_without_robots(tmp_path: Path) -> None:
