@@ -55,3 +55,19 @@ CONFIG ?= configs/demo.yaml
 ## resumes an interrupted run.
 tournament: setup $(if $(MODEL),,setup-models)
 	$(BIN)/drarena tournament $(CONFIG) $(if $(MODEL),--model $(MODEL)) $(if $(filter 0,$(OFFLINE)),--live)
+
+# --- corpus (issue 3) -------------------------------------------------------------------
+.PHONY: extract trees bench-extract
+TREES_COUNT ?= 10
+TREES_SEED ?= 1
+## extract: main text and links of snapshots/$(CORPUS)/ into docs.jsonl + links.jsonl (no-op when up to date)
+extract: setup
+	$(BIN)/drarena extract snapshots/$(CORPUS)
+
+## trees: $(TREES_COUNT) Information Trees (seed $(TREES_SEED)) into snapshots/$(CORPUS)/trees/, extracting first if needed
+trees: setup
+	$(BIN)/drarena trees snapshots/$(CORPUS) --count $(TREES_COUNT) --seed $(TREES_SEED)
+
+## bench-extract: extraction pages/s (1 process, all cores) vs trafilatura and Resiliparse; 30 trees
+bench-extract: setup
+	$(BIN)/python bench/bench_extract.py

@@ -37,10 +37,12 @@ from drarena.corpus.trees import LinkGraph, TreeParams, build_trees  # noqa: E40
 from drarena.web.snapshot import Snapshot  # noqa: E402
 
 
-def timed(fn: Callable[[], object]) -> float:
-    start = time.perf_counter()
+def timed(fn: Callable[[], object]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process): on a shared machine the CPU figure of the
+    single-process rows is the steadier one."""
+    start, cpu = time.perf_counter(), time.process_time()
     fn()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def main() -> None:
@@ -65,7 +67,7 @@ def main() -> None:
     trafilatura.extract(jobs[0][0])  # imports and caches warmed for everyone
     run_extraction(jobs[:1], 1, progress=False)
 
-    rows: list[tuple[str, float]] = []
+    rows: list[tuple[str, tuple[float, float]]] = []
     rows.append(("peer: trafilatura.extract(), 1 process",
                  timed(lambda: [trafilatura.extract(j[0]) for j in jobs])))
     rows.append(("drarena extraction, 1 process",
@@ -75,11 +77,15 @@ def main() -> None:
     rows.append(("ceiling: resiliparse main_content, 1 process", timed(lambda: [
         extract_plain_text(HTMLTree.parse_from_bytes(j[0], "utf-8"), main_content=True)
         for j in jobs])))
-    peer = n / rows[0][1]
-    print(f"{'extraction':<48} {'pages/s':>9} {'x peer':>8}")
-    for label, seconds in rows:
-        rate = n / seconds
-        print(f"{label:<48} {rate:9.1f} {rate / peer:8.2f}")
+    peer_wall, peer_cpu = n / rows[0][1][0], n / rows[0][1][1]
+    print(f"{'extraction':<48} {'pages/s':>9} {'x peer':>8} {'pages/cpu-s':>12} {'x peer':>8}")
+    for label, (wall, cpu) in rows:
+        rate = n / wall
+        line = f"{label:<48} {rate:9.1f} {rate / peer_wall:8.2f}"
+        if "processes" not in label:  # pool workers' CPU is not this process's
+            line += f" {n / cpu:12.1f} {n / cpu / peer_cpu:8.2f}"
+        print(line)
+    print(f"load average (1 min) after the runs: {os.getloadavg()[0]:.1f} on {cores} cores")
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)

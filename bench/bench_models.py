@@ -73,6 +73,36 @@ async def overhead(handle: ServerHandle, rounds: int) -> tuple[float, float]:
     return statistics.median(raw_times), statistics.median(client_times)
 
 
+STUB_REPLY = {"id": "stub", "object": "chat.completion", "created": 0, "model": "stub",
+              "choices": [{"index": 0, "finish_reason": "stop",
+                           "message": {"role": "assistant", "content": "hi"}}],
+              "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}}
+
+
+async def stub_overhead(rounds: int) -> tuple[float, float]:
+    """The same comparison against an instant OpenAI-style stub: the client's own cost alone,
+    free of the model's time (which, on shared cores, swamps a few ms)."""
+    from aiohttp import web
+
+    async def reply(request: web.Request) -> web.Response:
+        await request.json()
+        return web.json_response(STUB_REPLY)
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", reply)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        stub = ServerHandle(f"http://127.0.0.1:{port}/v1", "stub")
+        await overhead(stub, 5)  # warm-up
+        return await overhead(stub, rounds)
+    finally:
+        await runner.cleanup()
+
+
 async def replay_speed(handle: ServerHandle, distinct: int, passes: int) -> tuple[float, float]:
     """Real 1-token calls/s while recording, then replayed calls/s from the cache."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -106,6 +136,11 @@ async def run(handle: ServerHandle, rounds: int) -> None:
     extra = wrapped - raw
     print(f"1-token call, median of {rounds}: raw HTTP {raw * 1000:.1f} ms, ModelClient "
           f"{wrapped * 1000:.1f} ms, overhead {extra * 1000:+.1f} ms ({extra / raw:+.1%})")
+    raw, wrapped = await stub_overhead(rounds * 10)
+    extra = wrapped - raw
+    print(f"same against an instant stub server, median of {rounds * 10}: raw HTTP "
+          f"{raw * 1000:.2f} ms, ModelClient {wrapped * 1000:.2f} ms, overhead "
+          f"{extra * 1000:+.2f} ms")
     real_rate, replay_rate = await replay_speed(handle, 20, 50)
     print(f"replay: {replay_rate:,.0f} cached calls/s vs {real_rate:.1f} real 1-token calls/s "
           f"({replay_rate / real_rate:,.0f}x)")

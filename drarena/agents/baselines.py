@@ -15,11 +15,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from drarena.agents import citations as cite
 from drarena.agents.base import Answer, Conversation, SourcePage
 from drarena.agents.common import (
-    ANSWER_TOOL,
     CITE_RULE,
     DATA_RULE,
     Message,
     Recorder,
+    answer_from_text,
+    answer_tool,
     arguments_text,
     check_word_limit,
     conversation_messages,
@@ -64,15 +65,15 @@ class OracleArgs(BaselineArgs):
 
 
 async def single_answer(client: ModelClient, role: str, messages: list[Message],
-                        rec: Recorder, max_repairs: int) -> Answer:
+                        rec: Recorder, max_repairs: int, word_limit: tuple[int, int]) -> Answer:
     """One `answer` call, re-asked up to max_repairs times; plain text as the last resort."""
     messages = list(messages)
-    text = ""
+    text, finish = "", ""
     error = "no answer"
     for _ in range(max_repairs + 1):
         started = rec.now()
         try:
-            completion = await client.complete(role, messages, tools=[ANSWER_TOOL],
+            completion = await client.complete(role, messages, tools=[answer_tool(word_limit)],
                                                tool_choice=ANSWER_CHOICE)
         except DrarenaError as exc:
             rec.failed_call(started)
@@ -80,7 +81,8 @@ async def single_answer(client: ModelClient, role: str, messages: list[Message],
             rec.step(None, error=error)
             break
         model = rec.model(completion)
-        text = completion.text.strip() or text
+        if completion.text.strip():
+            text, finish = completion.text.strip(), completion.finish_reason
         call = next((c for c in completion.tool_calls if c.name == "answer"), None)
         if call is None:
             error = "no answer call in the reply"
@@ -104,7 +106,7 @@ async def single_answer(client: ModelClient, role: str, messages: list[Message],
         if not urls:
             report, urls = cite.split_references(report)
         return rec.finish(report, urls)
-    body, refs = cite.split_references(text)
+    body, refs = answer_from_text(text, finish)
     return rec.finish(body, refs, error=error)
 
 
@@ -127,11 +129,11 @@ class ClosedBookAgent:
         self._client = context.model_client(name)
 
     async def answer(self, conversation: Conversation, word_limit: tuple[int, int]) -> Answer:
+        word_limit = check_word_limit(word_limit)
         rec = Recorder(self.name, self._context.clock, self._context.url_checker)
-        messages = conversation_messages(CLOSED_BOOK_SYSTEM, conversation,
-                                         check_word_limit(word_limit))
+        messages = conversation_messages(CLOSED_BOOK_SYSTEM, conversation, word_limit)
         return await single_answer(self._client, self.args.role, messages, rec,
-                                   self.args.max_repairs)
+                                   self.args.max_repairs, word_limit)
 
 
 class RagAgent:
@@ -177,7 +179,7 @@ class RagAgent:
         messages = conversation_messages(EVIDENCE_SYSTEM, conversation, word_limit,
                                          evidence or "(the search found no pages)")
         return await single_answer(self._client, self.args.role, messages, rec,
-                                   self.args.max_repairs)
+                                   self.args.max_repairs, word_limit)
 
 
 class OracleAgent:
@@ -200,7 +202,7 @@ class OracleAgent:
         messages = conversation_messages(EVIDENCE_SYSTEM, conversation, word_limit,
                                          evidence or "(no pages were given)")
         answer = await single_answer(self._client, self.args.role, messages, rec,
-                                     self.args.max_repairs)
+                                     self.args.max_repairs, word_limit)
         if not pages and answer.error is None:
             return dataclasses.replace(answer, error="the oracle was given no target pages")
         return answer

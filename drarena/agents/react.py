@@ -16,11 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from drarena.agents import citations as cite
 from drarena.agents.base import Answer, Conversation, ToolEvent
 from drarena.agents.common import (
-    ANSWER_TOOL,
     CITE_RULE,
     DATA_RULE,
+    URL_CHARS,
     Message,
     Recorder,
+    answer_from_text,
+    answer_tool,
     check_word_limit,
     conversation_messages,
     page_block,
@@ -36,31 +38,33 @@ from drarena.registry import ComponentSpec
 
 SEARCH_TOOL = strict_tool(
     "search", "Search the web archive; returns titles, URLs and snippets.",
-    {"properties": {"query": {"type": "string"}}})
+    {"properties": {"query": {"type": "string", "maxLength": 120}}})
 OPEN_TOOL = strict_tool(
     "open", "Read a page: url is a URL from the search results (or its result number); "
     "page=0 is its beginning, 1 the next part, and so on.",
-    {"properties": {"url": {"type": "string"}, "page": {"type": "integer"}}})
-TOOLS = [SEARCH_TOOL, OPEN_TOOL, ANSWER_TOOL]
+    {"properties": {"url": {"type": "string", "maxLength": URL_CHARS},
+                    "page": {"type": "integer", "minimum": 0, "maximum": 99}}})
+TOOL_NAMES = ("answer", "open", "search")
+ELIDED = "(earlier tool result removed to fit the context)"
 MAX_OPEN_CHOICES = 50
 
 
-def tools_for(urls: list[str]) -> list[dict[str, Any]]:
+def tools_for(urls: list[str], word_limit: tuple[int, int]) -> list[dict[str, Any]]:
     """The tools of one step; once pages are known, `open` takes only their URLs.
 
     Why: under constrained decoding a small model then cannot open a URL it made up, and a
     capable one loses nothing (the frozen web holds only what search can reach).
     """
+    answer = answer_tool(word_limit)
     if not urls:
-        return TOOLS
-    choices = urls[-MAX_OPEN_CHOICES:]
+        return [SEARCH_TOOL, OPEN_TOOL, answer]
+    params = OPEN_TOOL["function"]["parameters"]
     open_tool = strict_tool(
         "open", OPEN_TOOL["function"]["description"],
-        {"properties": {"url": {"type": "string", "enum": choices},
-                        "page": {"type": "integer"}}})
-    return [SEARCH_TOOL, open_tool, ANSWER_TOOL]
-TOOL_NAMES = ("answer", "open", "search")
-ELIDED = "(earlier tool result removed to fit the context)"
+        {"properties": {"url": {"type": "string", "enum": urls[-MAX_OPEN_CHOICES:]},
+                        "page": params["properties"]["page"]}})
+    return [SEARCH_TOOL, open_tool, answer]
+
 
 SYSTEM = f"""You are a research agent. You answer questions from an archived copy of some \
 web sites, which you reach only through tools. At each step call exactly one tool:
@@ -132,6 +136,7 @@ class _Run:
         self.agent = agent
         self.args = agent.args
         self.rec = Recorder(agent.name, agent._context.clock, agent._context.url_checker)
+        self.word_limit = word_limit
         self.messages = conversation_messages(SYSTEM, conversation, word_limit)
         self.seen: dict[str, str] = {}  # docid or url -> url, for citations and fallback
         self.last_hits: list[str] = []  # URLs of the latest search, for "open 2"
@@ -151,7 +156,7 @@ class _Run:
             choice: Any = ({"type": "function", "function": {"name": forced[index]}}
                            if index < len(forced) else "required")
             known = [u for k, u in self.seen.items() if k == u]
-            completion = await self.call(tools_for(known), choice)
+            completion = await self.call(tools_for(known, self.word_limit), choice)
             if completion is None:
                 return self.fallback("the model call failed")
             model = self.rec.model(completion)
@@ -300,7 +305,7 @@ class _Run:
         self.messages.append({"role": "user", "content": (
             f"Stop researching now ({reason}). Call the answer tool with your report, based "
             "on what you found so far.")})
-        completion = await self.call([ANSWER_TOOL],
+        completion = await self.call([answer_tool(self.word_limit)],
                                      {"type": "function", "function": {"name": "answer"}})
         if completion is None:
             return self.fallback(reason)
@@ -311,7 +316,7 @@ class _Run:
             self.rec.step(model, error="no answer call in the final reply", note="wrap-up")
             text = completion.text.strip()
             if text:
-                body, refs = cite.split_references(text)
+                body, refs = answer_from_text(text, completion.finish_reason)
                 return self.rec.finish(body, refs, limit_hit=reason)
             return self.fallback(reason)
         try:

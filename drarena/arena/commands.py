@@ -25,10 +25,16 @@ def register(subparsers: Any) -> None:
     r.add_argument("run", type=Path, help="run folder, e.g. runs/demo")
     r.set_defaults(func=cmd_rank)
 
-    p = subparsers.add_parser("replay", help="re-execute a run from its model cache only and "
-                                             "check the result is byte-identical")
-    p.add_argument("run", type=Path)
-    p.add_argument("--out", type=Path, default=None, help="default: <run>-replay")
+    p = subparsers.add_parser(
+        "replay", help="a run folder: re-execute it from its model cache only and check the "
+                       "result is byte-identical; a snapshot folder: serve it over HTTP on "
+                       "127.0.0.1 as captured (same as replay-snapshot)")
+    p.add_argument("run", type=Path, metavar="RUN_OR_SNAPSHOT")
+    p.add_argument("--out", type=Path, default=None, help="run replay folder (default "
+                                                          "<run>-replay)")
+    p.add_argument("--port", type=int, default=8765, help="snapshot server port (0 = any)")
+    p.add_argument("--origin", default=None, help="snapshot: captured origin request paths "
+                                                  "map to (default: first seed's)")
     p.set_defaults(func=cmd_replay)
 
     a = subparsers.add_parser("add-agent", help="enter a new agent into a finished tournament")
@@ -94,6 +100,12 @@ def cmd_rank(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     from drarena.arena.execute import replay
     from drarena.arena.runs import RunDir
+
+    if not (args.run / "run.json").is_file() and (args.run / "manifest.json").is_file():
+        from drarena.web.commands import cmd_replay as serve_snapshot
+
+        args.snapshot = args.run
+        return serve_snapshot(args)
 
     out = RunDir(args.out or args.run.with_name(args.run.name + "-replay"))
     started = time.perf_counter()

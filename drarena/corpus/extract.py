@@ -21,12 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from drarena.corpus.navlinks import RepeatRule, repeated_pairs
+from drarena.corpus.navlinks import RepeatRule, normalize_anchor, repeated_pairs
 from drarena.corpus.page import MAX_PAGE_BYTES, PageExtract, extract_page
 from drarena.corpus.records import Doc, Link
 from drarena.errors import DrarenaError
+from drarena.web.urls import canonicalize_url
 
-EXTRACT_VERSION = 2  # bump when output for the same bytes changes
+EXTRACT_VERSION = 3  # bump when output for the same bytes changes
 NEAR_EMPTY_CHARS = 200
 MAX_REDIRECT_HOPS = 10
 DOCS_FILE = "docs.jsonl"
@@ -127,8 +128,6 @@ def select_pages(responses: Iterable[ResponseLike]) -> Selection:
     for key in sorted(latest):
         response = latest[key]
         if 300 <= response.status < 400 and response.location:
-            from drarena.web.urls import canonicalize_url
-
             try:
                 redirects[key] = canonicalize_url(response.location)
             except ValueError:
@@ -240,8 +239,6 @@ def build_records(sel: Selection, pages: Sequence[PageExtract], rule: RepeatRule
     links: list[Link] = []
     self_links = sum(p.self_links for p in pages)
     skipped_links: Counter[str] = Counter()
-    from drarena.corpus.navlinks import normalize_anchor
-
     for page in pages:
         skipped_links.update(page.skipped_links)
         for raw in page.links:

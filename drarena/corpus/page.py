@@ -309,7 +309,7 @@ def extract_page(body: bytes, url: str, content_type: str = "",
                            error="empty body")
     try:
         parser = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True)
-        root = lxml.html.fromstring(text.encode("utf-8"), parser=parser)
+        root = lxml.html.document_fromstring(text.encode("utf-8"), parser=parser)
     except (lxml.etree.ParserError, ValueError) as exc:
         return PageExtract(url=url, encoding=encoding, extractor="none", truncated=truncated,
                            error=f"unparsable HTML: {str(exc)[:80]}")

@@ -75,6 +75,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     import asyncio
 
     from drarena.web.crawl import Crawler
+    from drarena.web.manifest import Manifest
     from drarena.web.serve import serving, static_app
     from drarena.web.spec import load_spec
 
@@ -82,7 +83,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     out = args.out if args.out is not None else Path("snapshots") / spec.name
     crawler = Crawler(spec, out, resume=args.resume, progress=not args.no_progress)
 
-    async def main() -> object:
+    async def main() -> Manifest | None:
         if crawler.up_to_date():
             return None
         site = spec.local_site
@@ -100,7 +101,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     print(f"{out}: {c.pages} pages, {c.responses} responses ({c.revisits} revisits), "
           f"{c.redirects} redirects, {c.http_errors} HTTP errors, {c.fetch_errors} fetch errors, "
           f"{c.robots_blocked} blocked by robots.txt, {c.bytes / 1e6:.1f} MB; "
-          f"fingerprint {manifest.fingerprint[:16]}")  # type: ignore[attr-defined]
+          f"fingerprint {manifest.fingerprint[:16]}")
     return 0
 
 

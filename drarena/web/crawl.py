@@ -16,7 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 from urllib.parse import urljoin, urlsplit
 from urllib.robotparser import RobotFileParser
 
@@ -41,6 +41,7 @@ from drarena.web.writer import (
 
 if TYPE_CHECKING:
     from aiohttp import ClientSession
+    from tqdm import tqdm
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 # Failures decided by our own policy, not by the site: no reason to treat robots.txt as absent.
@@ -362,8 +363,7 @@ class Crawler:
         links: tuple[str, ...] = ()
         if (not final.failure and final.status == 200 and final.content_type in HTML_TYPES
                 and depth < self.spec.max_depth):
-            # lxml parses without the GIL: the event loop keeps fetching meanwhile
-            links = tuple(await asyncio.to_thread(extract_links, final.body, final.url))
+            links = tuple(extract_links(final.body, final.url))
         return PageResult(url, depth, tuple(hops), links)
 
     # -- the BFS ------------------------------------------------------------------------------
@@ -408,7 +408,7 @@ class Crawler:
         return hop.revisit
 
     async def _run_level(self, session: ClientSession, writer: SnapshotWriter,
-                         level: list[str], depth: int, bar: object,
+                         level: list[str], depth: int, bar: tqdm[NoReturn] | None,
                          seen: set[str]) -> list[str]:
         """Fetch one BFS level; commit in frontier order; return its links in that order."""
         window = max(self.spec.concurrency, 1)
@@ -424,8 +424,8 @@ class Crawler:
                 links.extend(page.links)
                 seen.update(c for hop in page.hops if (c := _canonical_or_none(hop.url)))
                 if bar is not None:
-                    bar.update(1)  # type: ignore[attr-defined]
-                    bar.set_postfix(MB=f"{self.tally.bytes / 1e6:.1f}",  # type: ignore[attr-defined]
+                    bar.update(1)
+                    bar.set_postfix(MB=f"{self.tally.bytes / 1e6:.1f}",
                                     errors=self.tally.fetch_errors + self.tally.http_errors,
                                     refresh=False)
                 if self.on_page is not None:

@@ -8,7 +8,7 @@ from agent_helpers import MemoryRetrieverForTests, call, scripted_context, tool
 
 from drarena.agents.base import Answer, Conversation, Turn
 from drarena.agents.common import CUT_NOTE, read_answer, salvage_answer
-from drarena.agents.react import ELIDED, TOOLS, fit_context, tools_for
+from drarena.agents.react import ELIDED, OPEN_TOOL, fit_context, tools_for
 from drarena.agents.registry import build_agent
 from drarena.models.backend import BackendReply
 from drarena.models.scripted import reply
@@ -238,4 +238,7 @@ async def test_open_takes_only_known_urls_once_pages_are_known() -> None:
     first, second = (r["tools"][1]["function"]["parameters"] for r in backend.requests)
     assert "enum" not in first["properties"]["url"]
     assert second["properties"]["url"]["enum"] == ["http://site.test/json"]
-    assert tools_for([]) == TOOLS
+    assert tools_for([], (1, 5))[1] == OPEN_TOOL
+    # the report is bounded by the word limit (10 characters a word)
+    answer_tool = backend.requests[0]["tools"][2]["function"]["parameters"]
+    assert answer_tool["properties"]["report"]["maxLength"] == 500

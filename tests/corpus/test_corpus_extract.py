@@ -77,7 +77,7 @@ def test_up_to_date_does_nothing(pydocs: ExtractResult) -> None:
 
 
 def _bad_pages() -> list[tuple[str, int, tuple[tuple[str, str], ...], bytes]]:
-    url, body = fixture_page("/library/os.path.html")
+    _, body = fixture_page("/library/os.path.html")
     text = body.decode("utf-8")
     cp1252 = text.replace("Common pathname", "Commön päthname").replace('charset="utf-8"', "")
     self_only = b'<html><head><title>Self</title></head><body><p>' + (
@@ -150,10 +150,10 @@ def test_snapshot_without_html(tmp_path: Path) -> None:
 
 
 def test_load_errors_name_the_file(tmp_path: Path) -> None:
-    with pytest.raises(DrarenaError, match="docs.jsonl not found"):
+    with pytest.raises(DrarenaError, match=r"docs\.jsonl not found"):
         load_docs(tmp_path)
     (tmp_path / "docs.jsonl").write_text('{"id": "a"}\nnot json\n')
-    with pytest.raises(DrarenaError, match=r"docs.jsonl:1: bad doc record"):
+    with pytest.raises(DrarenaError, match=r"docs\.jsonl:1: bad doc record"):
         load_docs(tmp_path)
     with pytest.raises(DrarenaError, match="no such snapshot folder"):
         extract_snapshot(tmp_path / "missing", progress=False)

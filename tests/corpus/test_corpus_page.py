@@ -61,7 +61,14 @@ def test_pages_that_cannot_be_parsed_do_not_raise() -> None:
     garbage = extract_page(bytes(range(256)) * 40, url, "text/html; charset=utf-8")
     assert garbage.error == "binary content, not HTML text" and garbage.text == ""
     comment_only = extract_page(b"<!-- nothing here -->", url, "text/html")
-    assert comment_only.extractor in ("none", "fallback")
+    assert comment_only.extractor == "none" and comment_only.error.startswith("unparsable")
+    # trafilatura finds no main text: the visible text (here none) is used, and flagged.
+    images = extract_page(b"<html><body><img src='a.png'></body></html>", url, "text/html")
+    assert images.extractor == "fallback" and images.text == "" and not images.error
+    # An XML declaration before <html> (XHTML) is still a whole document.
+    xhtml = extract_page(b'<?xml version="1.0" encoding="utf-8"?>\n<html><head><title>X'
+                         b"</title></head><body><p>An XHTML page.</p></body></html>", url)
+    assert (xhtml.extractor, xhtml.title, xhtml.text) == ("trafilatura", "X", "An XHTML page.")
 
 
 def test_huge_page_is_cut_and_flagged() -> None:

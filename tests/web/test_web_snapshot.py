@@ -31,9 +31,12 @@ def snap(fixture_dir: Path) -> Snapshot:
 
 
 @pytest.fixture()
-def copy(fixture_dir: Path, tmp_path: Path) -> Path:
+def copy(fixture_dir: Path, snap: Snapshot, tmp_path: Path) -> Path:
+    """The snapshot's own files (not what later stages derive next to them)."""
     target = tmp_path / "pydocs"
-    shutil.copytree(fixture_dir, target)
+    target.mkdir()
+    for name in ["manifest.json", "index.cdxj", *(f.name for f in snap.manifest.warc_files)]:
+        shutil.copy2(fixture_dir / name, target / name)
     return target
 
 
@@ -42,7 +45,8 @@ def warc_of(folder: Path) -> Path:
 
 
 def test_fixture_is_a_few_hundred_pages_under_8mib(snap: Snapshot, fixture_dir: Path) -> None:
-    total = sum(p.stat().st_size for p in fixture_dir.iterdir() if p.is_file())
+    own = ["manifest.json", "index.cdxj", *(f.name for f in snap.manifest.warc_files)]
+    total = sum((fixture_dir / name).stat().st_size for name in own)  # derived files aside
     assert total < 8 * 1024 * 1024
     assert snap.manifest.complete
     assert 250 <= snap.manifest.counts.pages <= 400
@@ -150,6 +154,13 @@ def test_missing_parts_are_one_line_errors(copy: Path, remove: str, needle: str)
     with pytest.raises(DrarenaError, match=needle) as info:
         Snapshot.open(copy)
     assert str(copy) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_unreadable_manifest_is_one_line(copy: Path) -> None:
+    (copy / "manifest.json").write_text("{not json")
+    with pytest.raises(DrarenaError, match="not readable JSON") as info:
+        Snapshot.open(copy)
+    assert "\n" not in str(info.value)
 
 
 def test_unknown_path_and_escaping_names(copy: Path, tmp_path: Path) -> None:
