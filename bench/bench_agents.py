@@ -43,9 +43,9 @@ AGENTS: dict[str, dict[str, Any]] = {
     "closed_book": {"kind": "closed_book"},
     "rag-bm25": {"kind": "rag", "args": {"retriever": {"kind": "bm25"}, "k": 3}},
     "oracle": {"kind": "oracle"},
-    "react-bm25": {"kind": "react", "args": {"retriever": {"kind": "bm25"}, "max_steps": 4}},
+    "react-bm25": {"kind": "react", "args": {"retriever": {"kind": "bm25"}, "max_steps": 2}},
     "react-hybrid": {"kind": "react", "args": {"retriever": {"kind": "hybrid"},
-                                               "max_steps": 4}},
+                                               "max_steps": 2}},
 }
 
 
@@ -109,7 +109,7 @@ def table(results: dict[str, list[Answer]]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--questions", type=int, default=2, choices=(1, 2, 3))
+    parser.add_argument("--questions", type=int, default=1, choices=(1, 2, 3))
     parser.add_argument("--max-tokens", type=int, default=128,
                         help="completion tokens per model call (default 128)")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/drarena-bench-agents"))

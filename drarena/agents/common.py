@@ -21,8 +21,8 @@ from drarena.models.types import Completion
 Message = dict[str, Any]
 
 CHARS_PER_WORD = 10  # generous: a report's characters per word, Markdown and URLs included
-MAX_CITATIONS = 20
-URL_CHARS = 500
+MAX_CITATIONS = 10
+URL_CHARS = 200
 
 
 def answer_tool(word_limit: tuple[int, int]) -> dict[str, Any]:
@@ -213,6 +213,12 @@ def tool_event(call_id: str, name: str, arguments: str, started: float, now: flo
                error: str | None = None) -> ToolEvent:
     return ToolEvent(id=call_id, name=name, arguments=arguments, docids=tuple(docids),
                      urls=tuple(urls), error=error, latency_s=now - started)
+
+
+def no_call_error(what: str, text: str) -> str:
+    """The error of a reply without a usable call, with the start of what it said instead."""
+    shown = " ".join(text.split())
+    return f"{what} (reply: {shown[:160]!r})" if shown else what
 
 
 def arguments_text(arguments: Mapping[str, Any]) -> str:

@@ -23,8 +23,10 @@ from drarena.agents.common import (
     Recorder,
     answer_from_text,
     answer_tool,
+    arguments_text,
     check_word_limit,
     conversation_messages,
+    no_call_error,
     page_block,
     read_answer,
     tool_event,
@@ -49,20 +51,22 @@ ELIDED = "(earlier tool result removed to fit the context)"
 MAX_OPEN_CHOICES = 50
 
 
-def tools_for(urls: list[str], word_limit: tuple[int, int]) -> list[dict[str, Any]]:
+def tools_for(urls: list[str], word_limit: tuple[int, int],
+              first_read: bool = False) -> list[dict[str, Any]]:
     """The tools of one step; once pages are known, `open` takes only their URLs.
 
     Why: under constrained decoding a small model then cannot open a URL it made up, and a
-    capable one loses nothing (the frozen web holds only what search can reach).
+    capable one loses nothing (the frozen web holds only what search can reach). A forced
+    first read opens page 0, so `page` is left out there.
     """
     answer = answer_tool(word_limit)
     if not urls:
         return [SEARCH_TOOL, OPEN_TOOL, answer]
-    params = OPEN_TOOL["function"]["parameters"]
-    open_tool = strict_tool(
-        "open", OPEN_TOOL["function"]["description"],
-        {"properties": {"url": {"type": "string", "enum": urls[-MAX_OPEN_CHOICES:]},
-                        "page": params["properties"]["page"]}})
+    properties: dict[str, Any] = {"url": {"type": "string", "enum": urls[-MAX_OPEN_CHOICES:]}}
+    if not first_read:
+        properties["page"] = OPEN_TOOL["function"]["parameters"]["properties"]["page"]
+    open_tool = strict_tool("open", OPEN_TOOL["function"]["description"],
+                            {"properties": properties})
     return [SEARCH_TOOL, open_tool, answer]
 
 
@@ -89,8 +93,10 @@ class ReactArgs(BaseModel):
     max_context_chars: int = Field(20000, ge=2000,
                                    description="older tool results are elided beyond this")
     max_bad_steps: int = Field(3, ge=1, description="steps in a row without a valid call")
+    seed_search: bool = Field(True, description="search the question itself before the "
+                              "first model step (small models write degenerate queries)")
     forced_tools: tuple[Literal["search", "open"], ...] = Field(
-        ("search", "open"), description="tools required at the first steps, in order (small "
+        ("open",), description="tools required at the first model steps, in order (small "
         "models otherwise answer at once without researching)")
 
 
@@ -137,6 +143,7 @@ class _Run:
         self.args = agent.args
         self.rec = Recorder(agent.name, agent._context.clock, agent._context.url_checker)
         self.word_limit = word_limit
+        self.question = conversation.question
         self.messages = conversation_messages(SYSTEM, conversation, word_limit)
         self.seen: dict[str, str] = {}  # docid or url -> url, for citations and fallback
         self.last_hits: list[str] = []  # URLs of the latest search, for "open 2"
@@ -147,22 +154,25 @@ class _Run:
 
     async def go(self) -> Answer:
         bad = 0
-        while len(self.rec.steps) < self.args.max_steps:
+        if self.args.seed_search:
+            self.seed()
+        for index in range(self.args.max_steps):
             if self.rec.tokens >= self.args.max_tokens:
                 return await self.wrap_up(f"token limit reached: {self.rec.tokens} of "
                                           f"{self.args.max_tokens} tokens used")
-            index = len(self.rec.steps)
             forced = self.args.forced_tools
             choice: Any = ({"type": "function", "function": {"name": forced[index]}}
                            if index < len(forced) else "required")
             known = [u for k, u in self.seen.items() if k == u]
-            completion = await self.call(tools_for(known, self.word_limit), choice)
+            first_read = index < len(forced) and forced[index] == "open"
+            completion = await self.call(tools_for(known, self.word_limit, first_read), choice)
             if completion is None:
                 return self.fallback("the model call failed")
             model = self.rec.model(completion)
             self.messages.append(completion.assistant_message())
             if not completion.tool_calls:
-                self.rec.step(model, error="no tool call in the reply")
+                self.rec.step(model, error=no_call_error("no tool call in the reply",
+                                                         completion.text))
                 self.messages.append({"role": "user", "content": (
                     "You must call one of the tools: search, open or answer.")})
                 bad += 1
@@ -181,6 +191,16 @@ class _Run:
             if bad >= self.args.max_bad_steps:
                 return await self.wrap_up(f"{bad} steps in a row without a valid tool call")
         return await self.wrap_up(f"step limit reached: {self.args.max_steps} steps")
+
+    def seed(self) -> None:
+        """The question as the first search, shown to the model as if it had called it."""
+        call = ToolCall(id="seed-search", name="search",
+                        arguments=arguments_text({"query": self.question}))
+        event, text = self.search(call, self.question, self.rec.now())
+        self.rec.step(None, [event], note="seed search")
+        self.messages.append({"role": "assistant", "content": "", "tool_calls": [
+            call.to_message()]})
+        self.reply(call, text)
 
     async def call(self, tools: list[dict[str, Any]], choice: Any) -> Completion | None:
         started = self.rec.now()
@@ -313,7 +333,8 @@ class _Run:
         started = self.rec.now()
         call = next((c for c in completion.tool_calls if c.name == "answer"), None)
         if call is None:
-            self.rec.step(model, error="no answer call in the final reply", note="wrap-up")
+            self.rec.step(model, error=no_call_error("no answer call in the final reply",
+                                                     completion.text), note="wrap-up")
             text = completion.text.strip()
             if text:
                 body, refs = answer_from_text(text, completion.finish_reason)

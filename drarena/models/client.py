@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import os
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -123,8 +124,6 @@ class ModelClient:
         if spec.api_base:
             request["api_base"] = spec.api_base
         if spec.api_key_env:
-            import os
-
             request["api_key"] = os.environ.get(spec.api_key_env, "")
         if tools:
             request["tools"] = list(tools)
@@ -141,8 +140,15 @@ class ModelClient:
         if self._cache is not None and self._mode is CacheMode.READ_WRITE:
             stored = {k: v for k, v in request.items()
                       if k not in ("timeout", "api_base", "api_key")}
-            self._cache.put(key, spec.model, stored,
-                            {**completion.content, "recorded_latency_s": completion.latency_s})
+            content = {**completion.content, "recorded_latency_s": completion.latency_s}
+            if not self._cache.put(key, spec.model, stored, content):
+                # A concurrent identical call stored its answer first; use that one, so this
+                # run returns exactly what a replay of it will.
+                first = self._cache.get(key)
+                if first is not None:
+                    completion = Completion.from_content(first, role=role, key=key,
+                                                         cached=False,
+                                                         latency_s=completion.latency_s)
         self._add(role, calls=1, prompt_tokens=reply.prompt_tokens,
                   completion_tokens=reply.completion_tokens, latency_s=completion.latency_s,
                   cost_usd=reply.cost_usd or 0.0,

@@ -53,6 +53,7 @@ def serve_command(args: argparse.Namespace) -> int:
         print("starting the CPU vLLM server (about 30-60 s)...", file=sys.stderr)
         handle = serve.start_cpu_server(port, model_dir=model_dir)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started in background
     try:
         print(f"api_base={handle.api_base} model={handle.litellm_model} "
               f"(log {handle.log_path}); Ctrl-C stops it", flush=True)

@@ -158,13 +158,25 @@ def wait_ready(handle: ServerHandle, timeout_s: float = DEFAULT_READY_TIMEOUT_S)
         time.sleep(0.5)
 
 
+def _die_with_parent() -> None:
+    """In the child: have Linux send SIGTERM when the parent dies, so no server outlives
+    a killed test run or `drarena serve`. (Linux ties this to the thread that started the
+    server: start servers from the main thread.)"""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def start_server(command: list[str], env: dict[str, str], port: int, model: str,
                  log_path: Path, ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> ServerHandle:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(command, env=env, stdout=log_file,
                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   start_new_session=True)
+                                   start_new_session=True, preexec_fn=_die_with_parent)
     handle = ServerHandle(f"http://127.0.0.1:{port}/v1", model, process, log_path)
     atexit.register(handle.stop)
     try:

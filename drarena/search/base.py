@@ -8,7 +8,7 @@ their own args; heavy imports (Lucene, torch) happen only when a kind is built.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -78,6 +78,19 @@ def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
         return flat
     cut = flat.rfind(" ", 0, limit)
     return flat[: cut if cut > limit // 2 else limit] + " …"
+
+
+def search_pages(search_passages: Callable[[str, int], list[tuple[str, float]]], query: str,
+                 k: int, depth: int, passages: dict[str, Passage], total: int) -> list[Hit]:
+    """The k best pages by their best passage, fetching deeper while fewer than k pages came
+    back: the first k distinct pages in passage order are exactly the top k by MaxP."""
+    depth = min(max(depth, 5 * k), total)
+    while True:
+        scored = search_passages(query, depth)
+        hits = rank_pages(scored, passages, k)
+        if len(hits) >= k or depth >= total or len(scored) < depth:
+            return hits
+        depth = min(depth * 4, total)
 
 
 def rank_pages(scored: Iterable[tuple[str, float]], passages: dict[str, Passage],

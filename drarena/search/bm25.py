@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from drarena.errors import DrarenaError
 from drarena.records import Hit
 from drarena.search import lucene
-from drarena.search.base import SearchData, check_k, parse_args, rank_pages
+from drarena.search.base import SearchData, check_k, parse_args, search_pages
 from drarena.search.docstore import DEFAULT_PAGE_CHARS, PageText, clean_query
 from drarena.search.manifest import Bm25Manifest, IndexLayout, require_fresh
 
@@ -52,8 +52,8 @@ class Bm25Retriever:
     def search(self, query: str, k: int = 10) -> list[Hit]:
         k = check_k(k)
         text = clean_query(query)
-        depth = min(max(self.args.depth, 5 * k), len(self.data.passages))
-        return rank_pages(self.search_passages(text, depth), self.data.passages, k)
+        return search_pages(self.search_passages, text, k, self.args.depth, self.data.passages,
+                            len(self.data.passages))
 
     def open(self, url_or_docid: str, offset: int = 0,
              max_chars: int = DEFAULT_PAGE_CHARS) -> PageText:

@@ -158,12 +158,14 @@ def lead_passages(passages: list[Passage], per_doc: int | None) -> list[Passage]
 def build_dense(layout: IndexLayout, state: SourceState, model: str = embed.DEFAULT_MODEL,
                 precision: embed.Precision = "fp32", hnsw_threshold: int = HNSW_THRESHOLD,
                 per_doc: int | None = None, max_tokens: int | None = None,
-                batch_size: int = 32, force: bool = False) -> StageResult:
+                threads: int | None = None, batch_size: int = 32,
+                force: bool = False) -> StageResult:
     """Embeds the passages and writes `index` (FAISS), `docid` and manifest.json.
 
     per_doc keeps only each page's first passages (as BrowseComp-Plus embeds the first 512
     tokens of a page): on 2 CPU cores the encoder, not FAISS, is what takes time. max_tokens
-    truncates passages and queries to fewer word pieces than the model allows.
+    truncates passages and queries to fewer word pieces than the model allows; threads is
+    torch's thread count while encoding (it does not change the vectors, only the speed).
     """
     import faiss
 
@@ -185,7 +187,7 @@ def build_dense(layout: IndexLayout, state: SourceState, model: str = embed.DEFA
               file=sys.stderr) as bar:
         for i in range(0, len(texts), step):
             chunks.append(embed.encode(encoder, texts[i:i + step], precision, batch_size,
-                                       max_tokens))
+                                       max_tokens, threads))
             bar.update(len(texts[i:i + step]))
     if chunks:
         vectors = np.concatenate(chunks)

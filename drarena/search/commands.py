@@ -31,6 +31,9 @@ def register(subparsers: Any) -> None:
                      help="embed only the first N passages of each page (default: all)")
     idx.add_argument("--max-tokens", type=int, default=None, metavar="N",
                      help="word pieces the encoder reads per passage (default: the model's)")
+    idx.add_argument("--encode-threads", type=int, default=None, metavar="N",
+                     help="torch threads while encoding (default: one per core; 1 can be "
+                          "faster on a busy machine)")
     idx.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
                      help="encoder precision (bf16 autocast pays off on AMX CPUs)")
     idx.add_argument("--passage-words", type=int, default=None, help="passage length (160)")
@@ -142,6 +145,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         raise DrarenaError(f"passage settings: {str(exc).splitlines()[-1].strip()}") from None
     if args.dense_per_doc is not None and args.dense_per_doc < 1:
         raise DrarenaError("--dense-per-doc must be at least 1")
+    if args.encode_threads is not None and args.encode_threads < 1:
+        raise DrarenaError("--encode-threads must be at least 1")
     if args.max_tokens is not None and not 8 <= args.max_tokens <= 32768:
         raise DrarenaError("--max-tokens must be in 8..32768")
     layout = IndexLayout(args.index_root, snapshot)
@@ -151,7 +156,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         results.append(build.build_dense(
             layout, state, model=args.dense_model or embed.DEFAULT_MODEL,
             precision=args.precision, per_doc=args.dense_per_doc, force=args.force,
-            max_tokens=args.max_tokens,
+            max_tokens=args.max_tokens, threads=args.encode_threads,
             hnsw_threshold=args.hnsw_threshold or build.HNSW_THRESHOLD))
     for r in results:
         what = f"built in {r.seconds:.1f} s" if r.built else "up to date"

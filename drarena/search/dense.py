@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from drarena.errors import DrarenaError
 from drarena.records import Hit
 from drarena.search import embed
-from drarena.search.base import SearchData, check_k, parse_args, rank_pages
+from drarena.search.base import SearchData, check_k, parse_args, search_pages
 from drarena.search.docstore import DEFAULT_PAGE_CHARS, PageText, clean_query
 from drarena.search.manifest import DenseManifest, IndexLayout, require_fresh
 
@@ -34,10 +34,11 @@ class DenseRetriever:
         import faiss
 
         layout = IndexLayout(index_root, snapshot_dir)
+        model_path = embed.model_path(args.model)
         folder = layout.dense(embed.model_slug(args.model))
         self.args = args
         self.manifest = require_fresh(folder, DenseManifest, snapshot_dir, layout, "dense")
-        if self.manifest.model_path != str(embed.model_path(args.model)):
+        if self.manifest.model_path != str(model_path):
             raise DrarenaError(
                 f"{folder} was built with model {self.manifest.model_path}, not {args.model}: "
                 f"rebuild with `drarena index {snapshot_dir} --dense-model {args.model}`"
@@ -57,7 +58,7 @@ class DenseRetriever:
     def search_passages(self, query: str, depth: int) -> list[tuple[str, float]]:
         with self._lock:
             vector = embed.encode(self._encoder, [query], self.manifest.precision,
-                                  max_tokens=self.manifest.max_tokens)
+                                  max_tokens=self.manifest.max_tokens, threads=1)
             scores, rows = self._index.search(vector, int(depth))
         return [(self._ids[r], float(s)) for s, r in zip(scores[0], rows[0], strict=True)
                 if r >= 0]
@@ -65,8 +66,8 @@ class DenseRetriever:
     def search(self, query: str, k: int = 10) -> list[Hit]:
         k = check_k(k)
         text = clean_query(query)
-        depth = min(max(self.args.depth, 5 * k), len(self._ids))
-        return rank_pages(self.search_passages(text, depth), self.data.passages, k)
+        return search_pages(self.search_passages, text, k, self.args.depth, self.data.passages,
+                            len(self._ids))
 
     def open(self, url_or_docid: str, offset: int = 0,
              max_chars: int = DEFAULT_PAGE_CHARS) -> PageText:

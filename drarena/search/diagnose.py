@@ -8,8 +8,8 @@ so recall@k is the share of queries whose page is in the top k, and MRR@k the me
 rank of that page (0 when it is not in the top k).
 
 Runs and qrels are written in TREC format so pyserini's trec_eval scores them; tied scores are
-written one ulp apart so trec_eval (which breaks ties by docid descending) keeps our order
-(score, then docid ascending).
+written a millionth apart so trec_eval (which re-sorts ties by docid descending) keeps our
+order (score, then docid ascending).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from drarena.records import Hit, Record
 from drarena.search.passages import SourceDoc
 
 KEY_PHRASE_WORDS = 6
+TIE_STEP = 1e-6
 _TOKEN = re.compile(r"[^\W\d_][\w-]{2,}", re.UNICODE)
 _STOP_WORDS = """
 a about above after again against all also am an and any are as at be because been before being
@@ -142,13 +143,15 @@ def evaluate(ranked: Mapping[str, Sequence[str]], queries: Sequence[Query], k: i
     )
 
 
-def trec_scores(scores: Sequence[float]) -> list[float]:
-    """Strictly decreasing copies of descending scores: each tie moved one ulp down."""
+def trec_scores(scores: Sequence[float], step: float = TIE_STEP) -> list[float]:
+    """Strictly decreasing copies of descending scores: a score not below its predecessor is
+    moved step (relative, at least step absolute) below it. trec_eval reads scores as 32-bit
+    floats, so the step is well above float32 resolution (1.2e-7 relative)."""
     out: list[float] = []
     for score in scores:
         value = float(score)
         if out and value >= out[-1]:
-            value = math.nextafter(out[-1], -math.inf)
+            value = out[-1] - max(abs(out[-1]) * step, step)
         out.append(value)
     return out
 

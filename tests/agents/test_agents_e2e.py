@@ -27,7 +27,7 @@ from drarena.search.docstore import DocStore
 
 REPO = Path(__file__).resolve().parents[2]
 QUESTION = "How do I sort a list of dictionaries by a key in Python?"
-WORDS = (30, 60)
+WORDS = (10, 25)
 SORTING = "http://127.0.0.1:8765/howto/sorting.html"
 
 
@@ -39,7 +39,7 @@ def checker(pydocs_indexed: tuple[Path, Path]) -> Iterator[SnapshotUrlChecker]:
 
 
 def context(server: ServerHandle, indexed: tuple[Path, Path], checker: SnapshotUrlChecker,
-            max_tokens: int = 96, search_url: str | None = None) -> AgentContext:
+            max_tokens: int = 160, search_url: str | None = None) -> AgentContext:
     config = ModelsConfig.model_validate({
         "roles": {"agent": {"model": server.litellm_model, "api_base": server.api_base,
                             "sampling": {"temperature": 0.0, "max_tokens": max_tokens},
@@ -66,8 +66,9 @@ async def test_react_bm25_searches_opens_and_answers(
         model_server: ServerHandle, pydocs_indexed: tuple[Path, Path],
         checker: SnapshotUrlChecker) -> None:
     ctx = context(model_server, pydocs_indexed, checker)
+    # seed search on the question, one forced open, then the step limit forces the answer
     agent = build_agent({"kind": "react", "args": {"retriever": {"kind": "bm25"},
-                                                   "max_steps": 3}}, ctx)
+                                                   "max_steps": 1}}, ctx)
     answer = await agent.answer(Conversation(QUESTION), WORDS)
     assert_sound(answer)
     events = answer.trajectory.tool_events()
@@ -77,6 +78,7 @@ async def test_react_bm25_searches_opens_and_answers(
     assert all(docs.get(d).url == u for d, u in zip(search.docids, search.urls, strict=True))
     opened = [e for e in events if e.name == "open"]
     assert opened and opened[0].error is None and opened[0].urls[0] in search.urls
+    assert answer.limit_hit == "step limit reached: 1 steps"
     assert all(checker(u) for u in search.urls)
 
 

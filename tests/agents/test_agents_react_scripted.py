@@ -18,6 +18,7 @@ GOOD_ANSWER = {"report": "asyncio runs coroutines [1].", "citations": [ASYNCIO]}
 
 
 def react(context, **args):
+    args.setdefault("seed_search", False)  # tested on its own below
     return build_agent({"kind": "react", "args": args}, context)
 
 
@@ -35,7 +36,7 @@ async def test_search_open_answer_records_everything() -> None:
         tool("open", {"url": ASYNCIO, "page": 1}),
         tool("answer", GOOD_ANSWER),
     ])
-    answer = await ask(context)
+    answer = await ask(context, forced_tools=["search", "open"])
     assert answer.report == "asyncio runs coroutines [1]."
     assert [c.url for c in answer.citations] == [ASYNCIO]
     assert answer.check.cited == 1 and answer.check.valid == 1 and answer.check.fabricated == 0
@@ -46,7 +47,7 @@ async def test_search_open_answer_records_everything() -> None:
     assert all(s.model is not None and len(s.model.key) == 64 for s in steps)
     assert answer.prompt_tokens == 30 and answer.completion_tokens == 15
     assert answer.limit_hit is None and answer.error is None
-    # the first steps are forced to research (default forced_tools), then any tool
+    # the first steps are forced to research, then any tool
     assert [r["tool_choice"] for r in backend.requests] == [
         {"type": "function", "function": {"name": "search"}},
         {"type": "function", "function": {"name": "open"}}, "required"]
@@ -61,7 +62,8 @@ async def test_no_tool_call_is_recorded_and_the_agent_recovers() -> None:
     context, backend = scripted_context([reply("I think asyncio is great."),
                                          tool("answer", GOOD_ANSWER)])
     answer = await ask(context)
-    assert answer.trajectory.steps[0].error == "no tool call in the reply"
+    assert answer.trajectory.steps[0].error == (
+        "no tool call in the reply (reply: 'I think asyncio is great.')")
     assert answer.report.startswith("asyncio runs")
     assert "must call one of the tools" in backend.requests[1]["messages"][-1]["content"]
 
@@ -187,6 +189,28 @@ async def test_follow_up_continues_the_conversation_and_docids_become_urls() -> 
                                                    "citations": ["doc-json"]})])
     answer = await react(context).answer(conversation, (10, 20))
     assert [c.url for c in answer.citations] == ["http://site.test/json"]
+    assert answer.check.valid == 1
+
+
+async def test_seed_search_then_forced_open_by_default() -> None:
+    retriever = MemoryRetrieverForTests()
+    context, backend = scripted_context([tool("open", {"url": ASYNCIO}),
+                                         tool("answer", GOOD_ANSWER)], retriever=retriever)
+    agent = build_agent({"kind": "react"}, context)
+    answer = await agent.answer(Conversation("asyncio coroutines"), (10, 50))
+    assert retriever.queries == ["asyncio coroutines"]
+    seed = answer.trajectory.steps[0]
+    assert seed.model is None and seed.note == "seed search"
+    assert seed.tools[0].urls == (ASYNCIO,)
+    first = backend.requests[0]
+    assert first["tool_choice"] == {"type": "function", "function": {"name": "open"}}
+    assert [m["role"] for m in first["messages"]] == ["system", "user", "assistant", "tool"]
+    assert first["messages"][-1]["content"].startswith("<<<BEGIN search results for:")
+    # the forced first read: a known URL, page 0 (no page parameter)
+    assert first["tools"][1]["function"]["parameters"]["properties"] == {
+        "url": {"type": "string", "enum": [ASYNCIO]}}
+    assert "page" in backend.requests[1]["tools"][1]["function"]["parameters"]["properties"]
+    assert backend.requests[1]["tool_choice"] == "required"
     assert answer.check.valid == 1
 
 

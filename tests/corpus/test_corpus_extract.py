@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from corpus_helpers import FIXTURE, fixture_page, write_snapshot
 
 from drarena.corpus.extract import (
     ExtractResult,
@@ -17,7 +18,6 @@ from drarena.corpus.extract import (
 )
 from drarena.errors import DrarenaError
 from drarena.web.snapshot import Snapshot
-from tests.corpus.conftest import FIXTURE, fixture_page, write_snapshot
 
 BASE = "http://127.0.0.1:8765"
 HTML = (("Content-Type", "text/html; charset=utf-8"),)

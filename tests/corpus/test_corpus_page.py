@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from corpus_helpers import fixture_page
+
 from drarena.corpus.page import detect_encoding, extract_page
-from tests.corpus.conftest import fixture_page
 
 
 def test_real_sphinx_page_text_title_and_links() -> None:

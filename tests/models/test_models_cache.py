@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
 from pathlib import Path
 
@@ -73,6 +74,25 @@ async def test_record_then_replay_makes_zero_calls_and_returns_identical_outputs
     assert [r.content for r in replayed] == [r.content for r in recorded]
     assert replayed[1].tool_calls == (call,)
     assert replayer.usage()["examiner"].cached_calls == 2
+
+
+async def test_concurrent_identical_calls_agree_with_what_replay_returns(
+        tmp_path: Path) -> None:
+    class Yielding(ScriptedBackendForTests):
+        async def complete(self, request):  # both calls are in flight before either ends
+            answer = await super().complete(request)
+            await asyncio.sleep(0.01 if answer.text == "first" else 0.05)
+            return answer
+
+    path = tmp_path / "c.sqlite"
+    client = ModelClient(config(path, "read-write"),
+                         backend=Yielding([reply("first"), reply("second")]))
+    both = await asyncio.gather(client.complete("examiner", MESSAGES),
+                                client.complete("examiner", MESSAGES))
+    assert client.model_calls == 2  # both missed the cache and called the model
+    replayed = await ModelClient(config(path, "replay"), backend=ScriptedBackendForTests(
+        [])).complete("examiner", MESSAGES)
+    assert [c.text for c in both] == [replayed.text] * 2 == ["first"] * 2
 
 
 async def test_replay_miss_names_the_call(tmp_path: Path) -> None:

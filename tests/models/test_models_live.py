@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from drarena.models.client import ModelClient
+from drarena.models.client import ModelCallError, ModelClient
 from drarena.models.config import ModelRole, ModelsConfig, RetryPolicy
 from drarena.models.serve import ServerHandle, free_port, served_models
 from drarena.models.structured import complete_json, complete_tool_call, strict_tool
@@ -99,6 +99,18 @@ async def test_retries_reach_the_server_through_a_failing_endpoint(
     done = await client.complete("examiner", CAPITAL)
     assert "Paris" in done.text and fault_server.hits["proxy"] == 3
     assert client.usage()["examiner"].retries == 2 and len(fake_sleep.delays) == 2
+
+
+async def test_a_model_the_server_does_not_serve_is_one_clear_error(
+        model_role: ModelRole, model_server: ServerHandle) -> None:
+    role = model_role.model_copy(update={"model": "openai/no-such-model"})
+    client = ModelClient(ModelsConfig(roles={"examiner": role}))
+    with pytest.raises(ModelCallError) as info:
+        await client.complete("examiner", CAPITAL)
+    message = str(info.value)
+    assert "role 'examiner'" in message and model_server.api_base in message
+    assert "no-such-model" in message and "NotFoundError" in message
+    assert client.model_calls == 1  # not retried: a 404 stays a 404
 
 
 async def test_replay_makes_zero_calls_and_returns_identical_outputs(

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -41,6 +45,28 @@ def test_start_waits_until_ready_and_stop_ends_the_process(tmp_path: Path) -> No
     handle.stop()
     assert process.poll() is not None and handle.process is None
     handle.stop()  # idempotent
+
+
+def test_the_server_dies_with_a_killed_parent(tmp_path: Path) -> None:
+    port = free_port()
+    parent = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time, pathlib; from drarena.models.serve import start_server\n"
+        f"h = start_server([sys.executable, '-c', {STAND_IN!r}, '{port}'], {{}}, {port}, "
+        f"'stand-in', pathlib.Path({str(tmp_path / 's.log')!r}), 30)\n"
+        "print(h.process.pid, flush=True); time.sleep(600)")], stdout=subprocess.PIPE)
+    assert parent.stdout is not None
+    child = int(parent.stdout.readline())
+    parent.kill()  # SIGKILL: no cleanup code runs in the parent
+    parent.wait()
+    for _ in range(100):
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(child, signal.SIGKILL)
+        pytest.fail("the server outlived its killed parent")
 
 
 def test_a_server_that_dies_is_reported_with_its_log(tmp_path: Path) -> None:

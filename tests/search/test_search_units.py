@@ -11,7 +11,7 @@ import pytest
 
 from drarena.errors import DrarenaError
 from drarena.records import Hit
-from drarena.search.base import RETRIEVERS, build_retriever, rank_pages, snippet
+from drarena.search.base import RETRIEVERS, build_retriever, rank_pages, search_pages, snippet
 from drarena.search.build import lead_passages, make_faiss_index
 from drarena.search.commands import retriever_spec
 from drarena.search.diagnose import (
@@ -208,9 +208,10 @@ def test_build_queries_and_evaluate() -> None:
 
 
 def test_trec_scores_strictly_decrease() -> None:
-    out = trec_scores([3.0, 2.0, 2.0, 2.0, 1.0])
-    assert all(a > b for a, b in itertools.pairwise(out))
-    assert out[0] == 3.0 and out[1] == 2.0 and math.isclose(out[3], 2.0)
+    out = trec_scores([3.0, 2.0, 2.0, 2.0, 1.99999999, 1.0, 0.0, 0.0])
+    assert all(np.float32(a) > np.float32(b) for a, b in itertools.pairwise(out))
+    assert out[:2] == [3.0, 2.0] and out[5] == 1.0
+    assert math.isclose(out[3], 2.0, rel_tol=1e-5) and out[7] == -1e-6
 
 
 def test_evaluate_counts_missing_runs_as_zero() -> None:
@@ -287,3 +288,22 @@ def test_faiss_flat_below_threshold_hnsw_above() -> None:
     _, approx = hnsw.search(queries, 1)
     assert (exact[:, 0] == np.arange(50)).mean() > 0.95
     assert (approx[:, 0] == exact[:, 0]).mean() > 0.95
+
+
+def test_search_pages_fetches_deeper_until_k_pages() -> None:
+    settings = PassageSettings(words=1, stride=1)
+    docs = [doc(1, 40), doc(2, 3), doc(3, 3)]
+    passages = {p.id: p for d in docs for p in split_doc(d, settings)}
+    order = [p for p in passages if p.startswith("d1#")] + ["d2#0", "d3#1"]
+    asked: list[int] = []
+
+    def search(query: str, depth: int) -> list[tuple[str, float]]:
+        asked.append(depth)
+        return [(pid, 100.0 - i) for i, pid in enumerate(order[:depth])]
+
+    hits = search_pages(search, "q", 3, 10, passages, len(passages))
+    assert [h.docid for h in hits] == ["d1", "d2", "d3"]
+    assert asked == [15, 46]
+    asked.clear()
+    assert len(search_pages(search, "q", 1, 10, passages, len(passages))) == 1
+    assert asked == [10]
