@@ -71,3 +71,30 @@ trees: setup
 ## bench-extract: extraction pages/s (1 process, all cores) vs trafilatura and Resiliparse; 30 trees
 bench-extract: setup
 	$(BIN)/python bench/bench_extract.py
+
+# --- search (issue 4) -------------------------------------------------------------------
+.PHONY: index search serve-search diagnose-retrievers bench-search
+RETRIEVER ?= bm25
+Q ?= how do I parse command line arguments
+PORT ?= 8766
+## index: passages, BM25 (Lucene via pyserini) and dense (MiniLM + FAISS) indexes of
+## snapshots/$(CORPUS)/ into index/$(CORPUS)/, extracting first if needed; up-to-date indexes are
+## left alone. DENSE_MODEL=<sentence-transformers folder> for another embedder.
+index: setup
+	$(BIN)/drarena index snapshots/$(CORPUS) $(if $(DENSE_MODEL),--dense-model $(DENSE_MODEL))
+
+## search: Q="..." RETRIEVER=bm25|dense|hybrid: a ranked table of pages from the frozen web
+search: index
+	$(BIN)/drarena search snapshots/$(CORPUS) "$(Q)" --retriever $(RETRIEVER) $(if $(DENSE_MODEL),--dense-model $(DENSE_MODEL))
+
+## serve-search: HTTP (native + SearXNG JSON) and MCP (/mcp) search over the frozen web on 127.0.0.1:$(PORT)
+serve-search: index
+	$(BIN)/drarena serve-search snapshots/$(CORPUS) --retriever $(RETRIEVER) --port $(PORT) $(if $(DENSE_MODEL),--dense-model $(DENSE_MODEL))
+
+## diagnose-retrievers: recall@10 and MRR of bm25, dense and hybrid on the tree target pages, TREC runs
+diagnose-retrievers: index
+	$(BIN)/drarena diagnose-retrievers snapshots/$(CORPUS) $(if $(DENSE_MODEL),--dense-model $(DENSE_MODEL))
+
+## bench-search: index build, query latency per retriever, encoding speed, Lucene vs bm25s
+bench-search: setup
+	$(BIN)/python bench/bench_search.py

@@ -26,6 +26,9 @@ sys.path.insert(0, str(REPO))
 
 from drarena.corpus.extract import (  # noqa: E402
     MAX_PAGE_BYTES,
+    Job,
+    _extract_job,
+    _pool_context,
     extract_responses,
     full_content_type,
     load_docs,
@@ -43,6 +46,25 @@ def timed(fn: Callable[[], object]) -> tuple[float, float]:
     start, cpu = time.perf_counter(), time.process_time()
     fn()
     return time.perf_counter() - start, time.process_time() - cpu
+
+
+def cpu_job(job: Job) -> float:
+    """One page extracted in a pool worker; returns the worker CPU seconds it took."""
+    start = time.process_time()
+    _extract_job(job)
+    return time.process_time() - start
+
+
+def cores_obtained(jobs: list[Job], workers: int) -> tuple[float, float]:
+    """(wall seconds, worker CPU seconds) of the same pool run_extraction uses: CPU / wall
+    is how many cores the pool actually got, which a loaded machine can keep near 1."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
+        list(pool.map(cpu_job, jobs[:workers]))  # workers started and warm
+        start = time.perf_counter()
+        cpu = sum(pool.map(cpu_job, jobs, chunksize=max(1, min(8, len(jobs) // (workers * 4)))))
+        return time.perf_counter() - start, cpu
 
 
 def main() -> None:
@@ -85,6 +107,9 @@ def main() -> None:
         if "processes" not in label:  # pool workers' CPU is not this process's
             line += f" {n / cpu:12.1f} {n / cpu / peer_cpu:8.2f}"
         print(line)
+    wall, cpu = cores_obtained(jobs, cores)
+    print(f"pool of {cores} (warm): {n / wall:.1f} pages/s, {n / cpu:.1f} pages per worker "
+          f"CPU second, {cpu / wall:.2f} cores obtained")
     print(f"load average (1 min) after the runs: {os.getloadavg()[0]:.1f} on {cores} cores")
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -97,10 +122,12 @@ def main() -> None:
         t0 = time.perf_counter()
         graph = LinkGraph.build(docs, links)
         t_graph = time.perf_counter() - t0
-        params = TreeParams(count=min(args.trees, len(graph.root_candidates(TreeParams()))),
-                            seed=1)
+        hubs = len(graph.root_candidates(TreeParams()))
+        if not hubs:
+            print(f"trees: no hub pages among these {n} pages; use more --pages")
+            return
         t0 = time.perf_counter()
-        trees = build_trees(graph, params)
+        trees = build_trees(graph, TreeParams(count=min(args.trees, hubs), seed=1))
         t_trees = time.perf_counter() - t0
     nodes = sum(len(t.nodes) for t in trees)
     print(f"trees: load docs+links {t_load:.2f} s ({len(docs)} docs, {len(links)} links), "

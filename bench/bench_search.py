@@ -8,8 +8,8 @@ repository is never written. Prints:
 - BM25 index build: seconds, pages/s and passages/s (Lucene through pyserini's SimpleIndexer);
 - per retriever (bm25, dense, hybrid) at k=10 after a warm-up: queries/s, p50 and p95 latency,
   and raw Lucene passage search for reference;
-- dense encoding: passages/s in fp32, bf16 autocast and 128-token truncation, each with its
-  cosine against fp32 (the bar for a speed-up is >= 0.999);
+- dense encoding: passages/s in fp32 (torch's threads, then 1 thread), bf16 autocast and
+  128-token truncation, each with its cosine against fp32 (a speed-up must keep >= 0.999);
 - bm25s over the same passages, tokenized by the same Lucene analyzer: queries/s ratio and
   mean top-10 passage overlap with Lucene.
 """
@@ -17,6 +17,7 @@ repository is never written. Prints:
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import sys
@@ -65,10 +66,12 @@ def encoding(texts: list[str]) -> list[str]:
     embed.encode(encoder, texts[:16])
     out = []
     reference = None
-    for label, precision, max_tokens in (("fp32", "fp32", None), ("bf16 autocast", "bf16", None),
-                                         ("fp32, 128 tokens", "fp32", 128)):
+    configs: list[tuple[str, embed.Precision, int | None, int | None]] = [
+        ("fp32", "fp32", None, None), ("fp32, 1 thread", "fp32", None, 1),
+        ("bf16 autocast", "bf16", None, None), ("fp32, 128 tokens", "fp32", 128, None)]
+    for label, precision, max_tokens, threads in configs:
         start = time.perf_counter()
-        vectors = embed.encode(encoder, texts, precision, max_tokens=max_tokens)  # type: ignore[arg-type]
+        vectors = embed.encode(encoder, texts, precision, max_tokens=max_tokens, threads=threads)
         rate = len(texts) / (time.perf_counter() - start)
         if reference is None:
             reference, base = vectors, rate
@@ -145,6 +148,8 @@ def main() -> int:
         pages = len({p.doc_id for p in passages})
         lucene.autoclass("java.lang.System")
         result = build.build_bm25(layout, state)
+        print("load average (1, 5, 15 min) at start: "
+              + ", ".join(f"{x:.1f}" for x in os.getloadavg()) + f" on {os.cpu_count()} cores")
         print(f"snapshot {args.snapshot.name}: {pages} pages, {len(passages)} passages "
               f"({settings.words} words, stride {settings.stride})")
         print(f"BM25 index build (Lucene via pyserini): {result.seconds:.1f} s, "
@@ -178,6 +183,7 @@ def main() -> int:
         print("\nBM25 peer: bm25s (k1=0.9, b=0.4, method lucene) on the same passages")
         for line in bm25s_compare(passages, settings, queries, retrievers["bm25"]):
             print(line)
+        print("load average at end: " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

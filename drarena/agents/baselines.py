@@ -16,6 +16,7 @@ from drarena.agents import citations as cite
 from drarena.agents.base import Answer, Conversation, SourcePage
 from drarena.agents.common import (
     CITE_RULE,
+    CUT_NOTE,
     DATA_RULE,
     Message,
     Recorder,
@@ -24,6 +25,8 @@ from drarena.agents.common import (
     arguments_text,
     check_word_limit,
     conversation_messages,
+    cut_answer_in_text,
+    no_call_error,
     page_block,
     read_answer,
     tool_event,
@@ -84,8 +87,12 @@ async def single_answer(client: ModelClient, role: str, messages: list[Message],
         if completion.text.strip():
             text, finish = completion.text.strip(), completion.finish_reason
         call = next((c for c in completion.tool_calls if c.name == "answer"), None)
+        salvaged = cut_answer_in_text(completion.text, completion.finish_reason)
+        if call is None and salvaged is not None:
+            rec.step(model, note=CUT_NOTE)
+            return rec.finish(salvaged, [])
         if call is None:
-            error = "no answer call in the reply"
+            error = no_call_error("no answer call in the reply", completion.text)
             rec.step(model, error=error)
             messages += [completion.assistant_message(),
                          {"role": "user", "content": "Call the answer tool with your report."}]

@@ -152,6 +152,14 @@ def read_answer(arguments: str, finish_reason: str) -> tuple[str, list[str], str
         return salvaged, [], CUT_NOTE
 
 
+def cut_answer_in_text(text: str, finish_reason: str) -> str | None:
+    """The report of an answer call that the token limit cut before the server could parse
+    it (it then comes back as text, e.g. '<tool_call> {"name": "answer", ...'), or None."""
+    if finish_reason != "length" or '"answer"' not in text:
+        return None
+    return salvage_answer(text)
+
+
 class Recorder:
     """Collects steps, tokens and model time for one answer, then builds the Answer."""
 

@@ -17,6 +17,7 @@ from drarena.agents import citations as cite
 from drarena.agents.base import Answer, Conversation, ToolEvent
 from drarena.agents.common import (
     CITE_RULE,
+    CUT_NOTE,
     DATA_RULE,
     URL_CHARS,
     Message,
@@ -26,6 +27,7 @@ from drarena.agents.common import (
     arguments_text,
     check_word_limit,
     conversation_messages,
+    cut_answer_in_text,
     no_call_error,
     page_block,
     read_answer,
@@ -170,6 +172,10 @@ class _Run:
                 return self.fallback("the model call failed")
             model = self.rec.model(completion)
             self.messages.append(completion.assistant_message())
+            salvaged = cut_answer_in_text(completion.text, completion.finish_reason)
+            if not completion.tool_calls and salvaged is not None:
+                self.rec.step(model, note=CUT_NOTE)
+                return self.rec.finish(salvaged, [], limit_hit=self.page_limit())
             if not completion.tool_calls:
                 self.rec.step(model, error=no_call_error("no tool call in the reply",
                                                          completion.text))
@@ -181,16 +187,18 @@ class _Run:
                 if done is not None:
                     report, urls, event = done
                     self.rec.step(model, [*events, event], note=self.note)
-                    limit = ("open-page limit reached: "
-                             f"{self.args.max_open_pages} pages" if self.page_limit_hit
-                             else None)
-                    return self.rec.finish(report, urls, limit_hit=limit)
+                    return self.rec.finish(report, urls, limit_hit=self.page_limit())
                 valid = any(e.error is None for e in events)
                 self.rec.step(model, events)
                 bad = 0 if valid else bad + 1
             if bad >= self.args.max_bad_steps:
                 return await self.wrap_up(f"{bad} steps in a row without a valid tool call")
         return await self.wrap_up(f"step limit reached: {self.args.max_steps} steps")
+
+    def page_limit(self) -> str | None:
+        if not self.page_limit_hit:
+            return None
+        return f"open-page limit reached: {self.args.max_open_pages} pages"
 
     def seed(self) -> None:
         """The question as the first search, shown to the model as if it had called it."""
@@ -332,6 +340,10 @@ class _Run:
         model = self.rec.model(completion)
         started = self.rec.now()
         call = next((c for c in completion.tool_calls if c.name == "answer"), None)
+        salvaged = cut_answer_in_text(completion.text, completion.finish_reason)
+        if call is None and salvaged is not None:
+            self.rec.step(model, note=f"wrap-up; {CUT_NOTE}")
+            return self.rec.finish(salvaged, [], limit_hit=reason)
         if call is None:
             self.rec.step(model, error=no_call_error("no answer call in the final reply",
                                                      completion.text), note="wrap-up")

@@ -36,8 +36,11 @@ def match_config(args: argparse.Namespace) -> TournamentConfig:
         "name": f"match-{names[0]}-vs-{names[1]}-{args.tree}", "snapshot": str(args.snapshot),
         "index_root": str(args.index_root), "seed": args.seed,
         "trees": {"count": 1, "ids": [args.tree]},
-        "match": {"max_rounds": args.max_rounds},
-        "models": {"roles": {"examiner": {"model": "served"}, "agent": {"model": "served"}}},
+        "match": {"max_rounds": args.max_rounds, "page_budget_chars": 4000},
+        "models": {"retry": {"max_attempts": 2},
+                   "roles": {role: {"model": "served", "timeout_s": 600,
+                                    "sampling": {"max_tokens": 512}}
+                             for role in ("examiner", "agent")}},
         "agents": agents}, "drarena match")
 
 

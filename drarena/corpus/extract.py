@@ -332,24 +332,27 @@ def extract_responses(responses: Iterable[ResponseLike], out: Path, *, name: str
     params = _params(max_page_bytes)
     if not force and (manifest := _up_to_date(out, fingerprint, params)) is not None:
         return _result(out, manifest, up_to_date=True)
+    if not os.access(out, os.W_OK):
+        raise DrarenaError(f"{out}: folder is not writable; docs.jsonl and links.jsonl go there")
     sel = select_pages(responses)
     jobs = [(r.body, r.canonical_url, full_content_type(r), max_page_bytes) for r in sel.pages]
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
     pages = run_extraction(jobs, max(1, n_workers), progress=progress)
     del jobs
     docs, links, report = build_records(sel, pages)
-    _write_lines(out / DOCS_FILE, (d.to_json() for d in docs))
-    _write_lines(out / LINKS_FILE, (lk.to_json() for lk in links))
-    manifest = {
-        "stage": "extract", "snapshot": name, "snapshot_fingerprint": fingerprint,
-        "params": params, **report,
-        "outputs": {DOCS_FILE: _sha256_file(out / DOCS_FILE),
-                    LINKS_FILE: _sha256_file(out / LINKS_FILE)},
-    }
-    tmp = out / (MANIFEST_FILE + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
-                   encoding="utf-8")
-    os.replace(tmp, out / MANIFEST_FILE)
+    try:
+        _write_lines(out / DOCS_FILE, (d.to_json() for d in docs))
+        _write_lines(out / LINKS_FILE, (lk.to_json() for lk in links))
+        manifest = {
+            "stage": "extract", "snapshot": name, "snapshot_fingerprint": fingerprint,
+            "params": params, **report,
+            "outputs": {DOCS_FILE: _sha256_file(out / DOCS_FILE),
+                        LINKS_FILE: _sha256_file(out / LINKS_FILE)},
+        }
+        _write_lines(out / MANIFEST_FILE,
+                     [json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=False)])
+    except OSError as exc:
+        raise DrarenaError(f"{out}: cannot write extraction output ({exc})") from None
     return _result(out, manifest, up_to_date=False)
 
 

@@ -164,7 +164,8 @@ def build_trees(graph: LinkGraph, params: TreeParams) -> list[Tree]:
             f"asked for {params.count} trees but the snapshot can root only {len(cands)} "
             f"(hub pages with >= {params.min_root_links} content links to other pages, "
             f">= {params.min_root_chars} chars of text and link density <= "
-            f"{params.max_root_link_density}); ask for --count {len(cands)} or fewer")
+            f"{params.max_root_link_density})"
+            + (f"; ask for --count {len(cands)} or fewer" if cands else ""))
     rng = random.Random(f"drarena-roots:{params.seed}")
     picked = sorted(rng.sample(range(len(cands)), params.count))
     return [grow_tree(graph, cands[i], f"tree-{k:03d}", params) for k, i in enumerate(picked)]

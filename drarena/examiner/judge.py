@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 
 from drarena.examiner import templates
-from drarena.examiner.judgeparse import JUDGE_SCHEMA, RawJudgment, parse_judgment
+from drarena.examiner.judgeparse import RawJudgment, judge_schema, parse_judgment
 from drarena.examiner.quoting import quote_block
 from drarena.examiner.taskcheck import ChecklistItem, Task
 from drarena.examiner.verdicts import Judgment, reconcile
@@ -47,8 +46,8 @@ class PairJudgment(Record):
     reconciled: Judgment
 
 
-def _items(items: tuple[ChecklistItem, ...]) -> str:
-    return json.dumps([i.item for i in items], ensure_ascii=False, indent=1)
+def _items(items: tuple[ChecklistItem, ...], first: int) -> str:
+    return "\n".join(f"{n}. {i.item}" for n, i in enumerate(items, first))
 
 
 def _answer_block(label: str, answer: AnswerForJudge) -> str:
@@ -60,16 +59,19 @@ def _answer_block(label: str, answer: AnswerForJudge) -> str:
 def judge_prompt(task: Task, first: AnswerForJudge, second: AnswerForJudge) -> str:
     return templates.render(
         "judge", question=task.question, word_limit_instruction=task.word_limit_instruction,
-        checklist_depth=_items(task.checklist_depth),
-        checklist_width=_items(task.checklist_width),
+        checklist_depth=_items(task.checklist_depth, 1),
+        checklist_width=_items(task.checklist_width, len(task.checklist_depth) + 1),
+        n_items=len(task.checklist_depth) + len(task.checklist_width),
         answer_a=_answer_block("A", first), answer_b=_answer_block("B", second))
 
 
 async def _judge_once(client: ModelClient, role: str, task: Task, first: AnswerForJudge,
                       second: AnswerForJudge, order: str) -> JudgedOrder:
     messages = [{"role": "user", "content": judge_prompt(task, first, second)}]
-    value, completion = await complete_json(client, role, messages, JUDGE_SCHEMA, name="verdict")
-    return JudgedOrder(order, parse_judgment(value), completion.key)
+    items = [i.item for i in (*task.checklist_depth, *task.checklist_width)]
+    value, completion = await complete_json(client, role, messages, judge_schema(len(items)),
+                                            name="verdict")
+    return JudgedOrder(order, parse_judgment(value, items), completion.key)
 
 
 async def judge_pair(client: ModelClient, role: str, task: Task, a: AnswerForJudge,

@@ -7,34 +7,36 @@ free text for markers, so a '[[A_MUCH_BETTER]]' planted in an answer cannot beco
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 from drarena.examiner.verdicts import FailureType, Judgment, TieQuality, Verdict
 from drarena.records import Record
 
-_CHECK = {
-    "type": "array",
-    "items": {
+REASONING_MAX_CHARS = 800
+
+
+def judge_schema(n_items: int) -> dict[str, Any]:
+    """The verdict JSON Schema for a task with `n_items` checklist items (depth, then width).
+
+    Each answer's checklist result is a list of exactly n booleans, in checklist order: short
+    to generate, and constrained decoding cannot skip or invent an item."""
+    checks = {"type": "array", "items": {"type": "boolean"}, "minItems": n_items,
+              "maxItems": n_items}
+    return {
         "type": "object",
-        "properties": {"item": {"type": "string"}, "passed": {"type": "boolean"}},
-        "required": ["item", "passed"],
+        "properties": {
+            "checklist_a": checks,
+            "checklist_b": checks,
+            "verdict": {"type": "string", "enum": [v.value for v in Verdict]},
+            "tie_quality": {"type": "string", "enum": ["HIGH", "LOW", "NA"]},
+            "loser_failure_type": {"type": "string", "enum": [f.value for f in FailureType]},
+            "reasoning": {"type": "string", "maxLength": REASONING_MAX_CHARS},
+        },
+        "required": ["checklist_a", "checklist_b", "verdict", "tie_quality",
+                     "loser_failure_type", "reasoning"],
         "additionalProperties": False,
-    },
-}
-JUDGE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "checklist_a": _CHECK,
-        "checklist_b": _CHECK,
-        "verdict": {"type": "string", "enum": [v.value for v in Verdict]},
-        "tie_quality": {"type": "string", "enum": ["HIGH", "LOW", "NA"]},
-        "loser_failure_type": {"type": "string", "enum": [f.value for f in FailureType]},
-        "reasoning": {"type": "string"},
-    },
-    "required": ["checklist_a", "checklist_b", "verdict", "tie_quality", "loser_failure_type",
-                 "reasoning"],
-    "additionalProperties": False,
-}
+    }
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -57,8 +59,9 @@ class JudgeOutputError(ValueError):
     """Schema-valid JSON that still cannot be a judgment."""
 
 
-def parse_judgment(obj: dict[str, Any]) -> RawJudgment:
-    """Turn schema-validated judge JSON into a RawJudgment.
+def parse_judgment(obj: dict[str, Any], items: Sequence[str] = ()) -> RawJudgment:
+    """Turn schema-validated judge JSON into a RawJudgment; `items` names the checklist
+    entries the booleans refer to, in order.
 
     Ties without a quality count LOW; a winner's tie_quality is dropped; a tie's failure
     type is NONE whatever was written, because a tie has no loser.
@@ -73,8 +76,9 @@ def parse_judgment(obj: dict[str, Any]) -> RawJudgment:
         quality = TieQuality.HIGH if obj.get("tie_quality") == "HIGH" else TieQuality.LOW
         failure = FailureType.NONE
     checks = {
-        side: tuple(CheckResult(str(c["item"]), bool(c["passed"]))
-                    for c in obj.get(f"checklist_{side}", []))
+        side: tuple(CheckResult(item, bool(passed))
+                    for item, passed in zip(items, obj.get(f"checklist_{side}", []),
+                                            strict=False))
         for side in ("a", "b")
     }
     return RawJudgment(Judgment(verdict, quality, failure), checks["a"], checks["b"],

@@ -15,25 +15,36 @@ from urllib.parse import urlsplit
 
 from drarena.records import Record
 
-ITEM_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"item": {"type": "string"}, "source_url": {"type": "string"}},
-    "required": ["item", "source_url"],
-    "additionalProperties": False,
-}
-TASK_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "question": {"type": "string"},
-        "word_limit_instruction": {"type": "string"},
-        "checklist_depth": {"type": "array", "items": ITEM_SCHEMA, "minItems": 1},
-        "checklist_width": {"type": "array", "items": ITEM_SCHEMA, "minItems": 1},
-        "rationale": {"type": "string"},
-    },
-    "required": ["question", "word_limit_instruction", "checklist_depth", "checklist_width",
-                 "rationale"],
-    "additionalProperties": False,
-}
+QUESTION_MAX_CHARS = 400
+ITEM_MAX_CHARS = 160
+MAX_ITEMS = 6
+
+
+def task_schema(n_sources: int) -> dict[str, Any]:
+    """The task JSON Schema for a prompt that shows `n_sources` numbered pages.
+
+    Checklist items cite their page by number, not by URL: constrained decoding then makes
+    an untraceable citation impossible, where small models mangle URLs they must copy. The
+    length caps keep a rambling model's output bounded."""
+    item = {
+        "type": "object",
+        "properties": {"item": {"type": "string", "minLength": 1, "maxLength": ITEM_MAX_CHARS},
+                       "source": {"type": "integer", "minimum": 1, "maximum": n_sources}},
+        "required": ["item", "source"],
+        "additionalProperties": False,
+    }
+    items = {"type": "array", "items": item, "minItems": 1, "maxItems": MAX_ITEMS}
+    return {
+        "type": "object",
+        "properties": {
+            "question": {"type": "string", "minLength": 1, "maxLength": QUESTION_MAX_CHARS},
+            "checklist_depth": items,
+            "checklist_width": items,
+            "rationale": {"type": "string", "maxLength": 300},
+        },
+        "required": ["question", "checklist_depth", "checklist_width", "rationale"],
+        "additionalProperties": False,
+    }
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -82,10 +93,12 @@ def forbidden_names(titles: Sequence[str], urls: Sequence[str]) -> list[str]:
     return names
 
 
-def check_task(raw: dict[str, Any], *, forbidden: Sequence[str], tree_urls: Iterable[str],
-               earlier_questions: Sequence[str], word_limit: tuple[int, int]
+def check_task(raw: dict[str, Any], *, sources: Sequence[str], forbidden: Sequence[str],
+               tree_urls: Iterable[str], earlier_questions: Sequence[str],
+               word_limit: tuple[int, int], word_limit_instruction: str
                ) -> tuple[Task | None, list[str]]:
-    """A Task, or None with the reasons it was rejected."""
+    """A Task, or None with the reasons it was rejected. `sources` are the URLs of the pages
+    the prompt numbered 1..n; items cite them by number."""
     reasons: list[str] = []
     question = str(raw.get("question", "")).strip()
     if not question:
@@ -102,7 +115,9 @@ def check_task(raw: dict[str, Any], *, forbidden: Sequence[str], tree_urls: Iter
         seen: set[str] = set()
         for entry in raw.get(key) or []:
             item = str(entry.get("item", "")).strip() if isinstance(entry, dict) else ""
-            url = str(entry.get("source_url", "")).strip() if isinstance(entry, dict) else ""
+            number = entry.get("source") if isinstance(entry, dict) else None
+            url = (sources[number - 1] if isinstance(number, int) and 1 <= number <= len(sources)
+                   else "")
             if not item:
                 reasons.append(f"{key} has an empty item")
                 continue
@@ -110,6 +125,10 @@ def check_task(raw: dict[str, Any], *, forbidden: Sequence[str], tree_urls: Iter
                 reasons.append(f"{key} repeats the item {item[:60]!r}")
                 continue
             seen.add(_norm(item))
+            if not url:
+                reasons.append(f"{key} item {item[:60]!r} cites source {number!r}, not one of "
+                               f"the {len(sources)} pages shown")
+                continue
             if url not in urls:
                 reasons.append(f"{key} item {item[:60]!r} cites {url[:100]!r}, not a page of "
                                "the tree")
@@ -119,7 +138,7 @@ def check_task(raw: dict[str, Any], *, forbidden: Sequence[str], tree_urls: Iter
         lists[key] = tuple(items)
     if reasons:
         return None, reasons
-    task = Task(question, str(raw.get("word_limit_instruction", "")), word_limit,
+    task = Task(question, word_limit_instruction, word_limit,
                 lists["checklist_depth"], lists["checklist_width"],
                 str(raw.get("rationale", "")))
     return task, []

@@ -17,7 +17,7 @@ from drarena.errors import DrarenaError
 from drarena.examiner import templates
 from drarena.examiner.evolve import word_limit
 from drarena.examiner.quoting import fit_evenly, quote_block
-from drarena.examiner.taskcheck import TASK_SCHEMA, Task, check_task, forbidden_names
+from drarena.examiner.taskcheck import Task, check_task, forbidden_names, task_schema
 from drarena.models.client import ModelClient
 from drarena.models.structured import complete_json
 from drarena.records import Record
@@ -45,16 +45,17 @@ def word_limit_instruction(limits: tuple[int, int]) -> str:
     return f"Answer in {limits[0]} to {limits[1]} words."
 
 
-def _render_pages(pages: Sequence[TreePage], budget_chars: int, kind: str
+def _render_pages(pages: Sequence[TreePage], budget_chars: int, first: int
                   ) -> tuple[str, list[str]]:
+    """Pages as quoted blocks numbered SOURCE first, first+1, ... (checklists cite them)."""
     fitted = fit_evenly([p.text for p in pages], budget_chars)
     blocks, cut = [], []
-    for i, (page, fit) in enumerate(zip(pages, fitted, strict=True), 1):
+    for i, (page, fit) in enumerate(zip(pages, fitted, strict=True), first):
         header = f"title: {page.title}\nurl: {page.url}\nrelation: {page.relation}"
         if fit.cut:
             cut.append(page.url)
             header += f"\n(text cut to {len(fit.text)} of {fit.original_chars} characters)"
-        blocks.append(quote_block(f"{kind} {i}", f"{header}\n\n{fit.text}"))
+        blocks.append(quote_block(f"SOURCE {i}", f"{header}\n\n{fit.text}"))
     return "\n\n".join(blocks) or "(none)", cut
 
 
@@ -68,14 +69,15 @@ async def generate_task(client: ModelClient, role: str, *, root: TreePage,
     limits = word_limit(width, depth)
     instruction = word_limit_instruction(limits)
     # the chain gets a third of the budget: it sets the logic, the targets hold the facts
-    chain_text, cut_chain = _render_pages(chain, page_budget_chars // 3, "CHAIN PAGE")
+    chain_text, cut_chain = _render_pages(chain, page_budget_chars // 3, 1)
     target_text, cut_targets = _render_pages(targets, page_budget_chars - page_budget_chars // 3,
-                                             "TARGET PAGE")
+                                             len(chain) + 1)
+    sources = [p.url for p in (*chain, *targets)]
     prompt = templates.render(
         "taskgen", root_topic=root.title or root.url, reasoning_chain=chain_text,
-        target_pages=target_text, width=width,
-        earlier_questions="\n".join(f"- {q}" for q in earlier_questions) or "(none)",
-        word_limit_instruction=instruction)
+        target_pages=target_text, width=width, n_sources=len(sources),
+        earlier_questions="\n".join(f"- {q}" for q in earlier_questions) or "(none)")
+    schema = task_schema(len(sources))
     forbidden = forbidden_names([root.title, *(t.title for t in targets)],
                                 [root.url, *(t.url for t in targets)])
     messages: list[dict[str, str]] = [{"role": "user", "content": prompt}]
@@ -83,15 +85,14 @@ async def generate_task(client: ModelClient, role: str, *, root: TreePage,
     cut = tuple(cut_chain + cut_targets)
     for _ in range(max_attempts):
         try:
-            raw, completion = await complete_json(client, role, messages, TASK_SCHEMA,
-                                                  name="task")
+            raw, completion = await complete_json(client, role, messages, schema, name="task")
         except DrarenaError as exc:
             return TaskOutcome(None, tuple(attempts), cut, error=str(exc))
-        task, reasons = check_task(raw, forbidden=forbidden, tree_urls=tree_urls,
-                                   earlier_questions=earlier_questions, word_limit=limits)
+        task, reasons = check_task(raw, sources=sources, forbidden=forbidden,
+                                   tree_urls=tree_urls, earlier_questions=earlier_questions,
+                                   word_limit=limits, word_limit_instruction=instruction)
         attempts.append(TaskAttempt(completion.key, tuple(reasons)))
         if task is not None:
-            task = dataclasses.replace(task, word_limit_instruction=instruction)
             return TaskOutcome(task, tuple(attempts), cut)
         messages += [{"role": "assistant", "content": completion.text},
                      {"role": "user", "content": "That task is invalid: " + "; ".join(reasons)

@@ -75,11 +75,15 @@ def build_passages(layout: IndexLayout, settings: PassageSettings,
             f"{docs_file(layout.snapshot_dir)} holds no pages with text: nothing to index")
     tmp = _tmp_for(layout.passages)
     count = 0
-    with (tmp / PASSAGES_FILE).open("w", encoding="utf-8") as fh:
-        for passage in split_docs(tqdm(docs, desc="passages", unit="doc", file=sys.stderr),
-                                  settings):
-            fh.write(passage.to_json() + "\n")
-            count += 1
+    try:
+        with (tmp / PASSAGES_FILE).open("w", encoding="utf-8") as fh:
+            for passage in split_docs(tqdm(docs, desc="passages", unit="doc", file=sys.stderr),
+                                      settings):
+                fh.write(passage.to_json() + "\n")
+                count += 1
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     write_manifest(tmp, PassagesManifest(
         **state.model_dump(), doc_count=sum(d.indexed for d in docs), passage_count=count,
         passages_sha256=file_sha256(tmp / PASSAGES_FILE)))

@@ -127,6 +127,8 @@ def _open_retriever(args: argparse.Namespace) -> tuple[Any, Path]:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
     from drarena.search import build, embed
     from drarena.search.docstore import resolve_snapshot
     from drarena.search.manifest import IndexLayout
@@ -141,8 +143,8 @@ def cmd_index(args: argparse.Namespace) -> int:
                                    ("stride", args.passage_stride)) if v is not None}
     try:
         settings = PassageSettings(**overrides)
-    except ValueError as exc:
-        raise DrarenaError(f"passage settings: {str(exc).splitlines()[-1].strip()}") from None
+    except ValidationError as exc:
+        raise DrarenaError(f"passage settings: {exc.errors()[0]['msg']}") from None
     if args.dense_per_doc is not None and args.dense_per_doc < 1:
         raise DrarenaError("--dense-per-doc must be at least 1")
     if args.encode_threads is not None and args.encode_threads < 1:
@@ -185,6 +187,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from drarena.search import server
 
+    server.check_loopback(args.host)
     retriever, snapshot = _open_retriever(args)
     if args.stdio:
         server.serve_stdio(retriever, snapshot.name)

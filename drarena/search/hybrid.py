@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from drarena.errors import DrarenaError
 from drarena.records import Hit
 from drarena.registry import ComponentSpec
 from drarena.search.base import Retriever, build_retriever, check_k, parse_args
@@ -51,7 +52,7 @@ class HybridArgs(BaseModel):
     weights: list[float] | None = Field(default=None,
                                         description="one per retriever; default all 1")
     rrf_k: int = Field(default=RRF_K, ge=0, description="RRF constant: larger flattens rank gaps")
-    depth: int = Field(default=100, ge=1, le=1000, description="pages taken from each retriever")
+    depth: int = Field(default=50, ge=1, le=1000, description="pages taken from each retriever")
 
 
 class HybridRetriever:
@@ -84,8 +85,6 @@ class HybridRetriever:
 def build(snapshot_dir: Path, index_root: Path, **args: Any) -> HybridRetriever:
     parsed: HybridArgs = parse_args(HybridArgs, args, "hybrid")
     if parsed.weights is not None and len(parsed.weights) != len(parsed.retrievers):
-        from drarena.errors import DrarenaError
-
         raise DrarenaError(f"retriever hybrid: args.weights has {len(parsed.weights)} entries "
                            f"for {len(parsed.retrievers)} retrievers")
     members = [build_retriever(spec, snapshot_dir, index_root) for spec in parsed.retrievers]

@@ -86,7 +86,9 @@ class IndexLayout:
         return self.root / f"dense-{slug}"
 
     def rebuild_hint(self) -> str:
-        return f"`drarena index {self.snapshot_dir}` (with --index-root {self.root.parent})"
+        root = self.root.parent
+        option = "" if root == Path("index") else f" --index-root {root}"
+        return f"`drarena index {self.snapshot_dir}{option}`"
 
 
 def current_state(snapshot_dir: Path, settings: PassageSettings) -> SourceState:

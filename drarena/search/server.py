@@ -146,11 +146,15 @@ def make_mcp(retriever: Retriever, snapshot: str, host: str = "127.0.0.1",
     return mcp
 
 
+def check_loopback(host: str) -> None:
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        raise DrarenaError(f"--host {host}: the search server listens on loopback only")
+
+
 def serve_http(retriever: Retriever, snapshot: str, host: str, port: int) -> None:
     import uvicorn
 
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        raise DrarenaError(f"--host {host}: the search server listens on loopback only")
+    check_loopback(host)
     app = make_mcp(retriever, snapshot, host, port).streamable_http_app()
     print(f"serving {retriever.name} search over {snapshot} on http://{host}:{port} "
           f"(/search, /open, /health, MCP at /mcp)", file=sys.stderr, flush=True)

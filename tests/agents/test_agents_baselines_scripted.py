@@ -6,8 +6,10 @@ import pytest
 from agent_helpers import MemoryRetrieverForTests, scripted_context, tool
 
 from drarena.agents.base import Conversation, SourcePage
+from drarena.agents.common import CUT_NOTE
 from drarena.agents.registry import AgentContext, build_agent
 from drarena.errors import DrarenaError
+from drarena.models.backend import BackendReply
 from drarena.models.scripted import reply
 
 ASYNCIO = "http://site.test/asyncio"
@@ -83,7 +85,8 @@ async def test_invalid_answer_is_repaired_once_then_plain_text_is_kept() -> None
                                    reply("Still plain [1].\n[1]: http://x.test/a")])
     answer = await build_agent({"kind": "closed_book"}, context).answer(Conversation("q"),
                                                                         (1, 5))
-    assert answer.error == "no answer call in the reply"
+    assert answer.error == ("no answer call in the reply (reply: 'Still plain [1]. [1]: "
+                            "http://x.test/a')")
     assert answer.report == "Still plain [1]."
     assert answer.check.fabricated_urls == ("http://x.test/a",)
 
@@ -112,3 +115,16 @@ async def test_word_limit_is_checked() -> None:
     context, _ = scripted_context([])
     with pytest.raises(DrarenaError, match="word_limit"):
         await build_agent({"kind": "closed_book"}, context).answer(Conversation("q"), (50, 10))
+
+
+async def test_answer_call_cut_into_text_by_the_token_limit_is_kept() -> None:
+    cut = BackendReply(model="scripted", finish_reason="length", prompt_tokens=5,
+                       completion_tokens=160, cost_usd=None, tool_calls=(),
+                       text='<tool_call>\n{"name": "answer", "arguments": {"report": "Sorted '
+                            'takes a key [1] and so on and on')
+    context, backend = scripted_context([cut])
+    answer = await build_agent({"kind": "closed_book"}, context).answer(Conversation("q"),
+                                                                        (1, 5))
+    assert answer.error is None and len(backend.requests) == 1
+    assert answer.report == "Sorted takes a key [1] and so on and on"
+    assert answer.trajectory.steps[0].note == CUT_NOTE

@@ -39,7 +39,7 @@ def checker(pydocs_indexed: tuple[Path, Path]) -> Iterator[SnapshotUrlChecker]:
 
 
 def context(server: ServerHandle, indexed: tuple[Path, Path], checker: SnapshotUrlChecker,
-            max_tokens: int = 160, search_url: str | None = None) -> AgentContext:
+            max_tokens: int = 128, search_url: str | None = None) -> AgentContext:
     config = ModelsConfig.model_validate({
         "roles": {"agent": {"model": server.litellm_model, "api_base": server.api_base,
                             "sampling": {"temperature": 0.0, "max_tokens": max_tokens},
@@ -88,12 +88,12 @@ async def test_rag_dense_answers_from_retrieved_pages(
         checker: SnapshotUrlChecker) -> None:
     ctx = context(model_server, pydocs_indexed, checker)
     agent = build_agent({"kind": "rag", "args": {"retriever": {"kind": "dense"}, "k": 2,
-                                                 "context_chars": 3000}}, ctx)
+                                                 "context_chars": 2000}}, ctx)
     answer = await agent.answer(Conversation(QUESTION), WORDS)
     assert_sound(answer)
     first = answer.trajectory.steps[0]
-    assert [t.name for t in first.tools] == ["search", "open", "open"]
-    assert all(t.error is None for t in first.tools)
+    assert all(t.error is None for t in first.tools), first.tools
+    assert [t.name for t in first.tools] == ["search", "open", "open"], first.tools
 
 
 @pytest.mark.model
@@ -104,10 +104,11 @@ async def test_closed_book_and_oracle(model_server: ServerHandle,
     closed = await build_agent({"kind": "closed_book"}, ctx).answer(Conversation(QUESTION),
                                                                     WORDS)
     assert_sound(closed)
-    assert closed.trajectory.tool_events()[0].name == "answer"
+    assert len(closed.trajectory.model_calls()) >= 1
+    assert not [t for t in closed.trajectory.tool_events() if t.name != "answer"]
     doc = DocStore.from_snapshot(pydocs_indexed[0]).get(SORTING)
     targets = (SourcePage(doc.url, doc.title, doc.contents),)
-    oracle = await build_agent({"kind": "oracle", "args": {"context_chars": 3000}}, ctx
+    oracle = await build_agent({"kind": "oracle", "args": {"context_chars": 2000}}, ctx
                                ).answer(Conversation(QUESTION, targets=targets), WORDS)
     assert_sound(oracle)
     assert oracle.trajectory.steps[0].tools[0].urls == (SORTING,)

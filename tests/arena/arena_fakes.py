@@ -67,18 +67,18 @@ def examiner_step(verdicts: list[dict[str, str]]) -> Any:
         prompt = request["messages"][0]["content"]
         if name == "task":
             block = prompt.split("B. TARGET PAGES", 1)[1]
-            urls = re.findall(r"url: (\S+)", block)
+            numbers = [int(n) for n in re.findall(r"<<<BEGIN SOURCE (\d+)>>>", block)]
             return reply(json.dumps({
                 # a pure function of the prompt, as a model at temperature 0 would be
                 "question": f"Question {hashlib.sha256(prompt.encode()).hexdigest()[:10]} "
                             "about the shared topic?",
-                "word_limit_instruction": "x",
-                "checklist_depth": [{"item": f"entity {u}", "source_url": u} for u in urls],
-                "checklist_width": [{"item": f"detail {u}", "source_url": u} for u in urls],
+                "checklist_depth": [{"item": f"entity {n}", "source": n} for n in numbers],
+                "checklist_width": [{"item": f"detail {n}", "source": n} for n in numbers],
                 "rationale": "r"}))
         v = queue.pop(0)
-        return reply(json.dumps({"checklist_a": [], "checklist_b": [], "reasoning": "r",
-                                 "tie_quality": v.get("q", "NA"),
+        n = int(re.search(r"CHECKLIST \((\d+) items", prompt).group(1))
+        return reply(json.dumps({"checklist_a": [True] * n, "checklist_b": [False] * n,
+                                 "reasoning": "r", "tie_quality": v.get("q", "NA"),
                                  "loser_failure_type": v.get("f", "NONE"),
                                  "verdict": v["v"]}))
 
@@ -102,8 +102,9 @@ def strength_examiner() -> Any:
                  for side in "AB"]
         a, b = (int(m.group(1)) if m else 0 for m in found)
         verdict = "TIE" if a == b else ("A_MUCH_BETTER" if a > b else "B_MUCH_BETTER")
-        return reply(json.dumps({"checklist_a": [], "checklist_b": [], "reasoning": "r",
-                                 "tie_quality": "HIGH", "loser_failure_type": "DEPTH",
-                                 "verdict": verdict}))
+        n = int(re.search(r"CHECKLIST \((\d+) items", prompt).group(1))
+        return reply(json.dumps({"checklist_a": [a > b] * n, "checklist_b": [b > a] * n,
+                                 "reasoning": "r", "tie_quality": "HIGH",
+                                 "loser_failure_type": "DEPTH", "verdict": verdict}))
 
     return step

@@ -16,6 +16,7 @@ from drarena.corpus.extract import (
     load_links,
     text_digest,
 )
+from drarena.corpus.trees import TreeParams, build_snapshot_trees
 from drarena.errors import DrarenaError
 from drarena.web.snapshot import Snapshot
 
@@ -147,6 +148,8 @@ def test_snapshot_without_html(tmp_path: Path) -> None:
     assert result.docs_path.read_text() == ""
     assert result.counts["skipped_responses"] == {"non_html:application/json": 1,
                                                   "non_html:application/pdf": 1}
+    with pytest.raises(DrarenaError, match="asked for 1 trees but the snapshot can root only 0"):
+        build_snapshot_trees(snap, TreeParams(count=1), progress=False)
 
 
 def test_load_errors_name_the_file(tmp_path: Path) -> None:

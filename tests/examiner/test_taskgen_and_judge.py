@@ -32,11 +32,12 @@ def client(steps: list) -> tuple[ModelClient, ScriptedBackendForTests]:
     return ModelClient(config, backend=backend), backend
 
 
-def task_json(question: str, url: str = TARGETS[0].url) -> str:
+def task_json(question: str, source: int = 2) -> str:
+    # sources: 1 = the chain page, 2 and 3 = the targets
     return json.dumps({
-        "question": question, "word_limit_instruction": "x",
-        "checklist_depth": [{"item": "CSV reading module", "source_url": url}],
-        "checklist_width": [{"item": "dialects", "source_url": TARGETS[1].url}],
+        "question": question,
+        "checklist_depth": [{"item": "CSV reading module", "source": source}],
+        "checklist_width": [{"item": "dialects", "source": 3}],
         "rationale": "r"})
 
 
@@ -58,11 +59,13 @@ async def test_task_retries_with_reasons_then_succeeds() -> None:
 
 
 async def test_task_skipped_after_max_attempts() -> None:
-    bad = task_json("Which modules?", url="http://elsewhere/page")
+    bad = task_json("Which modules?", source=2)
     c, _ = client([reply(bad), reply(bad)])
+    outside = [u for u in URLS if u != TARGETS[0].url]  # source 2 is no longer in the tree
     out = await generate_task(c, "examiner", root=ROOT, chain=CHAIN, targets=TARGETS, depth=1,
-                              earlier_questions=[], tree_urls=URLS, page_budget_chars=2000)
+                              earlier_questions=[], tree_urls=outside, page_budget_chars=2000)
     assert out.task is None and "not a page of the tree" in out.error
+    assert len(out.attempts) == 2
 
 
 async def test_task_model_failure_is_reported_not_raised() -> None:
@@ -73,8 +76,8 @@ async def test_task_model_failure_is_reported_not_raised() -> None:
 
 
 def verdict(v: str, q: str = "NA", f: str = "NONE") -> str:
-    return json.dumps({"checklist_a": [], "checklist_b": [], "verdict": v, "tie_quality": q,
-                       "loser_failure_type": f, "reasoning": "r"})
+    return json.dumps({"checklist_a": [True, True], "checklist_b": [False, True], "verdict": v,
+                       "tie_quality": q, "loser_failure_type": f, "reasoning": "r"})
 
 
 async def make_task():

