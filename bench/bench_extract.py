@@ -6,6 +6,8 @@ the same run over the same pages. Figures are printed, never asserted.
               with context and furniture flags) in this process.
   drarena xN  the same over a process pool of all cores, pool start-up included.
   ceiling     Resiliparse's extract_plain_text(main_content=True) on a parsed tree (C++).
+  pool        the all-cores pool again, warm, with the CPU its workers got: on a shared
+              machine "cores obtained" tells whether the all-cores row could scale at all.
   trees       LinkGraph from docs.jsonl + links.jsonl, then 30 seeded trees.
 
 Usage: .venv/bin/python bench/bench_extract.py [--snapshot snapshots/pydocs] [--pages N]

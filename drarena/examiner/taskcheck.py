@@ -61,6 +61,7 @@ class Task(Record):
     checklist_depth: tuple[ChecklistItem, ...]
     checklist_width: tuple[ChecklistItem, ...]
     rationale: str
+    notes: tuple[str, ...] = ()  # repairs made in validation (duplicate items dropped)
 
 
 def _norm(text: str) -> str:
@@ -98,8 +99,12 @@ def check_task(raw: dict[str, Any], *, sources: Sequence[str], forbidden: Sequen
                word_limit: tuple[int, int], word_limit_instruction: str
                ) -> tuple[Task | None, list[str]]:
     """A Task, or None with the reasons it was rejected. `sources` are the URLs of the pages
-    the prompt numbered 1..n; items cite them by number."""
+    the prompt numbered 1..n; items cite them by number.
+
+    Empty and repeated checklist items (small models loop) are dropped and noted rather than
+    failing the task: they add nothing to grade. A checklist left empty fails it."""
     reasons: list[str] = []
+    notes: list[str] = []
     question = str(raw.get("question", "")).strip()
     if not question:
         reasons.append("the question is empty")
@@ -110,19 +115,17 @@ def check_task(raw: dict[str, Any], *, sources: Sequence[str], forbidden: Sequen
         reasons.append("the question repeats an earlier question of this match")
     urls = set(tree_urls)
     lists: dict[str, tuple[ChecklistItem, ...]] = {}
+    seen: set[str] = set()  # across both lists: an item belongs to one of them
     for key in ("checklist_depth", "checklist_width"):
         items = []
-        seen: set[str] = set()
+        dropped = 0
         for entry in raw.get(key) or []:
             item = str(entry.get("item", "")).strip() if isinstance(entry, dict) else ""
             number = entry.get("source") if isinstance(entry, dict) else None
             url = (sources[number - 1] if isinstance(number, int) and 1 <= number <= len(sources)
                    else "")
-            if not item:
-                reasons.append(f"{key} has an empty item")
-                continue
-            if _norm(item) in seen:
-                reasons.append(f"{key} repeats the item {item[:60]!r}")
+            if not item or _norm(item) in seen:
+                dropped += 1
                 continue
             seen.add(_norm(item))
             if not url:
@@ -133,12 +136,15 @@ def check_task(raw: dict[str, Any], *, sources: Sequence[str], forbidden: Sequen
                 reasons.append(f"{key} item {item[:60]!r} cites {url[:100]!r}, not a page of "
                                "the tree")
             items.append(ChecklistItem(item, url))
+        if dropped:
+            notes.append(f"{key}: {dropped} empty or repeated item(s) dropped")
         if not items:
-            reasons.append(f"{key} is empty")
+            reasons.append(f"{key} is empty" + (" once repeated items are dropped"
+                                                 if dropped else ""))
         lists[key] = tuple(items)
     if reasons:
-        return None, reasons
+        return None, list(dict.fromkeys(reasons))
     task = Task(question, word_limit_instruction, word_limit,
                 lists["checklist_depth"], lists["checklist_width"],
-                str(raw.get("rationale", "")))
+                str(raw.get("rationale", "")), tuple(notes))
     return task, []

@@ -89,11 +89,9 @@ def test_schema_bounds_sources_and_lengths() -> None:
         (lambda r: r.update(question="What does csv.html on 127.0.0.1:8765 say?"), "names its"),
         (lambda r: r["checklist_width"].append({"item": "x", "source": 9}),
          "not one of the 3 pages shown"),
-        (lambda r: r["checklist_depth"].append({"item": "JSON  module!", "source": 1}),
-         "repeats the item"),
         (lambda r: r.update(checklist_width=[]), "checklist_width is empty"),
-        (lambda r: r["checklist_depth"].append({"item": " ", "source": 1}),
-         "empty item"),
+        (lambda r: r.update(checklist_width=[{"item": "csv module", "source": 2}]),
+         "checklist_width is empty once repeated items are dropped"),
     ],
 )
 def test_invalid_tasks_are_rejected_with_reasons(mutate, reason: str) -> None:
@@ -101,6 +99,18 @@ def test_invalid_tasks_are_rejected_with_reasons(mutate, reason: str) -> None:
     mutate(raw)
     task, reasons = check(raw, forbidden_names([], TREE))
     assert task is None and any(reason in r for r in reasons), reasons
+
+
+def test_repeated_and_empty_items_are_dropped_and_noted() -> None:
+    raw = good_raw()
+    raw["checklist_depth"] += [{"item": "JSON  module!", "source": 1}, {"item": " ", "source": 2}]
+    raw["checklist_width"].append({"item": "json module", "source": 1})  # already in depth
+    task, reasons = check(raw, [])
+    assert reasons == [] and task is not None
+    assert [i.item for i in task.checklist_depth] == ["json module", "csv module"]
+    assert len(task.checklist_width) == 1
+    assert task.notes == ("checklist_depth: 2 empty or repeated item(s) dropped",
+                          "checklist_width: 1 empty or repeated item(s) dropped")
 
 
 def test_repeated_question_is_rejected() -> None:
