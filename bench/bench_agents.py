@@ -35,8 +35,8 @@ BASE = "http://127.0.0.1:8765"
 QUESTIONS = [  # question, the pages an oracle is given
     ("How do I sort a list of dictionaries by one of their keys?",
      [f"{BASE}/howto/sorting.html"]),
-    ("How can a program read command-line options and print a usage message?",
-     [f"{BASE}/howto/argparse.html"]),
+    ("How do I match a pattern in a string and pull out the matching parts?",
+     [f"{BASE}/howto/regex.html"]),
     ("What is a descriptor and how do properties use it?", [f"{BASE}/howto/descriptor.html"]),
 ]
 AGENTS: dict[str, dict[str, Any]] = {

@@ -11,6 +11,7 @@ task, an agent or the judge failing) is void: it never scores as a tie or a win.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import hashlib
 import random
@@ -170,16 +171,18 @@ class MatchRunner:
             planned = Transition(Move.DEEPEN, depth + 1, width)
         else:
             planned = transition(rec.judgment.reconciled, depth, width)
-        new_path = path
+        new_path, move = path, planned.move
         try:
             if planned.move in (Move.DEEPEN, Move.DEEPEN_WIDEN):
                 new_path = self.walker.descend(path)
             elif planned.move == Move.BACKTRACK_NARROW:
                 new_path = self.walker.backtrack(path, self.settings.start_depth)
         except CannotExpand:
-            new_path = path  # the tree ends here: stay, and let the width change do the work
-        return new_path, planned.width, Transition(planned.move, len(new_path) - 1,
-                                                   planned.width)
+            if rec.void_reason:  # the same node again would replay the same failure
+                with contextlib.suppress(CannotExpand):
+                    new_path, move = self.walker.start(self.settings.start_depth), Move.RESTART
+            # otherwise the tree ends here: stay, and let the width change do the work
+        return new_path, planned.width, Transition(move, len(new_path) - 1, planned.width)
 
     async def _play_round(self, index: int, path: TreePath, depth: int, width: int,
                           earlier: list[str], conv: dict[str, Conversation | None],

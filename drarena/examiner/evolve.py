@@ -23,6 +23,7 @@ class Move(StrEnum):
     DEEPEN_WIDEN = "DEEPEN_WIDEN"  # D+1, W+1
     DEEPEN = "DEEPEN"  # D+1
     WIDEN = "WIDEN"  # W+1
+    RESTART = "RESTART"  # after a void round at a node that cannot go deeper: a new start node
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

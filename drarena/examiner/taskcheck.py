@@ -115,9 +115,9 @@ def check_task(raw: dict[str, Any], *, sources: Sequence[str], forbidden: Sequen
         reasons.append("the question repeats an earlier question of this match")
     urls = set(tree_urls)
     lists: dict[str, tuple[ChecklistItem, ...]] = {}
-    seen: set[str] = set()  # across both lists: an item belongs to one of them
     for key in ("checklist_depth", "checklist_width"):
         items = []
+        seen: set[str] = set()
         dropped = 0
         for entry in raw.get(key) or []:
             item = str(entry.get("item", "")).strip() if isinstance(entry, dict) else ""
