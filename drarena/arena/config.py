@@ -42,6 +42,16 @@ class AgentEntry(BaseModel):
         return ComponentSpec(kind=self.kind, args=self.args)
 
 
+class IndexSettings(BaseModel):
+    """How `drarena tournament` builds missing indexes (see `drarena index --help`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dense_per_doc: int | None = Field(
+        1, ge=1, description="passages per page in the dense index (None: all; a full dense "
+                             "index of pydocs takes minutes on 2 CPU cores)")
+
+
 class RatingSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -64,6 +74,7 @@ class TournamentConfig(BaseModel):
     trees: TreesSettings = Field(default_factory=TreesSettings)  # type: ignore[arg-type]
     match: MatchSettings = Field(default_factory=MatchSettings)  # type: ignore[arg-type]
     rating: RatingSettings = Field(default_factory=RatingSettings)  # type: ignore[arg-type]
+    index: IndexSettings = Field(default_factory=IndexSettings)  # type: ignore[arg-type]
     models: ModelsConfig
     agents: tuple[AgentEntry, ...] = Field(min_length=2)
 

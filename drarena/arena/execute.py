@@ -95,13 +95,15 @@ def execute(config: TournamentConfig, run: RunDir, *, serve: bool, cache_mode: C
     endpoint = (contextlib.nullcontext((None, None)) if fixed_roles is not None
                 else model_endpoint(config, serve, model))
     with endpoint as (api_base, served_model):
-        bound = bind_roles(config.models, api_base, served_model,
-                           cache_path or run.cache_path, cache_mode)
         if fixed_roles is not None:  # replay: the exact models the original run used
-            roles = {k: bound.roles[k].model_copy(update={"model": v["model"],
-                                                          "api_base": v["api_base"]})
-                     for k, v in fixed_roles.items() if k in bound.roles}
-            bound = bound.model_copy(update={"roles": {**bound.roles, **roles}})
+            models = config.models.model_copy(update={"roles": {
+                k: r.model_copy(update={"model": fixed_roles[k]["model"],
+                                        "api_base": fixed_roles[k]["api_base"]})
+                for k, r in config.models.roles.items()}})
+        else:
+            models = config.models
+        bound = bind_roles(models, api_base, served_model, cache_path or run.cache_path,
+                           cache_mode)
         header = build_header(config, bound, trees)
         if old is not None and newcomer is None:
             header["created"] = old.get("created", header["created"])

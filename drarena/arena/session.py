@@ -69,6 +69,8 @@ def prepare_inputs(config: TournamentConfig) -> None:
         argv = ["index", str(snapshot), "--index-root", str(config.index_root)]
         if not kinds & {"dense", "hybrid"}:
             argv.append("--no-dense")
+        elif config.index.dense_per_doc is not None:
+            argv += ["--dense-per-doc", str(config.index.dense_per_doc)]
         if cli_main(argv) != 0:
             raise DrarenaError(f"indexing {snapshot} failed")
 
