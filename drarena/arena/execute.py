@@ -16,6 +16,7 @@ from drarena.arena.runs import RunDir, write_atomic
 from drarena.arena.session import (
     bind_roles,
     build_header,
+    check_components,
     config_digest,
     load_pages,
     load_trees,
@@ -84,6 +85,7 @@ def execute(config: TournamentConfig, run: RunDir, *, serve: bool, cache_mode: C
             newcomer: str | None = None, prepare: bool = True,
             model: str | None = None) -> RunResult:
     """Play (or resume) the tournament of `config` into `run`."""
+    check_components(config)
     if prepare:
         prepare_inputs(config)
     trees = load_trees(config)

@@ -50,6 +50,33 @@ def retriever_kinds(config: TournamentConfig) -> set[str]:
     return kinds
 
 
+def check_components(config: TournamentConfig) -> None:
+    """Unknown agent kinds, retriever kinds or model roles: one line, before any work."""
+    from drarena.agents.registry import AGENTS
+    from drarena.registry import RegistryError
+    from drarena.search.base import RETRIEVERS
+
+    roles = config.models.roles
+    if config.match.examiner_role not in roles:
+        raise DrarenaError(f"match.examiner_role: no role {config.match.examiner_role!r} in "
+                           f"models.roles (have {', '.join(sorted(roles))})")
+    for agent in config.agents:
+        where = f"agents.{agent.name}"
+        if agent.kind not in AGENTS.kinds():
+            raise DrarenaError(f"{where}.kind: unknown agent kind {agent.kind!r} (known: "
+                               f"{', '.join(AGENTS.kinds())})")
+        role = agent.args.get("role", "agent")
+        if agent.kind not in ("command",) and role not in roles:
+            raise DrarenaError(f"{where}.args.role: no role {role!r} in models.roles (have "
+                               f"{', '.join(sorted(roles))})")
+        spec = agent.args.get("retriever")
+        if isinstance(spec, dict):
+            try:
+                RETRIEVERS.factory(str(spec.get("kind")))
+            except RegistryError as exc:
+                raise DrarenaError(f"{where}.args.retriever: {exc}") from None
+
+
 def prepare_inputs(config: TournamentConfig) -> None:
     """Extract, grow trees and index the snapshot when they are missing or stale (each
     stage does nothing when it is up to date)."""
