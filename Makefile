@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 CORPUS ?= pydocs
 SETUP_STAMP := $(VENV)/.drarena-setup
 
-.PHONY: setup test snapshot lint
+.PHONY: setup test snapshot lint setup-browser
 
 ## setup: create .venv and install drarena and everything it needs (fast when nothing changed)
 setup: $(SETUP_STAMP)
@@ -16,8 +16,12 @@ $(SETUP_STAMP): pyproject.toml scripts/setup.sh
 	touch $@
 
 ## test: set up, then run the test suite
-test: setup setup-models
+test: setup setup-models setup-browser
 	$(BIN)/python -m pytest
+
+## setup-browser: Debian's chromium for the report's headless browser test (apt, once)
+setup-browser:
+	bash scripts/setup_browser.sh
 
 ## lint: ruff and mypy over the package
 lint: setup
