@@ -20,8 +20,9 @@ ITEM_MAX_CHARS = 160
 MAX_ITEMS = 6
 
 
-def task_schema(n_sources: int) -> dict[str, Any]:
-    """The task JSON Schema for a prompt that shows `n_sources` numbered pages.
+def task_schema(n_sources: int, n_targets: int = MAX_ITEMS) -> dict[str, Any]:
+    """The task JSON Schema for a prompt that shows `n_sources` numbered pages, `n_targets` of
+    them targets: at most one depth item per target and two width items per target.
 
     Checklist items cite their page by number, not by URL: constrained decoding then makes
     an untraceable citation impossible, where small models mangle URLs they must copy. The
@@ -33,13 +34,16 @@ def task_schema(n_sources: int) -> dict[str, Any]:
         "required": ["item", "source"],
         "additionalProperties": False,
     }
-    items = {"type": "array", "items": item, "minItems": 1, "maxItems": MAX_ITEMS}
+    def items(most: int) -> dict[str, Any]:
+        return {"type": "array", "items": item, "minItems": 1,
+                "maxItems": max(1, min(most, MAX_ITEMS))}
+
     return {
         "type": "object",
         "properties": {
             "question": {"type": "string", "minLength": 1, "maxLength": QUESTION_MAX_CHARS},
-            "checklist_depth": items,
-            "checklist_width": items,
+            "checklist_depth": items(n_targets),
+            "checklist_width": items(2 * n_targets),
             "rationale": {"type": "string", "maxLength": 300},
         },
         "required": ["question", "checklist_depth", "checklist_width", "rationale"],

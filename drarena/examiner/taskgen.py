@@ -77,7 +77,7 @@ async def generate_task(client: ModelClient, role: str, *, root: TreePage,
         "taskgen", root_topic=root.title or root.url, reasoning_chain=chain_text,
         target_pages=target_text, width=width, n_sources=len(sources),
         earlier_questions="\n".join(f"- {q}" for q in earlier_questions) or "(none)")
-    schema = task_schema(len(sources))
+    schema = task_schema(len(sources), len(targets))
     forbidden = forbidden_names([root.title, *(t.title for t in targets)],
                                 [root.url, *(t.url for t in targets)])
     messages: list[dict[str, str]] = [{"role": "user", "content": prompt}]

@@ -41,7 +41,10 @@ def test_tournament_replay_and_rank(pydocs_indexed: tuple[Path, Path],
     assert main(["tournament", str(path)]) == 0
     run = tmp_path / "e2e"
     header = json.loads((run / "run.json").read_text())
-    assert header["model_calls"] > 0 and header["snapshot_fingerprint"].startswith("sha256:")
+    from drarena.web.snapshot import Snapshot
+
+    assert header["model_calls"] > 0
+    assert header["snapshot_fingerprint"] == Snapshot.open(snapshot).fingerprint
     assert set(header["prompt_hashes"]) == {"taskgen", "judge"}
     records = [MatchRecord.from_json(line) for line in
                (run / "matches.jsonl").read_text().splitlines()]

@@ -81,6 +81,10 @@ def test_schema_bounds_sources_and_lengths() -> None:
     raw["question"] = "x" * 401
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(raw, task_schema(3))
+    raw = good_raw()  # two depth items: one per target at most
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(raw, task_schema(3, n_targets=1))
+    jsonschema.validate(raw, task_schema(3, n_targets=2))
 
 
 @pytest.mark.parametrize(
