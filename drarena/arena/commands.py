@@ -76,6 +76,10 @@ def cmd_tournament(args: argparse.Namespace) -> int:
     result = execute(config, run, serve=not args.no_serve, cache_mode=CacheMode.READ_WRITE,
                      model=args.model)
     print(result.leaderboard_md)
+    seconds = run.answer_seconds()
+    if seconds:
+        print("time per answer: " + ", ".join(f"{a} {sum(v) / len(v):.1f} s"
+                                              for a, v in sorted(seconds.items())))
     print(f"{len(result.log)} matches, {result.model_calls} model calls, "
           f"{time.perf_counter() - started:.0f} s")
     print(f"report: {run.path / 'report.html'}")

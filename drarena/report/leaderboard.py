@@ -11,7 +11,7 @@ import csv
 import dataclasses
 import io
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from drarena.arena.rating import Game, rate
 from drarena.arena.records import MatchRecord
@@ -41,7 +41,6 @@ class LeaderboardRow(Record):
     valid_citations: int
     fabricated_citations: int
     tokens_per_answer: float
-    seconds_per_answer: float | None
 
 
 def games_of(matches: Sequence[MatchRecord]) -> list[Game]:
@@ -49,9 +48,10 @@ def games_of(matches: Sequence[MatchRecord]) -> list[Game]:
 
 
 def build_leaderboard(agents: Sequence[str], matches: Sequence[MatchRecord], *,
-                      resamples: int = 1000, seed: int = 0,
-                      answer_seconds: Mapping[str, Sequence[float]] | None = None
-                      ) -> list[LeaderboardRow]:
+                      resamples: int = 1000, seed: int = 0) -> list[LeaderboardRow]:
+    """Time per answer is not here: it differs on every run, and these files must come out
+    byte-identical from a replay. The report and `drarena tournament` show it from
+    timings.jsonl."""
     ratings = {r.agent: r for r in rate(agents, games_of(matches), resamples=resamples,
                                         seed=seed)}
     rows = []
@@ -83,7 +83,6 @@ def build_leaderboard(agents: Sequence[str], matches: Sequence[MatchRecord], *,
                 if lost and verdict != Verdict.TIE:
                     failures[rnd.judgment.reconciled.loser_failure_type.value] += 1
         lost_rounds = sum(failures.values())
-        seconds = (answer_seconds or {}).get(agent)
         r = ratings[agent]
         rows.append(LeaderboardRow(
             rank=r.rank, agent=agent, rating=r.rating, lower=r.lower, upper=r.upper,
@@ -95,15 +94,13 @@ def build_leaderboard(agents: Sequence[str], matches: Sequence[MatchRecord], *,
                            for k, v in failures.items()},
             answers=answers, cited=cited, valid_citations=valid,
             fabricated_citations=fabricated,
-            tokens_per_answer=round(tokens / answers, 2) if answers else 0.0,
-            seconds_per_answer=round(sum(seconds) / len(seconds), 3) if seconds else None))
+            tokens_per_answer=round(tokens / answers, 2) if answers else 0.0))
     return sorted(rows, key=lambda row: (row.rank, -row.rating, row.agent))
 
 
 COLUMNS = ("rank", "agent", "rating", "lower", "upper", "matches", "wins", "losses", "ties",
            "void", "avg_rounds", "depth_fail", "width_fail", "both_fail", "none_fail",
-           "cited", "valid_citations", "fabricated_citations", "tokens_per_answer",
-           "seconds_per_answer")
+           "cited", "valid_citations", "fabricated_citations", "tokens_per_answer")
 
 
 def _flat(row: LeaderboardRow) -> dict[str, object]:
@@ -129,16 +126,13 @@ def to_json(rows: Sequence[LeaderboardRow]) -> str:
 
 def to_markdown(rows: Sequence[LeaderboardRow]) -> str:
     head = ("| rank | agent | rating | 95% interval | W-L-T | void | rounds/match | "
-            "lost by depth/width/both/none | citations valid/fabricated | tokens/answer | "
-            "s/answer |")
-    lines = [head, "|" + "---|" * 11]
+            "lost by depth/width/both/none | citations valid/fabricated | tokens/answer |")
+    lines = [head, "|" + "---|" * 10]
     for r in rows:
         f = r.failure_share
-        secs = "-" if r.seconds_per_answer is None else f"{r.seconds_per_answer:.1f}"
         lines.append(
             f"| {r.rank} | {r.agent} | {r.rating:.0f} | {r.lower:.0f} to {r.upper:.0f} | "
             f"{r.wins}-{r.losses}-{r.ties} | {r.void} | {r.avg_rounds:.2f} | "
             f"{f['DEPTH']:.0%}/{f['WIDTH']:.0%}/{f['BOTH']:.0%}/{f['NONE']:.0%} | "
-            f"{r.valid_citations}/{r.fabricated_citations} | {r.tokens_per_answer:.0f} | "
-            f"{secs} |")
+            f"{r.valid_citations}/{r.fabricated_citations} | {r.tokens_per_answer:.0f} |")
     return "\n".join(lines) + "\n"
