@@ -12,9 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 
 
 class ComponentSpec(BaseModel):
@@ -24,6 +25,20 @@ class ComponentSpec(BaseModel):
 
     kind: str = Field(description="registered name of the component kind")
     args: dict[str, Any] = Field(default_factory=dict, description="keyword arguments")
+
+
+def parse_args(model: type[M], args: dict[str, Any], what: str) -> M:
+    """A component's args validated by its pydantic model; the first problem as one line,
+    e.g. "agent react: args.max_steps: Input should be greater than or equal to 1"."""
+    from drarena.errors import DrarenaError
+
+    try:
+        return model.model_validate(args)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise DrarenaError(f"{what}: args.{field}: {err['msg']}" if field
+                           else f"{what}: args: {err['msg']}") from None
 
 
 class RegistryError(ValueError):

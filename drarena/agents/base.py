@@ -8,21 +8,9 @@ how a match is audited and replayed, so its shape is fixed and round-trips throu
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 from drarena.records import Record
-
-R = TypeVar("R", bound=Record)
-
-
-def _known(cls: type[Record], data: dict[str, Any]) -> None:
-    unknown = set(data) - {f.name for f in dataclasses.fields(cls)}
-    if unknown:
-        raise ValueError(f"{cls.__name__}: unknown fields {sorted(unknown)}")
-
-
-def _records(cls: type[R], items: Any) -> tuple[R, ...]:
-    return tuple(cls.from_dict(item) for item in items or ())
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -53,12 +41,6 @@ class Conversation(Record):
     question: str
     history: tuple[Turn, ...] = ()
     targets: tuple[SourcePage, ...] = ()
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Conversation:
-        _known(cls, data)
-        return cls(question=str(data["question"]), history=_records(Turn, data.get("history")),
-                   targets=_records(SourcePage, data.get("targets")))
 
     def then(self, answer: str, question: str) -> Conversation:
         """The conversation for the next round, after `answer` to the current question."""
@@ -103,24 +85,10 @@ class Step(Record):
     error: str | None = None
     note: str = ""
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Step:
-        _known(cls, data)
-        model = data.get("model")
-        return cls(index=int(data["index"]),
-                   model=None if model is None else ModelCall.from_dict(model),
-                   tools=_records(ToolEvent, data.get("tools")), error=data.get("error"),
-                   note=str(data.get("note", "")))
-
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Trajectory(Record):
     steps: tuple[Step, ...] = ()
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Trajectory:
-        _known(cls, data)
-        return cls(steps=_records(Step, data.get("steps")))
 
     def model_calls(self) -> list[ModelCall]:
         return [s.model for s in self.steps if s.model is not None]
@@ -174,14 +142,6 @@ class Answer(Record):
     limit_hit: str | None = None
     error: str | None = None
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Answer:
-        _known(cls, data)
-        fields = dict(data)
-        fields["citations"] = _records(Citation, data.get("citations"))
-        fields["check"] = CitationCheck.from_dict(data["check"])
-        fields["trajectory"] = Trajectory.from_dict(data["trajectory"])
-        return cls(**fields)
 
     @property
     def tokens(self) -> int:

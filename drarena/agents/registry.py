@@ -13,12 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from drarena.agents.base import Agent
 from drarena.agents.citations import UrlChecker
 from drarena.errors import DrarenaError
-from drarena.registry import ComponentSpec, Registry, RegistryError
+from drarena.registry import ComponentSpec, M, Registry, RegistryError, parse_args
 
 if TYPE_CHECKING:
     from drarena.models.client import ModelClient
@@ -70,13 +70,8 @@ class AgentContext:
         return self._retrievers[key]
 
 
-def parse_agent_args(model: type[BaseModel], args: dict[str, Any], kind: str) -> Any:
-    try:
-        return model.model_validate(args)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or kind
-        raise DrarenaError(f"agent {kind}: args.{field}: {err['msg']}") from None
+def parse_agent_args(model: type[M], args: dict[str, Any], kind: str) -> M:
+    return parse_args(model, args, f"agent {kind}")
 
 
 def build_agent(spec: ComponentSpec | dict[str, Any], context: AgentContext,

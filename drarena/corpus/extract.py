@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from drarena.corpus.navlinks import RepeatRule, normalize_anchor, repeated_pairs
 from drarena.corpus.page import MAX_PAGE_BYTES, PageExtract, extract_page
 from drarena.corpus.records import Doc, Link
+from drarena.digests import file_sha256
 from drarena.errors import DrarenaError
 from drarena.web.urls import canonicalize_url
 
@@ -269,14 +270,6 @@ def build_records(sel: Selection, pages: Sequence[PageExtract], rule: RepeatRule
     return docs, links, {"counts": counts, **report}
 
 
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return "sha256:" + digest.hexdigest()
-
-
 def _write_lines(path: Path, lines: Iterable[str]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as fh:
@@ -311,7 +304,7 @@ def _up_to_date(out: Path, fingerprint: str, params: dict[str, Any]) -> dict[str
         return None
     for name, digest in manifest.get("outputs", {}).items():
         path = out / name
-        if not path.is_file() or _sha256_file(path) != digest:
+        if not path.is_file() or file_sha256(path) != digest:
             return None
     return manifest
 
@@ -346,8 +339,8 @@ def extract_responses(responses: Iterable[ResponseLike], out: Path, *, name: str
         manifest = {
             "stage": "extract", "snapshot": name, "snapshot_fingerprint": fingerprint,
             "params": params, **report,
-            "outputs": {DOCS_FILE: _sha256_file(out / DOCS_FILE),
-                        LINKS_FILE: _sha256_file(out / LINKS_FILE)},
+            "outputs": {DOCS_FILE: file_sha256(out / DOCS_FILE),
+                        LINKS_FILE: file_sha256(out / LINKS_FILE)},
         }
         _write_lines(out / MANIFEST_FILE,
                      [json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=False)])

@@ -15,7 +15,6 @@ generator seeded by the run seed and the root) up to `max_depth` and `max_nodes`
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
@@ -27,6 +26,7 @@ from typing import Any
 
 from drarena.corpus.records import Doc, Link, Tree, TreeEdge, TreeNode
 from drarena.corpus.relations import classify_relation
+from drarena.digests import file_sha256
 from drarena.errors import DrarenaError
 
 TREES_DIR = "trees"
@@ -212,10 +212,6 @@ def to_networkx(tree: Tree) -> Any:
     return nx.node_link_graph(json.loads(tree_to_json(tree)), edges="links")
 
 
-def _digest(path: Path) -> str:
-    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 @dataclass(frozen=True, slots=True)
 class TreesResult:
     out_dir: Path
@@ -233,7 +229,7 @@ def build_snapshot_trees(snapshot_dir: Path, params: TreeParams, workers: int | 
     params.check()
     extracted = extract_snapshot(Path(snapshot_dir), workers=workers, progress=progress)
     out = extracted.snapshot_dir / TREES_DIR
-    inputs = {"docs": _digest(extracted.docs_path), "links": _digest(extracted.links_path),
+    inputs = {"docs": file_sha256(extracted.docs_path), "links": file_sha256(extracted.links_path),
               "snapshot_fingerprint": extracted.fingerprint}
     header = {"tree_version": TREE_VERSION, "params": _params_dict(params), "inputs": inputs}
     index_path = out / TREES_INDEX
@@ -244,7 +240,7 @@ def build_snapshot_trees(snapshot_dir: Path, params: TreeParams, workers: int | 
             old = {}
         files = tuple(out / t["file"] for t in old.get("trees", []))
         if ({k: old.get(k) for k in header} == header and files
-                and all(f.is_file() and _digest(f) == t["digest"]
+                and all(f.is_file() and file_sha256(f) == t["digest"]
                         for f, t in zip(files, old["trees"], strict=True))):
             return TreesResult(out, files, int(old.get("candidates", 0)), up_to_date=True)
     graph = LinkGraph.build(load_docs(extracted.snapshot_dir), load_links(extracted.snapshot_dir))
@@ -261,7 +257,7 @@ def build_snapshot_trees(snapshot_dir: Path, params: TreeParams, workers: int | 
         path = out / f"{tree.id}.json"
         path.write_text(tree_to_json(tree), encoding="utf-8")
         root = tree.nodes[0]
-        entries.append({"id": tree.id, "file": path.name, "digest": _digest(path),
+        entries.append({"id": tree.id, "file": path.name, "digest": file_sha256(path),
                         "root": root.id, "root_url": root.url, "root_title": root.title,
                         "stats": tree.meta["stats"]})
     candidates = len(graph.root_candidates(params))

@@ -12,11 +12,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from drarena.errors import DrarenaError
 from drarena.records import Hit
-from drarena.registry import ComponentSpec, Registry, RegistryError
+from drarena.registry import ComponentSpec, M, Registry, RegistryError
+from drarena.registry import parse_args as parse_component_args
 from drarena.search.docstore import DEFAULT_PAGE_CHARS, DocStore, PageText
 from drarena.search.manifest import IndexLayout, PassagesManifest, require_fresh
 from drarena.search.passages import Passage, PassageSettings
@@ -57,13 +58,8 @@ def build_retriever(spec: ComponentSpec | dict[str, Any], snapshot_dir: Path,
         raise DrarenaError(f"retriever config: {str(exc).splitlines()[0]}") from None
 
 
-def parse_args(model: type[BaseModel], args: dict[str, Any], kind: str) -> Any:
-    try:
-        return model.model_validate(args)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or kind
-        raise DrarenaError(f"retriever {kind}: args.{field}: {err['msg']}") from None
+def parse_args(model: type[M], args: dict[str, Any], kind: str) -> M:
+    return parse_component_args(model, args, f"retriever {kind}")
 
 
 def check_k(k: int) -> int:

@@ -8,12 +8,12 @@ model's context, with offsets the agent can follow.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import unicodedata
 from pathlib import Path
 from urllib.parse import urldefrag
 
+from drarena import digests
 from drarena.errors import DrarenaError
 from drarena.records import Record
 from drarena.search.passages import SourceDoc, doc_id_of
@@ -58,11 +58,8 @@ def docs_file(snapshot_dir: Path) -> Path:
 
 
 def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    """Bare hex (the search manifests' format) of drarena.digests.file_sha256."""
+    return digests.file_sha256(path).removeprefix("sha256:")
 
 
 def snapshot_fingerprint(snapshot_dir: Path) -> str | None:
