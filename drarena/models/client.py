@@ -132,8 +132,13 @@ class ModelClient:
         if response_format is not None:
             request["response_format"] = dict(response_format)
         reply = await self._call_with_retries(role, spec, request)
+        # Servers draw tool-call ids at random (vLLM: chatcmpl-tool-<random>); the ids go back
+        # into the conversation and so into every later cache key. Ids derived from the
+        # request make a re-run of the same requests produce the same keys and records.
+        tool_calls = tuple(dataclasses.replace(call, id=f"call-{key[:16]}-{i}")
+                           for i, call in enumerate(reply.tool_calls))
         completion = Completion(
-            role=role, model=reply.model, text=reply.text, tool_calls=reply.tool_calls,
+            role=role, model=reply.model, text=reply.text, tool_calls=tool_calls,
             finish_reason=reply.finish_reason, prompt_tokens=reply.prompt_tokens,
             completion_tokens=reply.completion_tokens, latency_s=self._clock() - started,
             cost_usd=reply.cost_usd, cached=False, key=key)

@@ -72,8 +72,23 @@ async def test_record_then_replay_makes_zero_calls_and_returns_identical_outputs
     replayed = [await replayer.complete("examiner", m) for m in asked]
     assert replayer.model_calls == 0 and replay_backend.requests == []
     assert [r.content for r in replayed] == [r.content for r in recorded]
-    assert replayed[1].tool_calls == (call,)
+    assert replayed[1].tool_calls == recorded[1].tool_calls
+    (got,) = replayed[1].tool_calls
+    assert (got.name, got.arguments) == (call.name, call.arguments)
     assert replayer.usage()["examiner"].cached_calls == 2
+
+
+async def test_tool_call_ids_come_from_the_request_not_the_server() -> None:
+    """Servers draw ids at random; ids derived from the request keep later keys stable."""
+    asked = [{"role": "user", "content": "search please"}]
+    ids = []
+    for server_id in ("chatcmpl-tool-aaa", "chatcmpl-tool-bbb"):
+        call = ToolCall(id=server_id, name="search", arguments='{"q": "x"}')
+        client = ModelClient(config(None, "off"),
+                             backend=ScriptedBackendForTests([reply("", tool_calls=(call,))]))
+        done = await client.complete("examiner", asked)
+        ids.append(done.tool_calls[0].id)
+    assert ids[0] == ids[1] and ids[0].startswith("call-")
 
 
 async def test_concurrent_identical_calls_agree_with_what_replay_returns(

@@ -85,11 +85,15 @@ async def test_named_tool_call_validated_and_repaired() -> None:
     good = ToolCall(id="c2", name="search", arguments='{"query": "tallest tower"}')
     client, backend = client_for([reply("", tool_calls=(bad,)), reply("", tool_calls=(good,))])
     calls, _ = await complete_tool_call(client, "examiner", ASK, [SEARCH], tool_name="search")
-    assert calls == (good,) and json.loads(calls[0].arguments)["query"] == "tallest tower"
+    # ids are the client's (derived from the request), the call is the model's
+    assert [(c.name, c.arguments) for c in calls] == [(good.name, good.arguments)]
+    assert json.loads(calls[0].arguments)["query"] == "tallest tower"
     assert backend.requests[0]["tool_choice"] == {"type": "function",
                                                   "function": {"name": "search"}}
     repair = backend.requests[1]["messages"]
-    assert repair[-3]["tool_calls"][0]["id"] == "c1" and repair[-2]["role"] == "tool"
+    bad_id = repair[-3]["tool_calls"][0]["id"]  # the bad call, answered by a tool message
+    assert repair[-3]["tool_calls"][0]["function"]["arguments"] == bad.arguments
+    assert repair[-2]["role"] == "tool" and repair[-2]["tool_call_id"] == bad_id
 
 
 async def test_required_tool_call_missing_fails_after_repairs() -> None:
