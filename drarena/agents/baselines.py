@@ -126,14 +126,20 @@ def evidence_text(pages: list[SourcePage], budget_chars: int) -> tuple[str, str]
     return "\n\n".join(blocks), (f"{cut} of {len(pages)} pages cut to fit" if cut else "")
 
 
-class ClosedBookAgent:
-    """The model alone, no tools: the floor."""
+class _SingleCallAgent:
+    """What every baseline holds: its name, args, the run's context and model client."""
 
-    def __init__(self, name: str, args: BaselineArgs, context: AgentContext) -> None:
+    def __init__(self, name: str, args: Any, context: AgentContext) -> None:
         self.name = name
         self.args = args
         self._context = context
         self._client = context.model_client(name)
+
+
+class ClosedBookAgent(_SingleCallAgent):
+    """The model alone, no tools: the floor."""
+
+    args: BaselineArgs
 
     async def answer(self, conversation: Conversation, word_limit: tuple[int, int]) -> Answer:
         word_limit = check_word_limit(word_limit)
@@ -143,14 +149,13 @@ class ClosedBookAgent:
                                    self.args.max_repairs, word_limit)
 
 
-class RagAgent:
+class RagAgent(_SingleCallAgent):
     """One retrieval on the question, the top k pages in context, one answer."""
 
+    args: RagArgs
+
     def __init__(self, name: str, args: RagArgs, context: AgentContext) -> None:
-        self.name = name
-        self.args = args
-        self._context = context
-        self._client = context.model_client(name)
+        super().__init__(name, args, context)
         self._retriever = context.retriever(args.retriever)
 
     async def answer(self, conversation: Conversation, word_limit: tuple[int, int]) -> Answer:
@@ -189,14 +194,10 @@ class RagAgent:
                                    self.args.max_repairs, word_limit)
 
 
-class OracleAgent:
+class OracleAgent(_SingleCallAgent):
     """Given the round's target pages: the ceiling the Examiner should prefer."""
 
-    def __init__(self, name: str, args: OracleArgs, context: AgentContext) -> None:
-        self.name = name
-        self.args = args
-        self._context = context
-        self._client = context.model_client(name)
+    args: OracleArgs
 
     async def answer(self, conversation: Conversation, word_limit: tuple[int, int]) -> Answer:
         word_limit = check_word_limit(word_limit)

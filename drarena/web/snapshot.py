@@ -25,6 +25,7 @@ from drarena.web.warcfile import (
     Damage,
     RawRecord,
     decode_entity,
+    header_value,
     iter_file,
     parse_http_response,
     read_member,
@@ -54,11 +55,7 @@ class StoredResponse:
     revisit: bool = False
 
     def header(self, name: str, default: str = "") -> str:
-        lname = name.lower()
-        for key, value in self.headers:
-            if key.lower() == lname:
-                return value
-        return default
+        return header_value(self.headers, name, default)
 
     @property
     def location(self) -> str | None:

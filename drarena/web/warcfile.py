@@ -17,8 +17,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from drarena.digests import file_sha256
+
 GZIP_MAGIC = b"\x1f\x8b\x08"
 _CHUNK = 1 << 16
+
+
+def header_value(headers: tuple[tuple[str, str], ...], name: str, default: str = "") -> str:
+    """The first header of that name, compared case-insensitively (WARC and HTTP alike)."""
+    lname = name.lower()
+    for key, value in headers:
+        if key.lower() == lname:
+            return value
+    return default
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,11 +43,7 @@ class RawRecord:
     block: bytes
 
     def header(self, name: str, default: str = "") -> str:
-        lname = name.lower()
-        for key, value in self.headers:
-            if key.lower() == lname:
-                return value
-        return default
+        return header_value(self.headers, name, default)
 
     @property
     def type(self) -> str:
@@ -177,11 +184,8 @@ def _iter_mapped(mm: mmap.mmap, size: int, name: str) -> Iterator[RawRecord | Da
 
 
 def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
+    """Bare hex, the snapshot manifest's format, of drarena.digests.file_sha256."""
+    return file_sha256(path).removeprefix("sha256:")
 
 
 # --- HTTP payloads -------------------------------------------------------------------------
@@ -196,11 +200,7 @@ class HttpMessage:
     entity: bytes
 
     def header(self, name: str, default: str = "") -> str:
-        lname = name.lower()
-        for key, value in self.headers:
-            if key.lower() == lname:
-                return value
-        return default
+        return header_value(self.headers, name, default)
 
 
 def parse_http_response(block: bytes) -> HttpMessage:
