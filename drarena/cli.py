@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "drarena.models.commands",
     "drarena.arena.commands",
     "drarena.agents.commands",
+    "drarena.drift.commands",
 )
 
 

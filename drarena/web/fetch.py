@@ -86,10 +86,28 @@ class HostGate:
 
 @dataclass(frozen=True, slots=True)
 class FetchPolicy:
+    """`connect_to` maps "host:port" to the "host:port" actually connected to, like curl's
+    --connect-to: the URL, Host header and record stay those of the original origin (used to
+    fetch a site from a mirror or a loopback replay without rewriting its URLs)."""
+
     user_agent: str
     timeout_s: float
     max_bytes: int
     allow_private_addresses: bool
+    connect_to: tuple[tuple[str, str], ...] = ()
+
+
+def connect_target(url: str, policy: FetchPolicy) -> tuple[str, dict[str, str]]:
+    """The URL to connect to and the extra request headers that keep the original Host."""
+    if not policy.connect_to:
+        return url, {}
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    key = f"{parts.hostname}:{port}"
+    for source, target in policy.connect_to:
+        if source == key:
+            return parts._replace(netloc=target).geturl(), {"Host": parts.netloc}
+    return url, {}
 
 
 def literal_address_refused(url: str, policy: FetchPolicy) -> str | None:
@@ -121,12 +139,14 @@ async def fetch_once(session: aiohttp.ClientSession, url: str, policy: FetchPoli
     scheme = urlsplit(url).scheme
     if scheme not in ALLOWED_SCHEMES:
         return FetchFailure(url, "bad_scheme", f"scheme {scheme!r} is not http(s)")
-    refused = literal_address_refused(url, policy)
+    target, extra_headers = connect_target(url, policy)
+    refused = literal_address_refused(target, policy)
     if refused:
         return FetchFailure(url, "private_address", refused)
     timeout = aiohttp.ClientTimeout(total=policy.timeout_s)
     try:
-        async with gate, session.get(url, allow_redirects=False, timeout=timeout) as resp:
+        async with gate, session.get(target, allow_redirects=False, timeout=timeout,
+                                     headers=extra_headers) as resp:
             peer = resp.connection.transport.get_extra_info("peername") \
                 if resp.connection and resp.connection.transport else None
             chunks: list[bytes] = []
