@@ -50,15 +50,59 @@ bench-models: setup setup-models
 	$(BIN)/python bench/bench_models.py
 
 # --- tournament (issues 7, 8) -----------------------------------------------------------
-.PHONY: tournament
+.PHONY: tournament drift-run
 OFFLINE ?= 1
-CONFIG ?= configs/demo.yaml
+CONFIG ?= $(if $(filter 0,$(OFFLINE)),configs/live-demo.yaml,configs/demo.yaml)
 ## tournament: the main job. Builds what the snapshot lacks (extract, trees, indexes), starts
 ## the model server (CPU default; MODEL=<hf id or path> serves that model with vLLM), runs the
 ## Swiss tournament of $(CONFIG), prints the leaderboard and the path of report.html. Re-running
-## resumes an interrupted run.
+## resumes an interrupted run. OFFLINE=0: live mode (issue 9; default CONFIG
+## configs/live-demo.yaml): agents search through the config's live.provider, the Examiner
+## reads today's pages, all of it is captured into snapshots/<name>-live-<UTC time>, and
+## `drarena replay runs/<name>` replays it offline. With LOOPBACK=1 (the default for OFFLINE=0)
+## the "live web" is $(LIVE_SNAPSHOT) served on loopback: replay-snapshot on 8765 (its origin)
+## and serve-search on 8766 as the SearXNG, started for the run and stopped after; use
+## LOOPBACK=0 with a config naming a real SearXNG (or Brave, key from the environment).
+LOOPBACK ?= $(if $(filter 0,$(OFFLINE)),1,0)
+LIVE_SNAPSHOT ?= snapshots/pydocs
+RUN ?= runs/demo
+# start the loopback "live web" (when LOOPBACK=1) and stop it when the recipe's shell exits
+LOOPBACK_UP = pids=""; trap 'test -z "$$pids" || kill $$pids 2>/dev/null' EXIT; \
+	if [ "$(LOOPBACK)" = 1 ]; then \
+	  $(BIN)/drarena index $(LIVE_SNAPSHOT) --index-root index --no-dense; \
+	  $(BIN)/drarena replay-snapshot $(LIVE_SNAPSHOT) --port 8765 >/dev/null 2>&1 & pids="$$!"; \
+	  $(BIN)/drarena serve-search $(LIVE_SNAPSHOT) --index-root index --port 8766 \
+	    >/dev/null 2>&1 & pids="$$pids $$!"; \
+	  for i in $$(seq 360); do $(BIN)/python -c "import socket, urllib.request as r; \
+	    socket.create_connection(('127.0.0.1', 8765), 2).close(); \
+	    r.urlopen('http://127.0.0.1:8766/health', timeout=2)" 2>/dev/null && break; \
+	    sleep 0.5; done; \
+	fi
 tournament: setup $(if $(MODEL),,setup-models)
+	@set -eo pipefail; $(LOOPBACK_UP); \
 	$(BIN)/drarena tournament $(CONFIG) $(if $(MODEL),--model $(MODEL)) $(if $(filter 0,$(OFFLINE)),--live)
+
+## drift-run: ask the finished frozen tournament $(RUN)'s questions again live (same agents,
+## live search) and compare verdicts and ratings: drift-run.{json,md} in $(RUN)-drift. With
+## LOOPBACK=1 against the loopback "live web" above; else PROVIDER='{"kind": ...}'.
+PROVIDER ?= {"kind": "searxng", "args": {"url": "http://127.0.0.1:8766", "max_pages": 1}}
+drift-run: LOOPBACK = 1
+drift-run: setup setup-models
+	@set -eo pipefail; $(LOOPBACK_UP); \
+	$(BIN)/drarena drift-run $(RUN) --provider '$(PROVIDER)' \
+	  $(if $(filter 1,$(LOOPBACK)),--web '{"allow_private_addresses": true, "per_host_delay_s": 0}')
+
+# --- drift (issue 9) ---------------------------------------------------------------------
+.PHONY: drift
+AGAINST ?= live
+## drift: how far snapshots/$(CORPUS) has drifted, per page, tree and (DRIFT_RUN=runs/<x>)
+## checklist item. AGAINST=live (default) re-fetches every page; ALLOW_PRIVATE=1 for a site on
+## loopback, CONNECT_TO=host:port=host:port to fetch its URLs from elsewhere. AGAINST=<later
+## snapshot folder> compares offline. Table on stdout; JSON + HTML in runs/drift-$(CORPUS)/.
+drift: setup
+	$(BIN)/drarena drift snapshots/$(CORPUS) --against $(AGAINST) \
+	  --json runs/drift-$(CORPUS)/drift.json $(if $(DRIFT_RUN),--run $(DRIFT_RUN)) \
+	  $(if $(ALLOW_PRIVATE),--allow-private) $(if $(CONNECT_TO),--connect-to $(CONNECT_TO))
 
 # --- corpus (issue 3) -------------------------------------------------------------------
 .PHONY: extract trees bench-extract

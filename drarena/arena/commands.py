@@ -18,7 +18,11 @@ def register(subparsers: Any) -> None:
     t.add_argument("--model", default=None,
                    help="serve this model with vLLM for 'served' roles (GPU when present; on "
                         "the CPU a local Hugging Face folder)")
-    t.add_argument("--live", action="store_true", help="live mode (not available yet)")
+    t.add_argument("--live", action="store_true",
+                   help="live mode (overrides `offline: true`): agents search the live web "
+                        "through the config's `live.provider`, the Examiner reads today's "
+                        "pages, everything read is captured into a new snapshot under "
+                        "`live.capture_root` that `drarena replay RUN` replays offline")
     t.set_defaults(func=cmd_tournament)
 
     r = subparsers.add_parser("rank", help="recompute a run's leaderboard from matches.jsonl")
@@ -45,6 +49,24 @@ def register(subparsers: Any) -> None:
     a.add_argument("--no-serve", action="store_true")
     a.set_defaults(func=cmd_add_agent)
 
+    d = subparsers.add_parser(
+        "drift-run", help="ask a finished frozen tournament's questions again live, to the same "
+                          "agents, and compare verdicts and ratings frozen against live")
+    d.add_argument("run", type=Path, help="finished frozen run folder, e.g. runs/demo")
+    d.add_argument("--provider", default=None,
+                   help='live search provider as JSON {kind, args}, e.g. \'{"kind": "searxng", '
+                        '"args": {"url": "http://127.0.0.1:8888"}}\' (default: the run '
+                        "config's live.provider, else a SearXNG on 127.0.0.1:8888)")
+    d.add_argument("--web", default=None,
+                   help="LiveWebSettings as JSON (e.g. connect_to, allow_private_addresses)")
+    d.add_argument("--out", type=Path, default=None, help="folder (default <run>-drift)")
+    d.add_argument("--replay", action="store_true",
+                   help="re-execute the drift-run in --out from its model cache and capture: "
+                        "zero model calls, no network, drift-run.json must come out identical")
+    d.add_argument("--no-serve", action="store_true")
+    d.add_argument("--model", default=None, help="as for `drarena tournament`")
+    d.set_defaults(func=cmd_drift_run)
+
     m = subparsers.add_parser("match", help="one match between two agents on one tree")
     m.add_argument("snapshot", type=Path)
     m.add_argument("--a", required=True, help="agent kind for side A")
@@ -64,13 +86,11 @@ def cmd_tournament(args: argparse.Namespace) -> int:
     from drarena.arena.config import load_config
     from drarena.arena.execute import execute
     from drarena.arena.runs import RunDir
-    from drarena.errors import DrarenaError
     from drarena.models.config import CacheMode
 
     config = load_config(args.config)
     if args.live or not config.offline:
-        raise DrarenaError("live mode is not built yet (issue 9: live search, capture and "
-                           "drift); run frozen with OFFLINE=1 and `offline: true`")
+        config = config.as_live()
     run = RunDir(config.runs_root / config.name)
     started = time.perf_counter()
     result = execute(config, run, serve=not args.no_serve, cache_mode=CacheMode.READ_WRITE,
@@ -83,7 +103,20 @@ def cmd_tournament(args: argparse.Namespace) -> int:
     print(f"{len(result.log)} matches, {result.model_calls} model calls, "
           f"{time.perf_counter() - started:.0f} s")
     print(f"report: {run.path / 'report.html'}")
+    print_live(run)
     return 0
+
+
+def print_live(run: Any) -> None:
+    """The live run's provider and capture snapshots, as the header records them."""
+    header = run.header() or {}
+    live = header.get("live")
+    if not live:
+        return
+    print(f"mode: live{' (replayed offline)' if live.get('replayed') else ''}, provider "
+          f"{live['provider']['kind']} {live['provider']['args']}")
+    for c in live["captures"]:
+        print(f"capture: {c['path']} ({c.get('fingerprint') or 'unfinished'})")
 
 
 def cmd_rank(args: argparse.Namespace) -> int:
@@ -116,6 +149,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     result, differ = replay(RunDir(args.run), out)
     print(f"replayed {len(result.log)} matches into {out.path} in "
           f"{time.perf_counter() - started:.1f} s with {result.model_calls} model calls")
+    print_live(out)
     if differ:
         print("DIFFERENT: " + ", ".join(differ))
         return 1
@@ -146,6 +180,38 @@ def cmd_add_agent(args: argparse.Namespace) -> int:
                      newcomer=args.name)
     print(result.leaderboard_md)
     print(f"report: {run.path / 'report.html'}")
+    return 0
+
+
+def _json_arg(text: str | None, flag: str) -> Any:
+    from drarena.errors import DrarenaError
+
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise DrarenaError(f"{flag}: not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise DrarenaError(f"{flag}: a JSON object is needed")
+    return value
+
+
+def cmd_drift_run(args: argparse.Namespace) -> int:
+    from drarena.arena.driftrun import REPORT_JSON, drift_run
+
+    out: Path = args.out or args.run.with_name(args.run.name + "-drift")
+    started = time.perf_counter()
+    result = drift_run(args.run, out, provider=_json_arg(args.provider, "--provider"),
+                       web=_json_arg(args.web, "--web"), serve=not args.no_serve,
+                       replay=args.replay, model=args.model)
+    print(result.markdown)
+    print(f"{result.model_calls} model calls, {time.perf_counter() - started:.0f} s; "
+          f"{out / REPORT_JSON}")
+    if result.identical is not None:
+        print("replay: " + ("identical drift-run.json" if result.identical
+                            else "DIFFERENT drift-run.json"))
+        return 0 if result.identical else 1
     return 0
 
 

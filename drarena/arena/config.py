@@ -59,6 +59,26 @@ class RatingSettings(BaseModel):
     seed: int = Field(0, description="bootstrap seed")
 
 
+class LiveSettings(BaseModel):
+    """The `live:` block: where live mode searches, how it fetches, where it captures.
+
+    `web` holds drarena.live.web.LiveWebSettings fields (checked against that model when a
+    live run starts, so a frozen-only install never imports the live stack)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    provider: ComponentSpec = Field(
+        default_factory=lambda: ComponentSpec(kind="searxng",
+                                              args={"url": "http://127.0.0.1:8888"}),
+        description="live search provider {kind, args}: searxng (args.url) or brave "
+                    "(args.api_key_env)")
+    web: dict[str, Any] = Field(default_factory=dict,
+                                description="LiveWebSettings: user_agent, timeout_s, "
+                                            "max_bytes, connect_to, allow_private_addresses, ...")
+    capture_root: Path = Field(Path("snapshots"),
+                               description="captures go to <capture_root>/<run>-live-<UTC time>")
+
+
 class TournamentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -75,6 +95,9 @@ class TournamentConfig(BaseModel):
     match: MatchSettings = Field(default_factory=MatchSettings)  # type: ignore[arg-type]
     rating: RatingSettings = Field(default_factory=RatingSettings)  # type: ignore[arg-type]
     index: IndexSettings = Field(default_factory=IndexSettings)  # type: ignore[arg-type]
+    live: LiveSettings | None = Field(None, description="live mode settings (offline: false "
+                                                         "or --live); default provider: a "
+                                                         "SearXNG on 127.0.0.1:8888")
     models: ModelsConfig
     agents: tuple[AgentEntry, ...] = Field(min_length=2)
 
@@ -89,6 +112,11 @@ class TournamentConfig(BaseModel):
 
     def agent_names(self) -> list[str]:
         return sorted(a.name for a in self.agents)
+
+    def as_live(self) -> TournamentConfig:
+        """The config of a live run (`--live` overrides `offline: true`)."""
+        return self.model_copy(update={"offline": False,
+                                       "live": self.live or LiveSettings.model_validate({})})
 
 
 def load_config(path: Path) -> TournamentConfig:

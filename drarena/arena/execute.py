@@ -6,11 +6,21 @@ import asyncio
 import contextlib
 import dataclasses
 import sys
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from drarena.agents.registry import AgentContext, build_agent
 from drarena.arena.config import TournamentConfig, parse_config
+from drarena.arena.live import (
+    LiveSession,
+    capture_fingerprint,
+    capture_path,
+    finish_block,
+    header_block,
+    preflight,
+)
 from drarena.arena.records import MatchRecord
 from drarena.arena.runs import RunDir, write_atomic
 from drarena.arena.session import (
@@ -39,14 +49,22 @@ class RunResult:
     leaderboard_md: str
 
 
-def _agents_and_client(config: TournamentConfig, bound: ModelsConfig
+def _agents_and_client(config: TournamentConfig, bound: ModelsConfig,
+                       live: LiveSession | None = None, backend: Any = None
                        ) -> tuple[ModelClient, dict[str, Any], Any]:
     from drarena.agents.citations import SnapshotUrlChecker
 
-    client = ModelClient(bound)
-    checker = SnapshotUrlChecker(config.snapshot)
-    context = AgentContext(client=client, snapshot_dir=config.snapshot,
-                           index_root=config.index_root, url_checker=checker)
+    client = ModelClient(bound, backend=backend)
+    if live is None:
+        checker = SnapshotUrlChecker(config.snapshot)
+        context = AgentContext(client=client, snapshot_dir=config.snapshot,
+                               index_root=config.index_root, url_checker=checker)
+    else:  # citations counted, not checked (see drarena.arena.live)
+        checker = None
+        context = AgentContext(client=client, snapshot_dir=config.snapshot,
+                               index_root=config.index_root, url_checker=None,
+                               retriever_factory=live.retriever_factory(config.snapshot,
+                                                                        config.index_root))
     agents = {a.name: build_agent(a.spec(), context, name=a.name) for a in config.agents}
     return client, agents, checker
 
@@ -60,8 +78,10 @@ def _expander(config: TournamentConfig) -> Any:
                                             load_links(config.snapshot)))
 
 
-def _guard(config: TournamentConfig, bound: ModelsConfig) -> contextlib.AbstractContextManager[Any]:
-    if not config.offline:
+def _guard(config: TournamentConfig, bound: ModelsConfig, *, replaying: bool = False
+           ) -> contextlib.AbstractContextManager[Any]:
+    """Frozen runs and offline replays of live runs reach only the model endpoints."""
+    if not config.offline and not replaying:
         return contextlib.nullcontext()
     from drarena.models.guard import NetworkGuard, endpoint_hosts
 
@@ -83,11 +103,22 @@ def finish(run: RunDir, config: TournamentConfig, log: list[MatchRecord]) -> str
 def execute(config: TournamentConfig, run: RunDir, *, serve: bool, cache_mode: CacheMode,
             cache_path: Path | None = None, fixed_roles: dict[str, Any] | None = None,
             newcomer: str | None = None, prepare: bool = True,
-            model: str | None = None) -> RunResult:
-    """Play (or resume) the tournament of `config` into `run`."""
+            model: str | None = None, live_replay: Sequence[Path] | None = None,
+            now: Callable[[], datetime] = lambda: datetime.now(UTC),
+            backend: Any = None) -> RunResult:
+    """Play (or resume) the tournament of `config` into `run`. `backend`: the model
+    backend (tests inject a scripted one; default litellm).
+
+    Live mode (`offline: false`): the provider is checked first, then one LiveWeb serves
+    every read and captures it; `live_replay` (the captures of a finished live run) answers
+    every read from those captures instead, with the network guard on."""
     check_components(config)
+    live_mode = not config.offline
+    if live_mode and live_replay is None:
+        assert config.live is not None, "live runs carry a live block (TournamentConfig.as_live)"
+        preflight(config.live)
     if prepare:
-        prepare_inputs(config)
+        prepare_inputs(config, index=not live_mode)
     trees = load_trees(config)
     pages = load_pages(config)
     old = run.header()
@@ -109,18 +140,42 @@ def execute(config: TournamentConfig, run: RunDir, *, serve: bool, cache_mode: C
         header = build_header(config, bound, trees)
         if old is not None and newcomer is None:
             header["created"] = old.get("created", header["created"])
+        live = None
+        if live_mode:
+            assert config.live is not None
+            earlier = [] if old is None else old.get("live", {}).get("captures", [])
+            target = (None if live_replay is not None else
+                      capture_path(config.live.capture_root, config.name, now()))
+            live = LiveSession(config.live, capture_to=target, replay_from=live_replay or ())
+            if live_replay is not None:
+                header["live"] = header_block(
+                    config.live, [{"path": str(p), "fingerprint": capture_fingerprint(p)}
+                                  for p in live_replay], None, replayed=True)
+            else:
+                header["live"] = header_block(config.live, earlier, target)
         run.write_header(header)
-        client, agents, checker = _agents_and_client(config, bound)
-        tournament = Tournament(run, config.seed, agents, trees, pages, client, config.match,
-                                config.swiss_rounds, config.concurrency, _expander(config))
         try:
-            with _guard(config, bound):
-                if newcomer is None:
-                    log = asyncio.run(tournament.play())
-                else:
-                    log = asyncio.run(tournament.place(newcomer, run.read_log()))
+            client, agents, checker = _agents_and_client(config, bound, live, backend)
+            tournament = Tournament(
+                run, config.seed, agents, trees, pages, client, config.match,
+                config.swiss_rounds, config.concurrency,
+                None if live else _expander(config),
+                walker_factory=live.walker if live else None)
+            try:
+                with _guard(config, bound, replaying=live_replay is not None):
+                    if live is not None:
+                        live.check_roots(list(trees.values()))
+                    if newcomer is None:
+                        log = asyncio.run(tournament.play())
+                    else:
+                        log = asyncio.run(tournament.place(newcomer, run.read_log()))
+            finally:
+                if checker is not None:
+                    checker.close()
         finally:
-            checker.close()
+            if live is not None:  # the capture is written even when the run is interrupted
+                header["live"] = finish_block(header["live"], live.close())
+                run.write_header(header)
         usage = {k: v.to_dict() for k, v in client.usage().items()}
         header["usage"] = usage
         header["model_calls"] = client.model_calls
@@ -143,11 +198,21 @@ def replay(run: RunDir, out: RunDir) -> tuple[RunResult, list[str]]:
         shutil.rmtree(out.path)
     result = execute(config, out, serve=False, cache_mode=CacheMode.REPLAY,
                      cache_path=run.cache_path, fixed_roles=header["bound_roles"],
-                     prepare=False)
+                     prepare=False, live_replay=None if config.offline else
+                     live_captures(run.header_path, header))
     differ = [name for name in ("matches.jsonl", "leaderboard.md", "leaderboard.csv",
                                 "leaderboard.json")
               if (run.path / name).read_bytes() != (out.path / name).read_bytes()]
     return result, differ
+
+
+def live_captures(where: Path, header: dict[str, Any]) -> list[Path]:
+    """The capture folders of a live run, in run order (one per part of a resumed run)."""
+    captures = header.get("live", {}).get("captures", [])
+    if not captures:
+        raise DrarenaError(f"{where}: a live run with no capture snapshot recorded; it cannot "
+                           "be replayed offline")
+    return [Path(c["path"]) for c in captures]
 
 
 def log_line(text: str) -> None:

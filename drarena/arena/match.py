@@ -199,8 +199,12 @@ class MatchRunner:
             return RoundRecord(index, node, depth, width, urls, task, a, b, None,
                                MatchScore(0, 0, 0, 0), None, void_reason=reason)
 
-        try:
+        try:  # in live mode a page may be gone
+            root = self.walker.page(self.walker.tree.root)
             chain = self.walker.chain(path)
+        except CannotExpand as exc:
+            return void(f"targets: {exc}"), None
+        try:
             targets = self.walker.targets(path, width)
         except CannotExpand as exc:
             if width <= 2:
@@ -212,7 +216,6 @@ class MatchRunner:
                 return void(f"targets: {again}"), None
         urls = tuple(t.url for t in targets)
         tree_urls = [n.url for n in self.walker.tree.nodes]
-        root = self.walker.page(self.walker.tree.root)
         task_out = await generate_task(
             self.client, self.settings.examiner_role, root=root, chain=chain, targets=targets,
             depth=depth, earlier_questions=earlier, tree_urls=tree_urls,

@@ -70,9 +70,9 @@ def check_components(config: TournamentConfig) -> None:
                 raise DrarenaError(f"{where}.args.retriever: {exc}") from None
 
 
-def prepare_inputs(config: TournamentConfig) -> None:
+def prepare_inputs(config: TournamentConfig, *, index: bool = True) -> None:
     """Extract, grow trees and index the snapshot when they are missing or stale (each
-    stage does nothing when it is up to date)."""
+    stage does nothing when it is up to date). Live runs search the live web: no index."""
     from drarena.cli import main as cli_main
     from drarena.corpus.extract import extract_snapshot
     from drarena.corpus.trees import TreeParams, build_snapshot_trees
@@ -84,7 +84,7 @@ def prepare_inputs(config: TournamentConfig) -> None:
     extract_snapshot(snapshot)
     build_snapshot_trees(snapshot, TreeParams(count=max(config.trees.count, 10),
                                               seed=config.trees.seed))
-    kinds = retriever_kinds(config)
+    kinds = retriever_kinds(config) if index else set()
     if kinds & {"bm25", "dense", "hybrid"}:
         argv = ["index", str(snapshot), "--index-root", str(config.index_root)]
         if not kinds & {"dense", "hybrid"}:

@@ -79,6 +79,8 @@ class Tournament:
     rounds: int | None = None
     concurrency: int = 2
     expander: Expander | None = None
+    # live mode walks trees over today's pages (drarena.arena.live); None: the snapshot's
+    walker_factory: Callable[[Tree, random.Random], TreeWalker] | None = None
     log: Callable[[str], None] = dataclasses.field(
         default=lambda line: print(line, file=sys.stderr, flush=True))
 
@@ -124,8 +126,10 @@ class Tournament:
         await asyncio.gather(*(one(p) for p in pending))
 
     async def play_match(self, p: PlannedMatch) -> MatchRecord:
-        walker = TreeWalker(tree=self.trees[p.tree], pages=self.pages,
-                            rng=match_rng(self.seed, p.a, p.b, p.tree), expander=self.expander)
+        rng = match_rng(self.seed, p.a, p.b, p.tree)
+        walker = (self.walker_factory(self.trees[p.tree], rng) if self.walker_factory
+                  else TreeWalker(tree=self.trees[p.tree], pages=self.pages, rng=rng,
+                                  expander=self.expander))
         runner = MatchRunner(p.match_id, p.swiss_round, p.a, p.b, self.agents[p.a],
                              self.agents[p.b], walker, self.client, self.settings,
                              match_seed(self.seed, p.a, p.b, p.tree))

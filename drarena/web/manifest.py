@@ -43,7 +43,8 @@ class FileDigest(_Frozen):
 
 
 class Counts(_Frozen):
-    """What the crawl did. `pages` counts page fetches (a redirect chain is one page)."""
+    """What the crawl (or import) did. `pages` counts page fetches (a redirect chain is one
+    page); an import counts captures with a status below 300 as pages."""
 
     pages: int = 0
     responses: int = 0
@@ -56,6 +57,8 @@ class Counts(_Frozen):
     bytes: int = 0
     statuses: dict[str, int] = Field(default_factory=dict)
     errors: dict[str, int] = Field(default_factory=dict)
+    records: int = 0  # WARC records read (import; a crawl leaves 0)
+    skipped: dict[str, int] = Field(default_factory=dict)  # records not indexed, by reason
 
 
 class Manifest(_Frozen):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import bisect
 import json
 import mmap
-import zlib
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,7 +21,9 @@ from drarena.errors import DrarenaError
 from drarena.web.manifest import CDXJ_NAME, Manifest, fingerprint, load_manifest
 from drarena.web.urls import canonicalize_url, safe_file_name, surt
 from drarena.web.warcfile import (
+    DAMAGE_ERRORS,
     Damage,
+    HttpMessage,
     RawRecord,
     decode_entity,
     header_value,
@@ -32,6 +33,8 @@ from drarena.web.warcfile import (
     sha1_b32,
     sha256_file,
 )
+
+_READ_ERRORS: tuple[type[Exception], ...] = (OSError, *DAMAGE_ERRORS)
 
 __all__ = ["Snapshot", "StoredResponse", "VerifyReport", "canonicalize_url"]
 
@@ -107,6 +110,10 @@ class _Entry:
     filename: str
     offset: int
     timestamp: str
+
+
+def _is_http(url: str) -> bool:
+    return url.lower().startswith(("http://", "https://"))
 
 
 def _media_type(value: str) -> str:
@@ -200,10 +207,12 @@ class Snapshot:
         bodies: dict[str, tuple[str, int]] = {}
         for record in self.iter_records():
             kind = record.type
-            if kind not in ("response", "revisit"):
+            if kind not in ("response", "revisit", "resource"):
+                continue
+            if kind == "resource" and not _is_http(record.header("WARC-Target-URI")):
                 continue
             try:
-                if kind == "response":
+                if kind != "revisit":
                     stored = self._response(record, None)
                     bodies.setdefault(stored.payload_digest, (record.warc_file, record.offset))
                 else:
@@ -324,7 +333,7 @@ class Snapshot:
     def _record_at(self, filename: str, offset: int) -> RawRecord:
         try:
             records = read_member(self._map(filename), offset, filename)
-        except (ValueError, OSError, zlib.error) as exc:
+        except _READ_ERRORS as exc:
             raise DrarenaError(f"{self.path / filename}: damaged record at offset {offset} "
                                f"({exc})") from None
         return records[0]
@@ -353,8 +362,13 @@ class Snapshot:
         return body
 
     def _response(self, record: RawRecord, revisit_body: bytes | None) -> StoredResponse:
-        """Build a StoredResponse; ValueError if the block is not an HTTP response."""
-        message = parse_http_response(record.block)
+        """Build a StoredResponse; ValueError if the block is not an HTTP response. A
+        `resource` record (an imported archive's payload without HTTP) reads as a 200."""
+        if record.type == "resource":
+            kind = record.header("Content-Type") or "application/octet-stream"
+            message = HttpMessage(200, "OK", (("Content-Type", kind),), record.block)
+        else:
+            message = parse_http_response(record.block)
         is_revisit = record.type == "revisit"
         body = revisit_body if is_revisit and revisit_body is not None else decode_entity(message)
         url = record.header("WARC-Target-URI")

@@ -1,9 +1,10 @@
 """Reading WARC files one gzip member at a time, so corruption costs only the damaged record.
 
 Why not warcio's ArchiveIterator here: it stops at the first damaged gzip member and takes
-every record after it along. This reader decodes each member on its own from a memory map,
-resynchronizes on the next gzip header after damage, and counts what it had to skip. Writing
-stays with warcio (see writer.py).
+every record after it along. This reader decodes each member on its own, streaming through a
+sliding window (flat memory at any file size), resynchronizes on the next gzip header after
+damage, and counts what it had to skip. Uncompressed WARC files are read too (iteration and
+lookup at an offset). Writing stays with warcio (see writer.py).
 """
 
 from __future__ import annotations
@@ -13,14 +14,36 @@ import gzip
 import hashlib
 import mmap
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, BinaryIO, TypeVar, cast
 
 from drarena.digests import file_sha256
 
 GZIP_MAGIC = b"\x1f\x8b\x08"
 _CHUNK = 1 << 16
+_READ = 1 << 20
+_HOLD = 1 << 22  # decompressed bytes of a member kept at once; larger blocks stream
+_HEAD_MAX = 1 << 16  # WARC or HTTP header block larger than this: a broken record
+T = TypeVar("T")
+
+_zlib: Any = zlib
+INFLATE_ERRORS: tuple[type[Exception], ...] = (zlib.error,)
+try:  # ISA-L inflates about 3x faster than zlib (the import's hot loop); same API
+    from isal import isal_zlib
+
+    _zlib = isal_zlib
+    INFLATE_ERRORS = (zlib.error, cast("type[Exception]", isal_zlib.error))
+except ImportError:  # pragma: no cover - isal is a dependency; zlib still works
+    pass
+
+
+DAMAGE_ERRORS: tuple[type[Exception], ...] = (*INFLATE_ERRORS, ValueError)
+
+
+def _inflater() -> Any:
+    return _zlib.decompressobj(wbits=31)
 
 
 def header_value(headers: tuple[tuple[str, str], ...], name: str, default: str = "") -> str:
@@ -106,81 +129,394 @@ def parse_records(data: bytes, warc_file: str, offset: int, length: int) -> list
     return records
 
 
-def _inflate_member(view: memoryview, start: int) -> tuple[bytes, int]:
+class MultiRecordMember(ValueError):
+    """A gzip member holding more than one record (e.g. a whole-file gzip): no random access."""
+
+
+class Window:
+    """Sequential buffered reads with look-ahead over a file; bytes before the `release()`
+    mark are dropped. Why not mmap: touched pages of a map count as resident memory, so a
+    multi-GB scan would look (and, under pressure, be) as large as the file."""
+
+    def __init__(self, fh: BinaryIO, on_read: Callable[[bytes], object] | None = None) -> None:
+        self.fh = fh
+        self.on_read = on_read
+        self.buf = b""
+        self.base = 0
+        self.keep = 0
+        self.eof = False
+        self._seen = 0  # bytes already passed to on_read (a rewind does not pass them twice)
+
+    @property
+    def end(self) -> int:
+        return self.base + len(self.buf)
+
+    def release(self, pos: int) -> None:
+        self.keep = max(self.keep, pos)
+
+    def rewind(self, pos: int) -> None:
+        """Go back to `pos` (damage resync); the file must be seekable."""
+        self.fh.seek(pos)
+        self.buf, self.base, self.keep, self.eof = b"", pos, pos, False
+
+    def _fill(self, upto: int) -> None:
+        while self.end < upto and not self.eof:
+            chunk = self.fh.read(max(_READ, min(upto - self.end, 64 * _READ)))
+            if not chunk:
+                self.eof = True
+                break
+            end = self.end + len(chunk)
+            if self.on_read is not None and end > self._seen:
+                self.on_read(chunk[max(0, self._seen - self.end):])
+                self._seen = end
+            drop = min(max(self.keep - self.base, 0), len(self.buf))
+            if drop == len(self.buf):  # everything buffered is behind the mark
+                skip = min(max(self.keep - self.end, 0), len(chunk))
+                self.buf, self.base = chunk[skip:], self.end + skip
+            else:
+                self.buf, self.base = self.buf[drop:] + chunk, self.base + drop
+
+    def get(self, pos: int, n: int) -> memoryview:
+        """Up to `n` bytes from `pos` (fewer at the end of the file)."""
+        if pos < self.base:
+            raise ValueError(f"read at {pos} behind the window at {self.base}")
+        if pos + n > self.end:
+            self._fill(pos + n)
+        start = pos - self.base
+        return memoryview(self.buf)[start:start + n]
+
+    def find(self, pattern: bytes, pos: int) -> int:
+        """Offset of the next `pattern` at or after `pos`, or -1; releases what it passes."""
+        while True:
+            view = self.get(pos, _READ)
+            found = bytes(view).find(pattern)
+            if found >= 0:
+                return pos + found
+            if len(view) < _READ and self.eof:
+                return -1
+            pos = max(pos, pos + len(view) - len(pattern) + 1)
+            self.release(pos)
+
+
+def _inflate_member(win: Window, start: int) -> tuple[bytes, int]:
     """Decompress the gzip member at `start`; return (data, compressed length)."""
-    inflater = zlib.decompressobj(wbits=31)
+    inflater = _inflater()
     parts: list[bytes] = []
     pos = start
-    end = len(view)
     while not inflater.eof:
-        if pos >= end:
+        chunk = win.get(pos, _CHUNK)
+        if not chunk:
             raise zlib.error("truncated gzip member")
-        chunk = view[pos:pos + _CHUNK]
         parts.append(inflater.decompress(chunk))
         pos += len(chunk)
     used = pos - start - len(inflater.unused_data)
     return b"".join(parts), used
 
 
-def _salvage_is_record(view: memoryview, start: int) -> bool:
+def _salvage_is_record(win: Window, start: int) -> bool:
     """Whether damaged bytes at `start` began a WARC record (to count it as skipped)."""
-    inflater = zlib.decompressobj(wbits=31)
+    inflater = _inflater()
     try:
-        head = inflater.decompress(view[start:start + 512], 16)
-    except zlib.error:
+        head = inflater.decompress(win.get(start, 512), 16)
+    except INFLATE_ERRORS:
         return False
     return head.startswith(b"WARC/1.")
 
 
+def _read_plain(view: memoryview, offset: int, warc_file: str) -> list[RawRecord]:
+    head_end = bytes(view[offset:offset + _HEAD_MAX]).find(b"\r\n\r\n")
+    if head_end < 0:
+        raise ValueError("WARC header block not terminated")
+    start = offset + head_end + 4
+    headers = _parse_headers(bytes(view[offset:start]).split(b"\r\n", 1)[1])
+    size = _content_length(headers)
+    if start + size > len(view):
+        raise ValueError("WARC record block shorter than its Content-Length")
+    return [RawRecord(warc_file, offset, start + size + 4 - offset, headers,
+                      bytes(view[start:start + size]))]
+
+
+def _inflate_view(view: memoryview, start: int) -> tuple[bytes, int]:
+    """Decompress the gzip member at `start` of a mapped file; (data, compressed length)."""
+    inflater = _inflater()
+    parts: list[bytes] = []
+    pos = start
+    while not inflater.eof:
+        if pos >= len(view):
+            raise zlib.error("truncated gzip member")
+        chunk = view[pos:pos + _CHUNK]
+        parts.append(inflater.decompress(chunk))
+        pos += len(chunk)
+    return b"".join(parts), pos - start - len(inflater.unused_data)
+
+
 def read_member(mm: mmap.mmap | bytes, offset: int, warc_file: str) -> list[RawRecord]:
-    """The record(s) of the single member at `offset`; ValueError/zlib.error if damaged."""
+    """The record(s) at `offset`: a gzip member, or an uncompressed record ('WARC/1.' there).
+    ValueError/zlib.error if damaged."""
     view = memoryview(mm)
     try:
-        data, used = _inflate_member(view, offset)
+        magic = bytes(view[offset:offset + 7])
+        if magic.startswith(b"WARC/1."):
+            return _read_plain(view, offset, warc_file)
+        if not magic.startswith(GZIP_MAGIC):
+            raise ValueError("neither a gzip member nor a WARC record at this offset")
+        data, used = _inflate_view(view, offset)
         return parse_records(data, warc_file, offset, used)
     finally:
         view.release()
 
 
 def iter_file(path: Path) -> Iterator[RawRecord | Damage]:
-    """Every record of a gzip-per-record WARC file, with a Damage item for each bad stretch."""
+    """Every record of a WARC file (gzip per record or uncompressed), with a Damage item for
+    each stretch that could not be decoded. Reads through a sliding window: flat memory."""
     name = path.name
     with path.open("rb") as fh:
-        size = fh.seek(0, 2)
-        if size == 0:
+        win = Window(fh)
+        first = bytes(win.get(0, 7))
+        if not first:
             return
-        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            yield from _iter_mapped(mm, size, name)
+        if first.startswith(GZIP_MAGIC):
+            for item in iter_members(win, name, _full_member):
+                if isinstance(item, Damage):
+                    yield item
+                else:
+                    yield from item
+        else:
+            yield from iter_plain(win, name, full=True)  # type: ignore[misc]
 
 
-def _iter_mapped(mm: mmap.mmap, size: int, name: str) -> Iterator[RawRecord | Damage]:
-    view = memoryview(mm)
+def _full_member(win: Window, pos: int, name: str) -> tuple[list[RawRecord], int]:
+    data, used = _inflate_member(win, pos)
+    return parse_records(data, name, pos, used), used
+
+
+def iter_members(win: Window, name: str,
+                 member: Callable[[Window, int, str], tuple[T, int]]) -> Iterator[T | Damage]:
+    """Apply `member` to each gzip member in turn; resynchronize on the next gzip header after
+    damage and count the records lost (a MultiRecordMember propagates)."""
     pos = 0
-    try:
-        while pos < size:
-            try:
-                data, used = _inflate_member(view, pos)
-                records = parse_records(data, name, pos, used)
-            except (zlib.error, ValueError) as exc:
-                lost = 1 if _salvage_is_record(view, pos) else 0
-                nxt = mm.find(GZIP_MAGIC, pos + 1)
-                nxt = size if nxt < 0 else nxt
-                # Later false starts inside the same damaged stretch are not records.
-                while nxt < size:
-                    try:
-                        _inflate_member(view, nxt)
-                        break
-                    except zlib.error:
-                        lost += 1 if _salvage_is_record(view, nxt) else 0
-                        found = mm.find(GZIP_MAGIC, nxt + 1)
-                        nxt = size if found < 0 else found
-                yield Damage(name, pos, max(lost, 1), str(exc) or type(exc).__name__)
-                pos = nxt
-                continue
-            yield from records
-            pos += used
-    finally:
-        view.release()
+    while True:
+        win.release(pos)
+        if not win.get(pos, 1):
+            return
+        try:
+            item, used = member(win, pos, name)
+        except MultiRecordMember:
+            raise
+        except DAMAGE_ERRORS as exc:
+            win.rewind(pos)
+            lost = 1 if _salvage_is_record(win, pos) else 0
+            nxt = win.find(GZIP_MAGIC, pos + 1)
+            # Later false starts inside the same damaged stretch are not records.
+            while nxt >= 0:
+                try:
+                    _inflate_member(win, nxt)
+                    break
+                except DAMAGE_ERRORS:
+                    win.rewind(nxt)
+                    lost += 1 if _salvage_is_record(win, nxt) else 0
+                    nxt = win.find(GZIP_MAGIC, nxt + 1)
+            yield Damage(name, pos, max(lost, 1), str(exc) or type(exc).__name__)
+            if nxt < 0:
+                return
+            win.rewind(nxt)
+            pos = nxt
+            continue
+        yield item
+        pos += used
+
+
+# --- headers only, for indexing ------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class RecordHead:
+    """What indexing needs of a record, without keeping its block: WARC headers, the HTTP
+    head of the block, and the entity digest when the record does not state one."""
+
+    warc_file: str
+    offset: int
+    length: int
+    headers: tuple[tuple[str, str], ...]
+    block_length: int
+    http_head: bytes
+    entity_digest: str
+
+    def header(self, name: str, default: str = "") -> str:
+        return header_value(self.headers, name, default)
+
+    @property
+    def type(self) -> str:
+        return self.header("WARC-Type")
+
+
+_HTTP_TYPES = ("response", "revisit", "request")
+
+
+def _content_length(headers: tuple[tuple[str, str], ...]) -> int:
+    value = header_value(headers, "Content-Length")
+    if not value.isdigit():
+        raise ValueError("WARC record without a valid Content-Length")
+    return int(value)
+
+
+@dataclass(slots=True)
+class _Head:
+    headers: tuple[tuple[str, str], ...]
+    block_start: int
+    block_length: int
+    entity_start: int
+    http_head: bytes
+    digest: Any  # a running sha1, or None when the record states its payload digest
+
+    @property
+    def end(self) -> int:
+        return self.block_start + self.block_length
+
+
+def _parse_head(data: bytes | memoryview, complete: bool) -> _Head:
+    """WARC headers and HTTP head from the first bytes of a record; ValueError if they are
+    malformed or (when `complete`) not all there."""
+    if bytes(data[:7]) != b"WARC/1.":
+        raise ValueError("not a WARC/1.x record")
+    raw = bytes(data[:_HEAD_MAX])
+    head_end = raw.find(b"\r\n\r\n")
+    if head_end < 0:
+        raise ValueError("WARC header block not terminated")
+    headers = _parse_headers(raw[raw.find(b"\r\n") + 2:head_end + 2])
+    size = _content_length(headers)
+    start = head_end + 4
+    kind = header_value(headers, "WARC-Type")
+    http_head, entity = b"", start
+    if kind in _HTTP_TYPES:
+        block = bytes(data[start:start + min(size, _HEAD_MAX)])
+        cut = block.find(b"\r\n\r\n")
+        if cut >= 0:
+            http_head, entity = block[:cut + 2], start + cut + 4
+        elif len(block) == min(size, _HEAD_MAX):
+            http_head, entity = block, start + len(block)
+        elif complete:
+            raise ValueError("WARC record block shorter than its Content-Length")
+    wants = kind == "resource" or kind == "response"
+    digest = (hashlib.sha1() if wants and not header_value(headers, "WARC-Payload-Digest")
+              else None)
+    return _Head(headers, start, size, entity, http_head, digest)
+
+
+def _finish(head: _Head, name: str, offset: int, length: int) -> RecordHead:
+    digest = ("sha1:" + base64.b32encode(head.digest.digest()).decode("ascii")
+              if head.digest is not None else "")
+    return RecordHead(name, offset, length, head.headers, head.block_length, head.http_head,
+                      digest)
+
+
+def scan_member(win: Window, pos: int, name: str) -> tuple[RecordHead, int]:
+    """Inflate the member at `pos` for its record's head; the block is hashed (when needed)
+    and dropped as it streams by. MultiRecordMember if a second record follows inside."""
+    inflater = _inflater()
+    p = pos
+    parts: list[bytes] = []
+    held = 0
+    while not inflater.eof and held < _HOLD:
+        chunk = win.get(p, _CHUNK)
+        if not chunk:
+            raise zlib.error("truncated gzip member")
+        out = inflater.decompress(chunk)
+        win.release(p)  # not past this chunk: the next member starts inside it
+        p += len(chunk)
+        if out:
+            parts.append(out)
+            held += len(out)
+    data = parts[0] if len(parts) == 1 else b"".join(parts)
+    head = _parse_head(data, inflater.eof)
+    end = head.end
+    if head.digest is not None:
+        head.digest.update(memoryview(data)[head.entity_start:end])
+    tail = data[end:end + 16] if end < len(data) else b""
+    total = len(data)
+    while not inflater.eof:
+        if tail.lstrip(b"\r\n").startswith(b"WARC/"):
+            break
+        chunk = win.get(p, _CHUNK)
+        if not chunk:
+            raise zlib.error("truncated gzip member")
+        out = inflater.decompress(chunk, _HOLD)
+        while True:  # max_length bounds each output; drain what is left of this chunk
+            if head.digest is not None and total < end:
+                head.digest.update(memoryview(out)[:end - total])
+            if total + len(out) > end and len(tail) < 16:
+                tail += out[max(0, end - total):][:16 - len(tail)]
+            total += len(out)
+            if not inflater.unconsumed_tail:
+                break
+            out = inflater.decompress(inflater.unconsumed_tail, _HOLD)
+        win.release(p)
+        p += len(chunk)
+    if tail.lstrip(b"\r\n").startswith(b"WARC/"):
+        raise MultiRecordMember("a second WARC record inside one gzip member")
+    if total < end:
+        raise ValueError("WARC record block shorter than its Content-Length")
+    used = p - pos - len(inflater.unused_data)
+    return _finish(head, name, pos, used), used
+
+
+def iter_plain(win: Window, name: str, full: bool = False,
+               hold: bool = False) -> Iterator[RecordHead | RawRecord | Damage]:
+    """Records of an uncompressed WARC stream: RecordHead items (RawRecord when `full`).
+    With `full` or `hold` the window keeps each record's bytes until the next one is asked
+    for, so the caller can copy them with `win.get(item.offset, item.length)`."""
+    pos = 0
+    while True:
+        win.release(pos)
+        lead = bytes(win.get(pos, 64))
+        skip = len(lead) - len(lead.lstrip(b"\r\n"))
+        if skip:
+            pos += skip
+            continue
+        if not lead:
+            return
+        try:
+            head = _parse_head(win.get(pos, 2 * _HEAD_MAX), False)
+        except ValueError as exc:
+            nxt = win.find(b"\nWARC/1.", pos + 1)
+            yield Damage(name, pos, 1, str(exc))
+            if nxt < 0:
+                return
+            pos = nxt + 1
+            continue
+        end = pos + head.end
+        block = b""
+        if full or hold:
+            record_bytes = win.get(pos, head.end)
+            complete = len(record_bytes) == head.end
+            if complete and head.digest is not None:
+                head.digest.update(record_bytes[head.entity_start:])
+            if complete and full:
+                block = bytes(record_bytes[head.block_start:])
+            del record_bytes
+        else:
+            at = pos + head.entity_start
+            if head.digest is None:
+                at = end - 1
+                win.release(at)
+            while at < end:
+                piece = win.get(at, min(_READ, end - at))
+                if not piece:
+                    break
+                if head.digest is not None:
+                    head.digest.update(piece)
+                at += len(piece)
+                win.release(at)
+            complete = at >= end
+        if not complete:
+            yield Damage(name, pos, 1, "WARC record runs past the end of the file")
+            return
+        after = bytes(win.get(end, 64))
+        nxt = end + len(after) - len(after.lstrip(b"\r\n"))
+        if full:
+            yield RawRecord(name, pos, nxt - pos, head.headers, block)
+        else:
+            yield _finish(head, name, pos, nxt - pos)
+        pos = nxt
 
 
 def sha256_file(path: Path) -> str:

@@ -1,0 +1,259 @@
+"""`drarena drift-run RUN`: a finished frozen tournament's questions, asked again live.
+
+Each match of the frozen run is played again with its own tasks (question and checklist, in
+the same order, follow-ups continuing each agent's conversation): the same two agents, built
+from the run's config but searching the live web, answer; the same judge code judges both
+orders; the live verdicts give live ratings with the same Bradley-Terry code. The comparison
+itself is pure (drarena.arena.driftcompare).
+
+The output folder holds its own model cache and capture snapshot, and a header naming them,
+so `drarena drift-run RUN --out DIR --replay` re-executes it offline (zero model calls, no
+network) and checks that drift-run.json comes out identical.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from drarena.agents.base import Agent, Answer, Conversation, SourcePage
+from drarena.arena.config import LiveSettings, TournamentConfig, parse_config
+from drarena.arena.driftcompare import DriftRunReport, build_report, to_markdown
+from drarena.arena.live import LivePages, LiveSession, capture_path, finish_block, header_block
+from drarena.arena.match import _failed, _for_judge, stable_answer
+from drarena.arena.records import SCHEMA_VERSION, MatchRecord, RoundRecord
+from drarena.arena.runs import RunDir, write_atomic
+from drarena.errors import DrarenaError
+from drarena.examiner.evolve import MatchScore, add_round, outcome
+from drarena.examiner.judge import judge_pair
+from drarena.models.client import ModelClient
+
+HEADER = "drift-run-header.json"
+REPORT_JSON = "drift-run.json"
+REPORT_MD = "drift-run.md"
+LIVE_LOG = "live-matches.jsonl"
+
+
+@dataclasses.dataclass
+class DriftRunResult:
+    report: DriftRunReport
+    markdown: str
+    model_calls: int
+    identical: bool | None  # replay only: drift-run.json came out the same
+
+
+def frozen_matches(run: RunDir) -> list[MatchRecord]:
+    matches = sorted(run.finished().values(), key=lambda m: (m.swiss_round, m.match_id))
+    if not matches:
+        raise DrarenaError(f"{run.matches_dir}: no finished matches to ask again")
+    return matches
+
+
+def _sources(pages: LivePages, urls: Sequence[str]) -> tuple[SourcePage, ...]:
+    """The round's target pages as they are today; a page gone live is left out."""
+    out = []
+    for url in urls:
+        with contextlib.suppress(DrarenaError):
+            title, text = pages.get(url)
+            out.append(SourcePage(url, title, text))
+    return tuple(out)
+
+
+async def ask_again(frozen: MatchRecord, agent_a: Agent, agent_b: Agent, client: ModelClient,
+                    role: str, pages: LivePages, max_void_rounds: int) -> MatchRecord:
+    """The frozen match's tasks, answered live and judged; the record of the live match."""
+    score = MatchScore(0, 0, 0, 0)
+    rounds: list[RoundRecord] = []
+    conv: list[Conversation | None] = [None, None]
+    last = ["", ""]
+    for fr in frozen.rounds:
+        task = fr.task.task
+        if task is None:
+            continue
+        sources = _sources(pages, fr.target_urls)
+        convs = [Conversation(task.question, targets=sources) if c is None else
+                 dataclasses.replace(c.then(prev, task.question), targets=sources)
+                 for c, prev in zip(conv, last, strict=True)]
+        got = await asyncio.gather(agent_a.answer(convs[0], task.word_limit),
+                                   agent_b.answer(convs[1], task.word_limit),
+                                   return_exceptions=True)
+        answers = [g if isinstance(g, Answer) else None for g in got]
+        stable = [None if a is None else stable_answer(a) for a in answers]
+        problems = [f"agent {n} failed: {p}" for n, g in zip((frozen.a, frozen.b), got,
+                                                              strict=True) if (p := _failed(g))]
+        judged, void = None, "; ".join(problems)
+        if not void:
+            assert answers[0] is not None and answers[1] is not None
+            try:
+                judged = await judge_pair(client, role, task, _for_judge(answers[0]),
+                                          _for_judge(answers[1]))
+            except DrarenaError as exc:
+                void = f"judge failed: {exc}"
+        score = add_round(score, None if void or judged is None else
+                          judged.reconciled.verdict)
+        rounds.append(RoundRecord(fr.index, fr.node, fr.depth, fr.width, fr.target_urls,
+                                  fr.task, stable[0], stable[1], judged, score, None,
+                                  void_reason=void))
+        if not void:
+            for i in (0, 1):
+                answer = answers[i]
+                assert answer is not None
+                conv[i], last[i] = convs[i], answer.report
+    reasons = "; ".join(r.void_reason for r in rounds if r.void_reason)
+    void_match = ""
+    if score.rounds_void > max_void_rounds or score.rounds_scored == 0:
+        void_match = f"{score.rounds_void} void round(s): {reasons}"
+    return MatchRecord(SCHEMA_VERSION, frozen.match_id, frozen.swiss_round, frozen.a,
+                       frozen.b, frozen.tree, frozen.seed, tuple(rounds), score,
+                       outcome(score, max_void_rounds=max_void_rounds), void_match)
+
+
+async def ask_all(frozen: Sequence[MatchRecord], agents: dict[str, Agent], client: ModelClient,
+                  config: TournamentConfig, pages: LivePages) -> list[MatchRecord]:
+    gate = asyncio.Semaphore(config.concurrency)
+
+    async def one(m: MatchRecord) -> MatchRecord:
+        async with gate:
+            return await ask_again(m, agents[m.a], agents[m.b], client,
+                                   config.match.examiner_role, pages,
+                                   config.match.max_void_rounds)
+
+    return list(await asyncio.gather(*(one(m) for m in frozen)))
+
+
+def live_settings(config: TournamentConfig, provider: dict[str, Any] | None,
+                  web: dict[str, Any] | None, out: Path) -> LiveSettings:
+    """The run's live block (or the default), the overrides, captures into `out`."""
+    base = config.live or LiveSettings.model_validate({})
+    update: dict[str, Any] = {"capture_root": out}
+    if provider is not None:
+        update["provider"] = provider
+    if web is not None:
+        update["web"] = web
+    try:
+        return LiveSettings.model_validate({**base.model_dump(), **update})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise DrarenaError(f"--provider/--web: {field}: {err['msg']}") from None
+
+
+def drift_run(run_path: Path, out: Path, *, provider: dict[str, Any] | None = None,
+              web: dict[str, Any] | None = None, serve: bool = True, replay: bool = False,
+              model: str | None = None,
+              now: Callable[[], datetime] = lambda: datetime.now(UTC),
+              backend: Any = None) -> DriftRunResult:
+    """Ask `run_path`'s questions again live into `out` (or, with `replay`, re-execute
+    `out` offline). `backend`: the model backend (tests inject a scripted one)."""
+    from drarena.agents.registry import AgentContext, build_agent
+    from drarena.arena.execute import _guard
+    from drarena.arena.live import preflight
+    from drarena.arena.session import bind_roles, check_components, model_endpoint
+    from drarena.models.config import CacheMode
+    from drarena.report.leaderboard import build_leaderboard
+
+    run = RunDir(run_path)
+    header = run.header()
+    if header is None:
+        raise DrarenaError(f"{run_path}: no run.json (not a run folder)")
+    if header.get("mode") == "live":
+        raise DrarenaError(f"{run_path}: a live run; drift-run compares a frozen run with "
+                           "the live web")
+    config = parse_config(header["config"], f"{run.header_path}: config")
+    check_components(config)
+    frozen = frozen_matches(run)
+    saved = _read_json(out / HEADER) if replay else None
+    if replay:
+        if saved is None or not (out / REPORT_JSON).is_file():
+            raise DrarenaError(f"{out}: no finished drift-run to replay (no {HEADER} or "
+                               f"{REPORT_JSON})")
+        live = LiveSettings.model_validate(saved["live_settings"])
+    else:
+        if (out / REPORT_JSON).is_file():
+            raise DrarenaError(f"{out / REPORT_JSON} exists: replay it with --replay, or "
+                               "choose another --out")
+        live = live_settings(config, provider, web, out)
+        preflight(live)
+    live_config = config.model_copy(update={"offline": False, "live": live})
+    out.mkdir(parents=True, exist_ok=True)
+    cache = out / "llm-cache.sqlite"
+    endpoint = (contextlib.nullcontext((None, None)) if replay
+                else model_endpoint(config, serve, model))
+    with endpoint as (api_base, served):
+        models = config.models
+        if saved is not None:  # the exact models the drift-run used
+            fixed = saved["bound_roles"]
+            models = models.model_copy(update={"roles": {
+                k: r.model_copy(update={"model": fixed[k]["model"],
+                                        "api_base": fixed[k]["api_base"]})
+                for k, r in models.roles.items()}})
+        bound = bind_roles(models, api_base, served, cache,
+                           CacheMode.REPLAY if replay else CacheMode.READ_WRITE)
+        captures = [Path(c["path"]) for c in saved["live"]["captures"]] if saved else []
+        target = None if replay else capture_path(out, f"drift-{config.name}", now())
+        session = LiveSession(live, capture_to=target, replay_from=captures)
+        new_header: dict[str, Any] = {
+            "created": now().isoformat(timespec="seconds"), "run": str(run_path),
+            "frozen_config_digest": header.get("config_digest"),
+            "frozen_snapshot_fingerprint": header.get("snapshot_fingerprint"),
+            "live_settings": live.model_dump(mode="json"),
+            "bound_roles": {k: {"model": r.model, "api_base": r.api_base,
+                                "sampling": r.sampling.as_params()}
+                            for k, r in sorted(bound.roles.items())},
+            "live": header_block(live, [], target) if saved is None else saved["live"]}
+        if not replay:
+            write_atomic(out / HEADER, json.dumps(new_header, indent=2, sort_keys=True) + "\n")
+        client = ModelClient(bound, backend=backend)
+        context = AgentContext(client=client, snapshot_dir=config.snapshot,
+                               index_root=config.index_root, url_checker=None,
+                               retriever_factory=session.retriever_factory(
+                                   config.snapshot, config.index_root))
+        names = {n for m in frozen for n in (m.a, m.b)}
+        agents = {a.name: build_agent(a.spec(), context, name=a.name)
+                  for a in live_config.agents if a.name in names}
+        try:
+            with _guard(live_config, bound, replaying=replay):
+                live_log = asyncio.run(ask_all(frozen, agents, client, live_config,
+                                               session.pages))
+        finally:
+            closed = session.close()
+            if not replay:
+                new_header["live"] = finish_block(new_header["live"], closed)
+                write_atomic(out / HEADER,
+                             json.dumps(new_header, indent=2, sort_keys=True) + "\n")
+    names_all = config.agent_names()
+    rating = config.rating
+    report = build_report(
+        config.name, live.provider.model_dump(mode="json"), frozen, live_log,
+        build_leaderboard(names_all, frozen, resamples=rating.resamples, seed=rating.seed),
+        build_leaderboard(names_all, live_log, resamples=rating.resamples, seed=rating.seed))
+    text = json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n"
+    md = to_markdown(report)
+    identical = None
+    if replay:
+        identical = (out / REPORT_JSON).read_text(encoding="utf-8") == text
+    else:
+        write_atomic(out / LIVE_LOG, "".join(m.to_json() + "\n" for m in live_log))
+        write_atomic(out / REPORT_JSON, text)
+        write_atomic(out / REPORT_MD, md)
+        new_header["model_calls"] = client.model_calls
+        write_atomic(out / HEADER, json.dumps(new_header, indent=2, sort_keys=True) + "\n")
+    return DriftRunResult(report, md, client.model_calls, identical)
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    try:
+        value: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise DrarenaError(f"{path}: not valid JSON ({exc})") from None
+    return value

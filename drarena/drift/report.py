@@ -1,0 +1,200 @@
+"""A drift run's result: the record, its JSON file, the terminal table and the HTML section.
+
+Why one record for all three: the table, drift.json and the HTML section are views of the
+same `DriftReport`, so they cannot disagree. Everything that came from a page goes through
+`esc` on its way into HTML (a `<script>` in a changed sentence stays text).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from drarena.drift.pages import PageDiff, Verdict
+from drarena.drift.stale import TaskImpact, TreeImpact
+from drarena.records import Record
+
+SCHEMA_VERSION = 1
+VERDICT_ORDER = (Verdict.GONE, Verdict.REDIRECTED, Verdict.CHANGED, Verdict.UNCHECKED,
+                 Verdict.UNCHANGED)
+SECTION_BEGIN = "<!-- drift:begin -->"
+SECTION_END = "<!-- drift:end -->"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SnapshotRef(Record):
+    name: str
+    path: str
+    fingerprint: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DriftReport(Record):
+    """`against` is "live" or the later snapshot; pages are sorted by URL."""
+
+    schema_version: int
+    created: str
+    snapshot: SnapshotRef
+    against: str
+    against_snapshot: SnapshotRef | None
+    options: dict[str, Any]
+    counts: dict[str, int]
+    pages: tuple[PageDiff, ...]
+    trees: tuple[TreeImpact, ...]
+    tasks: TaskImpact | None = None
+
+    def drifted(self) -> list[PageDiff]:
+        order = {v: i for i, v in enumerate(VERDICT_ORDER)}
+        return sorted((p for p in self.pages if p.verdict != Verdict.UNCHANGED),
+                      key=lambda p: (order[p.verdict], p.url))
+
+
+def count_verdicts(pages: Sequence[PageDiff]) -> dict[str, int]:
+    return {v.value: sum(p.verdict == v for p in pages) for v in VERDICT_ORDER}
+
+
+def write_json(report: DriftReport, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(report.to_dict(), indent=1, sort_keys=True, ensure_ascii=False)
+                   + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_json(path: Path) -> DriftReport:
+    return DriftReport.from_dict(json.loads(path.read_text(encoding="utf-8")))
+
+
+# -- terminal -----------------------------------------------------------------------------
+
+
+def _cut(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]], widths: Sequence[int]) -> str:
+    cells = [list(head), *[list(r) for r in rows]]
+    sizes = [min(w, max(len(c[i]) for c in cells)) for i, w in enumerate(widths)]
+    return "\n".join("  ".join(_cut(c, sizes[i]).ljust(sizes[i]) for i, c in enumerate(row))
+                     .rstrip() for row in cells)
+
+
+def against_label(report: DriftReport) -> str:
+    ref = report.against_snapshot
+    return "live" if ref is None else f"{ref.name} ({ref.fingerprint[:12]})"
+
+
+def render_table(report: DriftReport) -> str:
+    counts = ", ".join(f"{n} {v}" for v, n in report.counts.items())
+    lines = [f"drift of {report.snapshot.name} ({report.snapshot.fingerprint[:12]}) against "
+             f"{against_label(report)}: {len(report.pages)} pages: {counts}"]
+    drifted = report.drifted()
+    if drifted:
+        lines += ["", _table(("verdict", "page", "reason"),
+                             [(p.verdict.value, p.url, p.reason) for p in drifted],
+                             (10, 60, 100))]
+    hit = [t for t in report.trees if t.affected]
+    if report.trees:
+        lines += ["", f"trees: {len(hit)} of {len(report.trees)} have drifted nodes"]
+        if hit:
+            lines.append(_table(("tree", "nodes", "changed", "gone", "redirected"),
+                                [(t.tree, str(t.nodes), str(t.changed), str(t.gone),
+                                  str(t.redirected)) for t in hit], (12, 6, 8, 6, 10)))
+    tasks = report.tasks
+    if tasks is not None:
+        lines += ["", f"stale checklist items: {len(tasks.stale)} of {tasks.items} ({tasks.tasks}"
+                      f" tasks in {tasks.matches} matches of {tasks.run}; {tasks.unlocated} "
+                      f"unlocated, {tasks.unchecked} unchecked)"]
+        if tasks.stale:
+            lines.append(_table(
+                ("match", "round", "item", "source", "reason"),
+                [(s.match_id, str(s.round), f"{s.checklist}[{s.index}] {s.item}",
+                  s.source_url, s.reason) for s in tasks.stale], (16, 5, 50, 50, 70)))
+    return "\n".join(lines)
+
+
+# -- HTML ---------------------------------------------------------------------------------
+
+
+def _esc(value: object) -> str:
+    from drarena.report.html import esc
+
+    return esc(value)
+
+
+def _sentences(label: str, items: Sequence[str]) -> str:
+    if not items:
+        return ""
+    lis = "".join(f"<li>{_esc(s)}</li>" for s in items)
+    return f"<p>{_esc(label)}</p><ul>{lis}</ul>"
+
+
+def _page_detail(p: PageDiff) -> str:
+    changed = "".join(f"<li><del>{_esc(c.old)}</del><br><ins>{_esc(c.new)}</ins></li>"
+                      for c in p.changed)
+    body = (f"<p class=muted>{_esc(' | '.join(p.hops))}</p>"
+            + (f"<p>changed sentences</p><ul>{changed}</ul>" if changed else "")
+            + _sentences("removed sentences", p.removed) + _sentences("added sentences", p.added))
+    return (f"<details><summary>{_esc(p.verdict.value)}: {_esc(p.url)}: {_esc(p.reason)}"
+            f"</summary>{body}</details>")
+
+
+def drift_section(report: DriftReport) -> str:
+    """The drift part of a page: counts, drifted pages, trees, stale checklist items."""
+    counts = "".join(f"<td class=num>{n}</td>" for n in report.counts.values())
+    heads = "".join(f"<th>{_esc(v)}</th>" for v in report.counts)
+    parts = [f"<h2>Drift against {_esc(against_label(report))}</h2>"
+             f"<p class=muted>snapshot {_esc(report.snapshot.name)} "
+             f"{_esc(report.snapshot.fingerprint)}, {_esc(report.created)}</p>"
+             f"<table><tr>{heads}</tr><tr>{counts}</tr></table>",
+             "".join(_page_detail(p) for p in report.drifted())]
+    hit = [t for t in report.trees if t.affected]
+    if report.trees:
+        rows = "".join(
+            f"<tr><td>{_esc(t.tree)}</td><td class=num>{t.nodes}</td><td class=num>{t.changed}"
+            f"</td><td class=num>{t.gone}</td><td class=num>{t.redirected}</td><td>"
+            + "<br>".join(f"{_esc(n.verdict.value)}: {_esc(n.url)}" for n in t.affected)
+            + "</td></tr>" for t in hit)
+        parts.append(f"<h3>Trees ({len(hit)} of {len(report.trees)} drifted)</h3>"
+                     "<table><tr><th>tree</th><th>nodes</th><th>changed</th><th>gone</th>"
+                     f"<th>redirected</th><th>drifted nodes</th></tr>{rows}</table>")
+    tasks = report.tasks
+    if tasks is not None:
+        rows = "".join(
+            f"<tr><td>{_esc(s.match_id)}</td><td class=num>{s.round}</td>"
+            f"<td>{_esc(s.checklist)}[{s.index}] {_esc(s.item)}</td><td>{_esc(s.source_url)}"
+            f"</td><td>{_esc(s.reason)}"
+            + "".join(f"<br><del>{_esc(a)}</del>" for a in s.support)
+            + "".join(f"<br><ins>{_esc(b)}</ins>" for b in s.now)
+            + "</td></tr>" for s in tasks.stale)
+        parts.append(f"<h3>Stale checklist items ({len(tasks.stale)} of {tasks.items})</h3>"
+                     f"<p class=muted>{tasks.tasks} tasks in {tasks.matches} matches; "
+                     f"{tasks.unlocated} items unlocated, {tasks.unchecked} unchecked</p>"
+                     "<table><tr><th>match</th><th>round</th><th>item</th><th>source</th>"
+                     f"<th>why stale</th></tr>{rows}</table>")
+    return f"{SECTION_BEGIN}<section id=drift>{''.join(parts)}</section>{SECTION_END}"
+
+
+def render_page(report: DriftReport) -> str:
+    """drift.html: the section as a self-contained page."""
+    from drarena.report.html import CSS
+
+    title = f"drarena drift: {report.snapshot.name} against {against_label(report)}"
+    return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{_esc(title)}"
+            f"</title><style>{CSS}</style></head><body><h1>{_esc(title)}</h1>"
+            f"{drift_section(report)}</body></html>\n")
+
+
+def splice_section(page: str, section: str) -> str:
+    """`page` with its drift section replaced by `section` (added before </body> if none)."""
+    start = page.find(SECTION_BEGIN)
+    end = page.find(SECTION_END)
+    if start != -1 and end > start:
+        return page[:start] + section + page[end + len(SECTION_END):]
+    at = page.rfind("</body>")
+    return page + section if at == -1 else page[:at] + section + page[at:]

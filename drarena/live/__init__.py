@@ -1,0 +1,1 @@
+"""Live mode: search providers, live page fetches recorded into a capture snapshot, replay."""

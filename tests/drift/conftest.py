@@ -1,0 +1,19 @@
+"""Session fixtures of the drift tests: an extracted copy of the committed snapshot, its
+drifted copy, and a run folder over it."""
+
+from __future__ import annotations
+
+import pytest
+from drift_fixture import DriftWorld, copy_extracted, write_drifted, write_run
+
+from drarena.web.snapshot import Snapshot
+
+
+@pytest.fixture(scope="session")
+def drift_world(tmp_path_factory: pytest.TempPathFactory) -> DriftWorld:
+    root = tmp_path_factory.mktemp("drift")
+    snapshot = copy_extracted(root / "pydocs")
+    drifted = write_drifted(root / "pydocs-drifted")
+    with Snapshot.open(snapshot) as snap:
+        fingerprint = snap.fingerprint
+    return DriftWorld(snapshot, drifted, write_run(root / "run", fingerprint), fingerprint)
