@@ -18,7 +18,7 @@ from typing import Any
 from drarena.errors import DrarenaError
 
 AGENT_KINDS = ("react", "rag", "closed_book", "oracle")
-RETRIEVER_KINDS = ("bm25", "dense", "hybrid")
+RETRIEVER_KINDS = ("bm25", "dense", "hybrid", "live")
 ROLE = "agent"
 
 
@@ -34,6 +34,10 @@ def register(subparsers: Any) -> None:
     ask.add_argument("--agent", choices=AGENT_KINDS, default="react", help="default react")
     ask.add_argument("--retriever", choices=RETRIEVER_KINDS, default="bm25",
                      help="for react and rag (default bm25)")
+    ask.add_argument("--search-url", default="http://127.0.0.1:8888", metavar="URL",
+                     help="--retriever live: the SearXNG instance (default %(default)s)")
+    ask.add_argument("--allow-private", action="store_true",
+                     help="--retriever live: let pages on private/loopback addresses be opened")
     ask.add_argument("--api-base", default=None, help="OpenAI-compatible endpoint (…/v1)")
     ask.add_argument("--model", default=None,
                      help="model name at --api-base (default: the first one it serves)")
@@ -58,10 +62,15 @@ def parse_words(text: str) -> tuple[int, int]:
     return int(match.group(1)), int(match.group(2))
 
 
-def agent_spec(kind: str, retriever: str, max_steps: int) -> dict[str, Any]:
+def agent_spec(kind: str, retriever: str, max_steps: int, search_url: str = "",
+               allow_private: bool = False) -> dict[str, Any]:
     args: dict[str, Any] = {"role": ROLE}
     if kind in ("react", "rag"):
         args["retriever"] = {"kind": retriever}
+        if retriever == "live":
+            args["retriever"]["args"] = {
+                "provider": {"kind": "searxng", "args": {"url": search_url}},
+                "settings": {"allow_private_addresses": allow_private}}
     if kind == "react":
         if max_steps < 1:
             raise DrarenaError(f"--max-steps {max_steps}: must be at least 1")
@@ -125,8 +134,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if args.target and args.agent != "oracle":
         raise DrarenaError("--target is for --agent oracle only")
     targets = target_pages(snapshot, args.target) if args.target else ()
-    spec = agent_spec(args.agent, args.retriever, args.max_steps)
-    checker = SnapshotUrlChecker(snapshot)
+    spec = agent_spec(args.agent, args.retriever, args.max_steps, args.search_url,
+                      args.allow_private)
+    # Live answers cite today's web: checking them against the frozen snapshot would call
+    # every new page fabricated, so they stay unchecked.
+    checker = None if args.retriever == "live" else SnapshotUrlChecker(snapshot)
     try:
         with model_endpoint(args.api_base, args.model) as (model, api_base):
             role = ModelRole.model_validate({
@@ -139,6 +151,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
             answer = asyncio.run(agent.answer(Conversation(args.question, targets=targets),
                                               words))
     finally:
-        checker.close()
+        if checker is not None:
+            checker.close()
     print(answer.to_json() if args.json else format_answer(answer))
     return 0

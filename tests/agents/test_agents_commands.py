@@ -37,6 +37,22 @@ def test_parse_words_and_agent_spec() -> None:
                                                      "args": {"role": "agent"}}
 
 
+def test_live_agent_spec_builds_the_live_retriever(tmp_path: Path) -> None:
+    from drarena.search.base import build_retriever
+    from drarena.search.live import LiveRetriever
+
+    spec = agent_spec("rag", "live", 4, "http://127.0.0.1:9/", True)
+    retriever_spec = spec["args"]["retriever"]
+    assert retriever_spec["args"]["provider"] == {"kind": "searxng",
+                                                  "args": {"url": "http://127.0.0.1:9/"}}
+    retriever = build_retriever(retriever_spec, tmp_path, tmp_path)
+    try:
+        assert isinstance(retriever, LiveRetriever)
+        assert retriever.web.settings.allow_private_addresses is True
+    finally:
+        retriever.close()
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["--agent", "oracle"], "--agent oracle needs the round's target pages"),
     (["--target", "http://x/"], "--target is for --agent oracle only"),
