@@ -17,17 +17,42 @@ from typing import Any
 
 
 def register(subparsers: Any) -> None:
-    snap = subparsers.add_parser("snapshot", help="crawl a spec into a WARC snapshot",
-                                 description="Freeze the pages a crawl spec names into "
-                                 "snapshots/<name>/ (WARC + CDXJ + manifest.json).")
-    snap.add_argument("spec", type=Path, help="crawl spec, e.g. corpus/pydocs.yaml")
+    snap = subparsers.add_parser(
+        "snapshot", help="crawl a spec into a WARC snapshot, or import/export archives",
+        usage="drarena snapshot SPEC [--out DIR] [--resume] [--install-local-site]\n"
+              "       drarena snapshot import NAME FILE_OR_DIR... [--out DIR] [--link|--copy]"
+              " [--host H]... [--prefix URL]... [--mime T]... [--status N]...\n"
+              "       drarena snapshot export SNAPSHOT --wacz OUT.wacz",
+        description="Freeze the pages a crawl spec names into snapshots/<name>/ (WARC + CDXJ + "
+        "manifest.json). `import` builds the same layout from WARC files (gzipped or not), "
+        "folders of them and WACZ packages made by any crawler; `export` writes a snapshot as a "
+        "WACZ package for ReplayWeb.page or pywb.")
+    snap.add_argument("spec", type=Path, help="crawl spec (e.g. corpus/pydocs.yaml), or "
+                      "`import` / `export`")
+    snap.add_argument("args", nargs="*", help="import: NAME FILE_OR_DIR...; export: SNAPSHOT")
     snap.add_argument("--out", type=Path, default=None,
                       help="snapshot folder (default: snapshots/<name>)")
     snap.add_argument("--resume", action="store_true", help="continue an interrupted snapshot")
     snap.add_argument("--install-local-site", action="store_true",
                       help="apt-get install the spec's local_site.apt_package when missing")
     snap.add_argument("--no-progress", action="store_true", help="no progress bar")
-    snap.set_defaults(func=cmd_snapshot)
+    imp = snap.add_argument_group("import")
+    how = imp.add_mutually_exclusive_group()
+    how.add_argument("--link", dest="keep", action="store_const", const="link",
+                     help="hard-link valid WARC files into the snapshot (error if impossible)")
+    how.add_argument("--copy", dest="keep", action="store_const", const="copy",
+                     help="copy valid WARC files (default: hard link, else copy)")
+    imp.add_argument("--host", action="append", default=[],
+                     help="keep captures of this host (and subdomains; host:port for one port)")
+    imp.add_argument("--prefix", action="append", default=[],
+                     help="keep captures whose URL starts with this prefix")
+    imp.add_argument("--mime", action="append", default=[],
+                     help="keep captures of this media type (text/html, or text/*)")
+    imp.add_argument("--status", action="append", default=[],
+                     help="keep captures with this status (200) or class (2xx)")
+    exp = snap.add_argument_group("export")
+    exp.add_argument("--wacz", type=Path, default=None, help="WACZ file to write")
+    snap.set_defaults(func=cmd_snapshot, keep=None)
 
     ver = subparsers.add_parser("verify", help="recompute a snapshot's digests",
                                 description="Check every file digest, record block digest "
@@ -71,7 +96,77 @@ def _ensure_local_site(root: Path, package: str | None, install: bool) -> None:
         raise DrarenaError(f"{package} is installed but {root} is still missing")
 
 
+_IMPORT_ONLY = ("keep", "host", "prefix", "mime", "status")
+
+
 def cmd_snapshot(args: argparse.Namespace) -> int:
+    from drarena.errors import DrarenaError
+
+    action = str(args.spec)
+    if action == "import":
+        return cmd_import(args)
+    if action == "export":
+        return cmd_export(args)
+    if args.args:
+        raise DrarenaError(f"snapshot {action}: unexpected arguments {' '.join(args.args)} "
+                           "(a crawl takes one spec; did you mean `snapshot import`?)")
+    used = [f"--{n}" for n in _IMPORT_ONLY if getattr(args, n)] + (
+        ["--wacz"] if args.wacz else [])
+    if used:
+        raise DrarenaError(f"snapshot {action}: {', '.join(used)} only apply to "
+                           "`snapshot import` / `snapshot export`")
+    return cmd_crawl(args)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from drarena.errors import DrarenaError
+    from drarena.web.importer import import_archives
+    from drarena.web.scope import ImportScope
+
+    if len(args.args) < 2:
+        raise DrarenaError("snapshot import: expected NAME FILE_OR_DIR... (e.g. "
+                           "`drarena snapshot import mysite crawl.warc.gz`)")
+    if args.resume or args.install_local_site or args.wacz:
+        raise DrarenaError("snapshot import: --resume, --install-local-site and --wacz do not "
+                           "apply")
+    try:
+        scope = ImportScope(hosts=tuple(args.host), prefixes=tuple(args.prefix),
+                            mimes=tuple(args.mime), statuses=tuple(args.status))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        option = {"hosts": "--host", "prefixes": "--prefix", "mimes": "--mime",
+                  "statuses": "--status"}.get(str(err["loc"][0]), str(err["loc"][0]))
+        raise DrarenaError(f"snapshot import: {option}: "
+                           f"{str(err['msg']).removeprefix('Value error, ')}") from None
+    name, *inputs = args.args
+    result = import_archives(name, [Path(i) for i in inputs], args.out,
+                             keep=args.keep or "auto", scope=scope,
+                             progress=not args.no_progress)
+    print(result.summary())
+    for item in result.files:
+        for problem in item.get("damage", [])[:5]:
+            print(f"{item['path']}: damaged: {problem}", file=sys.stderr)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from drarena.errors import DrarenaError
+
+    if len(args.args) != 1 or args.wacz is None:
+        raise DrarenaError("snapshot export: expected SNAPSHOT --wacz OUT.wacz")
+    used = [f"--{n}" for n in _IMPORT_ONLY if getattr(args, n)]
+    if used or args.out or args.resume or args.install_local_site:
+        raise DrarenaError("snapshot export: only --wacz applies")
+    from drarena.web.wacz import export_wacz
+
+    report = export_wacz(Path(args.args[0]), args.wacz)
+    print(report.summary())
+    return 0
+
+
+def cmd_crawl(args: argparse.Namespace) -> int:
     import asyncio
 
     from drarena.web.crawl import Crawler
