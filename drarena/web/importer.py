@@ -143,7 +143,7 @@ def classify(head: RecordHead) -> Capture | str:
         return kind
     if kind not in ("response", "revisit", "resource"):
         return f"type:{kind or 'none'}"
-    url = head.header("WARC-Target-URI").strip("<> ")
+    url = head.header("WARC-Target-URI").strip().removeprefix("<").removesuffix(">")
     scheme = url.split(":", 1)[0].lower()
     if scheme == "dns":
         return "dns"

@@ -112,6 +112,11 @@ class _Entry:
     timestamp: str
 
 
+def _target(record: RawRecord) -> str:
+    """WARC-Target-URI; WARC/1.0 writers such as wget wrap it in angle brackets."""
+    return record.header("WARC-Target-URI").strip().removeprefix("<").removesuffix(">")
+
+
 def _is_http(url: str) -> bool:
     return url.lower().startswith(("http://", "https://"))
 
@@ -209,7 +214,7 @@ class Snapshot:
             kind = record.type
             if kind not in ("response", "revisit", "resource"):
                 continue
-            if kind == "resource" and not _is_http(record.header("WARC-Target-URI")):
+            if kind == "resource" and not _is_http(_target(record)):
                 continue
             try:
                 if kind != "revisit":
@@ -235,7 +240,7 @@ class Snapshot:
                           record.block.decode("utf-8", "replace").split("\r\n") if ": " in line)
             if "drarena-fetch-error" not in fields:
                 continue
-            url = record.header("WARC-Target-URI")
+            url = _target(record)
             yield FailedFetch(url, canonicalize_url(url), fields["drarena-fetch-error"],
                               fields.get("drarena-detail", ""), record.header("WARC-Date"),
                               record.warc_file, record.offset)
@@ -371,7 +376,7 @@ class Snapshot:
             message = parse_http_response(record.block)
         is_revisit = record.type == "revisit"
         body = revisit_body if is_revisit and revisit_body is not None else decode_entity(message)
-        url = record.header("WARC-Target-URI")
+        url = _target(record)
         return StoredResponse(
             url=url, canonical_url=canonicalize_url(url), status=message.status,
             headers=message.headers, body=body,

@@ -267,3 +267,36 @@ def test_export_refuses_a_damaged_snapshot_and_leaves_nothing(
     assert list(tmp_path.iterdir()) == [snap]
     with Snapshot.open(snap) as opened:
         assert not opened.verify().ok
+
+
+@pytest.mark.slow
+def test_cli_round_trip_export_import_extract(fixture_dir: Path, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """export -> import under a new name -> extract: the same records, index and docs.jsonl."""
+    from drarena.cli import main
+
+    wacz = tmp_path / "pydocs.wacz"
+    assert main(["snapshot", "export", str(fixture_dir), "--wacz", str(wacz)]) == 0
+    assert capsys.readouterr().out.startswith(f"{wacz}: WACZ 1.1.1 of snapshot pydocs")
+    back = tmp_path / "pydocs-rt"
+    assert main(["snapshot", "import", "pydocs-rt", str(wacz), "--out", str(back),
+                 "--no-progress"]) == 0
+    with Snapshot.open(fixture_dir) as original, Snapshot.open(back) as imported:
+        assert imported.name == "pydocs-rt" and imported.verify().ok
+        assert imported.fingerprint == original.fingerprint  # same WARC bytes, same names
+        assert [f.sha256 for f in imported.manifest.warc_files] == [
+            f.sha256 for f in original.manifest.warc_files]
+    assert (back / "index.cdxj").read_bytes() == (fixture_dir / "index.cdxj").read_bytes()
+    assert main(["extract", str(back), "--no-progress"]) == 0
+    assert (back / "docs.jsonl").read_bytes() == (fixture_dir / "docs.jsonl").read_bytes()
+
+    with zipfile.ZipFile(wacz) as zf:
+        package = json.loads(zf.read("datapackage.json"))
+    package["resources"][0]["hash"] = "sha256:" + "0" * 64
+    bad = rewritten(wacz, tmp_path / "bad.wacz", {"datapackage.json": json.dumps(package).encode()})
+    capsys.readouterr()
+    assert main(["snapshot", "import", "bad", str(bad), "--out", str(tmp_path / "bad"),
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and f"{bad}: {WARC}: hash mismatch" in err
+    assert not (tmp_path / "bad").exists()

@@ -1,0 +1,388 @@
+"""`drarena snapshot import` on archives no one here wrote: Debian's wget crawling a site served
+on loopback by Python's http.server, plus the committed snapshot's own WARC re-imported."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import shutil
+import subprocess
+import threading
+import zipfile
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from itertools import count
+from pathlib import Path
+
+import pytest
+
+from drarena.cli import main
+from drarena.errors import DrarenaError
+from drarena.web.importer import import_archives
+from drarena.web.manifest import Counts
+from drarena.web.scope import ImportScope
+from drarena.web.snapshot import Snapshot
+from drarena.web.warcfile import Damage, RawRecord, iter_file
+from drarena.web.writer import Exchange, SnapshotWriter
+
+BASE = "http://127.0.0.1:8765"
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+
+SITE_PAGES = re.compile(r"^(tutorial|howto)/|^library/(index|[a-d])")
+
+
+@pytest.fixture(scope="module")
+def site(repo_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """About a hundred pages of the Python docs (bodies from the committed snapshot) as plain
+    files, with a front page; links to pages left out answer 404, as on any real site."""
+    root = tmp_path_factory.mktemp("site")
+    with Snapshot.open(repo_root / "snapshots" / "pydocs") as snap:
+        for resp in snap.iter_responses():
+            path = resp.url.removeprefix(BASE + "/")
+            if SITE_PAGES.match(path) and path.endswith(".html") and resp.status == 200:
+                (root / path).parent.mkdir(parents=True, exist_ok=True)
+                (root / path).write_bytes(resp.body)
+    links = "".join(f'<li><a href="{d}/index.html">{d}</a></li>'
+                    for d in ("tutorial", "howto", "library"))
+    (root / "index.html").write_text(f"<!DOCTYPE html><html><head><title>Docs</title></head>"
+                                     f"<body><h1>Python docs</h1><ul>{links}</ul></body></html>")
+    return root
+
+
+@pytest.fixture(scope="module")
+def served(site: Path) -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(site)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _wget(origin: str, out: Path, *extra: str) -> Path:
+    wget = shutil.which("wget")
+    if wget is None:
+        pytest.skip("Debian's wget is not installed (apt-get install wget); the import tests "
+                    "need an archive made by a crawler other than drarena's")
+    subprocess.run([wget, "-q", "--recursive", "--level=4", "--no-parent", "-e", "robots=off",
+                    "--delete-after", "-P", str(out.parent / "wget-files"),
+                    f"--warc-file={out}", *extra, f"{origin}/index.html"],
+                   check=False, timeout=120)
+    made = out.with_name(out.name + (".warc" if extra else ".warc.gz"))
+    assert made.is_file(), "wget wrote no WARC file"
+    return made
+
+
+@pytest.fixture(scope="module")
+def wget_gz(served: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _wget(served, tmp_path_factory.mktemp("wget") / "crawl")
+
+
+@pytest.fixture(scope="module")
+def wget_plain(served: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _wget(served, tmp_path_factory.mktemp("wget") / "plain", "--no-warc-compression")
+
+
+def _bodies(folder: Path) -> dict[str, bytes]:
+    """Path -> body of every capture, each also read back by lookup; the snapshot verifies."""
+    with Snapshot.open(folder) as snap:
+        report = snap.verify()
+        assert report.ok, report.problems
+        out: dict[str, bytes] = {}
+        for resp in snap.iter_responses():
+            out[resp.url.split("/", 3)[3]] = resp.body
+            found = snap.lookup(resp.url)
+            assert found is not None and found.body == resp.body
+        assert snap.skipped == 0
+        return out
+
+
+# --- the wget archive through the whole pipeline ------------------------------------------------
+
+def test_wget_archive_flows_through_extract_trees_and_bm25(
+        wget_gz: Path, site: Path, served: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html"))
+    assert len(pages) >= 80
+    out = tmp_path / "wg"
+    assert main(["snapshot", "import", "wg", str(wget_gz), "--out", str(out),
+                 "--no-progress"]) == 0
+    summary = capsys.readouterr().out
+    assert f"{len(pages)} pages" in summary and "warcinfo 1" in summary
+    with Snapshot.open(out) as snap:
+        manifest = snap.manifest
+        assert manifest.counts.pages == len(pages) == manifest.counts.statuses["200"]
+        assert manifest.counts.http_errors == manifest.counts.statuses["404"] > 0
+        assert len(snap) == manifest.counts.responses
+        assert manifest.counts.skipped == {"metadata": 1, "non-http": 2, "warcinfo": 1}
+        source = manifest.spec["import"]["sources"][0]
+        assert source["kept"] == "hardlink" and source["path"] == str(wget_gz.resolve())
+        assert (out / wget_gz.name).read_bytes() == wget_gz.read_bytes()
+        for page in pages:  # every page of the site, byte for byte
+            found = snap.lookup(f"{served}/{page}")
+            assert found is not None and found.body == (site / page).read_bytes()
+        assert snap.verify().ok
+
+    assert main(["extract", str(out), "--no-progress"]) == 0
+    docs = [json.loads(line) for line in (out / "docs.jsonl").open()]
+    assert sorted(d["url"].split("/", 3)[3] for d in docs) == pages
+    assert main(["trees", str(out), "--count", "1", "--seed", "1", "--no-progress"]) == 0
+    tree = json.loads(next((out / "trees").glob("tree-*.json")).read_text())
+    assert len(tree["nodes"]) > 3 and all(n["url"].startswith(served) for n in tree["nodes"])
+    index_root = tmp_path / "index"
+    assert main(["index", str(out), "--no-dense", "--index-root", str(index_root)]) == 0
+    capsys.readouterr()
+    assert main(["search", str(out), "for loops over a sequence", "--json", "-k", "3",
+                 "--index-root", str(index_root)]) == 0
+    hits = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert hits and any("controlflow" in str(h) for h in hits)
+
+
+def test_uncompressed_wget_warc_is_kept_and_read(wget_plain: Path, wget_gz: Path,
+                                                 tmp_path: Path) -> None:
+    assert wget_plain.read_bytes().startswith(b"WARC/1.")
+    plain = import_archives("plain", [wget_plain], tmp_path / "plain", progress=False)
+    gz = import_archives("gz", [wget_gz], tmp_path / "gz", progress=False)
+    assert plain.files[0]["kept"] == "hardlink" and plain.files[0]["as"] == ["plain.warc"]
+    assert _bodies(tmp_path / "plain") == _bodies(tmp_path / "gz")
+    assert plain.manifest.counts.pages == gz.manifest.counts.pages
+    with Snapshot.open(tmp_path / "plain") as snap:  # CDXJ offsets land on "WARC/1."
+        data = (tmp_path / "plain" / "plain.warc").read_bytes()
+        for line in (tmp_path / "plain" / "index.cdxj").read_text().splitlines():
+            fields = json.loads(line.split(" ", 2)[2])
+            assert data[int(fields["offset"]):].startswith(b"WARC/1.")
+        assert len(snap) == gz.manifest.counts.responses
+
+
+def test_whole_file_gzip_is_rewritten_one_member_per_record(wget_plain: Path, wget_gz: Path,
+                                                            tmp_path: Path) -> None:
+    whole = tmp_path / "whole.warc.gz"
+    whole.write_bytes(gzip.compress(wget_plain.read_bytes()))
+    result = import_archives("whole", [whole], tmp_path / "whole", progress=False)
+    assert result.files[0]["kept"] == "rewritten-per-record"
+    assert result.files[0]["as"] == ["whole-00000.warc.gz"]
+    import_archives("gz", [wget_gz], tmp_path / "gz", progress=False)
+    assert _bodies(tmp_path / "whole") == _bodies(tmp_path / "gz")
+    data = (tmp_path / "whole" / "whole-00000.warc.gz").read_bytes()
+    records = [r for r in iter_file(tmp_path / "whole" / "whole-00000.warc.gz")]
+    assert all(isinstance(r, RawRecord) for r in records)
+    assert len(records) == result.manifest.counts.records
+    for record in records:  # each its own member
+        assert isinstance(record, RawRecord)
+        assert len(gzip.decompress(data[record.offset:record.offset + record.length])) > 0
+
+
+# --- the committed snapshot, imported again -------------------------------------------------------
+
+def test_reimport_of_committed_snapshot_gives_same_fingerprint_and_docs(
+        repo_root: Path, tmp_path: Path) -> None:
+    fixture = repo_root / "snapshots" / "pydocs"
+    out = tmp_path / "again"
+    result = import_archives("again", [fixture / "pydocs-00000.warc.gz"], out, keep="copy",
+                             progress=False)
+    original = Snapshot.open(fixture).manifest
+    assert result.manifest.fingerprint == original.fingerprint
+    assert result.files[0]["kept"] == "copy"
+    assert (out / "index.cdxj").read_bytes() == (fixture / "index.cdxj").read_bytes()
+    assert main(["extract", str(out), "--no-progress"]) == 0
+    assert (out / "docs.jsonl").read_bytes() == (fixture / "docs.jsonl").read_bytes()
+    again = import_archives("again", [fixture / "pydocs-00000.warc.gz"], out, progress=False)
+    assert again.up_to_date
+    with pytest.raises(DrarenaError, match="different snapshot"):
+        import_archives("again", [fixture / "pydocs-00000.warc.gz"], out, progress=False,
+                        scope=ImportScope(statuses=("200",)))
+
+
+# --- scope filter ---------------------------------------------------------------------------------
+
+def test_scope_keeps_requests_of_kept_responses(repo_root: Path, tmp_path: Path) -> None:
+    warc = repo_root / "snapshots" / "pydocs" / "pydocs-00000.warc.gz"
+    out = tmp_path / "howto"
+    assert main(["snapshot", "import", "howto", str(warc), "--out", str(out), "--no-progress",
+                 "--prefix", f"{BASE}/howto/", "--mime", "text/*", "--status", "2xx"]) == 0
+    with Snapshot.open(out) as snap:
+        assert snap.verify().ok
+        urls = snap.urls()
+        assert urls and all(u.startswith(f"{BASE}/howto/") for u in urls)
+        responses = list(snap.iter_responses())
+        assert all(r.status == 200 and r.content_type.startswith("text/") for r in responses)
+        kinds = [r.type for r in snap.iter_records()]
+        assert kinds.count("request") == kinds.count("response") + kinds.count("revisit")
+        counts = snap.manifest.counts
+        assert counts.skipped["out-of-scope"] == 322 - len(snap)
+        assert snap.manifest.spec["import"]["scope"]["prefixes"] == [f"{BASE}/howto/"]
+        full = Snapshot.open(repo_root / "snapshots" / "pydocs")
+        for r in responses:
+            found = full.lookup(r.url)
+            assert found is not None and found.body == r.body
+
+
+def _write_warc(folder: Path, pages: list[tuple[str, bytes]]) -> Path:
+    ticks = count()
+    start = datetime(2026, 1, 2, tzinfo=UTC)
+    writer = SnapshotWriter(folder, "mini", {"seeds": []}, {"drarena": "test"},
+                            clock=lambda: start + timedelta(seconds=next(ticks)))
+    writer.open()
+    for url, body in pages:
+        writer.write_exchange(Exchange(url, (("Host", "example.org"),), 200, "OK",
+                                       (("Content-Type", "text/html"),), body))
+    writer.close(complete=True, counts=Counts())
+    return folder / "mini-00000.warc.gz"
+
+
+def test_scope_keeps_the_original_of_a_kept_revisit(tmp_path: Path) -> None:
+    body = b"<html><title>same</title><p>identical payload</p></html>"
+    warc = _write_warc(tmp_path / "src", [("http://example.org/a/one.html", body),
+                                          ("http://example.org/b/two.html", body),
+                                          ("http://example.org/c/three.html", b"<p>other</p>")])
+    result = import_archives("cut", [warc], tmp_path / "cut", progress=False,
+                             scope=ImportScope(prefixes=("http://example.org/b/",)))
+    assert result.files[0]["as"] == ["cut-00000.warc.gz", "cut-00000-originals.warc.gz"]
+    with Snapshot.open(tmp_path / "cut") as snap:
+        assert snap.verify().ok
+        found = snap.lookup("http://example.org/b/two.html")
+        assert found is not None and found.revisit and found.body == body
+        assert "http://example.org/c/three.html" not in snap
+        assert snap.manifest.counts.skipped.get("revisit-unresolved", 0) == 0
+        assert snap.manifest.counts.skipped["out-of-scope"] == 1
+
+
+def test_scope_options_are_checked() -> None:
+    scope = ImportScope(hosts=("Example.org:8080",), statuses=("2xx",), mimes=("text/*",))
+    assert scope.allows("http://www.example.org:8080/x", "", "text/html", 204)
+    assert not scope.allows("http://example.org/x", "", "text/html", 200)  # other port
+    assert not scope.allows("http://example.org:8080/x", "", "image/png", 200)
+    assert not scope.allows("http://example.org:8080/x", "", "text/html", 404)
+    assert ImportScope(hosts=("example.org",)).allows("https://a.example.org/", "", "x", 1)
+    assert not ImportScope(hosts=("example.org",)).allows("https://badexample.org/", "", "x", 1)
+    with pytest.raises(ValueError, match="status code"):
+        ImportScope(statuses=("ok",))
+    assert main(["snapshot", "import", "x", "y.warc", "--status", "2x"]) == 2
+
+
+# --- bad input ------------------------------------------------------------------------------------
+
+def test_truncated_member_costs_only_its_records(wget_gz: Path, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    data = wget_gz.read_bytes()
+    members = [r.offset for r in iter_file(wget_gz) if isinstance(r, RawRecord)]
+    cut = members[len(members) // 2]
+    damaged = tmp_path / "damaged.warc.gz"
+    damaged.write_bytes(data[:cut + 200] + data[members[len(members) // 2 + 1]:])
+    out = tmp_path / "dmg"
+    assert main(["snapshot", "import", "dmg", str(damaged), "--out", str(out),
+                 "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert f"{damaged.resolve()}: damaged: offset {cut}" in err
+    with Snapshot.open(out) as snap:
+        counts = snap.manifest.counts
+        assert counts.skipped["damaged"] == 1
+        assert counts.records == len(members) - 1
+        assert snap.verify().ok  # the copy holds the good records only
+        assert snap.manifest.spec["import"]["sources"][0]["kept"] == "copied-without-damage"
+        assert len(list(snap.iter_responses())) == len(snap) >= 15
+
+
+def test_truncated_uncompressed_warc_keeps_good_records(wget_plain: Path,
+                                                        tmp_path: Path) -> None:
+    data = wget_plain.read_bytes()
+    short = tmp_path / "short.warc"
+    short.write_bytes(data[:len(data) * 2 // 3])
+    items = list(iter_file(short))
+    assert isinstance(items[-1], Damage)
+    result = import_archives("short", [short], tmp_path / "short", progress=False)
+    assert result.manifest.counts.skipped["damaged"] == 1
+    assert result.files[0]["kept"] == "copied-without-damage"
+    assert _bodies(tmp_path / "short")
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"", "empty file"),
+    (b"<html>not an archive</html>", "not a WARC file"),
+    (gzip.compress(b"just some text"), "a gzip file, but not a WARC file"),
+])
+def test_bad_files_fail_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                      content: bytes, message: str) -> None:
+    bad = tmp_path / "bad.warc.gz"
+    bad.write_bytes(content)
+    assert main(["snapshot", "import", "bad", str(bad), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(bad) in err and message in err
+    assert not (tmp_path / "o").exists() and not (tmp_path / ".o.importing").exists()
+
+
+def test_nothing_importable_and_empty_folder(wget_gz: Path, tmp_path: Path) -> None:
+    first = next(r for r in iter_file(wget_gz) if isinstance(r, RawRecord))  # warcinfo only
+    only_info = tmp_path / "info.warc.gz"
+    only_info.write_bytes(wget_gz.read_bytes()[:first.length])
+    with pytest.raises(DrarenaError, match=r"info.warc.gz: nothing importable: 1 records"):
+        import_archives("x", [only_info], tmp_path / "x", progress=False)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DrarenaError, match="no .warc, .warc.gz or .wacz file"):
+        import_archives("x", [tmp_path / "empty"], tmp_path / "x", progress=False)
+    assert not (tmp_path / "x").exists()
+
+
+def test_folder_of_archives_imports_each_file(wget_gz: Path, wget_plain: Path,
+                                              tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    (folder / "sub").mkdir(parents=True)
+    shutil.copy(wget_gz, folder / "a.warc.gz")
+    shutil.copy(wget_plain, folder / "sub" / "a.warc")
+    (folder / "notes.txt").write_text("ignored: not a WARC name")
+    result = import_archives("both", [folder], tmp_path / "both", progress=False)
+    assert [f["as"] for f in result.files] == [["a.warc"], ["a.warc.gz"]]
+    with Snapshot.open(tmp_path / "both") as snap:
+        assert snap.verify().ok
+        assert len(list(snap.iter_responses())) == len(snap) == 2 * result.manifest.counts.pages
+
+
+# --- WACZ ------------------------------------------------------------------------------------------
+
+def test_wacz_round_trip_and_wrong_hash(wget_gz: Path, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("drarena.web.wacz")
+    first = import_archives("wg", [wget_gz], tmp_path / "wg", progress=False)
+    package = tmp_path / "wg.wacz"
+    assert main(["snapshot", "export", str(tmp_path / "wg"), "--wacz", str(package)]) == 0
+    back = import_archives("back", [package], tmp_path / "back", progress=False)
+    assert back.manifest.fingerprint == first.manifest.fingerprint
+    assert back.files[0]["kept"] == "moved"
+    assert back.files[0]["path"] == f"{package.resolve()}#archive/{wget_gz.name}"
+    assert _bodies(tmp_path / "back") == _bodies(tmp_path / "wg")
+    assert (tmp_path / "back" / "index.cdxj").read_bytes() == \
+        (tmp_path / "wg" / "index.cdxj").read_bytes()
+
+    bad = tmp_path / "bad.wacz"
+    with zipfile.ZipFile(package) as src, zipfile.ZipFile(bad, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename.startswith("archive/"):
+                data = data[:-10] + bytes(b ^ 0xFF for b in data[-10:])
+            dst.writestr(info, data)
+    capsys.readouterr()
+    assert main(["snapshot", "import", "bad", str(bad), "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert f"archive/{wget_gz.name}: hash mismatch" in err and "sha256:" in err
+    assert not (tmp_path / "b").exists()
+
+
+def test_cli_dispatch_keeps_the_crawl_form(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["snapshot", "import", "only-name"]) == 2
+    assert "expected NAME FILE_OR_DIR" in capsys.readouterr().err
+    assert main(["snapshot", str(tmp_path / "spec.yaml"), "--host", "x"]) == 2
+    assert "only apply to `snapshot import`" in capsys.readouterr().err
+    assert main(["snapshot", "export", str(tmp_path)]) == 2
+    assert "--wacz" in capsys.readouterr().err
