@@ -72,10 +72,11 @@ def url_host_port(url: str) -> str:
 
 
 def surt(url: str) -> str:
-    """Sort-friendly URL key as pywb writes it in CDXJ: `org,python,docs)/path?query`.
+    """Sort-friendly SURT-style URL key for the snapshot's CDXJ: `org,python,docs)/path?query`.
 
-    IP hosts stay as they are; the port stays unless it is the default; path and query are
-    lower-cased and query arguments sorted, as the `surt` package does by default."""
+    drarena's own key, close to but not pywb's: IP hosts stay as written (pywb reverses them)
+    and trailing slashes stay; path and query are lower-cased and query arguments sorted. The
+    WACZ export (wacz.py) re-keys lines to pywb's form, which is what replay tools look up."""
     canon = canonicalize_url(url)
     parts = urlsplit(canon)
     host, port = _host_port(parts)
