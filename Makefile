@@ -86,11 +86,12 @@ tournament: setup $(if $(MODEL),,setup-models)
 ## live search) and compare verdicts and ratings: drift-run.{json,md} in $(RUN)-drift. With
 ## LOOPBACK=1 against the loopback "live web" above; else PROVIDER='{"kind": ...}'.
 PROVIDER ?= {"kind": "searxng", "args": {"url": "http://127.0.0.1:8766", "max_pages": 1}}
+LOOPBACK_WEB = {"allow_private_addresses": true, "per_host_delay_s": 0}
 drift-run: LOOPBACK = 1
 drift-run: setup setup-models
 	@set -eo pipefail; $(LOOPBACK_UP); \
 	$(BIN)/drarena drift-run $(RUN) --provider '$(PROVIDER)' \
-	  $(if $(filter 1,$(LOOPBACK)),--web '{"allow_private_addresses": true, "per_host_delay_s": 0}')
+	  $(if $(filter 1,$(LOOPBACK)),--web '$(LOOPBACK_WEB)')
 
 # --- drift (issue 9) ---------------------------------------------------------------------
 .PHONY: drift
@@ -146,3 +147,16 @@ diagnose-retrievers: index
 ## bench-search: index build, query latency per retriever, encoding speed, Lucene vs bm25s
 bench-search: setup
 	$(BIN)/python bench/bench_search.py
+
+# --- import (issue 10) ------------------------------------------------------------------
+.PHONY: import-snapshot bench-import
+## import-snapshot: NAME=<name> FILES="<warc/wacz files or folders>" [SCOPE="--host H --prefix URL
+## --mime T --status N"]: freeze archives made by any crawler as snapshots/$(NAME)/
+import-snapshot: setup
+	$(BIN)/drarena snapshot import $(NAME) $(FILES) $(SCOPE)
+
+## bench-import: import MB/s and records/s vs FastWARC's raw iteration, peak memory at 0.5 and
+## 2 GB (IMPORT_GB=<largest size in GB>; built under /tmp and deleted)
+IMPORT_GB ?= 2
+bench-import: setup
+	$(BIN)/python bench/bench_import.py --gb $(IMPORT_GB)

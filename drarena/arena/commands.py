@@ -62,7 +62,8 @@ def register(subparsers: Any) -> None:
     d.add_argument("--out", type=Path, default=None, help="folder (default <run>-drift)")
     d.add_argument("--replay", action="store_true",
                    help="re-execute the drift-run in --out from its model cache and capture: "
-                        "zero model calls, no network, drift-run.json must come out identical")
+                        "zero model calls, no network, drift-run.json and live-matches.jsonl "
+                        "must come out identical")
     d.add_argument("--no-serve", action="store_true")
     d.add_argument("--model", default=None, help="as for `drarena tournament`")
     d.set_defaults(func=cmd_drift_run)
@@ -209,8 +210,8 @@ def cmd_drift_run(args: argparse.Namespace) -> int:
     print(f"{result.model_calls} model calls, {time.perf_counter() - started:.0f} s; "
           f"{out / REPORT_JSON}")
     if result.identical is not None:
-        print("replay: " + ("identical drift-run.json" if result.identical
-                            else "DIFFERENT drift-run.json"))
+        print("replay: " + ("identical" if result.identical else "DIFFERENT")
+              + ": drift-run.json and live-matches.jsonl")
         return 0 if result.identical else 1
     return 0
 

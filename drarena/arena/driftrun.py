@@ -8,7 +8,8 @@ itself is pure (drarena.arena.driftcompare).
 
 The output folder holds its own model cache and capture snapshot, and a header naming them,
 so `drarena drift-run RUN --out DIR --replay` re-executes it offline (zero model calls, no
-network) and checks that drift-run.json comes out identical.
+network) and checks that drift-run.json and live-matches.jsonl (the live answers and
+verdicts) come out identical.
 """
 
 from __future__ import annotations
@@ -188,13 +189,7 @@ def drift_run(run_path: Path, out: Path, *, provider: dict[str, Any] | None = No
     endpoint = (contextlib.nullcontext((None, None)) if replay
                 else model_endpoint(config, serve, model))
     with endpoint as (api_base, served):
-        models = config.models
-        if saved is not None:  # the exact models the drift-run used
-            fixed = saved["bound_roles"]
-            models = models.model_copy(update={"roles": {
-                k: r.model_copy(update={"model": fixed[k]["model"],
-                                        "api_base": fixed[k]["api_base"]})
-                for k, r in models.roles.items()}})
+        models = config.models if saved is None else fixed_models(config, saved)
         bound = bind_roles(models, api_base, served, cache,
                            CacheMode.REPLAY if replay else CacheMode.READ_WRITE)
         captures = [Path(c["path"]) for c in saved["live"]["captures"]] if saved else []
@@ -235,18 +230,27 @@ def drift_run(run_path: Path, out: Path, *, provider: dict[str, Any] | None = No
         config.name, live.provider.model_dump(mode="json"), frozen, live_log,
         build_leaderboard(names_all, frozen, resamples=rating.resamples, seed=rating.seed),
         build_leaderboard(names_all, live_log, resamples=rating.resamples, seed=rating.seed))
-    text = json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n"
-    md = to_markdown(report)
+    files = {REPORT_JSON: json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n",
+             LIVE_LOG: "".join(m.to_json() + "\n" for m in live_log),
+             REPORT_MD: to_markdown(report)}
     identical = None
-    if replay:
-        identical = (out / REPORT_JSON).read_text(encoding="utf-8") == text
+    if replay:  # the answers, verdicts and comparison must come out the same
+        identical = all((out / name).read_text(encoding="utf-8") == files[name]
+                        for name in (REPORT_JSON, LIVE_LOG))
     else:
-        write_atomic(out / LIVE_LOG, "".join(m.to_json() + "\n" for m in live_log))
-        write_atomic(out / REPORT_JSON, text)
-        write_atomic(out / REPORT_MD, md)
+        for name, text in files.items():
+            write_atomic(out / name, text)
         new_header["model_calls"] = client.model_calls
         write_atomic(out / HEADER, json.dumps(new_header, indent=2, sort_keys=True) + "\n")
-    return DriftRunResult(report, md, client.model_calls, identical)
+    return DriftRunResult(report, files[REPORT_MD], client.model_calls, identical)
+
+
+def fixed_models(config: TournamentConfig, saved: dict[str, Any]) -> Any:
+    """The run config's roles bound to the exact models the drift-run used (replay)."""
+    fixed = saved["bound_roles"]
+    return config.models.model_copy(update={"roles": {
+        k: r.model_copy(update={"model": fixed[k]["model"], "api_base": fixed[k]["api_base"]})
+        for k, r in config.models.roles.items()}})
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

@@ -114,8 +114,9 @@ def execute(config: TournamentConfig, run: RunDir, *, serve: bool, cache_mode: C
     every read from those captures instead, with the network guard on."""
     check_components(config)
     live_mode = not config.offline
-    if live_mode and live_replay is None:
-        assert config.live is not None, "live runs carry a live block (TournamentConfig.as_live)"
+    if live_mode:
+        config = config.as_live()  # the default live block when the config has none
+    if config.live is not None and live_mode and live_replay is None:
         preflight(config.live)
     if prepare:
         prepare_inputs(config, index=not live_mode)
@@ -141,8 +142,7 @@ def execute(config: TournamentConfig, run: RunDir, *, serve: bool, cache_mode: C
         if old is not None and newcomer is None:
             header["created"] = old.get("created", header["created"])
         live = None
-        if live_mode:
-            assert config.live is not None
+        if config.live is not None and live_mode:
             earlier = [] if old is None else old.get("live", {}).get("captures", [])
             target = (None if live_replay is not None else
                       capture_path(config.live.capture_root, config.name, now()))

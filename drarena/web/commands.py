@@ -21,7 +21,7 @@ def register(subparsers: Any) -> None:
         "snapshot", help="crawl a spec into a WARC snapshot, or import/export archives",
         usage="drarena snapshot SPEC [--out DIR] [--resume] [--install-local-site]\n"
               "       drarena snapshot import NAME FILE_OR_DIR... [--out DIR] [--link|--copy]"
-              " [--host H]... [--prefix URL]... [--mime T]... [--status N]...\n"
+              " [--host H]... [--prefix URL]... [--mime T]... [--status N]... [--jobs N]\n"
               "       drarena snapshot export SNAPSHOT --wacz OUT.wacz",
         description="Freeze the pages a crawl spec names into snapshots/<name>/ (WARC + CDXJ + "
         "manifest.json). `import` builds the same layout from WARC files (gzipped or not), "
@@ -50,6 +50,8 @@ def register(subparsers: Any) -> None:
                      help="keep captures of this media type (text/html, or text/*)")
     imp.add_argument("--status", action="append", default=[],
                      help="keep captures with this status (200) or class (2xx)")
+    imp.add_argument("--jobs", type=int, default=1,
+                     help="files imported at once, one process each (default 1)")
     exp = snap.add_argument_group("export")
     exp.add_argument("--wacz", type=Path, default=None, help="WACZ file to write")
     snap.set_defaults(func=cmd_snapshot, keep=None)
@@ -96,7 +98,7 @@ def _ensure_local_site(root: Path, package: str | None, install: bool) -> None:
         raise DrarenaError(f"{package} is installed but {root} is still missing")
 
 
-_IMPORT_ONLY = ("keep", "host", "prefix", "mime", "status")
+_IMPORT_ONLY = ("keep", "host", "prefix", "mime", "status")  # crawl: all empty
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
@@ -140,10 +142,12 @@ def cmd_import(args: argparse.Namespace) -> int:
                   "statuses": "--status"}.get(str(err["loc"][0]), str(err["loc"][0]))
         raise DrarenaError(f"snapshot import: {option}: "
                            f"{str(err['msg']).removeprefix('Value error, ')}") from None
+    if args.jobs < 1:
+        raise DrarenaError(f"snapshot import: --jobs {args.jobs}: must be at least 1")
     name, *inputs = args.args
     result = import_archives(name, [Path(i) for i in inputs], args.out,
                              keep=args.keep or "auto", scope=scope,
-                             progress=not args.no_progress)
+                             progress=not args.no_progress, jobs=args.jobs)
     print(result.summary())
     for item in result.files:
         for problem in item.get("damage", [])[:5]:

@@ -17,6 +17,7 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import shutil
 import sqlite3
 import sys
@@ -55,7 +56,7 @@ from drarena.web.warcfile import (
     scan_member,
     sha256_file,
 )
-from drarena.web.writer import GZIP_LEVEL, cdx_timestamp, utc_now, warc_date
+from drarena.web.writer import GZIP_LEVEL, utc_now, warc_date
 
 KEEP_MODES = ("auto", "link", "copy")
 WARC_SUFFIXES = (".warc", ".warc.gz", ".wacz")
@@ -126,7 +127,7 @@ class Capture:
     """An indexable record: what its CDXJ line says."""
 
     url: str
-    canonical: str
+    key: str
     timestamp: str
     mime: str
     status: int
@@ -134,6 +135,11 @@ class Capture:
     revisit: bool
     truncated: bool
     block_length: int
+
+
+_CONTENT_TYPE = re.compile(rb"\r\ncontent-type:[ \t]*([^\r\n;]*)", re.IGNORECASE)
+_STATUS_LINE = re.compile(rb"HTTP/\d(?:\.\d)? +(\d{3})(?: |\r|$)")
+_NOT_DIGIT = re.compile(r"\D")
 
 
 def classify(head: RecordHead) -> Capture | str:
@@ -150,28 +156,27 @@ def classify(head: RecordHead) -> Capture | str:
     if scheme not in ("http", "https"):
         return "non-http"
     try:
-        canonical = canonicalize_url(url)
         key = surt(url)
     except (ValueError, DrarenaError):
-        return "broken"
-    if not key:
         return "broken"
     if kind == "resource":
         status = 200
         mime = _media_type(head.header("Content-Type"))
     else:
-        try:
-            message = parse_http_response(head.http_head)
-        except ValueError:
+        # Only the status and the media type are needed: two regexes, not a header parse.
+        line = _STATUS_LINE.match(head.http_head)
+        if line is None:
             return "broken"
-        status = message.status
-        mime = "warc/revisit" if kind == "revisit" else _media_type(
-            message.header("Content-Type"))
+        status = int(line.group(1))
+        found = _CONTENT_TYPE.search(head.http_head)
+        mime = "warc/revisit" if kind == "revisit" else (
+            found.group(1).decode("latin-1").strip().lower() or "unk" if found else "unk")
     digest = head.header("WARC-Payload-Digest") or head.entity_digest
     if not digest:
         return "revisit-unresolved"  # a revisit that names no payload cannot be resolved
-    return Capture(url, canonical, cdx_timestamp(head.header("WARC-Date")), mime, status, digest,
-                   kind == "revisit", bool(head.header("WARC-Truncated")), head.block_length)
+    stamp = _NOT_DIGIT.sub("", head.header("WARC-Date"))[:14]
+    return Capture(url, key, stamp, mime, status, digest, kind == "revisit",
+                   bool(head.header("WARC-Truncated")), head.block_length)
 
 
 def _media_type(value: str) -> str:
@@ -182,7 +187,7 @@ def cdxj_line(cap: Capture, filename: str, offset: int, length: int) -> str:
     """The line a drarena crawl writes for the same capture (writer.py's fields and order)."""
     fields = {"url": cap.url, "mime": cap.mime, "status": str(cap.status), "digest": cap.digest,
               "length": str(length), "offset": str(offset), "filename": filename}
-    return f"{surt(cap.url)} {cap.timestamp} {json.dumps(fields, ensure_ascii=False)}"
+    return f"{cap.key} {cap.timestamp} {json.dumps(fields, ensure_ascii=False)}"
 
 
 @dataclass
@@ -236,7 +241,7 @@ class Staging:
     def __init__(self, path: Path) -> None:
         self.db = sqlite3.connect(path)
         self.db.executescript(
-            "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-16000;"
+            "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-4000;"
             "PRAGMA temp_store=FILE;"
             "CREATE TABLE cdx(file INT, line TEXT, digest TEXT, revisit INT);"
             "CREATE TABLE dropped(file INT, digest TEXT, offset INT, length INT, cap TEXT);")
@@ -268,6 +273,16 @@ class Staging:
         self.db.execute("DELETE FROM cdx WHERE file = ?", (file,))
         self.db.execute("DELETE FROM dropped WHERE file = ?", (file,))
 
+    def absorb(self, path: Path) -> None:
+        """Take over the rows of a worker's staging database (then delete it)."""
+        self.flush()
+        self.db.execute("ATTACH DATABASE ? AS part", (str(path),))
+        self.db.execute("INSERT INTO cdx SELECT * FROM part.cdx")
+        self.db.execute("INSERT INTO dropped SELECT * FROM part.dropped")
+        self.db.commit()
+        self.db.execute("DETACH DATABASE part")
+        path.unlink()
+
     def _index(self) -> None:
         self.flush()
         self.db.execute("CREATE INDEX IF NOT EXISTS cdx_digest ON cdx(digest, revisit)")
@@ -283,8 +298,8 @@ class Staging:
                  "c.digest = r.digest AND c.revisit = 0)) GROUP BY digest) ORDER BY d.rowid")
         for file, offset, length, digest, blob in self.db.execute(query).fetchall():
             url, ts, mime, status, size = json.loads(blob)
-            yield file, offset, length, Capture(url, canonicalize_url(url), ts, mime, status,
-                                                digest, False, False, size)
+            yield file, offset, length, Capture(url, surt(url), ts, mime, status, digest,
+                                                False, False, size)
 
     def unresolved(self) -> int:
         self._index()
@@ -339,21 +354,36 @@ class _Rewrite(Exception):
 
 @dataclass
 class _Progress:
+    """The bar in the parent; in a worker process, a shared [bytes, records] counter that
+    the parent reads into the bar."""
+
     bar: Any = None
+    shared: Any = None
     records: int = 0
+    _bytes: int = 0
+    _sent: int = 0
     _shown: int = 0
 
     def advance(self, nbytes: int) -> None:
-        if self.bar is not None:
+        if self.shared is not None:
+            self._bytes += nbytes
+            if self._bytes >= 1 << 22:
+                self.flush()
+        elif self.bar is not None:
             self.bar.update(nbytes)
-            if self.records - self._shown >= 2000:
-                self.bar.set_postfix_str(f"{self.records} records", refresh=False)
-                self._shown = self.records
+            self.show(self.records)
 
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.set_postfix_str(f"{self.records} records", refresh=False)
-            self.bar.close()
+    def show(self, records: int) -> None:
+        if records - self._shown >= 2000:
+            self.bar.set_postfix_str(f"{records} records", refresh=False)
+            self._shown = records
+
+    def flush(self) -> None:
+        if self.shared is not None:
+            with self.shared.get_lock():
+                self.shared[0] += self._bytes
+                self.shared[1] += self.records - self._sent
+            self._bytes, self._sent = 0, self.records
 
 
 class _Pairer:
@@ -397,29 +427,35 @@ def _concurrent(head: RecordHead) -> list[str]:
 
 @dataclass
 class _Job:
-    """Shared state of one import run."""
+    """State of importing one file (in this process or a worker)."""
 
     build: Path
-    name: str
     scope: ImportScope
     keep: str
     staging: Staging
-    tally: Tally
-    progress: _Progress
-    used_names: set[str] = field(default_factory=set)
+    names: dict[str, str]  # output file name per way of keeping (planned by the parent)
+    tally: Tally = field(default_factory=Tally)
+    progress: _Progress = field(default_factory=_Progress)
 
-    def out_name(self, wanted: str, index: int, gz: bool, suffix: str = "") -> str:
-        candidates = [wanted] if wanted else []
-        candidates.append(f"{self.name}-{index:05d}{suffix}.warc{'.gz' if gz else ''}")
-        for candidate in candidates:
-            try:
-                safe_file_name(candidate)
-            except DrarenaError:
-                continue
-            if candidate not in self.used_names:
-                self.used_names.add(candidate)
-                return candidate
-        raise DrarenaError(f"cannot name output file {index} of {self.name}: name taken")
+
+def plan_names(name: str, sources: Sequence[Source]) -> list[dict[str, str]]:
+    """Output names per source, fixed before any work so parallel workers never collide: a
+    kept file keeps its own name unless taken or unsafe; copies are NAME-#####.warc[.gz]."""
+    made = [{"copy": f"{name}-{i:05d}.warc{'.gz' if s.gzipped else ''}",
+             "rewrite": f"{name}-{i:05d}.warc.gz",
+             "originals": f"{name}-{i:05d}-originals.warc{'.gz' if s.gzipped else ''}"}
+            for i, s in enumerate(sources)]
+    taken = {v for i, m in enumerate(made) for v in m.values()}
+    for i, src in enumerate(sources):
+        own = Path(src.label.split("#")[-1]).name
+        try:
+            safe_file_name(own)
+        except DrarenaError:
+            own = ""
+        mine = set(made[i].values())
+        made[i]["keep"] = own if own and (own not in taken or own in mine) else made[i]["copy"]
+        taken.add(made[i]["keep"])
+    return made
 
 
 def import_file(job: _Job, src: Source, index: int) -> FileResult:
@@ -440,7 +476,7 @@ def import_file(job: _Job, src: Source, index: int) -> FileResult:
 
 
 def _keep(job: _Job, src: Source, index: int) -> FileResult:
-    name = job.out_name(Path(src.label.split("#")[-1]).name, index, src.gzipped)
+    name = job.names["keep"]
     target = job.build / name
     kept, read_from = _place(src, target, job.keep)
     digest = hashlib.sha256()
@@ -475,7 +511,6 @@ def _keep(job: _Job, src: Source, index: int) -> FileResult:
         if kept == "moved":  # an extracted WACZ member: move it back to be read again
             os.replace(target, src.path)
         target.unlink(missing_ok=True)
-        job.used_names.discard(name)
         raise _Rewrite("multi" if isinstance(exc, MultiRecordMember) else "damage") from None
     if copy_to is not None:
         copy_to.close()
@@ -516,7 +551,7 @@ def _place(src: Source, target: Path, keep: str) -> tuple[str, Path]:
 
 def _copy_records(job: _Job, src: Source, index: int, kept: str) -> FileResult:
     """Copy the raw bytes of the records to keep (scope, no damage) into a new file."""
-    name = job.out_name("", index, src.gzipped)
+    name = job.names["copy"]
     target = job.build / name
     digest = hashlib.sha256()
     local = Tally()
@@ -567,7 +602,7 @@ def _copy_records(job: _Job, src: Source, index: int, kept: str) -> FileResult:
                     local.skipped[found] += 1
                 elif not isinstance(found, Capture):
                     local.skipped[found] += 1
-                elif scope.allows(found.url, found.canonical, _scope_mime(item, found),
+                elif scope.allows(found.url, _canonical(found.url), _scope_mime(item, found),
                                   found.status):
                     for request in pairer.response_kept(item):
                         write(request)
@@ -582,7 +617,6 @@ def _copy_records(job: _Job, src: Source, index: int, kept: str) -> FileResult:
         except MultiRecordMember:
             out.close()
             target.unlink(missing_ok=True)
-            job.used_names.discard(name)
             raise _Rewrite("multi") from None
     local.skipped["out-of-scope-request"] += pairer.finish()
     local.skipped["damaged"] += damaged
@@ -592,6 +626,13 @@ def _copy_records(job: _Job, src: Source, index: int, kept: str) -> FileResult:
     out_digest = FileDigest(name=name, sha256=sha256_file(target), size=target.stat().st_size,
                             records=written)
     return FileResult(src, digest.hexdigest(), size, kept, [out_digest], damaged, damage)
+
+
+def _canonical(url: str) -> str:
+    try:
+        return canonicalize_url(url)
+    except ValueError:
+        return url
 
 
 def _scope_mime(head: RecordHead, cap: Capture) -> str:
@@ -618,7 +659,7 @@ def _pread(fd: int, offset: int, length: int) -> bytes:
 
 def _rewrite(job: _Job, src: Source, index: int) -> FileResult:
     """A whole-file gzip (or members holding several records): one new member per record."""
-    name = job.out_name("", index, True)
+    name = job.names["rewrite"]
     target = job.build / name
     local = Tally()
     pairer = _Pairer()
@@ -656,7 +697,7 @@ def _rewrite(job: _Job, src: Source, index: int) -> FileResult:
                 found = classify(item)
                 keep = (not scope.active or found == "warcinfo"
                         or (isinstance(found, Capture)
-                            and scope.allows(found.url, found.canonical,
+                            and scope.allows(found.url, _canonical(found.url),
                                              _scope_mime(item, found), found.status)))
                 if found == "request" and scope.active:
                     member = pack(win.get(item.offset, item.length))
@@ -690,31 +731,97 @@ def _rewrite(job: _Job, src: Source, index: int) -> FileResult:
                       "rewritten-per-record", [out_digest], damaged, damage)
 
 
-def _add_originals(job: _Job, sources: list[Source], results: list[FileResult]) -> None:
+def _add_originals(staging: Staging, tally: Tally, build: Path, sources: list[Source],
+                   names: list[dict[str, str]], results: list[FileResult]) -> None:
     """Copy, from the sources, the out-of-scope originals of kept revisits (so they resolve)."""
-    outs: dict[int, tuple[BinaryIO, str, list[int]]] = {}
+    outs: dict[int, tuple[BinaryIO, list[int]]] = {}
     try:
-        for file, offset, length, cap in job.staging.missing_originals():
-            src = sources[file]
+        for file, offset, length, cap in staging.missing_originals():
+            name = names[file]["originals"]
             if file not in outs:
-                name = job.out_name("", file, src.gzipped, "-originals")
-                outs[file] = ((job.build / name).open("xb"), name, [0])
-            out, name, count = outs[file]
-            with src.path.open("rb") as fh:
+                outs[file] = ((build / name).open("xb"), [0])
+            out, count = outs[file]
+            with sources[file].path.open("rb") as fh:
                 data = _pread(fh.fileno(), offset, length)
             at = out.tell()
             out.write(data)
             count[0] += 1
-            job.staging.add(file, cdxj_line(cap, name, at, length), cap.digest, False)
-            job.tally.add(cap)
-            job.tally.skipped["out-of-scope"] -= 1
+            staging.add(file, cdxj_line(cap, name, at, length), cap.digest, False)
+            tally.add(cap)
+            tally.skipped["out-of-scope"] -= 1
     finally:
-        for out, _, _ in outs.values():
+        for out, _ in outs.values():
             out.close()
-    for file, (_, name, count) in sorted(outs.items()):
-        path = job.build / name
-        results[file].outputs.append(FileDigest(name=name, sha256=sha256_file(path),
+    for file, (_, count) in sorted(outs.items()):
+        path = build / names[file]["originals"]
+        results[file].outputs.append(FileDigest(name=path.name, sha256=sha256_file(path),
                                                 size=path.stat().st_size, records=count[0]))
+
+
+@dataclass(frozen=True, slots=True)
+class _Task:
+    """One file's work, as sent to a worker process."""
+
+    build: Path
+    scope: ImportScope
+    keep: str
+    source: Source
+    index: int
+    names: dict[str, str]
+
+    @property
+    def staging(self) -> Path:
+        return self.build / f".staging-{self.index:05d}.sqlite"
+
+
+_SHARED: Any = None  # the worker's progress counter (set by _init_worker)
+
+
+def _init_worker(shared: Any) -> None:
+    global _SHARED
+    _SHARED = shared
+
+
+def run_task(task: _Task, bar: Any = None) -> tuple[FileResult, Tally]:
+    """Import one file into its own staging table (merged by the parent)."""
+    staging = Staging(task.staging)
+    job = _Job(task.build, task.scope, task.keep, staging, task.names,
+               progress=_Progress(bar=bar, shared=_SHARED))
+    try:
+        result = import_file(job, task.source, task.index)
+        job.progress.flush()
+        staging.flush()
+        staging.db.commit()
+    finally:
+        staging.close()
+    return result, job.tally
+
+
+def _run_tasks(tasks: list[_Task], jobs: int, bar: Any) -> list[tuple[FileResult, Tally]]:
+    if jobs <= 1 or len(tasks) == 1:
+        return [run_task(task, bar) for task in tasks]
+    import multiprocessing
+    from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+
+    ctx = multiprocessing.get_context("spawn")
+    shared = ctx.Array("q", 2)
+    seen = 0
+    with ProcessPoolExecutor(min(jobs, len(tasks)), mp_context=ctx,
+                             initializer=_init_worker, initargs=(shared,)) as pool:
+        futures = [pool.submit(run_task, task) for task in tasks]
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, timeout=0.5, return_when=FIRST_EXCEPTION)
+            if any(f.exception() for f in done):
+                pool.shutdown(cancel_futures=True)
+                break
+            if bar is not None:
+                with shared.get_lock():
+                    moved, records = shared[0], shared[1]
+                bar.update(moved - seen)
+                seen = moved
+                bar.set_postfix_str(f"{records} records", refresh=False)
+        return [f.result() for f in futures]
 
 
 # --- the whole import --------------------------------------------------------------------------
@@ -743,9 +850,10 @@ class ImportResult:
 
 def import_archives(name: str, inputs: Sequence[Path], out: Path | None = None, *,
                     keep: str = "auto", scope: ImportScope | None = None,
-                    progress: bool = True,
+                    progress: bool = True, jobs: int = 1,
                     clock: Callable[[], datetime] = utc_now) -> ImportResult:
-    """Build snapshot `out` (default snapshots/NAME) from WARC files, folders and WACZ files."""
+    """Build snapshot `out` (default snapshots/NAME) from WARC files, folders and WACZ files;
+    `jobs` > 1 imports that many files at once in worker processes (same result)."""
     safe_file_name(name, "snapshot name")
     if keep not in KEEP_MODES:
         raise DrarenaError(f"keep mode {keep!r}: expected one of {', '.join(KEEP_MODES)}")
@@ -765,7 +873,8 @@ def import_archives(name: str, inputs: Sequence[Path], out: Path | None = None, 
     build.mkdir(parents=True)
     try:
         sources = _sources(files, build)
-        manifest, results = _run(name, sources, build, scope, keep, progress, started, clock)
+        manifest, results = _run(name, sources, build, scope, keep, progress, started, clock,
+                                 jobs)
         os.replace(build, out)
     except BaseException:
         shutil.rmtree(build, ignore_errors=True)
@@ -800,8 +909,8 @@ def _sources(files: list[Path], build: Path) -> list[Source]:
 
 
 def _run(name: str, sources: list[Source], build: Path, scope: ImportScope, keep: str,
-         progress: bool, started: str,
-         clock: Callable[[], datetime]) -> tuple[Manifest, list[FileResult]]:
+         progress: bool, started: str, clock: Callable[[], datetime],
+         jobs: int) -> tuple[Manifest, list[FileResult]]:
     total = sum(s.path.stat().st_size for s in sources)
     bar = None
     if progress:
@@ -809,24 +918,34 @@ def _run(name: str, sources: list[Source], build: Path, scope: ImportScope, keep
 
         bar = tqdm(total=total, desc=f"import {name}", unit="B", unit_scale=True,
                    unit_divisor=1000, file=sys.stderr, mininterval=0.5)
+    names = plan_names(name, sources)
+    tasks = [_Task(build, scope, keep, src, i, names[i]) for i, src in enumerate(sources)]
     staging = Staging(build / ".staging.sqlite")
-    job = _Job(build, name, scope, keep, staging, Tally(), _Progress(bar))
+    tally = Tally()
     try:
-        results = [import_file(job, src, i) for i, src in enumerate(sources)]
+        done = _run_tasks(tasks, jobs, bar)
+        results = [result for result, _ in done]
+        for task, (_, part) in zip(tasks, done, strict=True):
+            tally.merge(part)
+            staging.absorb(task.staging)
         if scope.active:
-            _add_originals(job, sources, results)
-        job.tally.skipped["revisit-unresolved"] += staging.unresolved()
-        job.tally.revisits -= staging.unresolved()
+            _add_originals(staging, tally, build, sources, names, results)
+        unresolved = staging.unresolved()
+        tally.skipped["revisit-unresolved"] += unresolved
+        tally.revisits -= unresolved
         cdxj = build / CDXJ_NAME
         lines = staging.write_sorted(cdxj)
     finally:
-        job.progress.close()
+        if bar is not None:
+            bar.set_postfix_str(f"{tally.records} records", refresh=False)
+            bar.close()
         staging.close()
-        (build / ".staging.sqlite").unlink(missing_ok=True)
+        for leftover in build.glob(".staging*.sqlite"):
+            leftover.unlink()
     if lines == 0:
-        skipped = ", ".join(f"{k} {v}" for k, v in sorted(job.tally.skipped.items()) if v)
+        skipped = ", ".join(f"{k} {v}" for k, v in sorted(tally.skipped.items()) if v)
         raise DrarenaError(f"{', '.join(s.label for s in sources)}: nothing importable: "
-                           f"{job.tally.records} records, none an HTTP capture in scope "
+                           f"{tally.records} records, none an HTTP capture in scope "
                            f"({skipped or 'no records'})")
     warc_files = tuple(d for r in results for d in r.outputs)
     spec = {"import": {"sources": [r.record() for r in results],
@@ -838,7 +957,7 @@ def _run(name: str, sources: list[Source], build: Path, scope: ImportScope, keep
         started_at=started, ended_at=warc_date(clock()), warc_files=warc_files,
         cdxj=FileDigest(name=CDXJ_NAME, sha256=sha256_file(cdxj), size=cdxj.stat().st_size,
                         records=lines),
-        counts=job.tally.freeze(), fingerprint=fingerprint(warc_files))
+        counts=tally.freeze(), fingerprint=fingerprint(warc_files))
     write_manifest(build, manifest)
     return manifest, results
 

@@ -13,6 +13,7 @@ import base64
 import gzip
 import hashlib
 import mmap
+import re
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -88,7 +89,14 @@ def sha1_b32(data: bytes) -> str:
     return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode("ascii")
 
 
+_FIELD = re.compile(r"([^:\r\n]+):([^\r\n]*)")
+
+
 def _parse_headers(head: bytes) -> tuple[tuple[str, str], ...]:
+    text = head.decode("utf-8", "replace")
+    if "\r\n " not in text and "\r\n\t" not in text and not text.startswith((" ", "\t")):
+        # The common case in one regex pass (a hot path of import); folded lines below.
+        return tuple((k.strip(), v.strip()) for k, v in _FIELD.findall(text))
     out: list[tuple[str, str]] = []
     for line in head.decode("utf-8", "replace").split("\r\n"):
         if not line:
@@ -340,20 +348,22 @@ class RecordHead:
     block_length: int
     http_head: bytes
     entity_digest: str
+    fields: dict[str, str]  # lower-cased names -> first value (a hot path: one dict lookup)
 
     def header(self, name: str, default: str = "") -> str:
-        return header_value(self.headers, name, default)
+        return self.fields.get(name.lower(), default)
 
     @property
     def type(self) -> str:
-        return self.header("WARC-Type")
+        return self.fields.get("warc-type", "")
 
 
-_HTTP_TYPES = ("response", "revisit", "request")
+_HTTP_TYPES = ("response", "revisit")  # a request's HTTP head is not indexed
 
 
-def _content_length(headers: tuple[tuple[str, str], ...]) -> int:
-    value = header_value(headers, "Content-Length")
+def _content_length(headers: tuple[tuple[str, str], ...] | dict[str, str]) -> int:
+    value = (headers.get("content-length", "") if isinstance(headers, dict)
+             else header_value(headers, "Content-Length"))
     if not value.isdigit():
         raise ValueError("WARC record without a valid Content-Length")
     return int(value)
@@ -362,6 +372,7 @@ def _content_length(headers: tuple[tuple[str, str], ...]) -> int:
 @dataclass(slots=True)
 class _Head:
     headers: tuple[tuple[str, str], ...]
+    fields: dict[str, str]
     block_start: int
     block_length: int
     entity_start: int
@@ -376,37 +387,38 @@ class _Head:
 def _parse_head(data: bytes | memoryview, complete: bool) -> _Head:
     """WARC headers and HTTP head from the first bytes of a record; ValueError if they are
     malformed or (when `complete`) not all there."""
-    if bytes(data[:7]) != b"WARC/1.":
+    if isinstance(data, memoryview):
+        data = bytes(data)
+    if not data.startswith(b"WARC/1."):
         raise ValueError("not a WARC/1.x record")
-    raw = bytes(data[:_HEAD_MAX])
-    head_end = raw.find(b"\r\n\r\n")
+    head_end = data.find(b"\r\n\r\n", 0, _HEAD_MAX)
     if head_end < 0:
         raise ValueError("WARC header block not terminated")
-    headers = _parse_headers(raw[raw.find(b"\r\n") + 2:head_end + 2])
-    size = _content_length(headers)
+    headers = _parse_headers(data[data.find(b"\r\n") + 2:head_end + 2])
+    fields = {key.lower(): value for key, value in reversed(headers)}  # first one wins
+    size = _content_length(fields)
     start = head_end + 4
-    kind = header_value(headers, "WARC-Type")
+    kind = fields.get("warc-type", "")
     http_head, entity = b"", start
     if kind in _HTTP_TYPES:
-        block = bytes(data[start:start + min(size, _HEAD_MAX)])
-        cut = block.find(b"\r\n\r\n")
+        limit = start + min(size, _HEAD_MAX)
+        cut = data.find(b"\r\n\r\n", start, limit)
         if cut >= 0:
-            http_head, entity = block[:cut + 2], start + cut + 4
-        elif len(block) == min(size, _HEAD_MAX):
-            http_head, entity = block, start + len(block)
+            http_head, entity = data[start:cut + 2], cut + 4
+        elif len(data) >= limit:
+            http_head, entity = data[start:limit], limit
         elif complete:
             raise ValueError("WARC record block shorter than its Content-Length")
     wants = kind == "resource" or kind == "response"
-    digest = (hashlib.sha1() if wants and not header_value(headers, "WARC-Payload-Digest")
-              else None)
-    return _Head(headers, start, size, entity, http_head, digest)
+    digest = hashlib.sha1() if wants and not fields.get("warc-payload-digest") else None
+    return _Head(headers, fields, start, size, entity, http_head, digest)
 
 
 def _finish(head: _Head, name: str, offset: int, length: int) -> RecordHead:
     digest = ("sha1:" + base64.b32encode(head.digest.digest()).decode("ascii")
               if head.digest is not None else "")
     return RecordHead(name, offset, length, head.headers, head.block_length, head.http_head,
-                      digest)
+                      digest, head.fields)
 
 
 def scan_member(win: Window, pos: int, name: str) -> tuple[RecordHead, int]:

@@ -106,9 +106,11 @@ def live_web_settings() -> dict[str, Any]:
     return {"allow_private_addresses": True, "per_host_delay_s": 0.0, "timeout_s": 10.0}
 
 
-def freeze(site: LiveSiteForTests, folder: Path, tree_ids: tuple[str, ...] = ("t1",)) -> Path:
+def freeze(site: LiveSiteForTests, folder: Path, tree_ids: tuple[str, ...] = ("t1",),
+           keep: set[str] | None = None) -> Path:
     """The site as it is now, captured with the real LiveWeb into a snapshot, extracted,
-    and one hand-shaped tree per id over its pages (the arena_fakes layout)."""
+    and one hand-shaped tree per id over its pages (the arena_fakes layout; only the nodes
+    in `keep` when given)."""
     from drarena.corpus.extract import extract_snapshot, load_docs
     from drarena.corpus.records import Tree, TreeEdge
     from drarena.corpus.trees import make_node, tree_to_json
@@ -123,10 +125,11 @@ def freeze(site: LiveSiteForTests, folder: Path, tree_ids: tuple[str, ...] = ("t
     ids = {node: docs[site.url(node)].id for node in LAYOUT}
     depth = {node: 0 if p is None else sum(node.count(c) for c in "cgh")
              for node, p in LAYOUT.items()}
+    layout = {n: p for n, p in LAYOUT.items() if keep is None or n in keep}
     nodes = tuple(make_node(docs[site.url(n)], depth[n], None if p is None else ids[p])
-                  for n, p in LAYOUT.items())
+                  for n, p in layout.items())
     edges = tuple(TreeEdge(ids[p], ids[n], f"Section {n}", "ctx", "subtopic")
-                  for n, p in LAYOUT.items() if p is not None)
+                  for n, p in layout.items() if p is not None)
     trees_dir = folder / "trees"
     trees_dir.mkdir()
     entries = []

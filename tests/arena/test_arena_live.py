@@ -113,6 +113,31 @@ def test_live_run_searches_reads_today_captures_and_replays_offline(
     assert again["live"]["captures"][0]["fingerprint"] == capture["fingerprint"]
 
 
+def test_live_tree_expansion_crawls_into_the_capture(site: LiveSiteForTests,
+                                                     tmp_path: Path) -> None:
+    # the frozen tree holds the root and one child: width 2 needs a sibling it lacks
+    snapshot = freeze(site, tmp_path / "frozen", keep={"r", "c1"})
+    config = parse_config(config_data(tmp_path, snapshot, searxng(site)), "test").as_live()
+    run = RunDir(tmp_path / "runs" / "live")
+    backend = scripted_models()
+    execute(config, run, serve=False, cache_mode=CacheMode.READ_WRITE, prepare=False,
+            now=lambda: NOW, backend=backend)
+    [match] = run.finished().values()
+    rnd = match.rounds[0]
+    assert not rnd.void_reason, rnd.void_reason
+    assert rnd.target_urls[0] == site.url("c1") and len(rnd.target_urls) == 2
+    sibling = rnd.target_urls[1]
+    assert sibling in {site.url(n) for n in ("c2", "c3", "c4")}  # found live under the root
+    header = run.header()
+    assert header is not None
+    with Snapshot.open(Path(header["live"]["captures"][0]["path"])) as snap:
+        # c4 is neither a search hit nor in the frozen tree: only expansion fetched it
+        assert {sibling, site.url("c4")} <= set(snap.urls())
+    site.stop()
+    _, differ = replay(run, RunDir(tmp_path / "replay"))  # expands the same, offline
+    assert differ == []
+
+
 def test_replay_of_a_live_run_without_its_capture_is_one_line(
         site: LiveSiteForTests, tmp_path: Path) -> None:
     snapshot = freeze(site, tmp_path / "frozen")

@@ -32,7 +32,7 @@ BASE = "http://127.0.0.1:8765"
 
 
 class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 
@@ -328,7 +328,7 @@ def test_nothing_importable_and_empty_folder(wget_gz: Path, tmp_path: Path) -> N
     with pytest.raises(DrarenaError, match=r"info.warc.gz: nothing importable: 1 records"):
         import_archives("x", [only_info], tmp_path / "x", progress=False)
     (tmp_path / "empty").mkdir()
-    with pytest.raises(DrarenaError, match="no .warc, .warc.gz or .wacz file"):
+    with pytest.raises(DrarenaError, match=r"no \.warc, \.warc\.gz or \.wacz file"):
         import_archives("x", [tmp_path / "empty"], tmp_path / "x", progress=False)
     assert not (tmp_path / "x").exists()
 
@@ -341,13 +341,22 @@ def test_folder_of_archives_imports_each_file(wget_gz: Path, wget_plain: Path,
     shutil.copy(wget_plain, folder / "sub" / "a.warc")
     (folder / "notes.txt").write_text("ignored: not a WARC name")
     result = import_archives("both", [folder], tmp_path / "both", progress=False)
-    assert [f["as"] for f in result.files] == [["a.warc"], ["a.warc.gz"]]
+    assert [f["as"] for f in result.files] == [["a.warc.gz"], ["a.warc"]]  # sorted paths
+    assert main(["snapshot", "import", "both", str(folder), "--jobs", "2", "--no-progress",
+                 "--out", str(tmp_path / "parallel")]) == 0  # one worker process per file
+    assert (tmp_path / "parallel" / "index.cdxj").read_bytes() == \
+        (tmp_path / "both" / "index.cdxj").read_bytes()
+    parallel = Snapshot.open(tmp_path / "parallel").manifest
+    assert parallel.fingerprint == result.manifest.fingerprint
+    assert parallel.counts == result.manifest.counts
     with Snapshot.open(tmp_path / "both") as snap:
         assert snap.verify().ok
-        assert len(list(snap.iter_responses())) == len(snap) == 2 * result.manifest.counts.pages
+        counts = result.manifest.counts
+        assert len(list(snap.iter_responses())) == len(snap) == counts.responses
+        assert counts.pages % 2 == 0 and counts.pages >= 160  # the same crawl, twice
 
 
-# --- WACZ ------------------------------------------------------------------------------------------
+# --- WACZ -----------------------------------------------------------------------------------------
 
 def test_wacz_round_trip_and_wrong_hash(wget_gz: Path, tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
