@@ -94,9 +94,13 @@ def finish(run: RunDir, config: TournamentConfig, log: list[MatchRecord]) -> str
                              seed=config.rating.seed)
     run.write_leaderboard(rows)
     header = run.header() or {}
-    write_atomic(run.path / "report.html",
-                 render_report(f"drarena: {config.name}", header, rows, log,
-                               run.answer_seconds()))
+    page = render_report(f"drarena: {config.name}", header, rows, log, run.answer_seconds())
+    drift_json = run.path / "drift.json"
+    if drift_json.is_file():  # written by `drarena drift --run`: keep its section on re-render
+        from drarena.drift.report import drift_section, read_json, splice_section
+
+        page = splice_section(page, drift_section(read_json(drift_json)))
+    write_atomic(run.path / "report.html", page)
     return to_markdown(rows)
 
 
