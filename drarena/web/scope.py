@@ -1,4 +1,5 @@
-"""Which captures of an imported archive to keep: hosts, URL prefixes, MIME types, statuses.
+"""What an imported archive's records give: the capture a record indexes (or why none), its
+CDXJ line, the counts, and the scope filter (hosts, URL prefixes, MIME types, statuses).
 
 Why a filter at import: a large archive (a Common Crawl segment, a site-wide Browsertrix crawl)
 holds far more than a tournament needs; cutting it at import keeps the snapshot, its extraction
@@ -7,10 +8,19 @@ and its indexes small. Pure logic; the importer applies it record by record.
 
 from __future__ import annotations
 
+import json
 import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, field_validator
+
+from drarena.errors import DrarenaError
+from drarena.web.manifest import Counts
+from drarena.web.urls import surt
+from drarena.web.warcfile import RecordHead
 
 _STATUS = re.compile(r"^[1-5](\d\d|xx)$")
 
@@ -86,3 +96,119 @@ class ImportScope(BaseModel):
             if host == name or host.endswith("." + name):
                 return True
         return False
+
+
+# --- what a record gives -------------------------------------------------------------------
+
+class Capture(NamedTuple):
+    """An indexable record: what its CDXJ line says (a NamedTuple: built once per record)."""
+
+    url: str
+    key: str
+    timestamp: str
+    mime: str
+    status: int
+    digest: str
+    revisit: bool
+    truncated: bool
+    block_length: int
+
+
+_CONTENT_TYPE = re.compile(rb"\r\ncontent-type:[ \t]*([^\r\n;]*)", re.IGNORECASE)
+_STATUS_LINE = re.compile(rb"HTTP/\d(?:\.\d)? +(\d{3})(?: |\r|$)")
+_NOT_DIGIT = re.compile(r"\D")
+_PLAIN = re.compile(r'[^"\\\x00-\x1f\x7f-\U0010ffff]*')  # JSON-safe as it is
+
+
+def classify(head: RecordHead) -> Capture | str:
+    """The capture a record gives, or why it gives none (the `skipped` key)."""
+    kind = head.type
+    if kind in ("warcinfo", "metadata", "request"):
+        return kind
+    if kind not in ("response", "revisit", "resource"):
+        return f"type:{kind or 'none'}"
+    url = head.header("WARC-Target-URI").strip().removeprefix("<").removesuffix(">")
+    scheme = url.split(":", 1)[0].lower()
+    if scheme == "dns":
+        return "dns"
+    if scheme not in ("http", "https"):
+        return "non-http"
+    try:
+        key = surt(url)
+    except (ValueError, DrarenaError):
+        return "broken"
+    if kind == "resource":
+        status = 200
+        mime = media_type(head.header("Content-Type"))
+    else:
+        # Only the status and the media type are needed: two regexes, not a header parse.
+        line = _STATUS_LINE.match(head.http_head)
+        if line is None:
+            return "broken"
+        status = int(line.group(1))
+        found = _CONTENT_TYPE.search(head.http_head)
+        mime = "warc/revisit" if kind == "revisit" else (
+            found.group(1).decode("latin-1").strip().lower() or "unk" if found else "unk")
+    digest = head.header("WARC-Payload-Digest") or head.entity_digest
+    if not digest:
+        return "revisit-unresolved"  # a revisit that names no payload cannot be resolved
+    stamp = _NOT_DIGIT.sub("", head.header("WARC-Date"))[:14]
+    return Capture(url, key, stamp, mime, status, digest, kind == "revisit",
+                   bool(head.header("WARC-Truncated")), head.block_length)
+
+
+def media_type(value: str) -> str:
+    return value.split(";", 1)[0].strip().lower() or "unk"
+
+
+def cdxj_line(cap: Capture, filename: str, offset: int, length: int) -> str:
+    """The line a drarena crawl writes for the same capture (writer.py's fields and order)."""
+    if _PLAIN.fullmatch(cap.url + cap.mime + cap.digest + filename):  # nothing to escape
+        return (f'{cap.key} {cap.timestamp} {{"url": "{cap.url}", "mime": "{cap.mime}", '
+                f'"status": "{cap.status}", "digest": "{cap.digest}", "length": "{length}", '
+                f'"offset": "{offset}", "filename": "{filename}"}}')
+    fields = {"url": cap.url, "mime": cap.mime, "status": str(cap.status), "digest": cap.digest,
+              "length": str(length), "offset": str(offset), "filename": filename}
+    return f"{cap.key} {cap.timestamp} {json.dumps(fields, ensure_ascii=False)}"
+
+
+@dataclass
+class Tally:
+    """What an import read, indexed and skipped (mutable while scanning, then frozen)."""
+
+    records: int = 0
+    responses: int = 0
+    revisits: int = 0
+    pages: int = 0
+    redirects: int = 0
+    http_errors: int = 0
+    truncated: int = 0
+    bytes: int = 0
+    statuses: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
+
+    def add(self, cap: Capture) -> None:
+        if cap.revisit:
+            self.revisits += 1
+        else:
+            self.responses += 1
+            self.bytes += cap.block_length
+        self.statuses[str(cap.status)] += 1
+        self.pages += cap.status < 300
+        self.redirects += 300 <= cap.status < 400
+        self.http_errors += cap.status >= 400
+        self.truncated += cap.truncated
+
+    def merge(self, other: Tally) -> None:
+        for name in ("records", "responses", "revisits", "pages", "redirects", "http_errors",
+                     "truncated", "bytes"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.statuses.update(other.statuses)
+        self.skipped.update(other.skipped)
+
+    def freeze(self) -> Counts:
+        return Counts(pages=self.pages, responses=self.responses + self.revisits,
+                      revisits=self.revisits, redirects=self.redirects,
+                      http_errors=self.http_errors, truncated=self.truncated, bytes=self.bytes,
+                      statuses=dict(sorted(self.statuses.items())), records=self.records,
+                      skipped=dict(sorted((k, v) for k, v in self.skipped.items() if v)))

@@ -89,14 +89,16 @@ def sha1_b32(data: bytes) -> str:
     return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode("ascii")
 
 
-_FIELD = re.compile(r"([^:\r\n]+):([^\r\n]*)")
+_FIELD = re.compile(r"([^:\r\n]+):[ \t]*([^\r\n]*)")
+_UNUSUAL = re.compile(r"\r\n[ \t]|^[ \t]|[ \t]\r\n|[ \t]:|[ \t]$")
 
 
 def _parse_headers(head: bytes) -> tuple[tuple[str, str], ...]:
     text = head.decode("utf-8", "replace")
-    if "\r\n " not in text and "\r\n\t" not in text and not text.startswith((" ", "\t")):
-        # The common case in one regex pass (a hot path of import); folded lines below.
-        return tuple((k.strip(), v.strip()) for k, v in _FIELD.findall(text))
+    if not _UNUSUAL.search(text):
+        # The common case in one regex pass (a hot path of import): nothing to strip or
+        # unfold; folded lines and stray blanks take the loop below.
+        return tuple(_FIELD.findall(text))
     out: list[tuple[str, str]] = []
     for line in head.decode("utf-8", "replace").split("\r\n"):
         if not line:
@@ -421,6 +423,17 @@ def _finish(head: _Head, name: str, offset: int, length: int) -> RecordHead:
                       digest, head.fields)
 
 
+def _check_single(data: bytes) -> None:
+    """MultiRecordMember if the decoded start of a member holds the start of a second record
+    (found early, so a whole-file gzip is never inflated whole before it is rewritten)."""
+    try:
+        head = _parse_head(data, False)
+    except ValueError:
+        return
+    if data[head.end:head.end + 32].lstrip(b"\r\n").startswith(b"WARC/1."):
+        raise MultiRecordMember("a second WARC record inside one gzip member")
+
+
 def scan_member(win: Window, pos: int, name: str) -> tuple[RecordHead, int]:
     """Inflate the member at `pos` for its record's head; the block is hashed (when needed)
     and dropped as it streams by. MultiRecordMember if a second record follows inside."""
@@ -438,6 +451,8 @@ def scan_member(win: Window, pos: int, name: str) -> tuple[RecordHead, int]:
         if out:
             parts.append(out)
             held += len(out)
+            if not inflater.eof and len(parts) == 2:  # a long member: several records in it?
+                _check_single(b"".join(parts))
     data = parts[0] if len(parts) == 1 else b"".join(parts)
     head = _parse_head(data, inflater.eof)
     end = head.end

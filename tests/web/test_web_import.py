@@ -181,6 +181,15 @@ def test_whole_file_gzip_is_rewritten_one_member_per_record(wget_plain: Path, wg
         assert isinstance(record, RawRecord)
         assert len(gzip.decompress(data[record.offset:record.offset + record.length])) > 0
 
+    cut = tmp_path / "cut.warc.gz"  # truncated: the records before the cut are kept
+    cut.write_bytes(whole.read_bytes()[:whole.stat().st_size * 2 // 3])
+    damaged = import_archives("cut", [cut], tmp_path / "cut", progress=False)
+    assert damaged.files[0]["kept"] == "rewritten-per-record"
+    assert damaged.manifest.counts.skipped["damaged"] == 1
+    kept = _bodies(tmp_path / "cut")
+    full = _bodies(tmp_path / "whole")
+    assert 0 < len(kept) < len(full) and all(full[k] == v for k, v in kept.items())
+
 
 # --- the committed snapshot, imported again -------------------------------------------------------
 
@@ -371,6 +380,13 @@ def test_wacz_round_trip_and_wrong_hash(wget_gz: Path, tmp_path: Path,
     assert _bodies(tmp_path / "back") == _bodies(tmp_path / "wg")
     assert (tmp_path / "back" / "index.cdxj").read_bytes() == \
         (tmp_path / "wg" / "index.cdxj").read_bytes()
+    assert sorted(p.name for p in (tmp_path / "back").iterdir()) == sorted([
+        "index.cdxj", "manifest.json", wget_gz.name])
+    cut = import_archives("cut", [package], tmp_path / "cut", progress=False,
+                          scope=ImportScope(statuses=("404",)))
+    assert cut.files[0]["kept"] == "filtered" and cut.manifest.counts.statuses.keys() == {"404"}
+    assert sorted(p.name for p in (tmp_path / "cut").iterdir()) == [
+        "cut-00000.warc.gz", "index.cdxj", "manifest.json"]
 
     bad = tmp_path / "bad.wacz"
     with zipfile.ZipFile(package) as src, zipfile.ZipFile(bad, "w") as dst:
