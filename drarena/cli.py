@@ -42,7 +42,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    # A command that sets `intermixed` to the name of its list of positionals takes them on
+    # either side of its options (`snapshot import NAME --host h a.warc b.warc`).
+    field = getattr(args, "intermixed", None)
+    if extra and field and not any(e.startswith("-") for e in extra):
+        setattr(args, field, [*getattr(args, field), *extra])
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         result = args.func(args)
     except DrarenaError as exc:

@@ -50,11 +50,12 @@ def register(subparsers: Any) -> None:
                      help="keep captures of this media type (text/html, or text/*)")
     imp.add_argument("--status", action="append", default=[],
                      help="keep captures with this status (200) or class (2xx)")
-    imp.add_argument("--jobs", type=int, default=1,
-                     help="files imported at once, one process each (default 1)")
+    imp.add_argument("--jobs", type=int, default=None,
+                     help="files imported at once, one process each (default: the CPU count, "
+                     "at most 4; the result is the same for any value)")
     exp = snap.add_argument_group("export")
     exp.add_argument("--wacz", type=Path, default=None, help="WACZ file to write")
-    snap.set_defaults(func=cmd_snapshot, keep=None)
+    snap.set_defaults(func=cmd_snapshot, keep=None, intermixed="args")
 
     ver = subparsers.add_parser("verify", help="recompute a snapshot's digests",
                                 description="Check every file digest, record block digest "
@@ -142,6 +143,8 @@ def cmd_import(args: argparse.Namespace) -> int:
                   "statuses": "--status"}.get(str(err["loc"][0]), str(err["loc"][0]))
         raise DrarenaError(f"snapshot import: {option}: "
                            f"{str(err['msg']).removeprefix('Value error, ')}") from None
+    if args.jobs is None:
+        args.jobs = max(1, min(os.cpu_count() or 1, 4))
     if args.jobs < 1:
         raise DrarenaError(f"snapshot import: --jobs {args.jobs}: must be at least 1")
     name, *inputs = args.args

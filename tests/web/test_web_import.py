@@ -217,8 +217,9 @@ def test_reimport_of_committed_snapshot_gives_same_fingerprint_and_docs(
 def test_scope_keeps_requests_of_kept_responses(repo_root: Path, tmp_path: Path) -> None:
     warc = repo_root / "snapshots" / "pydocs" / "pydocs-00000.warc.gz"
     out = tmp_path / "howto"
-    assert main(["snapshot", "import", "howto", str(warc), "--out", str(out), "--no-progress",
-                 "--prefix", f"{BASE}/howto/", "--mime", "text/*", "--status", "2xx"]) == 0
+    # options before the files as well as after them
+    assert main(["snapshot", "import", "howto", "--prefix", f"{BASE}/howto/", str(warc),
+                 "--out", str(out), "--no-progress", "--mime", "text/*", "--status", "2xx"]) == 0
     with Snapshot.open(out) as snap:
         assert snap.verify().ok
         urls = snap.urls()
@@ -411,3 +412,6 @@ def test_cli_dispatch_keeps_the_crawl_form(tmp_path: Path,
     assert "only apply to `snapshot import`" in capsys.readouterr().err
     assert main(["snapshot", "export", str(tmp_path)]) == 2
     assert "--wacz" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # stray arguments elsewhere are still refused
+        main(["verify", str(tmp_path), "extra"])
+    assert "unrecognized arguments: extra" in capsys.readouterr().err
