@@ -19,9 +19,10 @@ def repo_root() -> Path:
 
 
 @pytest.fixture(scope="session")
-def pydocs_indexed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(snapshot copy with docs.jsonl, index root) with BM25 and dense (first passage of
-    each page) indexes, built by `drarena index` on a copy so the repository stays clean."""
+def pydocs_extracted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the committed snapshot with docs.jsonl, links.jsonl and 10 trees (seed 1, as
+    `make trees` and tournaments build them) from the real `drarena trees`: a fresh clone has
+    none of these derived files, and tests must not write into the repository."""
     import shutil
 
     from drarena.cli import main
@@ -34,6 +35,18 @@ def pydocs_indexed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path
     for path in source.iterdir():
         if path.name in ("manifest.json", "index.cdxj") or path.name.endswith(".warc.gz"):
             shutil.copy2(path, snapshot / path.name)
+    if main(["trees", str(snapshot), "--count", "10", "--seed", "1", "--no-progress"]) != 0:
+        pytest.fail("drarena extract/trees failed on the fixture snapshot")
+    return snapshot
+
+
+@pytest.fixture(scope="session")
+def pydocs_indexed(pydocs_extracted: Path) -> tuple[Path, Path]:
+    """(snapshot copy with docs.jsonl, index root) with BM25 and dense (first passage of
+    each page) indexes, built by `drarena index` on a copy so the repository stays clean."""
+    from drarena.cli import main
+
+    snapshot = pydocs_extracted
     root = snapshot.parent / "index"
     if main(["index", str(snapshot), "--index-root", str(root), "--dense-per-doc", "1"]) != 0:
         pytest.fail("drarena index failed on the fixture snapshot")

@@ -96,10 +96,10 @@ def live_settings(replay_port: int) -> LiveWebSettings:
                            per_host_concurrency=4, connect_to={ORIGIN: f"127.0.0.1:{replay_port}"})
 
 
-def small_tree() -> Tree:
+def small_tree(snapshot: Path) -> Tree:
     """Root and one depth-1 node of a committed tree, its other nodes cut: the walk needs
     children and siblings the tree lacks."""
-    full = load_tree(PYDOCS / "trees" / "tree-000.json")
+    full = load_tree(snapshot / "trees" / "tree-000.json")
     first = full.children(full.root)[0]
     root = full.node(full.root)
     edge = full.edge_to(first.id)
@@ -107,10 +107,10 @@ def small_tree() -> Tree:
     return Tree(id=full.id, root=full.root, nodes=(root, first), edges=(edge,))
 
 
-def walk(web: LiveWeb, docs: list[Doc]) -> tuple[tuple[str, ...], list[str]]:
+def walk(web: LiveWeb, docs: list[Doc], snapshot: Path) -> tuple[tuple[str, ...], list[str]]:
     """A descent and a width-3 target set from the small tree, expanding live."""
     pages = {d.id: d for d in docs}
-    tree = small_tree()
+    tree = small_tree(snapshot)
     walker = TreeWalker(tree=tree, pages=pages, rng=random.Random(7),
                         expander=LiveExpander(web, pages))
     path = walker.descend((tree.root, tree.nodes[1].id))
@@ -124,7 +124,7 @@ def test_live_search_open_expand_then_replay(servers: dict[str, object],
     snapshot = Path(str(servers["snapshot"]))
     settings = live_settings(int(str(servers["replay_port"])))
     provider = {"kind": "searxng", "args": {"url": base}}
-    docs = load_docs(PYDOCS)  # the committed trees' pages
+    docs = load_docs(snapshot)  # the fixture copy's trees' pages
     by_url = {d.url: d for d in docs}
     capture = tmp_path / "capture"
 
@@ -147,7 +147,7 @@ def test_live_search_open_expand_then_replay(servers: dict[str, object],
         opened = [retriever.open(h.url, 0, 3000).text for h in hits[:4]]
         with pytest.raises(DrarenaError, match="HTTP 404"):
             retriever.open(f"http://{ORIGIN}/library/no-such-page.html")
-        path, walked = walk(web, docs)
+        path, walked = walk(web, docs, snapshot)
         assert len(path) == 3 and len(walked) == 6
         by_id = {d.id: d for d in docs}
         live_child = doc_from_page(web.page(by_id[path[-1]].url))
@@ -171,7 +171,7 @@ def test_live_search_open_expand_then_replay(servers: dict[str, object],
         assert again.search("tarfile archive", 12) == hits
         assert again.open(hits[0].docid, 0, 1500) == first
         assert [again.open(h.url, 0, 3000).text for h in hits[:4]] == opened
-        assert walk(replay, docs) == (path, walked)
+        assert walk(replay, docs, snapshot) == (path, walked)
         with pytest.raises(DrarenaError, match="not in the capture"):
             again.search("a query never asked", 5)
 

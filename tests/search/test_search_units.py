@@ -256,10 +256,12 @@ def test_searxng_shape_and_paging() -> None:
             handle_search(FakeRetriever(), bad)
 
 
-def test_registry_kinds_and_live_seam(tmp_path: object) -> None:
+def test_registry_kinds_and_bad_live_args(tmp_path: object) -> None:
     assert RETRIEVERS.kinds() == ["bm25", "dense", "hybrid", "live"]
-    with pytest.raises(DrarenaError, match="arrives with live mode"):
-        build_retriever({"kind": "live"}, tmp_path, tmp_path)  # type: ignore[arg-type]
+    with pytest.raises(DrarenaError, match="retriever config"):
+        build_retriever({"kind": "live", "args": {"provider": {"kind": "searxng"},
+                                                  "no_such_field": 1}},
+                        tmp_path, tmp_path)  # type: ignore[arg-type]
     with pytest.raises(DrarenaError, match="unknown retriever kind 'bing'"):
         build_retriever({"kind": "bing"}, tmp_path, tmp_path)  # type: ignore[arg-type]
     with pytest.raises(DrarenaError, match=r"args\.k1"):

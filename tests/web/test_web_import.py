@@ -194,7 +194,7 @@ def test_whole_file_gzip_is_rewritten_one_member_per_record(wget_plain: Path, wg
 # --- the committed snapshot, imported again -------------------------------------------------------
 
 def test_reimport_of_committed_snapshot_gives_same_fingerprint_and_docs(
-        repo_root: Path, tmp_path: Path) -> None:
+        repo_root: Path, pydocs_extracted: Path, tmp_path: Path) -> None:
     fixture = repo_root / "snapshots" / "pydocs"
     out = tmp_path / "again"
     result = import_archives("again", [fixture / "pydocs-00000.warc.gz"], out, keep="copy",
@@ -204,7 +204,7 @@ def test_reimport_of_committed_snapshot_gives_same_fingerprint_and_docs(
     assert result.files[0]["kept"] == "copy"
     assert (out / "index.cdxj").read_bytes() == (fixture / "index.cdxj").read_bytes()
     assert main(["extract", str(out), "--no-progress"]) == 0
-    assert (out / "docs.jsonl").read_bytes() == (fixture / "docs.jsonl").read_bytes()
+    assert (out / "docs.jsonl").read_bytes() == (pydocs_extracted / "docs.jsonl").read_bytes()
     again = import_archives("again", [fixture / "pydocs-00000.warc.gz"], out, progress=False)
     assert again.up_to_date
     with pytest.raises(DrarenaError, match="different snapshot"):

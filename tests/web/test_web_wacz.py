@@ -128,8 +128,9 @@ def test_every_cdxj_line_is_a_byte_range_of_its_record(exported: Path) -> None:
     assert kinds == {"response", "revisit"} and len(lines) == 322
 
 
-def test_pages_are_the_html_pages_extract_found(exported: Path, fixture_dir: Path) -> None:
-    docs = {d["url"]: d for d in map(json.loads, (fixture_dir / "docs.jsonl").open())}
+def test_pages_are_the_html_pages_extract_found(exported: Path,
+                                                pydocs_extracted: Path) -> None:
+    docs = {d["url"]: d for d in map(json.loads, (pydocs_extracted / "docs.jsonl").open())}
     with zipfile.ZipFile(exported) as zf:
         header = json.loads(zf.read("pages/pages.jsonl").splitlines()[0])
     assert header == {"format": "json-pages-1.0", "id": "pages", "title": "Python 3.11 docs"}
@@ -270,7 +271,8 @@ def test_export_refuses_a_damaged_snapshot_and_leaves_nothing(
 
 
 @pytest.mark.slow
-def test_cli_round_trip_export_import_extract(fixture_dir: Path, tmp_path: Path,
+def test_cli_round_trip_export_import_extract(fixture_dir: Path, pydocs_extracted: Path,
+                                              tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     """export -> import under a new name -> extract: the same records, index and docs.jsonl."""
     from drarena.cli import main
@@ -288,7 +290,7 @@ def test_cli_round_trip_export_import_extract(fixture_dir: Path, tmp_path: Path,
             f.sha256 for f in original.manifest.warc_files]
     assert (back / "index.cdxj").read_bytes() == (fixture_dir / "index.cdxj").read_bytes()
     assert main(["extract", str(back), "--no-progress"]) == 0
-    assert (back / "docs.jsonl").read_bytes() == (fixture_dir / "docs.jsonl").read_bytes()
+    assert (back / "docs.jsonl").read_bytes() == (pydocs_extracted / "docs.jsonl").read_bytes()
 
     with zipfile.ZipFile(wacz) as zf:
         package = json.loads(zf.read("datapackage.json"))
