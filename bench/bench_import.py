@@ -4,7 +4,8 @@ Builds synthetic archives under /tmp by concatenating the committed fixture's WA
 (gzip per record) into a few files until each size is reached, then, for each size, runs in a
 fresh child process: (a) FastWARC's ArchiveIterator over the files (parse_http=False: only
 record headers, the least a reader can do), (b) drarena's import of the same files, in one
-process and with --jobs worker processes (hard link, index, CDXJ, manifest;
+process and with --jobs worker processes (files in parallel; with `--files 1`, one file split
+into byte ranges at record boundaries) (hard link, index, CDXJ, manifest;
 canonicalize_url's LRU cache disabled, since a real archive does not repeat its
 URLs as the synthetic one does). Prints MB/s (compressed input), records/s, the ratio
 drarena/FastWARC, and each child's peak RSS (ru_maxrss), so memory can be compared across
@@ -12,6 +13,7 @@ sizes. Everything built is deleted afterwards.
 
     .venv/bin/python bench/bench_import.py            # 0.5 GB and 2 GB
     .venv/bin/python bench/bench_import.py --gb 1     # 0.25 GB and 1 GB
+    .venv/bin/python bench/bench_import.py --gb 1 --files 1   # one file, split by --jobs
 """
 
 from __future__ import annotations
@@ -57,23 +59,33 @@ def child_fastwarc(paths: list[str]) -> dict[str, float]:
     return {"seconds": time.perf_counter() - start, "records": records}
 
 
+# The synthetic archive repeats the fixture's 322 URLs; canonicalize_url's LRU cache would hit
+# every time, which a real archive does not: measure without it, in the drarena child and in
+# its worker processes (spawned: they run this sitecustomize too, through PYTHONPATH).
+NO_URL_CACHE = """import drarena.web.urls as urls
+urls.canonicalize_url = urls.canonicalize_url.__wrapped__
+"""
+
+
 def child_drarena(paths: list[str], out: str, jobs: int) -> dict[str, float]:
     from drarena.web import urls
     from drarena.web.importer import import_archives
 
-    # The synthetic archive repeats the fixture's 322 URLs; canonicalize_url's LRU cache would
-    # hit every time, which a real archive does not: measure without it.
-    setattr(urls, "canonicalize_url", urls.canonicalize_url.__wrapped__)  # noqa: B010
+    if hasattr(urls.canonicalize_url, "cache_info"):
+        raise SystemExit("the URL cache is on: run through main(), which turns it off")
     start = time.perf_counter()
     result = import_archives("bench", [Path(p) for p in paths], Path(out), progress=False,
                              jobs=jobs)
     return {"seconds": time.perf_counter() - start, "records": result.manifest.counts.records}
 
 
-def run_child(args: list[str]) -> tuple[dict[str, float], int]:
-    """Run this script as a child; return its JSON result and its peak RSS in KiB (the
-    largest of the child and, with --jobs, its worker processes)."""
-    proc = subprocess.Popen([sys.executable, __file__, *args], stdout=subprocess.PIPE)
+def run_child(args: list[str], site: Path | None = None) -> tuple[dict[str, float], int]:
+    """Run this script as a child (with `site` on PYTHONPATH); return its JSON result and its
+    peak RSS in KiB (the largest of the child and, with --jobs, its worker processes)."""
+    env = dict(os.environ)
+    if site is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
+    proc = subprocess.Popen([sys.executable, __file__, *args], stdout=subprocess.PIPE, env=env)
     assert proc.stdout is not None
     output = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -86,13 +98,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gb", type=float, default=2.0, help="largest archive in GB (2)")
     parser.add_argument("--files", type=int, default=4,
-                        help="files the archive is split into (4; crawlers roll files over)")
+                        help="files the archive is split into (4; crawlers roll files over; "
+                             "1: one file, which the import splits into byte ranges)")
     parser.add_argument("--jobs", type=int, default=2,
                         help="worker processes of the parallel import run (2)")
     parser.add_argument("--tmp", type=Path, default=Path(tempfile.gettempdir()),
                         help="where to build the archives (default /tmp)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="drarena-bench-import-", dir=args.tmp))
+    site = work / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(NO_URL_CACHE)
     sizes = [int(args.gb * 1e9 / 4), int(args.gb * 1e9)]
     rows = []
     try:
@@ -105,7 +121,7 @@ def main() -> int:
             runs = []
             for jobs in sorted({1, args.jobs}):
                 out = work / f"snap-{size}-{jobs}"
-                ours, rss = run_child(["--child-drarena", str(out), str(jobs), *names])
+                ours, rss = run_child(["--child-drarena", str(out), str(jobs), *names], site)
                 shutil.rmtree(out, ignore_errors=True)
                 runs.append((jobs, ours, rss))
             rows.append((nbytes, fast, fast_rss, runs, load))

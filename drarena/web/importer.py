@@ -10,12 +10,16 @@ staged on disk. Files can be imported in parallel worker processes, with the sam
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import os
 import shutil
 import sys
+import threading
 import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from contextlib import nullcontext
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -26,10 +30,13 @@ from drarena.web.importfile import (
     FileJob,
     FileResult,
     Progress,
+    RangeResult,
     Source,
     Staging,
     add_originals,
     import_file,
+    index_range,
+    place,
     plan_names,
 )
 from drarena.web.manifest import (
@@ -43,7 +50,7 @@ from drarena.web.manifest import (
 )
 from drarena.web.scope import ImportScope, Tally
 from drarena.web.urls import safe_file_name
-from drarena.web.warcfile import GZIP_MAGIC, sha256_file
+from drarena.web.warcfile import GZIP_MAGIC, find_split, sha256_file
 from drarena.web.writer import utc_now, warc_date
 
 KEEP_MODES = ("auto", "link", "copy")
@@ -96,7 +103,7 @@ def sniff(path: Path) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class _Task:
-    """One file's work, as sent to a worker process."""
+    """One file's work, or one byte range of a kept file (`span`), as sent to a worker."""
 
     build: Path
     scope: ImportScope
@@ -104,10 +111,13 @@ class _Task:
     source: Source
     index: int
     names: dict[str, str]
+    span: tuple[int, int] | None = None
+    part: int = 0
+    read_from: Path | None = None
 
     @property
     def staging(self) -> Path:
-        return self.build / f".staging-{self.index:05d}.sqlite"
+        return self.build / f".staging-{self.index:05d}-{self.part:03d}.sqlite"
 
 
 _SHARED: Any = None  # the worker's progress counter (set by _init_worker)
@@ -118,13 +128,19 @@ def _init_worker(shared: Any) -> None:
     _SHARED = shared
 
 
-def run_task(task: _Task, bar: Any = None) -> tuple[FileResult, Tally]:
-    """Import one file into its own staging table (merged by the parent)."""
+def run_task(task: _Task, bar: Any = None) -> tuple[FileResult | RangeResult, Tally]:
+    """Import one file, or index one range, into its own staging table (merged by the
+    parent)."""
     staging = Staging(task.staging)
     job = FileJob(task.build, task.scope, task.keep, staging, task.names,
-               progress=Progress(bar=bar, shared=_SHARED))
+                  progress=Progress(bar=bar, shared=_SHARED))
     try:
-        result = import_file(job, task.source, task.index)
+        result: FileResult | RangeResult
+        if task.span is None or task.read_from is None:
+            result = import_file(job, task.source, task.index)
+        else:
+            result = index_range(job, task.read_from, task.source.gzipped, task.index,
+                                 *task.span)
         job.progress.flush()
         staging.flush()
         staging.db.commit()
@@ -133,7 +149,8 @@ def run_task(task: _Task, bar: Any = None) -> tuple[FileResult, Tally]:
     return result, job.tally
 
 
-def _run_tasks(tasks: list[_Task], jobs: int, bar: Any) -> list[tuple[FileResult, Tally]]:
+def _run_tasks(tasks: list[_Task], jobs: int,
+               bar: Any) -> list[tuple[FileResult | RangeResult, Tally]]:
     if jobs <= 1 or len(tasks) == 1:
         return [run_task(task, bar) for task in tasks]
     import multiprocessing
@@ -161,6 +178,126 @@ def _run_tasks(tasks: list[_Task], jobs: int, bar: Any) -> list[tuple[FileResult
             if future.done() and not future.cancelled() and future.exception() is not None:
                 raise future.exception()  # type: ignore[misc]
         return [f.result() for f in futures]
+
+
+# --- one large file in parallel ---------------------------------------------------------------
+
+SPLIT_MIN = 32 << 20  # bytes per range, at least: below this a worker costs more than it saves
+
+
+def split_points(src: Source, jobs: int) -> list[int]:
+    """Range bounds [0, s1, ..., size] for importing one file with `jobs` workers, each split
+    moved forward to the next record start; [] to import it whole (small, a whole-file
+    gzip, no record start found)."""
+    size = src.path.stat().st_size
+    parts = min(jobs, size // SPLIT_MIN)
+    if parts < 2 or (src.gzipped and find_split(src.path, True, 0, 1) != 0):
+        return []
+    bounds = [0]
+    for i in range(1, parts):
+        guess = size * i // parts
+        at = find_split(src.path, src.gzipped, max(guess, bounds[-1] + 1), size // parts)
+        if at is not None and at < size:
+            bounds.append(at)
+    return [*bounds, size] if len(bounds) > 1 else []
+
+
+class _Hasher(threading.Thread):
+    """The sha256 of a kept file (and its copy, with --copy), while workers index it."""
+
+    def __init__(self, path: Path, copy_to: Path | None) -> None:
+        super().__init__(daemon=True)
+        self.path, self.copy_to = path, copy_to
+        self.sha = ""
+        self.error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        digest = hashlib.sha256()
+        try:
+            with self.path.open("rb") as fh, \
+                    (self.copy_to.open("xb") if self.copy_to else nullcontext()) as out:
+                while chunk := fh.read(1 << 20):
+                    digest.update(chunk)
+                    if out is not None:
+                        out.write(chunk)
+        except BaseException as exc:  # re-raised in the parent by result()
+            self.error = exc
+        self.sha = digest.hexdigest()
+
+    def result(self) -> str:
+        self.join()
+        if self.error is not None:
+            raise self.error
+        return self.sha
+
+
+class _Split:
+    """A kept file indexed in ranges: placed (linked, copied or moved) by the parent, which
+    hashes it meanwhile; read again whole, in one process, if a range meets damage, a
+    multi-record member, or ends anywhere but at the next range's start (a false split)."""
+
+    def __init__(self, task: _Task, bounds: list[int], kept: str, read_from: Path) -> None:
+        self.task, self.bounds, self.kept, self.read_from = task, bounds, kept, read_from
+        self.target = task.build / task.names["keep"]
+        self.hasher = _Hasher(read_from, self.target if kept == "copy" else None)
+
+    def tasks(self) -> list[_Task]:
+        return [replace(self.task, span=(a, b), part=k + 1, read_from=self.read_from)
+                for k, (a, b) in enumerate(itertools.pairwise(self.bounds))]
+
+    def result(self, parts: list[RangeResult]) -> FileResult | None:
+        """The file's result, or None when it must be imported whole."""
+        sha = self.hasher.result()
+        inner = zip(parts, self.bounds[1:-1], strict=False)
+        if any(p.trouble for p in parts) or any(p.reached != at for p, at in inner):
+            if self.kept == "moved":
+                os.replace(self.target, self.task.source.path)
+            else:
+                self.target.unlink(missing_ok=True)
+            return None
+        src = self.task.source
+        if src.declared_sha256 and sha != src.declared_sha256:
+            raise DrarenaError(f"{src.label}: changed while it was read (sha256 {sha[:12]}..., "
+                               f"declared {src.declared_sha256[:12]}...)")
+        size = self.target.stat().st_size
+        return FileResult(src, sha, size, self.kept, [FileDigest(
+            name=self.target.name, sha256=sha, size=size,
+            records=sum(p.records for p in parts))])
+
+
+def read_whole(task: _Task, bar: Any) -> tuple[FileResult | RangeResult, Tally]:
+    """A file whose split failed, imported whole in this process (as with --jobs 1)."""
+    return run_task(task, bar)
+
+
+def _merge(tasks: list[_Task], done: list[tuple[FileResult | RangeResult, Tally]],
+           splits: dict[int, _Split], staging: Staging, tally: Tally,
+           bar: Any) -> list[FileResult]:
+    """Per source, in order: its result, its counts and its staged lines, as one process
+    would have made them."""
+    results: list[FileResult] = []
+    for index in sorted({t.index for t in tasks}):
+        mine = [(t, r, part) for t, (r, part) in zip(tasks, done, strict=True)
+                if t.index == index]
+        result = mine[0][1]
+        if index in splits:
+            ranges = [r for _, r, _ in mine if isinstance(r, RangeResult)]
+            result = splits[index].result(ranges)  # type: ignore[assignment]
+            if result is None:
+                for task, _, _ in mine:
+                    task.staging.unlink()
+                if bar is not None:
+                    bar.total += splits[index].bounds[-1]
+                whole, part = read_whole(splits[index].task, bar)
+                mine = [(splits[index].task, whole, part)]
+                result = whole
+        assert isinstance(result, FileResult)
+        results.append(result)
+        for task, _, part in mine:
+            tally.merge(part)
+            staging.absorb(task.staging)
+    return results
 
 
 # --- the whole import --------------------------------------------------------------------------
@@ -258,15 +395,21 @@ def _run(name: str, sources: list[Source], build: Path, scope: ImportScope, keep
         bar = tqdm(total=total, desc=f"import {name}", unit="B", unit_scale=True,
                    unit_divisor=1000, file=sys.stderr, mininterval=0.5)
     names = plan_names(name, sources)
-    tasks = [_Task(build, scope, keep, src, i, names[i]) for i, src in enumerate(sources)]
     staging = Staging(build / ".staging.sqlite")
     tally = Tally()
+    splits: dict[int, _Split] = {}
     try:
+        tasks: list[_Task] = []
+        for i, src in enumerate(sources):
+            task = _Task(build, scope, keep, src, i, names[i])
+            bounds = split_points(src, jobs) if not scope.active else []
+            if not bounds:
+                tasks.append(task)
+                continue
+            split = splits[i] = _Split(task, bounds, *place(src, build / names[i]["keep"], keep))
+            tasks.extend(split.tasks())
         done = _run_tasks(tasks, jobs, bar)
-        results = [result for result, _ in done]
-        for task, (_, part) in zip(tasks, done, strict=True):
-            tally.merge(part)
-            staging.absorb(task.staging)
+        results = _merge(tasks, done, splits, staging, tally, bar)
         if scope.active:
             add_originals(staging, tally, build, sources, names, results)
         unresolved = staging.unresolved()
@@ -279,6 +422,8 @@ def _run(name: str, sources: list[Source], build: Path, scope: ImportScope, keep
             bar.set_postfix_str(f"{tally.records} records", refresh=False)
             bar.close()
         staging.close()
+        for split in splits.values():
+            split.hasher.join()
         for leftover in [*build.glob(".staging*.sqlite"), *build.glob(".wacz-*")]:
             leftover.unlink()  # staging tables; WACZ members that were copied, not moved
     if lines == 0:

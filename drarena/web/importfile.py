@@ -311,7 +311,7 @@ def import_file(job: FileJob, src: Source, index: int) -> FileResult:
 def _keep(job: FileJob, src: Source, index: int) -> FileResult:
     name = job.names["keep"]
     target = job.build / name
-    kept, read_from = _place(src, target, job.keep)
+    kept, read_from = place(src, target, job.keep)
     digest = hashlib.sha256()
     copy_to: BinaryIO | None = target.open("xb") if kept == "copy" else None
     local = Tally()
@@ -358,13 +358,58 @@ def _keep(job: FileJob, src: Source, index: int) -> FileResult:
                                                         records=records)])
 
 
-def _scan(win: Window, name: str, gzipped: bool) -> Iterator[RecordHead | Damage]:
+def _scan(win: Window, name: str, gzipped: bool, start: int = 0,
+          stop: int | None = None) -> Iterator[RecordHead | Damage]:
     if gzipped:
-        return iter_members(win, name, scan_member)
-    return iter_plain(win, name)  # type: ignore[return-value]
+        return iter_members(win, name, scan_member, start, stop)
+    return iter_plain(win, name, start=start, stop=stop)  # type: ignore[return-value]
 
 
-def _place(src: Source, target: Path, keep: str) -> tuple[str, Path]:
+@dataclass(frozen=True, slots=True)
+class RangeResult:
+    """One byte range of a kept file, indexed by a worker. `reached`: where its last record
+    ended (the next range's start, if the split was a true record boundary); `trouble`:
+    "damage" or "multi" when the file must be imported whole, in one process."""
+
+    records: int
+    reached: int
+    trouble: str = ""
+
+
+def index_range(job: FileJob, read_from: Path, gzipped: bool, index: int, start: int,
+                stop: int) -> RangeResult:
+    """Index the records of a kept file whose member (record) starts in [start, stop): the
+    lines `_keep` would stage for them, with the same offsets."""
+    name = job.names["keep"]
+    local = Tally()
+    records = 0
+    reached = start
+    with read_from.open("rb") as fh:
+        win = Window(fh)
+        win.rewind(start)
+        try:
+            for item in _scan(win, name, gzipped, start, stop):
+                if isinstance(item, Damage):
+                    return RangeResult(records, reached, "damage")
+                records += 1
+                job.progress.records += 1
+                job.progress.advance(item.offset + item.length - reached)
+                reached = item.offset + item.length
+                found = classify(item)
+                if isinstance(found, Capture):
+                    local.add(found)
+                    job.staging.add(index, cdxj_line(found, name, item.offset, item.length),
+                                    found.digest, found.revisit)
+                elif found != "request":
+                    local.skipped[found] += 1
+        except MultiRecordMember:
+            return RangeResult(records, reached, "multi")
+    local.records = records
+    job.tally.merge(local)
+    return RangeResult(records, reached)
+
+
+def place(src: Source, target: Path, keep: str) -> tuple[str, Path]:
     """Hard link (or move, for an extracted WACZ member) when allowed, else copy while read;
     returns how, and the path to read the records from."""
     if src.extracted:

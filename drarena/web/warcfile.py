@@ -93,11 +93,27 @@ _FIELD = re.compile(r"([^:\r\n]+):[ \t]*([^\r\n]*)")
 _UNUSUAL = re.compile(r"\r\n[ \t]|^[ \t]|[ \t]\r\n|[ \t]:|[ \t]$")
 
 
+def _unusual(text: str) -> bool:
+    """What `_UNUSUAL` finds, by substring tests (about 7x faster: once per record)."""
+    return ("\r\n " in text or "\r\n\t" in text or " \r\n" in text or "\t\r\n" in text
+            or " :" in text or "\t:" in text or text.startswith((" ", "\t"))
+            or text.endswith((" ", "\t", " \n", "\t\n")))
+
+
 def _parse_headers(head: bytes) -> tuple[tuple[str, str], ...]:
     text = head.decode("utf-8", "replace")
-    if not _UNUSUAL.search(text):
-        # The common case in one regex pass (a hot path of import): nothing to strip or
-        # unfold; folded lines and stray blanks take the loop below.
+    if not _unusual(text):
+        # The common case (a hot path of import): nothing to strip or unfold; folded lines
+        # and stray blanks take the loop below, bare CR or LF the regex.
+        if text.count("\r") == text.count("\n") == text.count("\r\n"):
+            fields: list[tuple[str, str]] = []
+            for line in text.split("\r\n"):
+                key, sep, value = line.partition(":")
+                if sep:
+                    if not key:  # a line starting with ':' (the regex reads on inside it)
+                        return tuple(_FIELD.findall(text))
+                    fields.append((key, value.lstrip(" \t")))
+            return tuple(fields)
         return tuple(_FIELD.findall(text))
     out: list[tuple[str, str]] = []
     for line in head.decode("utf-8", "replace").split("\r\n"):
@@ -301,11 +317,13 @@ def _full_member(win: Window, pos: int, name: str) -> tuple[list[RawRecord], int
 
 
 def iter_members(win: Window, name: str,
-                 member: Callable[[Window, int, str], tuple[T, int]]) -> Iterator[T | Damage]:
-    """Apply `member` to each gzip member in turn; resynchronize on the next gzip header after
-    damage and count the records lost (a MultiRecordMember propagates)."""
-    pos = 0
-    while True:
+                 member: Callable[[Window, int, str], tuple[T, int]], start: int = 0,
+                 stop: int | None = None) -> Iterator[T | Damage]:
+    """Apply `member` to each gzip member in turn, from `start` up to the first member at or
+    after `stop`; resynchronize on the next gzip header after damage and count the records
+    lost (a MultiRecordMember propagates)."""
+    pos = start
+    while stop is None or pos < stop:
         win.release(pos)
         if not win.get(pos, 1):
             return
@@ -486,13 +504,15 @@ def scan_member(win: Window, pos: int, name: str) -> tuple[RecordHead, int]:
     return _finish(head, name, pos, used), used
 
 
-def iter_plain(win: Window, name: str, full: bool = False,
-               hold: bool = False) -> Iterator[RecordHead | RawRecord | Damage]:
-    """Records of an uncompressed WARC stream: RecordHead items (RawRecord when `full`).
-    With `full` or `hold` the window keeps each record's bytes until the next one is asked
-    for, so the caller can copy them with `win.get(item.offset, item.length)`."""
-    pos = 0
-    while True:
+def iter_plain(win: Window, name: str, full: bool = False, hold: bool = False,
+               start: int = 0,
+               stop: int | None = None) -> Iterator[RecordHead | RawRecord | Damage]:
+    """Records of an uncompressed WARC stream (from `start`, up to the first record at or
+    after `stop`): RecordHead items (RawRecord when `full`). With `full` or `hold` the window
+    keeps each record's bytes until the next one is asked for, so the caller can copy them
+    with `win.get(item.offset, item.length)`."""
+    pos = start
+    while stop is None or pos < stop:
         win.release(pos)
         lead = bytes(win.get(pos, 64))
         skip = len(lead) - len(lead.lstrip(b"\r\n"))
@@ -544,6 +564,53 @@ def iter_plain(win: Window, name: str, full: bool = False,
         else:
             yield _finish(head, name, pos, nxt - pos)
         pos = nxt
+
+
+# --- split points, for importing one file in parallel ----------------------------------------
+
+def find_split(path: Path, gzipped: bool, guess: int, limit: int) -> int | None:
+    """The first record start at or after `guess` (within `limit` bytes), or None: a gzip
+    member that decodes as one WARC record, or (uncompressed) a "WARC/1." line whose header
+    parses and whose Content-Length leads to the next record or the end of the file.
+    A false start (a record inside a record's block) is possible; the caller checks that
+    the range before it ends exactly here, which only a true boundary does."""
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        win = Window(fh)
+        pattern = GZIP_MAGIC if gzipped else b"\nWARC/1."
+        pos = guess
+        while pos < min(size, guess + limit):
+            win.rewind(pos)
+            found = win.find(pattern, pos)
+            if found < 0 or found >= guess + limit:
+                return None
+            at = found if gzipped else found + 1
+            if _starts_record(win, fh, at, gzipped, size):
+                return at
+            pos = found + 1
+    return None
+
+
+def _starts_record(win: Window, fh: BinaryIO, at: int, gzipped: bool, size: int) -> bool:
+    win.rewind(at)
+    if gzipped:
+        try:
+            scan_member(win, at, "")
+        except MultiRecordMember:
+            return False
+        except DAMAGE_ERRORS:
+            return False
+        return True
+    try:
+        head = _parse_head(win.get(at, 2 * _HEAD_MAX), False)
+    except ValueError:
+        return False
+    end = at + head.end
+    if end > size:
+        return False
+    fh.seek(end)
+    after = fh.read(64).lstrip(b"\r\n")
+    return not after or after.startswith(b"WARC/1.")
 
 
 def sha256_file(path: Path) -> str:

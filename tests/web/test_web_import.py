@@ -366,6 +366,117 @@ def test_folder_of_archives_imports_each_file(wget_gz: Path, wget_plain: Path,
         assert counts.pages % 2 == 0 and counts.pages >= 160  # the same crawl, twice
 
 
+# --- one file split into ranges ---------------------------------------------------------------
+
+_FIXED = datetime(2026, 3, 4, tzinfo=UTC)
+
+
+def _snapshot_bytes(inputs: list[Path], out: Path, jobs: int) -> tuple[bytes, bytes]:
+    import_archives("one", inputs, out, progress=False, jobs=jobs, clock=lambda: _FIXED)
+    with Snapshot.open(out) as snap:
+        assert snap.verify().ok
+    return (out / "index.cdxj").read_bytes(), (out / "manifest.json").read_bytes()
+
+
+def _revisit_archive(folder: Path) -> Path:
+    """Pages of incompressible bodies; the last one repeats the first's payload (a revisit
+    whose original is at the other end of the file)."""
+    bodies = [bytes(range(256)) * 4 + str(i).encode() * 600 for i in range(40)]
+    bodies = [gzip.compress(b, mtime=0) for b in bodies]  # incompressible, deterministic
+    pages = [(f"http://example.org/p{i}.html", b) for i, b in enumerate(bodies)]
+    return _write_warc(folder, [*pages, ("http://example.org/again.html", bodies[0])])
+
+
+@pytest.fixture
+def split_small(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Ranges of 8 KB (the parent plans them, so the workers need no patch); counts the
+    whole-file imports the parent runs itself (the fall-back after a failed split)."""
+    from drarena.web import importer
+
+    monkeypatch.setattr(importer, "SPLIT_MIN", 8192)
+    fallbacks: list[int] = []
+    whole = importer.read_whole
+
+    def counting(task: importer._Task, bar: object = None) -> object:
+        fallbacks.append(task.index)
+        return whole(task, bar)
+
+    monkeypatch.setattr(importer, "read_whole", counting)
+    return fallbacks
+
+
+def test_one_file_in_ranges_matches_one_process(tmp_path: Path, split_small: list[int]) -> None:
+    from drarena.web.importer import Source, split_points
+
+    warc = _revisit_archive(tmp_path / "src")
+    bounds = split_points(Source(warc, str(warc), True), 3)
+    assert len(bounds) == 4 and bounds[-1] == warc.stat().st_size
+    first = _snapshot_bytes([warc], tmp_path / "j1", 1)
+    assert b'"url": "http://example.org/again.html"' in first[0]  # the revisit resolved
+    assert _snapshot_bytes([warc], tmp_path / "j2", 2) == first
+    assert _snapshot_bytes([warc], tmp_path / "j3", 3) == first
+    assert split_small == []  # every range was indexed by a worker, none read again
+    manifest = json.loads(first[1])
+    assert manifest["counts"]["revisits"] == 1
+    assert manifest["spec"]["import"]["sources"][0]["kept"] == "hardlink"
+    copied = import_archives("one", [warc], tmp_path / "copy", progress=False, jobs=2,
+                             keep="copy")  # the parent copies (and hashes) while workers index
+    assert copied.files[0]["kept"] == "copy" and split_small == []
+    assert (tmp_path / "copy" / "index.cdxj").read_bytes() == first[0]
+    assert copied.manifest.fingerprint == manifest["fingerprint"]
+    assert (tmp_path / "copy" / warc.name).read_bytes() == warc.read_bytes()
+
+
+@pytest.mark.parametrize("where", [-1, 0])
+def test_damage_near_a_split_point_gives_the_one_process_result(
+        tmp_path: Path, split_small: list[int], where: int) -> None:
+    from drarena.web.importer import Source, split_points
+
+    warc = _revisit_archive(tmp_path / "src")
+    members = [r.offset for r in iter_file(warc) if isinstance(r, RawRecord)]
+    split = split_points(Source(warc, str(warc), True), 2)[1]
+    hit = members[members.index(split) + where]  # the member before the split, or at it
+    data = bytearray(warc.read_bytes())
+    data[hit + 40:hit + 80] = bytes(40)
+    damaged = tmp_path / "damaged.warc.gz"
+    damaged.write_bytes(bytes(data))
+    first = _snapshot_bytes([damaged], tmp_path / "j1", 1)
+    assert json.loads(first[1])["counts"]["skipped"]["damaged"] == 1
+    assert _snapshot_bytes([damaged], tmp_path / "j2", 2) == first
+    assert split_small == [0]  # the damaged file was read again whole, in one process
+
+
+def test_uncompressed_file_in_ranges_and_a_false_split(wget_plain: Path, tmp_path: Path,
+                                                       split_small: list[int]) -> None:
+    first = _snapshot_bytes([wget_plain], tmp_path / "j1", 1)
+    assert _snapshot_bytes([wget_plain], tmp_path / "j3", 3) == first
+    assert split_small == []
+    # A record whose block ends with a whole WARC record: a split there looks right but is
+    # not a record start; the range before it ends elsewhere, so the file is read whole.
+    warc = _revisit_archive(tmp_path / "src")
+    plain = gzip.decompress(warc.read_bytes())
+    inner = plain[plain.index(b"WARC/1.", 10):]
+    inner = inner[:inner.index(b"\r\n\r\nWARC/1.") + 4]
+    fake = tmp_path / "fake.warc"
+    block = b"x" * (len(plain) + 2000) + b"\r\n" + inner  # its middle falls in the padding
+    fake.write_bytes(plain + _plain_record(block) + _plain_record(b"tail"))
+    from drarena.web.importer import Source, split_points
+
+    size = fake.stat().st_size
+    false_start = size - len(_plain_record(b"tail")) - 4 - len(inner)
+    assert split_points(Source(fake, str(fake), False), 2) == [0, false_start, size]
+    split_small.clear()
+    first = _snapshot_bytes([fake], tmp_path / "f1", 1)
+    assert _snapshot_bytes([fake], tmp_path / "f2", 2) == first
+    assert split_small == [0]  # the range before it ended elsewhere: read whole
+
+
+def _plain_record(block: bytes) -> bytes:
+    return (b"WARC/1.0\r\nWARC-Type: resource\r\nWARC-Target-URI: urn:x\r\n"
+            b"WARC-Record-ID: <urn:uuid:" + str(len(block)).encode() + b">\r\n"
+            b"Content-Length: " + str(len(block)).encode() + b"\r\n\r\n" + block + b"\r\n\r\n")
+
+
 # --- WACZ -----------------------------------------------------------------------------------------
 
 def test_wacz_round_trip_and_wrong_hash(wget_gz: Path, tmp_path: Path,
