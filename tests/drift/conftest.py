@@ -3,6 +3,8 @@ drifted copy, and a run folder over it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from drift_fixture import DriftWorld, copy_extracted, write_drifted, write_run
 
@@ -10,9 +12,9 @@ from drarena.web.snapshot import Snapshot
 
 
 @pytest.fixture(scope="session")
-def drift_world(tmp_path_factory: pytest.TempPathFactory) -> DriftWorld:
+def drift_world(tmp_path_factory: pytest.TempPathFactory, pydocs_extracted: Path) -> DriftWorld:
     root = tmp_path_factory.mktemp("drift")
-    snapshot = copy_extracted(root / "pydocs")
+    snapshot = copy_extracted(root / "pydocs", extracted=pydocs_extracted)
     drifted = write_drifted(root / "pydocs-drifted")
     with Snapshot.open(snapshot) as snap:
         fingerprint = snap.fingerprint

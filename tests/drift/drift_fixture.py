@@ -119,8 +119,9 @@ def write_drifted(out: Path) -> Path:
     return out
 
 
-def copy_extracted(out: Path, trees: int = 3) -> Path:
-    """A copy of SOURCE with docs.jsonl and `trees` trees (the repository stays clean)."""
+def copy_extracted(out: Path, trees: int = 3, extracted: Path = SOURCE) -> Path:
+    """A copy of SOURCE with docs.jsonl and `trees` trees (the repository stays clean);
+    extraction outputs are taken from `extracted` (a copy of SOURCE) when up to date there."""
     import shutil
 
     from drarena.cli import main
@@ -130,9 +131,11 @@ def copy_extracted(out: Path, trees: int = 3) -> Path:
     # (fingerprint, parameters, digests) and extracts afresh when not, as from a clean clone
     derived = ("docs.jsonl", "links.jsonl", "extract-manifest.json")
     for path in SOURCE.iterdir():
-        if path.name in ("manifest.json", "index.cdxj", *derived) \
-                or path.name.endswith(".warc.gz"):
+        if path.name in ("manifest.json", "index.cdxj") or path.name.endswith(".warc.gz"):
             shutil.copy2(path, out / path.name)
+    for name in derived:
+        if (extracted / name).is_file():
+            shutil.copy2(extracted / name, out / name)
     if main(["trees", str(out), "--count", str(trees), "--seed", "1"]) != 0:
         raise AssertionError("drarena trees failed on the fixture copy")
     return out
