@@ -258,7 +258,7 @@ def test_searxng_shape_and_paging() -> None:
 
 def test_registry_kinds_and_bad_live_args(tmp_path: object) -> None:
     assert RETRIEVERS.kinds() == ["bm25", "dense", "hybrid", "live"]
-    with pytest.raises(DrarenaError, match="retriever live: args.no_such_field"):
+    with pytest.raises(DrarenaError, match=r"retriever live: args\.no_such_field"):
         build_retriever({"kind": "live", "args": {"provider": {"kind": "searxng"},
                                                   "no_such_field": 1}},
                         tmp_path, tmp_path)  # type: ignore[arg-type]
