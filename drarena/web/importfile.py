@@ -268,6 +268,17 @@ class FileJob:
     progress: Progress = field(default_factory=Progress)
 
 
+def _index_found(job: FileJob, local: Tally, index: int, name: str, found: Capture | str,
+                 offset: int, length: int) -> None:
+    """Stage a capture's CDXJ line at (offset, length) of `name`, or count what was skipped."""
+    if isinstance(found, Capture):
+        local.add(found)
+        job.staging.add(index, cdxj_line(found, name, offset, length), found.digest,
+                        found.revisit)
+    elif found != "request":
+        local.skipped[found] += 1
+
+
 def plan_names(name: str, sources: Sequence[Source]) -> list[dict[str, str]]:
     """Output names per source, fixed before any work so parallel workers never collide: a
     kept file keeps its own name unless taken or unsafe; copies are NAME-#####.warc[.gz]."""
@@ -331,13 +342,8 @@ def _keep(job: FileJob, src: Source, index: int) -> FileResult:
                     raise _Rewrite("damage")
                 records += 1
                 job.progress.records += 1
-                found = classify(item)
-                if isinstance(found, Capture):
-                    local.add(found)
-                    job.staging.add(index, cdxj_line(found, name, item.offset, item.length),
-                                    found.digest, found.revisit)
-                elif found != "request":
-                    local.skipped[found] += 1
+                _index_found(job, local, index, name, classify(item), item.offset,
+                             item.length)
     except (_Rewrite, MultiRecordMember) as exc:
         if copy_to is not None:
             copy_to.close()
@@ -395,13 +401,8 @@ def index_range(job: FileJob, read_from: Path, gzipped: bool, index: int, start:
                 job.progress.records += 1
                 job.progress.advance(item.offset + item.length - reached)
                 reached = item.offset + item.length
-                found = classify(item)
-                if isinstance(found, Capture):
-                    local.add(found)
-                    job.staging.add(index, cdxj_line(found, name, item.offset, item.length),
-                                    found.digest, found.revisit)
-                elif found != "request":
-                    local.skipped[found] += 1
+                _index_found(job, local, index, name, classify(item), item.offset,
+                             item.length)
         except MultiRecordMember:
             return RangeResult(records, reached, "multi")
     local.records = records
@@ -464,12 +465,7 @@ def _copy_records(job: FileJob, src: Source, index: int, kept: str) -> FileResul
                 found = classify(item)
                 if not scope.active:
                     at = write(_pread(fd, item.offset, item.length))
-                    if isinstance(found, Capture):
-                        local.add(found)
-                        job.staging.add(index, cdxj_line(found, name, at, item.length),
-                                        found.digest, found.revisit)
-                    elif found != "request":
-                        local.skipped[found] += 1
+                    _index_found(job, local, index, name, found, at, item.length)
                     continue
                 if found == "request":
                     data = _pread(fd, item.offset, item.length)
