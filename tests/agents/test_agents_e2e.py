@@ -7,7 +7,6 @@ opened pages in the trajectory, replayable cache keys, a report, and honest cita
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from loopback_servers import free_port
 
 from drarena.agents.base import Answer, Conversation, SourcePage
 from drarena.agents.citations import SnapshotUrlChecker
@@ -124,12 +124,6 @@ async def test_http_adapter_against_the_model_server(
         Conversation("Name one Python sorting function.").then("sorted()", "And another?"),
         WORDS)
     assert_sound(answer)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="module")

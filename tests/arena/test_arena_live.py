@@ -6,7 +6,6 @@ walker; the Examiner and the agents' model are the scripted backend (control flo
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 from arena_live_site import LiveSiteForTests, freeze, live_web_settings, scripted_models
+from loopback_servers import free_port
 
 from drarena.arena.config import parse_config
 from drarena.arena.execute import execute, replay
@@ -35,12 +35,6 @@ def site() -> Iterator[LiveSiteForTests]:
         yield server
     finally:
         server.stop()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def config_data(tmp: Path, snapshot: Path, provider: dict[str, Any], trees: int = 1

@@ -8,17 +8,14 @@ run from the model cache and the capture: zero model calls, identical answers an
 from __future__ import annotations
 
 import json
-import re
-import socket
 import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
+from loopback_servers import replay_snapshot, serve_search, stop
 
 from drarena.arena.records import MatchRecord
 from drarena.cli import main
@@ -30,63 +27,18 @@ REPO = Path(__file__).resolve().parents[2]
 ORIGIN = "127.0.0.1:8765"  # the committed snapshot's origin
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 @pytest.fixture
 def servers(pydocs_indexed: tuple[Path, Path], tmp_path: Path
-            ) -> Iterator[tuple[str, int, list[subprocess.Popen[bytes]]]]:
+            ) -> Iterator[tuple[str, int, list[subprocess.Popen[str]]]]:
     """(SearXNG-format search URL, replay port, the two processes)."""
     snapshot, index_root = pydocs_indexed
-    port = free_port()
-    log = (tmp_path / "serve-search.log").open("wb")
-    search = subprocess.Popen(
-        [sys.executable, "-m", "drarena", "serve-search", str(snapshot), "--index-root",
-         str(index_root), "--retriever", "bm25", "--port", str(port)],
-        cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
-    pages = subprocess.Popen(
-        [sys.executable, "-m", "drarena", "replay-snapshot", str(REPO / "snapshots" / "pydocs"),
-         "--port", "0", "--origin", f"http://{ORIGIN}"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    procs = [search, pages]
-    try:
-        assert pages.stdout is not None
-        banner = pages.stdout.readline().decode()
-        found = re.search(r"http://127\.0\.0\.1:(\d+)/", banner)
-        assert found, banner
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2):
-                    break
-            except OSError:
-                if search.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail("drarena serve-search did not come up: "
-                                + (tmp_path / "serve-search.log").read_text()[-2000:])
-                time.sleep(0.5)
-        yield url, int(found.group(1)), procs
-    finally:
-        for p in procs:
-            stop(p)
-        log.close()
+    with serve_search(snapshot, index_root, tmp_path / "serve-search.log") as (url, search), \
+            replay_snapshot(REPO / "snapshots" / "pydocs", f"http://{ORIGIN}") as (port, pages):
+        yield url, port, [search, pages]
 
 
 def test_live_match_captures_and_replays_offline(
-        pydocs_indexed: tuple[Path, Path], servers: tuple[str, int, list[subprocess.Popen[bytes]]],
+        pydocs_indexed: tuple[Path, Path], servers: tuple[str, int, list[subprocess.Popen[str]]],
         model_server: ServerHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     snapshot, index_root = pydocs_indexed

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import http
-import re
 import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+
+from loopback_servers import replay_snapshot
 
 from drarena.web.manifest import Counts
 from drarena.web.snapshot import Snapshot
@@ -144,19 +145,8 @@ def copy_extracted(out: Path, trees: int = 3, extracted: Path = SOURCE) -> Path:
 @contextlib.contextmanager
 def replay(snapshot: Path) -> Iterator[int]:
     """`drarena replay-snapshot` on a free port, as a real subprocess; yields the port."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "drarena", "replay-snapshot", str(snapshot), "--port", "0",
-         "--origin", ORIGIN], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        found = re.search(r"on http://127\.0\.0\.1:(\d+)/", line)
-        if not found:
-            raise AssertionError(f"replay-snapshot did not start: {line!r}")
-        yield int(found.group(1))
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with replay_snapshot(snapshot, ORIGIN) as (port, _):
+        yield port
 
 
 def drift_cli(*args: str) -> subprocess.CompletedProcess[str]:

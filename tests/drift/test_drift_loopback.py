@@ -4,7 +4,6 @@ by `drarena replay-snapshot`, and against the same copy offline."""
 from __future__ import annotations
 
 import json
-import socket
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +31,7 @@ from drift_fixture import (
     drift_cli,
     replay,
 )
+from loopback_servers import free_port
 
 from drarena.drift.compare import DriftRequest, run_drift
 
@@ -199,12 +199,6 @@ def test_ignore_robots_and_url_selection(drift_world: DriftWorld, tmp_path: Path
     report = json.loads(out.read_text(encoding="utf-8"))
     assert verdicts(report["pages"]) == {BLOCKED: ("unchanged", None), NUM1: ("changed", None)}
     assert report["options"]["robots"] is False
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_unreachable_origin_is_one_line(drift_world: DriftWorld) -> None:

@@ -7,16 +7,12 @@ with both servers stopped, a replay of the capture gives identical hits, texts a
 from __future__ import annotations
 
 import random
-import re
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from loopback_servers import replay_snapshot, serve_search, stop
 
 from drarena.corpus.extract import load_docs
 from drarena.corpus.records import Doc, Tree, TreeNode
@@ -34,61 +30,16 @@ PYDOCS = REPO / "snapshots" / "pydocs"
 ORIGIN = "127.0.0.1:8765"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 @pytest.fixture(scope="module")
 def servers(pydocs_indexed: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
             ) -> Iterator[dict[str, object]]:
     """serve-search (SearXNG JSON) and replay-snapshot, as a user starts them."""
     snapshot, index_root = pydocs_indexed
     logs = tmp_path_factory.mktemp("live-servers")
-    port = free_port()
-    search_log = (logs / "search.log").open("w")
-    search = subprocess.Popen(
-        [sys.executable, "-m", "drarena", "serve-search", str(snapshot), "--index-root",
-         str(index_root), "--retriever", "bm25", "--port", str(port)],
-        cwd=REPO, stdout=search_log, stderr=subprocess.STDOUT)
-    replay = subprocess.Popen(
-        [sys.executable, "-m", "drarena", "replay-snapshot", str(PYDOCS),
-         "--port", "0", "--origin", f"http://{ORIGIN}"],
-        cwd=REPO, stdout=subprocess.PIPE)
-    try:
-        assert replay.stdout is not None
-        banner = replay.stdout.readline().decode()
-        match = re.search(r"http://127\.0\.0\.1:(\d+)/", banner)
-        assert match, f"replay-snapshot banner: {banner!r}"
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 180
-        while True:
-            if search.poll() is not None:
-                pytest.fail(f"serve-search exited: {(logs / 'search.log').read_text()}")
-            try:
-                if httpx.get(base + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"serve-search not up: {(logs / 'search.log').read_text()}")
-            time.sleep(0.5)
-        yield {"search": base, "replay_port": int(match.group(1)), "snapshot": snapshot,
+    with serve_search(snapshot, index_root, logs / "search.log") as (base, search), \
+            replay_snapshot(PYDOCS, f"http://{ORIGIN}") as (replay_port, replay):
+        yield {"search": base, "replay_port": replay_port, "snapshot": snapshot,
                "procs": (search, replay)}
-    finally:
-        stop(search)
-        stop(replay)
-        search_log.close()
 
 
 def live_settings(replay_port: int) -> LiveWebSettings:

@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from loopback_servers import serve_search, serve_search_args
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -23,48 +21,12 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def serve_args(snapshot: Path, index_root: Path, *extra: str) -> list[str]:
-    return ["-m", "drarena", "serve-search", str(snapshot), "--index-root", str(index_root),
-            "--retriever", "bm25", *extra]
-
-
 @pytest.fixture(scope="module")
 def server(snapshot: Path, index_root: Path, tmp_path_factory: pytest.TempPathFactory
            ) -> Iterator[str]:
-    port = free_port()
     log = tmp_path_factory.mktemp("serve") / "server.log"
-    with log.open("w") as err:
-        proc = subprocess.Popen([sys.executable, *serve_args(snapshot, index_root, "--port",
-                                                             str(port))],
-                                cwd=REPO, stdout=err, stderr=subprocess.STDOUT)
-        base = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 180
-            while True:
-                if proc.poll() is not None:
-                    pytest.fail(f"serve-search exited {proc.returncode}: {log.read_text()}")
-                try:
-                    if httpx.get(base + "/health", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline:
-                    pytest.fail(f"serve-search not up after 180 s: {log.read_text()}")
-                time.sleep(0.5)
-            yield base
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    with serve_search(snapshot, index_root, log) as (base, _):
+        yield base
 
 
 def test_health_search_and_open(server: str) -> None:
@@ -142,7 +104,7 @@ async def test_mcp_streamable_http(server: str) -> None:
 
 async def test_mcp_stdio(snapshot: Path, index_root: Path) -> None:
     params = StdioServerParameters(command=sys.executable,
-                                   args=serve_args(snapshot, index_root, "--stdio"),
+                                   args=serve_search_args(snapshot, index_root, "--stdio"),
                                    cwd=str(REPO), env=dict(os.environ))
     with open(os.devnull, "w") as errlog:
         async with (stdio_client(params, errlog=errlog) as (read, write),
