@@ -33,8 +33,8 @@ from drarena.agents.common import (
 )
 from drarena.agents.registry import AgentContext, parse_agent_args
 from drarena.errors import DrarenaError
-from drarena.examiner.quoting import fit_evenly
 from drarena.models.client import ModelClient
+from drarena.quoting import fit_evenly
 from drarena.registry import ComponentSpec
 
 

@@ -14,9 +14,9 @@ from typing import Any
 
 from drarena.agents import citations as cite
 from drarena.agents.base import Answer, Conversation, ModelCall, Step, ToolEvent, Trajectory
-from drarena.examiner.quoting import quote_block
 from drarena.models.structured import strict_tool
 from drarena.models.types import Completion
+from drarena.quoting import quote_block
 
 Message = dict[str, Any]
 

@@ -35,9 +35,9 @@ from drarena.agents.common import (
 )
 from drarena.agents.registry import AgentContext, parse_agent_args
 from drarena.errors import DrarenaError
-from drarena.examiner.quoting import quote_block
 from drarena.models.structured import strict_tool
 from drarena.models.types import Completion, ToolCall
+from drarena.quoting import quote_block
 from drarena.registry import ComponentSpec
 
 SEARCH_TOOL = strict_tool(

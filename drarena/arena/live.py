@@ -58,11 +58,12 @@ def web_settings(live: LiveSettings) -> Any:
 def preflight(live: LiveSettings) -> None:
     """Before anything starts: the provider is known, its API key is set, and it answers
     a probe search (not recorded); otherwise one line."""
+    from drarena.live.providers import preflight as provider_preflight
     from drarena.live.web import LiveWeb
 
     web = LiveWeb(web_settings(live), capture_dir=None, name="preflight")
     try:
-        problem = web.check_provider(live.provider.model_dump(mode="json"))
+        problem = provider_preflight(live.provider.model_dump(mode="json"), web)
     finally:
         web.close()
     if problem:

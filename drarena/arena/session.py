@@ -157,10 +157,8 @@ def model_endpoint(config: TournamentConfig, serve: bool, model: str | None = No
         with serving.model_server() as handle:
             yield handle.api_base, handle.model
         return
-    from drarena.models.commands import _has_gpu
-
     port = serving.free_port()
-    if _has_gpu():
+    if serving.has_gpu():
         name = Path(model).name.lower()
         handle = serving.start_server(serving.gpu_command(model, port), dict(os.environ), port,
                                       name, serving.REPO / ".cache" / "logs" /

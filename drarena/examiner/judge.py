@@ -12,11 +12,11 @@ import dataclasses
 
 from drarena.examiner import templates
 from drarena.examiner.judgeparse import RawJudgment, judge_schema, parse_judgment
-from drarena.examiner.quoting import quote_block
 from drarena.examiner.taskcheck import ChecklistItem, Task
 from drarena.examiner.verdicts import Judgment, reconcile
 from drarena.models.client import ModelClient
 from drarena.models.structured import complete_json
+from drarena.quoting import quote_block
 from drarena.records import Record
 
 

@@ -16,10 +16,10 @@ from drarena.corpus.records import TreePage
 from drarena.errors import DrarenaError
 from drarena.examiner import templates
 from drarena.examiner.evolve import word_limit
-from drarena.examiner.quoting import fit_evenly, quote_block
 from drarena.examiner.taskcheck import Task, check_task, forbidden_names, task_schema
 from drarena.models.client import ModelClient
 from drarena.models.structured import complete_json
+from drarena.quoting import fit_evenly, quote_block
 from drarena.records import Record
 
 

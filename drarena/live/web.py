@@ -314,12 +314,6 @@ class LiveWeb:
         pairs = tuple(sorted((str(k), str(v)) for k, v in (headers or {}).items()))
         return self._submit(self._probe(check_url(url), pairs))
 
-    def check_provider(self, spec: Mapping[str, Any]) -> str | None:
-        """None when the search provider answers; else one line saying what is wrong."""
-        from drarena.live.providers import preflight
-
-        return preflight(spec, self)
-
     def close(self) -> Path | None:
         """Finish the capture (WARC, sorted CDXJ, manifest; complete) and return its folder;
         None without a capture. Call it once the other calls have returned; idempotent."""

@@ -22,23 +22,13 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=serve_command)
 
 
-def _has_gpu() -> bool:
-    import shutil
-    import subprocess
-
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return False
-    return subprocess.run([smi, "-L"], capture_output=True).returncode == 0
-
-
 def serve_command(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from drarena.models import serve
 
     port = args.port or serve.free_port()
-    gpu = args.device == "gpu" or (args.device == "auto" and _has_gpu())
+    gpu = args.device == "gpu" or (args.device == "auto" and serve.has_gpu())
     if gpu:
         if not args.model:
             print("drarena serve: the GPU path needs --model (MODEL=...)", file=sys.stderr)

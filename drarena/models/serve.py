@@ -226,3 +226,13 @@ def model_server(port: int | None = None) -> Iterator[ServerHandle]:
         yield handle
     finally:
         handle.stop()
+
+
+def has_gpu() -> bool:
+    """True when nvidia-smi lists a GPU: `make tournament MODEL=...` then serves on it."""
+    import shutil
+
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return False
+    return subprocess.run([smi, "-L"], capture_output=True).returncode == 0

@@ -141,12 +141,12 @@ class DocStore:
             raise DrarenaError(f"offset {offset} outside page {doc.id} (0..{total})")
         if not 1 <= max_chars <= MAX_PAGE_CHARS:
             raise DrarenaError(f"max_chars {max_chars} outside 1..{MAX_PAGE_CHARS}")
-        end = _page_end(doc.contents, offset, max_chars)
+        end = page_end(doc.contents, offset, max_chars)
         return PageText(doc.id, doc.url, doc.title, doc.contents[offset:end], offset,
                         end if end < total else None, total)
 
 
-def _page_end(text: str, offset: int, max_chars: int) -> int:
+def page_end(text: str, offset: int, max_chars: int) -> int:
     """Cut at the last line break or space in the final fifth of the page, else hard."""
     end = min(offset + max_chars, len(text))
     if end == len(text):

@@ -26,8 +26,8 @@ from drarena.search.docstore import (
     DEFAULT_PAGE_CHARS,
     MAX_PAGE_CHARS,
     PageText,
-    _page_end,
     clean_query,
+    page_end,
 )
 from drarena.web.urls import canonicalize_url
 
@@ -97,7 +97,7 @@ class LiveRetriever:
         total = len(text)
         if not 0 <= offset <= total:
             raise DrarenaError(f"offset {offset} outside page {page.url} (0..{total})")
-        end = _page_end(text, offset, max_chars)
+        end = page_end(text, offset, max_chars)
         return PageText(page.url, page.url, page.title, text[offset:end], offset,
                         end if end < total else None, total)
 

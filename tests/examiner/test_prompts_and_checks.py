@@ -8,9 +8,9 @@ import pytest
 from drarena.errors import DrarenaError
 from drarena.examiner import templates
 from drarena.examiner.judgeparse import judge_schema, parse_judgment
-from drarena.examiner.quoting import defang, fit_evenly, quote_block
 from drarena.examiner.taskcheck import Task, check_task, forbidden_names, task_schema
 from drarena.examiner.verdicts import FailureType, TieQuality, Verdict
+from drarena.quoting import defang, fit_evenly, quote_block
 
 TREE = ["http://127.0.0.1:8765/library/json.html", "http://127.0.0.1:8765/library/csv.html",
         "http://127.0.0.1:8765/library/fileformats.html"]

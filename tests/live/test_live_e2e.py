@@ -20,6 +20,7 @@ from drarena.corpus.trees import load_tree
 from drarena.corpus.treewalk import CannotExpand, TreeWalker
 from drarena.errors import DrarenaError
 from drarena.live.expand import LiveExpander, doc_from_page
+from drarena.live.providers import preflight
 from drarena.live.web import LiveWeb, LiveWebSettings
 from drarena.search.live import build as build_live
 from drarena.web.snapshot import Snapshot
@@ -80,7 +81,7 @@ def test_live_search_open_expand_then_replay(servers: dict[str, object],
     capture = tmp_path / "capture"
 
     with LiveWeb(settings, capture_dir=capture, name="pydocs-live") as web:
-        assert web.check_provider(provider) is None
+        assert preflight(provider, web) is None
         retriever = build_live(snapshot, snapshot, web=web, provider=provider)
         hits = retriever.search("tarfile archive", 12)  # two SearXNG result pages
         native = httpx.get(base + "/search", params={"q": "tarfile archive", "k": 12}).json()

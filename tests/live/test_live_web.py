@@ -259,7 +259,7 @@ def test_brave_provider_against_stub(site: tuple[ThreadSite, list[dict[str, str]
     monkeypatch.setenv("BRAVE_API_KEY", KEY)
     capture = tmp_path / "brave"
     with LiveWeb(settings(), capture_dir=capture) as live:
-        assert live.check_provider(provider) is None
+        assert preflight(provider, live) is None
         retriever = build_live(tmp_path, tmp_path, web=live, provider=provider)
         hits = retriever.search("tides saint malo", 5)
     assert [h.rank for h in hits] == [1, 2, 3, 4, 5]
@@ -279,7 +279,7 @@ def test_brave_provider_against_stub(site: tuple[ThreadSite, list[dict[str, str]
     monkeypatch.delenv("BRAVE_API_KEY")  # a replay needs no key and no network
     server.stop()
     with LiveWeb(settings(), replay_from=capture) as replay:
-        assert replay.check_provider(provider) is None
+        assert preflight(provider, replay) is None
         again = build_live(tmp_path, tmp_path, web=replay, provider=provider)
         assert again.search("tides saint malo", 5) == hits
 
@@ -292,14 +292,14 @@ def test_rejected_key_and_unreachable_provider(site: tuple[ThreadSite, list[dict
                                        "api_key_env": "MY_KEY"}}
     gone = {"kind": "searxng", "args": {"url": f"http://127.0.0.1:{free_port()}"}}
     with LiveWeb(settings()) as live:
-        assert live.check_provider(brave) == (
+        assert preflight(brave, live) == (
             f"brave at {server.base}/res/v1/web/search: HTTP 401: the key was rejected "
             "(key from MY_KEY)")
-        line = live.check_provider(gone)
+        line = preflight(gone, live)
         assert line is not None and "unreachable" in line and "\n" not in line
         with pytest.raises(DrarenaError, match="connection_error"):
             build_live(Path("."), Path("."), web=live, provider=gone).search("tides")
-        assert live.check_provider({"kind": "bing"}) is not None
+        assert preflight({"kind": "bing"}, live) is not None
 
 
 def test_provider_requests_and_parsing() -> None:
