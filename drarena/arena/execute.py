@@ -22,7 +22,7 @@ from drarena.arena.live import (
     preflight,
 )
 from drarena.arena.records import MatchRecord
-from drarena.arena.runs import RunDir, write_atomic
+from drarena.arena.runs import REPLAY_MARK, RunDir, prepare_replay_target, write_atomic
 from drarena.arena.session import (
     bind_roles,
     build_header,
@@ -109,7 +109,7 @@ def execute(config: TournamentConfig, run: RunDir, *, serve: bool, cache_mode: C
             newcomer: str | None = None, prepare: bool = True,
             model: str | None = None, live_replay: Sequence[Path] | None = None,
             now: Callable[[], datetime] = lambda: datetime.now(UTC),
-            backend: Any = None) -> RunResult:
+            backend: Any = None, header_extra: dict[str, Any] | None = None) -> RunResult:
     """Play (or resume) the tournament of `config` into `run`. `backend`: the model
     backend (tests inject a scripted one; default litellm).
 
@@ -143,6 +143,7 @@ def execute(config: TournamentConfig, run: RunDir, *, serve: bool, cache_mode: C
         bound = bind_roles(models, api_base, served_model, cache_path or run.cache_path,
                            cache_mode)
         header = build_header(config, bound, trees)
+        header.update(header_extra or {})  # e.g. a replay's replay_of
         if old is not None and newcomer is None:
             header["created"] = old.get("created", header["created"])
         live = None
@@ -196,14 +197,12 @@ def replay(run: RunDir, out: RunDir) -> tuple[RunResult, list[str]]:
     if not run.cache_path.is_file():
         raise DrarenaError(f"{run.cache_path}: no model cache to replay from")
     config = parse_config(header["config"], f"{run.header_path}: config")
-    if out.path.exists():
-        import shutil
-
-        shutil.rmtree(out.path)
+    prepare_replay_target(run.path, out.path)  # deletes nothing drarena did not write
     result = execute(config, out, serve=False, cache_mode=CacheMode.REPLAY,
                      cache_path=run.cache_path, fixed_roles=header["bound_roles"],
                      prepare=False, live_replay=None if config.offline else
-                     live_captures(run.header_path, header))
+                     live_captures(run.header_path, header),
+                     header_extra={REPLAY_MARK: str(run.path.resolve())})
     differ = [name for name in ("matches.jsonl", "leaderboard.md", "leaderboard.csv",
                                 "leaderboard.json")
               if (run.path / name).read_bytes() != (out.path / name).read_bytes()]

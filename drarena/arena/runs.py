@@ -8,6 +8,9 @@ Layout of runs/<name>/:
   timings.jsonl      wall-clock figures (differ on every run, so kept out of the log)
   leaderboard.md/.csv/.json, report.html
   llm-cache.sqlite   every model call, for replay
+
+A folder `drarena replay` writes has `"replay_of": <source run>` in its run.json: only such a
+folder is ever emptied, and then only of the files a replay writes (REPLAY_FILES).
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ from drarena.errors import DrarenaError
 from drarena.report.leaderboard import LeaderboardRow, to_csv, to_json, to_markdown
 
 RUN_SCHEMA_VERSION = 1
+REPLAY_MARK = "replay_of"
+REPLAY_FILES = ("run.json", "matches.jsonl", "timings.jsonl", "leaderboard.md",
+                "leaderboard.csv", "leaderboard.json", "report.html")
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -105,3 +111,34 @@ class RunDir:
         write_atomic(self.path / "leaderboard.md", to_markdown(rows))
         write_atomic(self.path / "leaderboard.csv", to_csv(rows))
         write_atomic(self.path / "leaderboard.json", to_json(rows))
+
+
+def prepare_replay_target(source: Path, target: Path) -> None:
+    """Make `target` ready for a replay of the run in `source`, deleting nothing drarena did
+    not write: the source run (or a folder inside or around it) is refused, a new or empty
+    folder is used as is, a folder an earlier replay wrote (REPLAY_MARK in its run.json) loses
+    only the files a replay writes, and any other non-empty folder is refused."""
+    src, dst = source.resolve(), target.resolve()
+    if dst == src or dst.is_relative_to(src) or src.is_relative_to(dst):
+        how = "is" if dst == src else ("is inside" if dst.is_relative_to(src) else "contains")
+        raise DrarenaError(f"--out {target}: {how} the run being replayed ({source}); "
+                           "choose a folder outside it")
+    if not target.exists():
+        return
+    if not target.is_dir():
+        raise DrarenaError(f"--out {target}: exists and is not a folder")
+    if not any(target.iterdir()):
+        return
+    old = RunDir(target)
+    header = old.header()
+    if header is None or REPLAY_MARK not in header:
+        raise DrarenaError(f"--out {target}: not empty and not a folder `drarena replay` "
+                           "made (no replay_of in its run.json); nothing was deleted: choose "
+                           "a new or empty folder")
+    for name in REPLAY_FILES:
+        for path in (target / name, target / (name + ".tmp")):
+            path.unlink(missing_ok=True)
+    if old.matches_dir.is_dir():
+        for path in old.matches_dir.iterdir():
+            if path.is_file() and path.name.endswith((".json", ".json.tmp")):
+                path.unlink()

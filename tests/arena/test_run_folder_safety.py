@@ -1,0 +1,114 @@
+"""Run folders against hostile or mistaken input: `drarena replay --out`, `drarena rank` and a
+tournament whose config is wrong. Each case is one line of error and nothing lost.
+
+The run is real (a snapshot of a loopback site captured with the real LiveWeb, the real
+tournament, report and replay); only the model is the scripted backend (control flow only).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from arena_live_site import LiveSiteForTests, freeze, scripted_models
+
+from drarena.arena.config import parse_config
+from drarena.arena.execute import execute
+from drarena.arena.runs import RunDir
+from drarena.cli import main
+from drarena.models.config import CacheMode
+
+STRENGTH = {"fact number": 3}
+
+
+def config_data(tmp: Path, snapshot: Path, name: str = "demo") -> dict[str, Any]:
+    role = {"model": "openai/scripted-for-tests"}
+    return {
+        "name": name, "snapshot": str(snapshot), "runs_root": str(tmp / "runs"),
+        "index_root": str(tmp / "index"), "seed": 1, "swiss_rounds": 1,
+        "trees": {"count": 1}, "match": {"max_rounds": 1}, "rating": {"resamples": 20},
+        "models": {"retry": {"max_attempts": 1}, "roles": {"examiner": role, "agent": role}},
+        "agents": [{"name": "oracle", "kind": "oracle"},
+                   {"name": "closed_book", "kind": "closed_book"}]}
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(snapshot, finished run folder): a frozen tournament played once per module."""
+    tmp = tmp_path_factory.mktemp("made")
+    site = LiveSiteForTests().start()
+    try:
+        snapshot = freeze(site, tmp / "frozen")
+    finally:
+        site.stop()
+    config = parse_config(config_data(tmp, snapshot), "test")
+    run = RunDir(tmp / "runs" / "demo")
+    execute(config, run, serve=False, cache_mode=CacheMode.READ_WRITE, prepare=False,
+            backend=scripted_models(STRENGTH))
+    return snapshot, run.path
+
+
+@pytest.fixture
+def demo(made: tuple[Path, Path], tmp_path: Path) -> Path:
+    """A private copy of the finished run (each test may damage its own)."""
+    copy = tmp_path / "runs" / "demo"
+    shutil.copytree(made[1], copy)
+    return copy
+
+
+def contents(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def one_line_error(capsys: pytest.CaptureFixture[str], *words: str) -> str:
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("drarena: error: ") and "\n" not in err, err
+    assert "Traceback" not in err
+    for word in words:
+        assert word in err, err
+    return err
+
+
+# --- drarena replay --out ------------------------------------------------------------------
+
+
+def test_replay_keeps_a_folder_it_did_not_make(demo: Path, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    scratch = tmp_path / "scratch"
+    (scratch / "sub").mkdir(parents=True)
+    (scratch / "notes.txt").write_text("keep\n")
+    assert main(["replay", str(demo), "--out", str(scratch)]) == 2
+    one_line_error(capsys, str(scratch))
+    assert (scratch / "notes.txt").read_text() == "keep\n" and (scratch / "sub").is_dir()
+
+
+@pytest.mark.parametrize("where", ["same", "same-spelled-otherwise", "inside", "containing"])
+def test_replay_refuses_the_source_run_as_target(demo: Path, where: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    before = contents(demo.parent)
+    out = {"same": demo, "same-spelled-otherwise": demo / ".." / "demo",
+           "inside": demo / "matches", "containing": demo.parent}[where]
+    assert main(["replay", str(demo), "--out", str(out)]) == 2
+    one_line_error(capsys, "run being replayed")
+    assert contents(demo.parent) == before  # the run and its model cache untouched
+
+
+def test_replay_marks_its_folder_and_replaces_only_its_own_files(
+        demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "replayed"
+    assert main(["replay", str(demo), "--out", str(out)]) == 0
+    assert "identical" in capsys.readouterr().out
+    header = json.loads((out / "run.json").read_text())
+    assert Path(header["replay_of"]) == demo.resolve()
+    (out / "notes.txt").write_text("mine\n")
+    (out / "matches" / "stale.json.tmp").write_text("left by a killed replay")
+    assert main(["replay", str(demo), "--out", str(out)]) == 0
+    assert "identical" in capsys.readouterr().out
+    assert (out / "notes.txt").read_text() == "mine\n"
+    assert not (out / "matches" / "stale.json.tmp").exists()
+    assert len((out / "timings.jsonl").read_text().splitlines()) == \
+        len((demo / "timings.jsonl").read_text().splitlines())  # replaced, not appended to
