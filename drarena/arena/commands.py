@@ -125,13 +125,19 @@ def cmd_rank(args: argparse.Namespace) -> int:
     from drarena.arena.execute import finish
     from drarena.arena.runs import RunDir
     from drarena.errors import DrarenaError
+    from drarena.report.leaderboard import check_agents
 
     run = RunDir(args.run)
     header = run.header()
     if header is None:
         raise DrarenaError(f"{args.run}: no run.json (not a run folder)")
     config = parse_config(header["config"], f"{run.header_path}: config")
-    print(finish(run, config, run.read_log()))
+    log = run.read_log()
+    if not log:  # an empty table would overwrite the real one
+        raise DrarenaError(f"{run.log_path}: no matches in the log; nothing ranked, the "
+                           "leaderboard and report are left as they are")
+    check_agents(config.agent_names(), log, str(run.log_path))
+    print(finish(run, config, log))
     return 0
 
 

@@ -89,10 +89,10 @@ def _guard(config: TournamentConfig, bound: ModelsConfig, *, replaying: bool = F
 
 
 def finish(run: RunDir, config: TournamentConfig, log: list[MatchRecord]) -> str:
-    """Leaderboard files and report.html from the log (pure apart from writing files)."""
+    """Leaderboard files and report.html from the log (pure apart from writing files; all
+    inputs are read before the first write, so a damaged one overwrites nothing)."""
     rows = build_leaderboard(config.agent_names(), log, resamples=config.rating.resamples,
                              seed=config.rating.seed)
-    run.write_leaderboard(rows)
     header = run.header() or {}
     page = render_report(f"drarena: {config.name}", header, rows, log, run.answer_seconds())
     drift_json = run.path / "drift.json"
@@ -100,6 +100,7 @@ def finish(run: RunDir, config: TournamentConfig, log: list[MatchRecord]) -> str
         from drarena.drift.report import drift_section, read_json, splice_section
 
         page = splice_section(page, drift_section(read_json(drift_json)))
+    run.write_leaderboard(rows)
     write_atomic(run.path / "report.html", page)
     return to_markdown(rows)
 

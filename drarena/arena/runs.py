@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from drarena.arena.match import AnswerTiming
-from drarena.arena.records import MatchRecord
+from drarena.arena.records import SCHEMA_VERSION, MatchRecord
 from drarena.errors import DrarenaError
 from drarena.report.leaderboard import LeaderboardRow, to_csv, to_json, to_markdown
 
@@ -30,6 +30,48 @@ RUN_SCHEMA_VERSION = 1
 REPLAY_MARK = "replay_of"
 REPLAY_FILES = ("run.json", "matches.jsonl", "timings.jsonl", "leaderboard.md",
                 "leaderboard.csv", "leaderboard.json", "report.html")
+
+
+def read_text(path: Path) -> str:
+    """A run file's text; bytes that are not UTF-8 are one line naming the file."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DrarenaError(f"{path}: not UTF-8 (byte {exc.start})") from None
+
+
+def _json_object(text: str, what: str) -> dict[str, Any]:
+    """ValueError for text that is not one JSON object (the caller names the file)."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError("not valid JSON (nested too deeply)") from None
+    except ValueError as exc:
+        raise ValueError(f"not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} is a JSON object, got {type(value).__name__}")
+    return value
+
+
+def check_schema(version: Any, supported: int, where: str, key: str = "schema_version"
+                 ) -> None:
+    """A file written by a newer drarena is refused rather than misread."""
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise DrarenaError(f"{where}: {key} must be a positive integer, got {version!r:.40}")
+    if version > supported:
+        raise DrarenaError(f"{where}: {key} {version} is newer than this drarena supports "
+                           f"({supported}); use the drarena that wrote it")
+
+
+def match_record(text: str, where: str) -> MatchRecord:
+    """One match record from JSON text, its schema version checked first (a newer one is a
+    DrarenaError naming `where`; damaged text is a ValueError)."""
+    data = _json_object(text, "a match record")
+    check_schema(data.get("schema_version"), SCHEMA_VERSION, where)
+    try:
+        return MatchRecord.from_dict(data)
+    except TypeError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -51,12 +93,20 @@ class RunDir:
         self.matches_dir.mkdir(parents=True, exist_ok=True)
 
     def header(self) -> dict[str, Any] | None:
+        """run.json, or None when there is none; a header this drarena cannot read (not UTF-8,
+        not a JSON object, no config, a newer schema) is one line naming the file."""
         if not self.header_path.is_file():
             return None
+        where = self.header_path
         try:
-            value: dict[str, Any] = json.loads(self.header_path.read_text(encoding="utf-8"))
+            value = _json_object(read_text(where), "a run header")
         except ValueError as exc:
-            raise DrarenaError(f"{self.header_path}: not valid JSON ({exc})") from None
+            raise DrarenaError(f"{where}: {exc}") from None
+        if not isinstance(value.get("config"), dict):
+            raise DrarenaError(f"{where}: no `config` object (not a run header)")
+        for key, supported in (("run_schema_version", RUN_SCHEMA_VERSION),
+                               ("match_schema_version", SCHEMA_VERSION)):
+            check_schema(value.get(key, supported), supported, str(where), key)
         return value
 
     def write_header(self, header: dict[str, Any]) -> None:
@@ -72,8 +122,8 @@ class RunDir:
         done = {}
         for path in sorted(self.matches_dir.glob("*.json")):
             try:
-                record = MatchRecord.from_json(path.read_text(encoding="utf-8"))
-            except ValueError as exc:
+                record = match_record(path.read_bytes().decode("utf-8"), str(path))
+            except ValueError as exc:  # UnicodeDecodeError included; a newer schema passes
                 raise DrarenaError(f"{path}: damaged match record ({str(exc)[:200]}); delete "
                                    "it to play the match again") from None
             done[record.match_id] = record
@@ -86,12 +136,12 @@ class RunDir:
         if not self.log_path.is_file():
             raise DrarenaError(f"{self.log_path}: no match log (has the tournament run?)")
         records = []
-        for n, line in enumerate(self.log_path.read_text(encoding="utf-8").splitlines(), 1):
+        for n, line in enumerate(read_text(self.log_path).splitlines(), 1):
+            where = f"{self.log_path}:{n}"
             try:
-                records.append(MatchRecord.from_json(line))
+                records.append(match_record(line, where))
             except ValueError as exc:
-                raise DrarenaError(f"{self.log_path}:{n}: bad match record "
-                                   f"({str(exc)[:200]})") from None
+                raise DrarenaError(f"{where}: bad match record ({str(exc)[:200]})") from None
         return records
 
     def append_timings(self, timings: Iterable[AnswerTiming]) -> None:
@@ -102,8 +152,12 @@ class RunDir:
     def answer_seconds(self) -> dict[str, list[float]]:
         seconds: dict[str, list[float]] = {}
         if self.timings_path.is_file():
-            for line in self.timings_path.read_text(encoding="utf-8").splitlines():
-                t = AnswerTiming.from_json(line)
+            for n, line in enumerate(read_text(self.timings_path).splitlines(), 1):
+                try:
+                    t = AnswerTiming.from_dict(_json_object(line, "a timing"))
+                except (ValueError, TypeError) as exc:
+                    raise DrarenaError(f"{self.timings_path}:{n}: bad timing "
+                                       f"({str(exc)[:200]})") from None
                 seconds.setdefault(t.agent, []).append(t.wall_s)
         return seconds
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from drarena.arena.rating import Game, rate
 from drarena.arena.records import MatchRecord
+from drarena.errors import DrarenaError
 from drarena.examiner.verdicts import FailureType, Verdict
 from drarena.records import Record
 
@@ -47,11 +48,24 @@ def games_of(matches: Sequence[MatchRecord]) -> list[Game]:
     return [Game(m.a, m.b, s) for m in matches if (s := m.score_a()) is not None]
 
 
+def check_agents(agents: Sequence[str], matches: Sequence[MatchRecord],
+                 where: str = "matches") -> None:
+    """Every match is between agents of the config (a log from another config is refused
+    with one line rather than rated or failing with a KeyError)."""
+    known = set(agents)
+    for m in matches:
+        for side in (m.a, m.b):
+            if side not in known:
+                raise DrarenaError(f"{where}: match {m.match_id} has agent {side!r:.80}, not "
+                                   f"in the config's agents ({', '.join(sorted(known))})")
+
+
 def build_leaderboard(agents: Sequence[str], matches: Sequence[MatchRecord], *,
                       resamples: int = 1000, seed: int = 0) -> list[LeaderboardRow]:
     """Time per answer is not here: it differs on every run, and these files must come out
     byte-identical from a replay. The report and `drarena tournament` show it from
     timings.jsonl."""
+    check_agents(agents, matches)
     ratings = {r.agent: r for r in rate(agents, games_of(matches), resamples=resamples,
                                         seed=seed)}
     rows = []

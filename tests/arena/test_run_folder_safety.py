@@ -19,6 +19,7 @@ from drarena.arena.config import parse_config
 from drarena.arena.execute import execute
 from drarena.arena.runs import RunDir
 from drarena.cli import main
+from drarena.errors import DrarenaError
 from drarena.models.config import CacheMode
 
 STRENGTH = {"fact number": 3}
@@ -112,3 +113,64 @@ def test_replay_marks_its_folder_and_replaces_only_its_own_files(
     assert not (out / "matches" / "stale.json.tmp").exists()
     assert len((out / "timings.jsonl").read_text().splitlines()) == \
         len((demo / "timings.jsonl").read_text().splitlines())  # replaced, not appended to
+
+
+# --- drarena rank on damaged or foreign run folders ----------------------------------------
+
+
+def _edit_json(path: Path, change: Any) -> None:
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+def _edit_log(demo: Path, change: Any) -> None:
+    lines = [json.loads(line) for line in (demo / "matches.jsonl").read_text().splitlines()]
+    change(lines[0])
+    (demo / "matches.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+DAMAGE: dict[str, tuple[str, Any]] = {
+    "run schema from the future": ("run.json", lambda d: _edit_json(
+        d / "run.json", lambda h: h.update(run_schema_version=99))),
+    "match schema from the future in run.json": ("run.json", lambda d: _edit_json(
+        d / "run.json", lambda h: h.update(match_schema_version=99))),
+    "match schema from the future in the log": ("matches.jsonl", lambda d: _edit_log(
+        d, lambda m: m.update(schema_version=99))),
+    "empty log": ("matches.jsonl", lambda d: (d / "matches.jsonl").write_bytes(b"")),
+    "log not UTF-8": ("matches.jsonl", lambda d: (d / "matches.jsonl").write_bytes(
+        b"\xff\xfe" + (d / "matches.jsonl").read_bytes())),
+    "log line not an object": ("matches.jsonl", lambda d: (d / "matches.jsonl").write_text(
+        "5\n")),
+    "agent not in the config": ("matches.jsonl", lambda d: _edit_log(
+        d, lambda m: m.update(a="ghost"))),
+    "run.json not an object": ("run.json", lambda d: (d / "run.json").write_text("[1, 2]\n")),
+    "run.json not UTF-8": ("run.json", lambda d: (d / "run.json").write_bytes(b"{\"\xff\": 1}")),
+    "run.json without a config": ("run.json", lambda d: _edit_json(
+        d / "run.json", lambda h: h.pop("config"))),
+    "timings not UTF-8": ("timings.jsonl", lambda d: (d / "timings.jsonl").write_bytes(
+        b"\xff\n")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DAMAGE))
+def test_rank_refuses_a_damaged_run_and_overwrites_nothing(
+        demo: Path, case: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rank", str(demo)]) == 0  # the intact run ranks
+    capsys.readouterr()
+    name, damage = DAMAGE[case]
+    damage(demo)
+    before = contents(demo)
+    assert main(["rank", str(demo)]) == 2
+    one_line_error(capsys, str(demo / name))
+    assert contents(demo) == before
+
+
+def test_newer_schemas_say_which_version_is_supported(demo: Path) -> None:
+    _edit_json(demo / "run.json", lambda h: h.update(run_schema_version=99))
+    with pytest.raises(DrarenaError, match=r"run_schema_version 99 .*supports \(1\)"):
+        RunDir(demo).header()
+    [match] = sorted((demo / "matches").glob("*.json"))
+    _edit_json(match, lambda m: m.update(schema_version=99))
+    with pytest.raises(DrarenaError, match=rf"{match.name}: .*schema_version 99 .*supports \(1\)"):
+        RunDir(demo).finished()
