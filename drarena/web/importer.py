@@ -54,6 +54,7 @@ from drarena.web.warcfile import GZIP_MAGIC, find_split, sha256_file
 from drarena.web.writer import utc_now, warc_date
 
 KEEP_MODES = ("auto", "link", "copy")
+BUILD_MARK = ".drarena-import"  # in the build folder: only a folder holding it is removed
 WARC_SUFFIXES = (".warc", ".warc.gz", ".wacz")
 
 
@@ -345,12 +346,19 @@ def import_archives(name: str, inputs: Sequence[Path], out: Path | None = None, 
     if out.exists():
         raise DrarenaError(f"{out}: exists and is not a snapshot; remove it or pass --out")
     build = out.with_name(f".{out.name}.importing")
-    shutil.rmtree(build, ignore_errors=True)
+    mark = build / BUILD_MARK
+    if build.exists() or build.is_symlink():
+        if not mark.is_file() or build.is_symlink():  # not a build folder drarena made
+            raise DrarenaError(f"{build}: exists and was not made by drarena snapshot import; "
+                               "remove it or pass another --out")
+        shutil.rmtree(build)  # an interrupted import's leftovers
     build.mkdir(parents=True)
+    mark.touch()
     try:
         sources = _sources(files, build)
         manifest, results = _run(name, sources, build, scope, keep, progress, started, clock,
                                  jobs)
+        mark.unlink()
         os.replace(build, out)
     except BaseException:
         shutil.rmtree(build, ignore_errors=True)

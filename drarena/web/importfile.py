@@ -135,7 +135,7 @@ class Staging:
         """Write the resolved lines, sorted, to `path`; return how many."""
         self._index()
         count = 0
-        with path.open("w", encoding="utf-8") as out:
+        with path.open("x", encoding="utf-8") as out:  # never through a file already there
             for (line,) in self.db.execute(
                     "SELECT line FROM cdx r WHERE r.revisit = 0 OR EXISTS (SELECT 1 FROM cdx c "
                     "WHERE c.digest = r.digest AND c.revisit = 0) ORDER BY line"):
@@ -281,7 +281,13 @@ def _index_found(job: FileJob, local: Tally, index: int, name: str, found: Captu
 
 def plan_names(name: str, sources: Sequence[Source]) -> list[dict[str, str]]:
     """Output names per source, fixed before any work so parallel workers never collide: a
-    kept file keeps its own name unless taken or unsafe; copies are NAME-#####.warc[.gz]."""
+    kept file keeps its own name unless taken, unsafe or not a WARC name; copies are
+    NAME-#####.warc[.gz].
+
+    Why only WARC names: every file drarena itself writes next to the WARCs (index.cdxj,
+    manifest.json, docs.jsonl, ...) has another suffix, so a kept file, often a hard link
+    to the user's own, can never be the one a later write lands on (an input named
+    index.cdxj would otherwise be overwritten through its link)."""
     made = [{"copy": f"{name}-{i:05d}.warc{'.gz' if s.gzipped else ''}",
              "rewrite": f"{name}-{i:05d}.warc.gz",
              "originals": f"{name}-{i:05d}-originals.warc{'.gz' if s.gzipped else ''}"}
@@ -292,6 +298,8 @@ def plan_names(name: str, sources: Sequence[Source]) -> list[dict[str, str]]:
         try:
             safe_file_name(own)
         except DrarenaError:
+            own = ""
+        if not own.lower().endswith(".warc.gz" if src.gzipped else ".warc"):
             own = ""
         mine = set(made[i].values())
         made[i]["keep"] = own if own and (own not in taken or own in mine) else made[i]["copy"]
