@@ -10,13 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from drarena.arena.match import MatchSettings
 from drarena.errors import DrarenaError
 from drarena.models.config import ModelsConfig
 from drarena.registry import ComponentSpec
+from drarena.yamlfile import load_yaml_mapping
 
 SERVED = "served"
 
@@ -121,15 +121,7 @@ class TournamentConfig(BaseModel):
 
 def load_config(path: Path) -> TournamentConfig:
     """Parse and validate; every problem is one line naming the file and the field."""
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DrarenaError(f"{path}: no such tournament config") from None
-    except yaml.YAMLError as exc:
-        raise DrarenaError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
-    if not isinstance(data, dict):
-        raise DrarenaError(f"{path}: a tournament config is a mapping of fields")
-    return parse_config(data, str(path))
+    return parse_config(load_yaml_mapping(path, "tournament config"), str(path))
 
 
 def parse_config(data: dict[str, Any], where: str) -> TournamentConfig:

@@ -75,15 +75,21 @@ def register(subparsers: Any) -> None:
 
 def _ensure_local_site(root: Path, package: str | None, install: bool) -> None:
     from drarena.errors import DrarenaError
+    from drarena.web.spec import check_debian_package
 
     if root.is_dir():
         return
     if not package:
         raise DrarenaError(f"local_site.root {root} does not exist")
+    try:  # validated with the spec already; checked again here, where it meets root
+        check_debian_package(package)
+    except ValueError as exc:
+        raise DrarenaError(f"local_site.apt_package: {exc}") from None
     if not install:
         raise DrarenaError(f"local_site.root {root} does not exist; install it with "
                            f"`apt-get install {package}` or pass --install-local-site")
-    apt = ["apt-get", "install", "-y", "--no-install-recommends", package]
+    # `--` ends apt-get's options: the name can only ever be read as a package name
+    apt = ["apt-get", "install", "-y", "--no-install-recommends", "--", package]
     if os.geteuid() != 0:
         if not shutil.which("sudo"):
             raise DrarenaError(f"installing {package} needs root; run `sudo {' '.join(apt)}`")
@@ -173,8 +179,30 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cancel_on_sigterm(terminated: list[bool]) -> None:
+    """SIGTERM (kill, systemd, a CI timeout) stops the crawl as Ctrl-C does: the running task
+    is cancelled, so the WARC being written is finished and the manifest marks the snapshot
+    incomplete, ready for --resume. Only the first SIGTERM cancels: a second one must not
+    break into the cleanup that writes the manifest."""
+    import asyncio
+    import contextlib
+    import signal
+
+    task = asyncio.current_task()
+
+    def on_sigterm() -> None:
+        if not terminated and task is not None:
+            terminated.append(True)
+            task.cancel()
+
+    # no Unix signals (Windows), or not the main thread: SIGTERM keeps its default
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_sigterm)
+
+
 def cmd_crawl(args: argparse.Namespace) -> int:
     import asyncio
+    import signal
 
     from drarena.web.crawl import Crawler
     from drarena.web.manifest import Manifest
@@ -184,8 +212,10 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     out = args.out if args.out is not None else Path("snapshots") / spec.name
     crawler = Crawler(spec, out, resume=args.resume, progress=not args.no_progress)
+    terminated: list[bool] = []
 
     async def main() -> Manifest | None:
+        _cancel_on_sigterm(terminated)
         if crawler.up_to_date():
             return None
         site = spec.local_site
@@ -195,7 +225,15 @@ def cmd_crawl(args: argparse.Namespace) -> int:
         async with serving(static_app(site.root), site.host, site.port):
             return await crawler.run()
 
-    manifest = asyncio.run(main())
+    try:
+        manifest = asyncio.run(main())
+    except asyncio.CancelledError:
+        if not terminated:
+            raise
+        left = (f"{out} is left incomplete (continue it with --resume)"
+                if (out / "manifest.json").is_file() else "no snapshot was written")
+        print(f"drarena: terminated; {left}", file=sys.stderr)
+        return 128 + signal.SIGTERM
     if manifest is None:
         print(f"{out}: up to date (complete snapshot of this spec)")
         return 0

@@ -11,13 +11,26 @@ import re
 from pathlib import Path
 from typing import Annotated
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from drarena.errors import DrarenaError
 from drarena.web.urls import ALLOWED_SCHEMES, canonicalize_url, url_host_port
+from drarena.yamlfile import load_yaml_mapping
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+# Debian policy 5.6.1: lower case letters, digits, + - . ; at least two characters, starting
+# with a letter or digit. No version (=1.0), path (./x.deb) or option (-o...) gets through.
+DEBIAN_PACKAGE = re.compile(r"[a-z0-9][a-z0-9+.-]+")  # matched whole (fullmatch)
+MAX_DELAY_S = 60.0  # per_host_delay_s: a politer crawl than one page a minute is a stopped one
+MAX_TIMEOUT_S = 600.0  # timeout_s: ten minutes for one response is already a hang
+
+
+def check_debian_package(name: str) -> str:
+    """`name` if it is a Debian binary package name (as apt-get takes it after `--`)."""
+    if len(name) > 128 or not DEBIAN_PACKAGE.fullmatch(name):
+        raise ValueError(f"{name!r} is not a Debian package name (lower-case letters, digits, "
+                         "'+', '-', '.'; no version, path or option)")
+    return name
 
 
 class _Strict(BaseModel):
@@ -66,6 +79,11 @@ class LocalSite(_Strict):
     apt_package: str | None = Field(
         default=None, description="Debian package that provides `root` (installed on request)")
 
+    @field_validator("apt_package")
+    @classmethod
+    def _package_name(cls, value: str | None) -> str | None:
+        return None if value is None else check_debian_package(value)
+
     @field_validator("host")
     @classmethod
     def _loopback(cls, value: str) -> str:
@@ -92,11 +110,13 @@ class CrawlSpec(_Strict):
     scope: Scope = Field(default_factory=Scope, description="which links to follow")
     max_pages: int = Field(default=300, ge=1, description="page fetches (redirect chains = 1)")
     max_depth: int = Field(default=3, ge=0, description="link hops from a seed")
-    per_host_delay_s: float = Field(default=1.0, ge=0, description="pause between requests")
+    per_host_delay_s: float = Field(default=1.0, ge=0, le=MAX_DELAY_S, allow_inf_nan=False,
+                                    description="pause between requests (at most 60 s)")
     per_host_concurrency: int = Field(default=2, ge=1, le=64, description="parallel requests")
     concurrency: int = Field(default=16, ge=1, le=256, description="pages in flight overall")
     max_bytes: int = Field(default=5_000_000, ge=1024, description="body cap per response")
-    timeout_s: float = Field(default=30.0, gt=0, description="per-request total timeout")
+    timeout_s: float = Field(default=30.0, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False,
+                             description="per-request total timeout (at most 600 s)")
     robots: bool = Field(default=True, description="obey robots.txt")
     user_agent: str = Field(default="drarena/0.1 (frozen-web crawler)", min_length=1)
     allow_private_addresses: bool = Field(
@@ -136,17 +156,4 @@ def parse_spec(data: object, source: str) -> CrawlSpec:
 
 def load_spec(path: str | Path) -> CrawlSpec:
     """Read and validate corpus/<name>.yaml."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DrarenaError(f"{path}: crawl spec not found") from None
-    except OSError as exc:
-        raise DrarenaError(f"{path}: cannot read crawl spec: {exc.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise DrarenaError(f"{path}:{where} not valid YAML") from None
-    return parse_spec(data, str(path))
+    return parse_spec(load_yaml_mapping(path, "crawl spec"), str(path))

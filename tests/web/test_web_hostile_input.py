@@ -107,3 +107,166 @@ def test_import_never_removes_a_build_folder_it_did_not_make(
     assert main(["snapshot", "import", "t", str(src), "--out", str(tmp_path / "out"),
                  "--no-progress"]) == 0
     assert not theirs.exists() and not (tmp_path / "out" / ".drarena-import").exists()
+
+
+# --- 2. local_site.apt_package ------------------------------------------------------------------
+
+@pytest.mark.parametrize("package", ["-oAPT::Get::AllowUnauthenticated=true",
+                                     "--allow-downgrades", "./evil.deb", "/tmp/evil.deb",
+                                     "python3-doc=3.11.2-1", "Python3-Doc", "python3-doc extra",
+                                     "a", "", "python3-doc\n", "python3-doc\n-oX=1"])
+def test_apt_package_must_be_a_debian_package_name(tmp_path: Path, package: str) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump({"name": "x", "seeds": ["http://127.0.0.1:8765/"],
+                                    "local_site": {"root": str(tmp_path / "site"),
+                                                   "apt_package": package}}))
+    with pytest.raises(DrarenaError, match=r"field local_site\.apt_package: "):
+        load_spec(path)
+
+
+def test_apt_package_is_passed_after_end_of_options(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The argv handed to apt-get: options first, then `--`, then the validated name."""
+    from drarena.web import commands
+
+    seen: list[list[str]] = []
+
+    class Done:
+        returncode = 0
+
+    def fake_run(argv: list[str], **_: object) -> Done:
+        seen.append(list(argv))
+        (tmp_path / "site").mkdir(exist_ok=True)
+        return Done()
+
+    monkeypatch.setattr(commands.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(commands.subprocess, "run", fake_run)
+    spec = parse_spec({"name": "x", "seeds": ["http://127.0.0.1:8765/"],
+                       "local_site": {"root": str(tmp_path / "site"),
+                                      "apt_package": "python3-doc"}}, "t.yaml")
+    assert spec.local_site is not None
+    commands._ensure_local_site(spec.local_site.root, spec.local_site.apt_package, True)
+    assert seen == [["apt-get", "install", "-y", "--no-install-recommends", "--",
+                     "python3-doc"]]
+
+
+# --- 3. SIGTERM during a crawl ------------------------------------------------------------------
+
+async def test_sigterm_leaves_incomplete_snapshot_that_resumes(tmp_path: Path) -> None:
+    """A real SIGTERM to `drarena snapshot` mid-crawl; `--resume` then completes it and
+    `drarena verify` passes (before the fix: no manifest, and --resume refused)."""
+    site = CrawlSite()
+    async with serving(site.app()) as port:
+        spec = site_spec(port, per_host_delay_s=0.15, per_host_concurrency=1, concurrency=1,
+                         timeout_s=3)
+        spec_path = tmp_path / "site.yaml"
+        spec_path.write_text(yaml.safe_dump(spec))
+        out = tmp_path / "snap"
+        cmd = [sys.executable, "-m", "drarena", "snapshot", str(spec_path), "--out", str(out),
+               "--no-progress"]
+        proc = await asyncio.create_subprocess_exec(*cmd, stderr=asyncio.subprocess.PIPE)
+        for _ in range(400):
+            if len(site.requests) >= 5:
+                break
+            await asyncio.sleep(0.025)
+        proc.send_signal(signal.SIGTERM)
+        _, err = await proc.communicate()
+        assert proc.returncode == 128 + signal.SIGTERM, err.decode()
+        assert err.decode().strip().splitlines()[-1].startswith("drarena: terminated")
+        partial = load_manifest(out)
+        assert not partial.complete and 1 <= partial.counts.pages < 19
+        resumed = await asyncio.create_subprocess_exec(*cmd, "--resume",
+                                                       stdout=asyncio.subprocess.PIPE)
+        stdout, _ = await resumed.communicate()
+        assert resumed.returncode == 0, stdout.decode()
+    manifest = load_manifest(out)
+    assert manifest.complete and manifest.counts.pages == 19
+    verify = subprocess.run([sys.executable, "-m", "drarena", "verify", str(out)],
+                            capture_output=True, text=True)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert ": OK:" in verify.stdout and "complete" in verify.stdout
+
+
+# --- 4. timings -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("per_host_delay_s", ".inf"), ("per_host_delay_s", ".nan"), ("per_host_delay_s", "61"),
+    ("per_host_delay_s", "1e300"), ("per_host_delay_s", "-1"),
+    ("timeout_s", ".inf"), ("timeout_s", ".nan"), ("timeout_s", "601"), ("timeout_s", "0"),
+    ("timeout_s", "-.inf"),
+])
+def test_spec_timings_are_finite_and_bounded(tmp_path: Path, field: str, value: str) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_text(f"name: x\nseeds: [http://a.example/]\n{field}: {value}\n")
+    with pytest.raises(DrarenaError) as info:
+        load_spec(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: field {field}: ") and "\n" not in message
+
+
+def test_spec_timings_at_their_maxima_are_accepted() -> None:
+    spec = CrawlSpec(name="x", seeds=("http://a.example/",), per_host_delay_s=60,
+                     timeout_s=600)
+    assert (spec.per_host_delay_s, spec.timeout_s) == (60, 600)
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("timeout_s", float("inf")), ("timeout_s", float("nan")), ("timeout_s", 601.0),
+    ("per_host_delay_s", float("inf")), ("per_host_delay_s", float("nan")),
+    ("per_host_delay_s", 61.0),
+])
+def test_live_web_timings_are_finite_and_bounded(field: str, value: float) -> None:
+    from pydantic import ValidationError
+
+    from drarena.live.web import LiveWebSettings
+
+    with pytest.raises(ValidationError) as info:
+        LiveWebSettings.model_validate({field: value})
+    assert info.value.errors()[0]["loc"] == (field,)
+
+
+# --- 5. spec and config files that are not UTF-8 YAML mappings -------------------------------
+
+BAD_FILES = [
+    (b"name: caf\xe9\nseeds: [http://a.example/]\n", "not UTF-8 text (byte 0xe9 on line 1)"),
+    (b"\xff\xfe n\x00a\x00", "not UTF-8"),
+    (b"- just\n- a list\n", "must be a mapping of fields (got a list)"),
+    (b"just words\n", "must be a mapping of fields (got a string)"),
+    (b"", "must be a mapping of fields (got an empty file)"),
+    (b"name: [unclosed\n", "line 2 column 1: not valid YAML"),
+    (b"name: x\n\tseeds: []\n", "not valid YAML"),
+    (b"when: 2001-13-45\n", "not valid YAML (a value cannot be read: month must be in"),
+    (b"n: !!int x\n", "not valid YAML (a value cannot be read"),
+    (b"x: !!python/object:os.system ls\n", "not valid YAML"),
+    (b"[" * 5000, "not valid YAML"),
+]
+
+
+@pytest.mark.parametrize(("raw", "expected"), BAD_FILES)
+def test_bad_spec_file_is_one_line_naming_it(tmp_path: Path, raw: bytes, expected: str) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_bytes(raw)
+    result = subprocess.run([sys.executable, "-m", "drarena", "snapshot", str(path)],
+                            capture_output=True, text=True)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"drarena: error: {path}:"), result.stderr
+    assert expected in lines[0]
+
+
+@pytest.mark.parametrize(("raw", "expected"), BAD_FILES)
+def test_bad_tournament_config_is_one_line_naming_it(tmp_path: Path, raw: bytes,
+                                                     expected: str) -> None:
+    from drarena.arena.config import load_config
+
+    path = tmp_path / "t.yaml"
+    path.write_bytes(raw)
+    with pytest.raises(DrarenaError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}:") and "\n" not in message and expected in message
+
+
+def test_folder_given_as_spec_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(DrarenaError, match="is a folder"):
+        load_spec(tmp_path)
