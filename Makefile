@@ -1,19 +1,34 @@
 # drarena: the user-facing commands. `make tournament OFFLINE=1` is the main job (once it
 # exists); `make test` sets everything up and runs the tests.
 SHELL := /bin/bash
-VENV := .venv
+# The interpreter and its venv: python3.11 (python3 where there is none) in .venv. Another one,
+# `make test PYTHON=python3.12` (3.11 to 3.13 are supported), gets its own .venv-py3.12, so two
+# interpreters never share a venv; its versions come from locks/venv-py3.12.txt.
+PYTHON ?= $(if $(shell command -v python3.11),python3.11,python3)
+PYVER := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+VENV := $(if $(or $(filter 3.11,$(PYVER)),$(filter file,$(origin PYTHON))),.venv,.venv-py$(PYVER))
 BIN := $(VENV)/bin
 CORPUS ?= pydocs
 SETUP_STAMP := $(VENV)/.drarena-setup
+LOCKFILE := locks/venv-py$(PYVER).txt
 
-.PHONY: setup test snapshot lint setup-browser
+.PHONY: setup test snapshot lint setup-browser lock
 
-## setup: create .venv and install drarena and everything it needs (fast when nothing changed)
+## setup: create $(VENV) and install drarena and everything it needs at the versions of
+## $(LOCKFILE) (fast when nothing changed; LOCK=none: the newest versions pyproject.toml allows)
 setup: $(SETUP_STAMP)
 
-$(SETUP_STAMP): pyproject.toml scripts/setup.sh
-	bash scripts/setup.sh
+$(SETUP_STAMP): pyproject.toml scripts/setup.sh $(wildcard $(LOCKFILE))
+	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/setup.sh
 	touch $@
+
+## lock: write the exact versions of $(VENV) and .venv-vllm to locks/ (do it once `make test`
+## passes). To move to newer versions: `make setup -B LOCK=none` (upgrades what pyproject.toml
+## allows), `make test`, then `make lock`.
+lock: setup setup-models
+	bash scripts/lock.sh $(VENV) venv
+	bash scripts/lock.sh .venv-vllm vllm
+	touch $(SETUP_STAMP)
 
 ## test: set up, then run the test suite
 test: setup setup-models setup-browser

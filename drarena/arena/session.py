@@ -11,6 +11,7 @@ import hashlib
 import importlib.metadata
 import json
 import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -193,6 +194,28 @@ def versions() -> dict[str, str]:
     return out
 
 
+def lock_digests() -> dict[str, str]:
+    """The lock each venv was installed from, as "sha256:<hex>" ("none": installed without one).
+
+    Why: `versions` names a dozen packages; a lock (locks/*.txt) pins every one, in drarena's
+    venv and in the CPU model server's. scripts/setup.sh, setup_vllm.sh and lock.sh leave the
+    digest in <venv>/.drarena-lock when they install by a lock or write one.
+    """
+    from drarena.models.serve import cpu_paths
+
+    venvs = {"drarena": Path(sys.prefix), "vllm": cpu_paths()[0].parent.parent}
+    out = {}
+    for name, venv in venvs.items():
+        try:
+            with (venv / ".drarena-lock").open("rb") as fh:
+                words = fh.read(512).decode("ascii").split()
+        except (OSError, UnicodeDecodeError):
+            words = []
+        ok = bool(words) and words[0].startswith("sha256:") and len(words[0]) == 71
+        out[name] = words[0] if ok else "none"
+    return out
+
+
 def index_fingerprints(config: TournamentConfig) -> dict[str, Any]:
     root = config.index_root / config.snapshot.name
     return {p.parent.name: file_sha256(p) for p in sorted(root.glob("*/manifest.json"))}
@@ -221,6 +244,7 @@ def build_header(config: TournamentConfig, bound: ModelsConfig, trees: dict[str,
         "trees": {t: file_sha256(tree_dir / f"{t}.json") for t in sorted(trees)},
         "prompt_hashes": template_hashes(),
         "versions": versions(),
+        "lock_sha256": lock_digests(),
         "git_revision": git_revision(),
         "seed": config.seed,
     }
