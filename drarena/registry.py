@@ -3,11 +3,22 @@
 Why: the resolved {kind, args} of every component goes into a run's header, and heavy
 dependencies (Lucene, torch, litellm) load only when a component of that kind is built.
 Entries are registered as "module:attribute" strings so importing the registry is cheap.
+
+Plugins: a third-party package adds kinds without touching drarena, in either of two ways.
+- An entry point in the registry's group (`drarena.agents`, `drarena.retrievers`,
+  `drarena.search_providers`), e.g. in the plugin's pyproject.toml
+  `[project.entry-points."drarena.agents"] echo = "my_pkg.agents:build_echo"`; the kind is
+  then `echo` in any config. Entry points are read once, on first use, and never imported
+  until a component of that kind is built.
+- A kind written as `package.module:attr` in config: the factory is imported from there.
+A plugin kind may not shadow a built-in one (a clear error says which package tried).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -45,31 +56,83 @@ class RegistryError(ValueError):
     """A kind that is unknown or registered twice."""
 
 
+# `package.module:attr` written as a kind in config (dotted module, one attribute).
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+IMPORT_KIND = re.compile(rf"^{_NAME}(\.{_NAME})*:{_NAME}$")
+
+
 @dataclass
 class Registry(Generic[T]):
-    """Maps kind names to factories, given lazily as 'package.module:attr'."""
+    """Maps kind names to factories, given lazily as 'package.module:attr'.
+
+    `group` names the entry-point group plugins register in; `traits` carry what callers need
+    to know about a kind without importing it (e.g. which indexes a retriever reads)."""
 
     what: str
+    group: str | None = None
     _targets: dict[str, str | Callable[..., T]] = field(default_factory=dict)
+    _traits: dict[str, frozenset[str]] = field(default_factory=dict)
+    _origin: dict[str, str] = field(default_factory=dict)
+    _plugins_loaded: bool = False
 
-    def register(self, kind: str, target: str | Callable[..., T]) -> None:
+    def register(self, kind: str, target: str | Callable[..., T],
+                 traits: frozenset[str] | set[str] = frozenset(), origin: str = "drarena"
+                 ) -> None:
         if kind in self._targets:
-            raise RegistryError(f"{self.what} kind {kind!r} is already registered")
+            raise RegistryError(f"{self.what} kind {kind!r} is already registered (by "
+                                f"{self._origin.get(kind, 'drarena')}; {origin} tried again)")
         self._targets[kind] = target
+        self._traits[kind] = frozenset(traits)
+        self._origin[kind] = origin
+
+    def _load_plugins(self) -> None:
+        """Entry points of `group`, registered once; a bad one is an error naming it."""
+        if self._plugins_loaded or self.group is None:
+            return
+        self._plugins_loaded = True
+        for ep in sorted(importlib.metadata.entry_points(group=self.group),
+                         key=lambda e: e.name):
+            dist = getattr(ep.dist, "name", None) or "a plugin"
+            if not IMPORT_KIND.match(ep.value):
+                raise RegistryError(f"{self.what} plugin {ep.name!r} from {dist}: entry point "
+                                    f"{ep.value!r} is not 'package.module:attr'")
+            self.register(ep.name, ep.value, origin=f"plugin {dist}")
 
     def kinds(self) -> list[str]:
+        self._load_plugins()
         return sorted(self._targets)
 
+    def traits(self, kind: str) -> frozenset[str]:
+        """What is declared about `kind` (empty for unknown and import-path kinds)."""
+        self._load_plugins()
+        return self._traits.get(kind, frozenset())
+
+    def with_trait(self, trait: str) -> list[str]:
+        return [k for k in self.kinds() if trait in self._traits.get(k, frozenset())]
+
     def factory(self, kind: str) -> Callable[..., T]:
-        try:
+        self._load_plugins()
+        target: str | Callable[..., T]
+        if kind in self._targets:
             target = self._targets[kind]
-        except KeyError:
+        elif IMPORT_KIND.match(kind):
+            target = kind  # `package.module:attr` named in config
+        else:
             known = ", ".join(self.kinds()) or "none"
-            raise RegistryError(f"unknown {self.what} kind {kind!r} (known: {known})") from None
+            raise RegistryError(f"unknown {self.what} kind {kind!r} (known: {known}; or "
+                                "'package.module:attr')")
         if callable(target):
             return target
         module_name, _, attr = target.partition(":")
-        factory: Callable[..., T] = getattr(importlib.import_module(module_name), attr)
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise RegistryError(f"{self.what} kind {kind!r}: cannot import {module_name} "
+                                f"({exc})") from None
+        factory = getattr(module, attr, None)
+        if not callable(factory):
+            raise RegistryError(f"{self.what} kind {kind!r}: {module_name} has no callable "
+                                f"{attr!r}")
         return factory
 
     def build(self, spec: ComponentSpec | dict[str, Any], **extra: Any) -> T:

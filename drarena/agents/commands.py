@@ -17,8 +17,6 @@ from typing import Any
 
 from drarena.errors import DrarenaError
 
-AGENT_KINDS = ("react", "rag", "closed_book", "oracle")
-RETRIEVER_KINDS = ("bm25", "dense", "hybrid", "live")
 ROLE = "agent"
 
 
@@ -31,9 +29,10 @@ def register(subparsers: Any) -> None:
         "server.")
     ask.add_argument("snapshot", help="snapshot folder or name under snapshots/")
     ask.add_argument("question", help="the question")
-    ask.add_argument("--agent", choices=AGENT_KINDS, default="react", help="default react")
-    ask.add_argument("--retriever", choices=RETRIEVER_KINDS, default="bm25",
-                     help="for react and rag (default bm25)")
+    ask.add_argument("--agent", default="react",
+                     help="agent kind (default react; see `drarena kinds`)")
+    ask.add_argument("--retriever", default="bm25",
+                     help="retriever kind for react and rag (default bm25; see `drarena kinds`)")
     ask.add_argument("--search-url", default="http://127.0.0.1:8888", metavar="URL",
                      help="--retriever live: the SearXNG instance (default %(default)s)")
     ask.add_argument("--allow-private", action="store_true",

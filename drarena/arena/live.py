@@ -28,7 +28,6 @@ from drarena.corpus.treewalk import CannotExpand, Expander, TreeWalker
 from drarena.errors import DrarenaError
 from drarena.registry import ComponentSpec
 
-FROZEN_RETRIEVERS = ("bm25", "dense", "hybrid")
 STAMP = "%Y%m%dT%H%M%SZ"
 
 
@@ -200,9 +199,9 @@ class LiveSession:
                           ) -> Callable[[ComponentSpec], Any]:
         """Frozen retrievers (bm25, dense, hybrid) become the live one, on the shared web."""
         def build(spec: ComponentSpec) -> Any:
-            from drarena.search.base import build_retriever
+            from drarena.search.base import LIVE, RETRIEVERS, build_retriever, frozen_kinds
 
-            if spec.kind not in (*FROZEN_RETRIEVERS, "live"):
+            if spec.kind not in frozen_kinds() and LIVE not in RETRIEVERS.traits(spec.kind):
                 return build_retriever(spec, snapshot_dir, index_root)
             from drarena.search.live import build as build_live
 

@@ -252,7 +252,7 @@ def brave(**args: Any) -> BraveProvider:
     return BraveProvider(parse_args(BraveArgs, args, "search provider brave"))
 
 
-PROVIDERS: Registry[SearchProvider] = Registry("search provider")
+PROVIDERS: Registry[SearchProvider] = Registry("search provider", group="drarena.search_providers")
 PROVIDERS.register("searxng", "drarena.live.providers:searxng")
 PROVIDERS.register("brave", "drarena.live.providers:brave")
 

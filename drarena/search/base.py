@@ -42,11 +42,19 @@ class Retriever(Protocol):
         ...
 
 
-RETRIEVERS: Registry[Retriever] = Registry("retriever")
-RETRIEVERS.register("bm25", "drarena.search.bm25:build")
-RETRIEVERS.register("dense", "drarena.search.dense:build")
-RETRIEVERS.register("hybrid", "drarena.search.hybrid:build")
-RETRIEVERS.register("live", "drarena.search.live:build")
+RETRIEVERS: Registry[Retriever] = Registry("retriever", group="drarena.retrievers")
+# Traits: which of the snapshot's indexes a kind reads (`drarena index` builds them before a
+# tournament), and `live` for a kind that searches the live web. Plugin kinds have none.
+INDEX_BM25, INDEX_DENSE, LIVE = "index:bm25", "index:dense", "live"
+RETRIEVERS.register("bm25", "drarena.search.bm25:build", {INDEX_BM25})
+RETRIEVERS.register("dense", "drarena.search.dense:build", {INDEX_DENSE})
+RETRIEVERS.register("hybrid", "drarena.search.hybrid:build", {INDEX_BM25, INDEX_DENSE})
+RETRIEVERS.register("live", "drarena.search.live:build", {LIVE})
+
+
+def frozen_kinds() -> list[str]:
+    """Retriever kinds that read the frozen snapshot's indexes (live mode replaces them)."""
+    return [k for k in RETRIEVERS.kinds() if RETRIEVERS.traits(k) & {INDEX_BM25, INDEX_DENSE}]
 
 
 def build_retriever(spec: ComponentSpec | dict[str, Any], snapshot_dir: Path,

@@ -13,8 +13,6 @@ from typing import Any
 
 from drarena.errors import DrarenaError
 
-KINDS = ("bm25", "dense", "hybrid", "live")
-
 
 def register(subparsers: Any) -> None:
     idx = subparsers.add_parser(
@@ -91,7 +89,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def _retriever_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--retriever", default="bm25", choices=KINDS, help="default bm25")
+    parser.add_argument("--retriever", default="bm25",
+                        help="retriever kind (default bm25; see `drarena kinds`)")
     parser.add_argument("--dense-model", default=None, help="model of the dense index")
     parser.add_argument("--retriever-args", default=None, metavar="JSON",
                         help='extra args, e.g. \'{"k1": 1.2, "b": 0.75}\'')
@@ -202,9 +201,12 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
     snapshot = resolve_snapshot(args.snapshot)
     kinds = [k.strip() for k in args.retrievers.split(",") if k.strip()]
-    unknown = [k for k in kinds if k not in KINDS]
+    from drarena.search.base import RETRIEVERS
+
+    known = RETRIEVERS.kinds()
+    unknown = [k for k in kinds if k not in known]
     if not kinds or unknown:
-        raise DrarenaError(f"--retrievers: unknown kinds {unknown} (known: {', '.join(KINDS)})")
+        raise DrarenaError(f"--retrievers: unknown kinds {unknown} (known: {', '.join(known)})")
     specs = [retriever_spec(k, args.dense_model) for k in kinds]
     out = args.out or args.index_root / snapshot.name / "diagnostics"
     report = run_diagnostics(snapshot, args.index_root, specs, out, k=args.k,
