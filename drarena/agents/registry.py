@@ -8,6 +8,7 @@ own knobs, and one retriever per {kind, args} is shared by all agents of a proce
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -72,6 +73,28 @@ class AgentContext:
 
 def parse_agent_args(model: type[M], args: dict[str, Any], kind: str) -> M:
     return parse_args(model, args, f"agent {kind}")
+
+
+# The args model of each built-in kind, so a whole config is checked before anything is built
+# or written into a run folder (a plugin kind's args are checked when it is built).
+AGENT_ARGS = {
+    "react": "drarena.agents.react:ReactArgs",
+    "closed_book": "drarena.agents.baselines:BaselineArgs",
+    "rag": "drarena.agents.baselines:RagArgs",
+    "oracle": "drarena.agents.baselines:OracleArgs",
+    "command": "drarena.agents.external:CommandArgs",
+    "http": "drarena.agents.external:HttpArgs",
+}
+
+
+def check_agent_args(kind: str, args: dict[str, Any], where: str) -> None:
+    """`args` validated by the args model of `kind`, as its factory will validate them; the
+    first problem as one line naming `where` (e.g. "agents.rag-dense") and the field."""
+    target = AGENT_ARGS.get(kind)
+    if target is None:
+        return
+    module, _, attr = target.partition(":")
+    parse_args(getattr(importlib.import_module(module), attr), args, f"{where} ({kind})")
 
 
 def build_agent(spec: ComponentSpec | dict[str, Any], context: AgentContext,

@@ -45,8 +45,9 @@ def retriever_kinds(config: TournamentConfig) -> set[str]:
 
 
 def check_components(config: TournamentConfig) -> None:
-    """Unknown agent kinds, retriever kinds or model roles: one line, before any work."""
-    from drarena.agents.registry import AGENTS
+    """Unknown agent kinds, agent args their args model refuses, unknown retriever kinds or
+    model roles: one line, before any work and before anything is written into the run."""
+    from drarena.agents.registry import AGENTS, check_agent_args
     from drarena.registry import RegistryError
     from drarena.search.base import RETRIEVERS
 
@@ -59,6 +60,7 @@ def check_components(config: TournamentConfig) -> None:
         if agent.kind not in AGENTS.kinds():
             raise DrarenaError(f"{where}.kind: unknown agent kind {agent.kind!r} (known: "
                                f"{', '.join(AGENTS.kinds())})")
+        check_agent_args(agent.kind, agent.args, where)  # as its factory will, before any write
         role = agent.args.get("role", "agent")
         if agent.kind not in ("command",) and role not in roles:
             raise DrarenaError(f"{where}.args.role: no role {role!r} in models.roles (have "

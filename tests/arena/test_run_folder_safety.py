@@ -8,6 +8,7 @@ tournament, report and replay); only the model is the scripted backend (control 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -174,3 +175,37 @@ def test_newer_schemas_say_which_version_is_supported(demo: Path) -> None:
     _edit_json(match, lambda m: m.update(schema_version=99))
     with pytest.raises(DrarenaError, match=rf"{match.name}: .*schema_version 99 .*supports \(1\)"):
         RunDir(demo).finished()
+
+
+# --- a wrong config writes nothing ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("kind", "bad", "field"), [
+    ("closed_book", {"no_such_arg": 1}, "no_such_arg"),
+    ("oracle", {"context_chars": 10}, "context_chars"),
+    ("react", {"max_steps": 0}, "max_steps"),
+    ("rag", {"k": "many"}, "args.k"),
+])
+def test_a_bad_agent_arg_writes_nothing_and_the_fixed_config_then_runs(
+        made: tuple[Path, Path], tmp_path: Path, kind: str, bad: dict[str, Any],
+        field: str) -> None:
+    data = config_data(tmp_path, made[0], name="fixme")
+    data["agents"][1] = {"name": "second", "kind": kind, "args": bad}
+    run = RunDir(tmp_path / "runs" / "fixme")
+    with pytest.raises(DrarenaError) as caught:
+        execute(parse_config(data, "test"), run, serve=False, cache_mode=CacheMode.READ_WRITE,
+                prepare=False, backend=scripted_models(STRENGTH))
+    assert not run.path.exists()  # no run.json claiming the folder for the wrong config
+    assert re.search(rf"agents\.second.*{field}", str(caught.value))
+    assert "\n" not in str(caught.value)
+    data["agents"][1] = {"name": "second", "kind": "closed_book"}
+    result = execute(parse_config(data, "test"), run, serve=False,
+                     cache_mode=CacheMode.READ_WRITE, prepare=False,
+                     backend=scripted_models(STRENGTH))
+    assert len(result.log) == 1 and (run.path / "leaderboard.md").is_file()
+
+
+def test_every_agent_kind_has_its_args_model_listed() -> None:
+    from drarena.agents.registry import AGENT_ARGS, AGENTS
+
+    assert set(AGENT_ARGS) == set(AGENTS.kinds())  # a kind missing here is checked only late
