@@ -1,0 +1,108 @@
+"""A plugin installed as its own package registers an agent kind that plays a match.
+
+examples/plugin is a real distribution (pyproject.toml with a `drarena.agents` entry point):
+pip builds and installs it into a folder of its own, and a fresh interpreter with that folder
+on its path finds the kind through importlib.metadata, as any installed plugin is found. The
+match uses the scripted model backend for the Examiner (control flow only) and the plugin agent
+on both sides of a hand-made tree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+PLAY = r"""
+import asyncio, json, random, sys
+sys.path.insert(0, sys.argv[1])
+from arena_fakes import examiner, make_tree
+from drarena.agents.registry import AGENTS, AgentContext, build_agent
+from drarena.arena.match import MatchRunner, MatchSettings, match_seed
+from drarena.corpus.treewalk import TreeWalker
+from drarena.models.client import ModelClient
+from drarena.models.config import ModelsConfig
+
+kinds = AGENTS.kinds()
+context = AgentContext()
+a = build_agent({"kind": "echo", "args": {"prefix": "A says"}}, context, name="echo-a")
+b = build_agent({"kind": "drarena_echo_agent:build"}, context, name="echo-b")
+tree, docs = make_tree()
+client = ModelClient(ModelsConfig(roles={"examiner": {"model": "openai/scripted"}}),
+                     backend=examiner([{"v": "A_MUCH_BETTER", "f": "DEPTH"},
+                                       {"v": "B_MUCH_BETTER", "f": "DEPTH"}]))
+seed = match_seed(1, "echo-a", "echo-b", tree.id)
+walker = TreeWalker(tree=tree, pages=docs, rng=random.Random(seed))
+record = asyncio.run(MatchRunner("m1", 0, "echo-a", "echo-b", a, b, walker, client,
+                                 MatchSettings(), seed).run())
+first = record.rounds[0]
+print(json.dumps({"kinds": kinds, "outcome": record.outcome.value,
+                  "report_a": first.answer_a.report, "question": first.task.task.question}))
+"""
+
+
+@pytest.fixture(scope="module")
+def plugin_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """pip install of a copy of the example (a build writes next to its sources, and tests
+    never write into the repository)."""
+    import shutil
+
+    source = tmp_path_factory.mktemp("plugin-src") / "plugin"
+    shutil.copytree(REPO / "examples" / "plugin", source,
+                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    target = tmp_path_factory.mktemp("plugin-site")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                    "--no-build-isolation", "--no-index", "--target", str(target),
+                    str(source)], check=True, capture_output=True, timeout=300)
+    return target
+
+
+def run_python(code: str, plugin: Path | None, *argv: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(plugin) if plugin else "",
+                                                    env.get("PYTHONPATH", "")) if p)
+    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
+                          env=env, timeout=300)
+
+
+def test_installed_plugin_registers_a_kind_and_plays_a_match(plugin_path: Path) -> None:
+    done = run_python(PLAY, plugin_path, str(REPO / "tests" / "arena"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "echo" in result["kinds"] and "react" in result["kinds"]
+    assert result["outcome"] == "A_WINS"
+    assert result["report_a"] == f"A says {result['question']}"
+
+
+def test_without_the_plugin_the_kind_is_unknown_in_one_line() -> None:
+    code = ("from drarena.agents.registry import AGENTS\n"
+            "try:\n    AGENTS.factory('echo')\nexcept ValueError as e:\n    print(e)\n")
+    done = run_python(code, None)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("unknown agent kind 'echo' (known: closed_book, command")
+
+
+def test_a_plugin_cannot_shadow_a_built_in_kind(plugin_path: Path) -> None:
+    code = ("from drarena.registry import Registry\n"
+            "r = Registry('agent')\nr.register('echo', 'x:y')\n"
+            "try:\n    r.register('echo', 'drarena_echo_agent:build', origin='plugin p')\n"
+            "except ValueError as e:\n    print(e)\n")
+    done = run_python(code, plugin_path)
+    assert "agent kind 'echo' is already registered (by drarena; plugin p tried again)" \
+        in done.stdout, done.stderr[-2000:]
+
+
+def test_bad_plugin_args_are_one_line(plugin_path: Path) -> None:
+    code = ("from drarena.agents.registry import AgentContext, build_agent\n"
+            "from drarena.errors import DrarenaError\n"
+            "try:\n    build_agent({'kind': 'echo', 'args': {'colour': 1}}, AgentContext())\n"
+            "except DrarenaError as e:\n    print(e)\n")
+    done = run_python(code, plugin_path)
+    assert "colour" in done.stdout and "Extra inputs are not permitted" in done.stdout, (
+        done.stdout + done.stderr[-2000:])
