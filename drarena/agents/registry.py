@@ -22,10 +22,11 @@ from drarena.errors import DrarenaError
 from drarena.registry import ComponentSpec, M, Registry, RegistryError, parse_args
 
 if TYPE_CHECKING:
+    from drarena.agents.toolrecord import ToolRecord
     from drarena.models.client import ModelClient
     from drarena.search.base import Retriever
 
-AGENTS: Registry[Agent] = Registry("agent")
+AGENTS: Registry[Agent] = Registry("agent", group="drarena.agents")
 AGENTS.register("react", "drarena.agents.react:build")
 AGENTS.register("closed_book", "drarena.agents.baselines:build_closed_book")
 AGENTS.register("rag", "drarena.agents.baselines:build_rag")
@@ -40,6 +41,8 @@ class AgentContext:
 
     `url_checker` flags fabricated citations (None: not checked, e.g. live mode).
     `retriever_factory` builds retrievers; tests inject one, the default opens the index.
+    `tool_record`: every search and open result goes through the run's record; replaying,
+    retrievers answer from it alone and neither the factory nor the index is ever used.
     """
 
     client: ModelClient | None = None
@@ -49,6 +52,7 @@ class AgentContext:
     search_url: str | None = None
     clock: Callable[[], float] = time.monotonic
     retriever_factory: Callable[[ComponentSpec], Retriever] | None = None
+    tool_record: ToolRecord | None = None
     _retrievers: dict[str, Retriever] = dataclasses.field(default_factory=dict)
 
     def model_client(self, kind: str) -> ModelClient:
@@ -59,16 +63,21 @@ class AgentContext:
     def retriever(self, spec: ComponentSpec) -> Retriever:
         key = spec.model_dump_json()
         if key not in self._retrievers:
-            if self.retriever_factory is not None:
-                self._retrievers[key] = self.retriever_factory(spec)
+            if self.tool_record is None:
+                self._retrievers[key] = self._build_retriever(spec)
             else:
-                if self.snapshot_dir is None:
-                    raise DrarenaError(f"retriever {spec.kind}: no snapshot configured")
-                from drarena.search.base import build_retriever
-
-                self._retrievers[key] = build_retriever(spec, self.snapshot_dir,
-                                                        self.index_root)
+                self._retrievers[key] = self.tool_record.retriever(
+                    spec, lambda: self._build_retriever(spec))
         return self._retrievers[key]
+
+    def _build_retriever(self, spec: ComponentSpec) -> Retriever:
+        if self.retriever_factory is not None:
+            return self.retriever_factory(spec)
+        if self.snapshot_dir is None:
+            raise DrarenaError(f"retriever {spec.kind}: no snapshot configured")
+        from drarena.search.base import build_retriever
+
+        return build_retriever(spec, self.snapshot_dir, self.index_root)
 
 
 def parse_agent_args(model: type[M], args: dict[str, Any], kind: str) -> M:

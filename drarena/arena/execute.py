@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from drarena.agents.registry import AgentContext, build_agent
+from drarena.agents.toolrecord import ToolRecord
 from drarena.arena.config import TournamentConfig, parse_config
 from drarena.arena.live import (
     LiveSession,
@@ -34,7 +35,9 @@ from drarena.arena.session import (
     prepare_inputs,
 )
 from drarena.arena.tournament import Tournament
+from drarena.digests import file_sha256
 from drarena.errors import DrarenaError
+from drarena.models.cache import TOOL_SCHEMA_VERSION, ToolCache
 from drarena.models.client import ModelClient
 from drarena.models.config import CacheMode, ModelsConfig
 from drarena.report.html import render_report
@@ -47,10 +50,12 @@ class RunResult:
     log: list[MatchRecord]
     model_calls: int
     leaderboard_md: str
+    replay_misses: list[str] = dataclasses.field(default_factory=list)
 
 
 def _agents_and_client(config: TournamentConfig, bound: ModelsConfig,
-                       live: LiveSession | None = None, backend: Any = None
+                       live: LiveSession | None = None, backend: Any = None,
+                       tool_record: ToolRecord | None = None
                        ) -> tuple[ModelClient, dict[str, Any], Any]:
     from drarena.agents.citations import SnapshotUrlChecker
 
@@ -58,7 +63,8 @@ def _agents_and_client(config: TournamentConfig, bound: ModelsConfig,
     if live is None:
         checker = SnapshotUrlChecker(config.snapshot)
         context = AgentContext(client=client, snapshot_dir=config.snapshot,
-                               index_root=config.index_root, url_checker=checker)
+                               index_root=config.index_root, url_checker=checker,
+                               tool_record=tool_record)
     else:  # citations counted, not checked (see drarena.arena.live)
         checker = None
         context = AgentContext(client=client, snapshot_dir=config.snapshot,
@@ -88,6 +94,30 @@ def _guard(config: TournamentConfig, bound: ModelsConfig, *, replaying: bool = F
     return NetworkGuard(endpoint_hosts(r.api_base for r in bound.roles.values()))
 
 
+TOOL_RECORD = {"table": "tools", "version": TOOL_SCHEMA_VERSION}
+
+
+def _tool_record(config: TournamentConfig, bound: ModelsConfig,
+                 replay_tools: bool | None) -> ToolRecord | None:
+    """The run's tool record (frozen runs with a model cache): recorded as the run goes,
+    read back by a replay. `replay_tools=False`: a replay of a run recorded without one
+    re-runs retrieval as before."""
+    if not config.offline or bound.cache.mode is CacheMode.OFF or replay_tools is False:
+        return None
+    assert bound.cache.path is not None  # validated by CacheConfig
+    return ToolRecord(ToolCache(bound.cache.path),
+                      replaying=bound.cache.mode is CacheMode.REPLAY)
+
+
+def derived_digests(snapshot: Path) -> dict[str, str]:
+    """sha256 of the files a frozen run reads besides the WARCs and trees (page text and
+    links, from `drarena extract`), so a replay can check it reads the same bytes."""
+    from drarena.corpus.extract import DOCS_FILE, LINKS_FILE
+
+    return {name: file_sha256(snapshot / name) for name in (DOCS_FILE, LINKS_FILE)
+            if (snapshot / name).is_file()}
+
+
 def finish(run: RunDir, config: TournamentConfig, log: list[MatchRecord]) -> str:
     """Leaderboard files and report.html from the log (pure apart from writing files; all
     inputs are read before the first write, so a damaged one overwrites nothing)."""
@@ -110,9 +140,13 @@ def execute(config: TournamentConfig, run: RunDir, *, serve: bool, cache_mode: C
             newcomer: str | None = None, prepare: bool = True,
             model: str | None = None, live_replay: Sequence[Path] | None = None,
             now: Callable[[], datetime] = lambda: datetime.now(UTC),
-            backend: Any = None, header_extra: dict[str, Any] | None = None) -> RunResult:
+            backend: Any = None, replay_tools: bool | None = None,
+            header_extra: dict[str, Any] | None = None) -> RunResult:
     """Play (or resume) the tournament of `config` into `run`. `backend`: the model
     backend (tests inject a scripted one; default litellm).
+
+    Frozen runs keep every tool result in the run's tool record (next to the model cache);
+    with `cache_mode` REPLAY tool calls are answered from it (see `replay`).
 
     Live mode (`offline: false`): the provider is checked first, then one LiveWeb serves
     every read and captures it; `live_replay` (the captures of a finished live run) answers
@@ -147,6 +181,12 @@ def execute(config: TournamentConfig, run: RunDir, *, serve: bool, cache_mode: C
         header.update(header_extra or {})  # e.g. a replay's replay_of
         if old is not None and newcomer is None:
             header["created"] = old.get("created", header["created"])
+        record = _tool_record(config, bound, replay_tools)
+        if config.offline:
+            header["derived_digests"] = derived_digests(config.snapshot)
+        # a run resumed from one begun without a record has matches no record answers
+        if record is not None and (old is None or "tool_record" in old):
+            header["tool_record"] = TOOL_RECORD
         live = None
         if config.live is not None and live_mode:
             earlier = [] if old is None else old.get("live", {}).get("captures", [])
@@ -161,7 +201,7 @@ def execute(config: TournamentConfig, run: RunDir, *, serve: bool, cache_mode: C
                 header["live"] = header_block(config.live, earlier, target)
         run.write_header(header)
         try:
-            client, agents, checker = _agents_and_client(config, bound, live, backend)
+            client, agents, checker = _agents_and_client(config, bound, live, backend, record)
             tournament = Tournament(
                 run, config.seed, agents, trees, pages, client, config.match,
                 config.swiss_rounds, config.concurrency,
@@ -182,28 +222,79 @@ def execute(config: TournamentConfig, run: RunDir, *, serve: bool, cache_mode: C
             if live is not None:  # the capture is written even when the run is interrupted
                 header["live"] = finish_block(header["live"], live.close())
                 run.write_header(header)
+            if record is not None:
+                record.close()
         usage = {k: v.to_dict() for k, v in client.usage().items()}
         header["usage"] = usage
         header["model_calls"] = client.model_calls
         run.write_header(header)
     md = finish(run, config, log)
-    return RunResult(run, log, client.model_calls, md)
+    misses = client.replay_misses + (record.misses if record is not None else [])
+    return RunResult(run, log, client.model_calls, md, misses)
 
 
-def replay(run: RunDir, out: RunDir) -> tuple[RunResult, list[str]]:
-    """Re-execute `run` into `out` from its model cache only; returns the files that differ."""
+def check_replay_inputs(header: dict[str, Any], config: TournamentConfig, where: Path) -> None:
+    """The snapshot, its derived files (page text, links, trees) and the prompt templates must
+    be the bytes the run read: otherwise a replay would ask other questions and miss its
+    cache. One line naming what differs and how to rebuild it."""
+    from drarena.corpus.trees import TREES_DIR
+    from drarena.examiner.templates import template_hashes
+    from drarena.web.snapshot import Snapshot
+
+    snap = config.snapshot
+    if not (snap / "manifest.json").is_file():
+        raise DrarenaError(f"{where}: the run's snapshot {snap} is not here (a relative path "
+                           "is read from the current folder: replay from the folder the run "
+                           "was made in, e.g. the repository root)")
+    with Snapshot.open(snap) as opened:
+        fingerprint = opened.fingerprint
+    if fingerprint != header.get("snapshot_fingerprint"):
+        raise DrarenaError(f"{where}: snapshot {snap} has fingerprint {fingerprint}, the run "
+                           f"used {header.get('snapshot_fingerprint')}")
+    for name, digest in sorted(header.get("derived_digests", {}).items()):
+        path = snap / name
+        if not path.is_file() or file_sha256(path) != digest:
+            state = "missing" if not path.is_file() else "not the file the run read"
+            raise DrarenaError(f"{where}: {path} is {state} ({digest[:23]}...); run "
+                               f"`drarena extract {snap}`")
+    trees_hint = (f"drarena trees {snap} --count {max(config.trees.count, 10)} "
+                  f"--seed {config.trees.seed}")
+    for tree, digest in sorted(header.get("trees", {}).items()):
+        path = snap / TREES_DIR / f"{tree}.json"
+        if not path.is_file() or file_sha256(path) != digest:
+            state = "missing" if not path.is_file() else "not the tree the run played"
+            raise DrarenaError(f"{where}: tree {path} is {state}; run `{trees_hint}`")
+    recorded = header.get("prompt_hashes")
+    if recorded is not None and recorded != template_hashes():
+        raise DrarenaError(f"{where}: the Examiner's prompt templates differ from the run's "
+                           f"(made at drarena revision {header.get('git_revision', '?')})")
+
+
+def replay(run: RunDir, out: RunDir, *, snapshot: Path | None = None
+           ) -> tuple[RunResult, list[str]]:
+    """Re-execute `run` into `out` from its record alone (model cache and tool record: no
+    model, index, JVM or encoder); returns the files that differ. `snapshot`: where the run's
+    snapshot is on this machine (default: the path in its config)."""
     header = run.header()
     if header is None:
         raise DrarenaError(f"{run.path}: no run.json (not a run folder)")
     if not run.cache_path.is_file():
         raise DrarenaError(f"{run.cache_path}: no model cache to replay from")
     config = parse_config(header["config"], f"{run.header_path}: config")
+    if snapshot is not None:
+        config = config.model_copy(update={"snapshot": snapshot})
+    if config.offline:
+        check_replay_inputs(header, config, run.header_path)
     prepare_replay_target(run.path, out.path)  # deletes nothing drarena did not write
     result = execute(config, out, serve=False, cache_mode=CacheMode.REPLAY,
                      cache_path=run.cache_path, fixed_roles=header["bound_roles"],
                      prepare=False, live_replay=None if config.offline else
                      live_captures(run.header_path, header),
+                     replay_tools="tool_record" in header,
                      header_extra={REPLAY_MARK: str(run.path.resolve())})
+    if result.replay_misses:
+        more = len(result.replay_misses) - 1
+        raise DrarenaError(result.replay_misses[0] + (f" (and {more} more)" if more else ""))
     differ = [name for name in ("matches.jsonl", "leaderboard.md", "leaderboard.csv",
                                 "leaderboard.json")
               if (run.path / name).read_bytes() != (out.path / name).read_bytes()]

@@ -77,6 +77,7 @@ class ModelClient:
         self._semaphore = asyncio.Semaphore(config.concurrency)
         self._usage: dict[str, RoleUsage] = {}
         self.model_calls = 0  # attempts that reached the backend, failed ones included
+        self.replay_misses: list[str] = []  # replay: every call the cache lacked, in order
 
     def role(self, name: str) -> ModelRole:
         try:
@@ -116,9 +117,10 @@ class ModelClient:
                 self._add(role, calls=1, cached_calls=1)
                 return done
             if self._mode is CacheMode.REPLAY:
-                raise ReplayMissError(
-                    f"replay: no cached answer for role {role!r} ({spec.model}), key "
-                    f"{key[:16]}, last message {_preview(messages)!r}")
+                miss = (f"replay: no cached answer for role {role!r} ({spec.model}), key "
+                        f"{key[:16]}, last message {_preview(messages)!r}")
+                self.replay_misses.append(miss)  # callers may catch it; the run still knows
+                raise ReplayMissError(miss)
         request: dict[str, Any] = {"model": spec.model, "messages": list(messages), **sampling,
                                    "timeout": spec.timeout_s}
         if spec.api_base:

@@ -1,0 +1,118 @@
+"""The tool record: what agents received from retrievers is stored, and a replay answers from
+it alone (scripted model backend and in-memory retriever: control flow only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from agent_helpers import MemoryRetrieverForTests, scripted_context, tool
+
+from drarena.agents.base import Conversation
+from drarena.agents.registry import build_agent
+from drarena.agents.toolrecord import RecordedToolError, ToolRecord, ToolReplayMissError
+from drarena.arena.match import stable_answer
+from drarena.errors import DrarenaError
+from drarena.models.cache import ToolCache
+from drarena.records import Hit
+from drarena.registry import ComponentSpec
+from drarena.search.docstore import PageText
+
+ASYNCIO = "http://site.test/asyncio"
+ANSWER = {"report": "asyncio runs coroutines [1].", "citations": [ASYNCIO]}
+SPEC = ComponentSpec(kind="dense", args={"model": "m"})
+
+
+def script() -> list:
+    # the seed search, one forced open, a failing open of a made-up page, then the answer
+    return [tool("open", {"url": ASYNCIO, "page": 1}),
+            tool("open", {"url": "http://site.test/nowhere"}), tool("answer", ANSWER)]
+
+
+def context_with(record: ToolRecord, retriever: object) -> object:
+    context, _ = scripted_context(script(), retriever=retriever)
+    context.tool_record = record
+    return context
+
+
+async def run_react(context: object) -> str:
+    args = {"retriever": {"kind": "bm25"}, "forced_tools": []}
+    agent = build_agent({"kind": "react", "args": args}, context)  # type: ignore[arg-type]
+    answer = await agent.answer(Conversation("What is asyncio?"), (10, 50))
+    return stable_answer(answer).to_json()  # as match logs keep it: no model timings
+
+
+class NoRetrieverForTests:
+    """Fails the test if anything builds or asks it."""
+
+    name = "none"
+
+    def search(self, query: str, k: int = 10) -> list[Hit]:
+        raise AssertionError("a replay searched the real retriever")
+
+    def open(self, url_or_docid: str, offset: int = 0, max_chars: int = 4000) -> PageText:
+        raise AssertionError("a replay opened a page through the real retriever")
+
+
+async def test_a_replay_answers_every_tool_call_from_the_record(tmp_path: Path) -> None:
+    cache = tmp_path / "llm-cache.sqlite"
+    memory = MemoryRetrieverForTests()
+    recording = ToolRecord(ToolCache(cache), replaying=False)
+    recorded = await run_react(context_with(recording, memory))
+    assert memory.queries == ["What is asyncio?"] and recording.calls == 4
+    assert len(recording.cache) == 4  # search, open page 0 and 1, the failing open
+    recording.close()
+
+    replaying = ToolRecord(ToolCache(cache), replaying=True)
+    context, _ = scripted_context(script(), retriever=NoRetrieverForTests())
+    context.retriever_factory = None  # a replay must not need one either
+    context.tool_record = replaying
+    replayed = await run_react(context)
+    assert replayed == recorded  # hits, pages and the recorded failure, to the byte
+    assert replaying.misses == [] and replaying.calls == 0
+    assert "cannot open http://site.test/nowhere: unknown docid or URL" in replayed
+
+
+async def test_a_request_the_record_lacks_is_one_line_and_counted(tmp_path: Path) -> None:
+    record = ToolRecord(ToolCache(tmp_path / "empty.sqlite"), replaying=True)
+    replayed = await run_react(context_with(record, NoRetrieverForTests()))
+    assert len(record.misses) == 3  # the seed search and both pages the model asked for
+    assert record.misses[0].startswith(
+        "replay: the run's tool record has no search for retriever bm25 with "
+        '{"k":5,"query":"What is asyncio?"}')
+    assert "\n" not in record.misses[0] and "search failed: replay:" in replayed
+
+
+def test_scores_and_pages_round_trip_exactly_and_first_result_wins(tmp_path: Path) -> None:
+    awkward = [0.1 + 0.2, 1e-300, float.fromhex("0x1.3c3c3c3c3c3c3p-2"), -0.0]
+
+    class FloatRetrieverForTests:
+        name = "floats"
+        calls = 0
+
+        def search(self, query: str, k: int = 10) -> list[Hit]:
+            self.calls += 1
+            return [Hit(f"d{i}", f"http://x/{i}", "t", "s", score=s + self.calls, rank=i + 1)
+                    for i, s in enumerate(awkward)]
+
+        def open(self, url_or_docid: str, offset: int = 0, max_chars: int = 4000) -> PageText:
+            raise DrarenaError(f"unknown docid or URL {url_or_docid!r}")
+
+    inner = FloatRetrieverForTests()
+    cache = tmp_path / "c.sqlite"
+    first = ToolRecord(ToolCache(cache), replaying=False).retriever(SPEC, lambda: inner)
+    hits = first.search("q", 4)
+    assert first.search("q", 4) == hits and inner.calls == 1  # recorded: asked once
+    with pytest.raises(DrarenaError, match="unknown docid"):
+        first.open("http://x/9")
+    replay = ToolRecord(ToolCache(cache), replaying=True)
+    again = replay.retriever(SPEC, lambda: pytest.fail("a replay built a retriever"))
+    assert [h.score for h in again.search("q", 4)] == [s + 1 for s in awkward]
+    assert again.search("q", 4) == hits
+    with pytest.raises(RecordedToolError, match=r"^unknown docid or URL 'http://x/9'$"):
+        again.open("http://x/9")
+    other = replay.retriever(ComponentSpec(kind="dense", args={"model": "other"}),
+                             lambda: inner)
+    with pytest.raises(ToolReplayMissError, match="no search for retriever dense"):
+        other.search("q", 4)  # another retriever's record never answers for this one
+    assert len(replay.misses) == 1
