@@ -110,6 +110,7 @@ class _Entry:
     filename: str
     offset: int
     timestamp: str
+    canonical: str
 
 
 def _target(record: RawRecord) -> str:
@@ -251,16 +252,23 @@ class Snapshot:
         key = surt(canonical)
         lo = bisect.bisect_left(self._keys, key)
         hi = bisect.bisect_right(self._keys, key, lo)
-        out = []
-        for line in self._lines[lo:hi]:
-            _, timestamp, blob = line.split(" ", 2)
+        return [e for e in map(self._entry, range(lo, hi)) if e.canonical == canonical]
+
+    def _entry(self, index: int) -> _Entry:
+        """CDXJ line `index`; DrarenaError naming the line when it is malformed (an index
+        edited or made elsewhere must end in one line, not a traceback)."""
+        try:
+            _, timestamp, blob = self._lines[index].split(" ", 2)
             data = json.loads(blob)
-            if canonicalize_url(data["url"]) != canonical:
-                continue
-            out.append(_Entry(data["url"], data.get("mime", ""), int(data.get("status", 0)),
-                              data.get("digest", ""), data["filename"], int(data["offset"]),
-                              timestamp))
-        return out
+            url, filename, offset = data["url"], data["filename"], int(data["offset"])
+            if not isinstance(url, str) or not isinstance(filename, str) or offset < 0:
+                raise ValueError("url and filename must be strings, offset a count")
+            return _Entry(url, str(data.get("mime", "")), int(data.get("status", 0)),
+                          str(data.get("digest", "")), filename, offset, timestamp,
+                          canonicalize_url(url))
+        except (ValueError, KeyError, TypeError, OverflowError, RecursionError) as exc:
+            raise DrarenaError(f"{self.path / CDXJ_NAME}: line {index + 1}: not a valid CDXJ "
+                               f"line ({type(exc).__name__}: {str(exc)[:100]})") from None
 
     def lookup(self, url: str) -> StoredResponse | None:
         """The latest capture of `url` (canonicalized), or None if it was not captured."""
@@ -273,13 +281,18 @@ class Snapshot:
             return None
         entry = max(entries, key=lambda e: (e.timestamp, e.filename, e.offset))
         record = self._record_at(entry.filename, entry.offset)
-        if record.type == "revisit":
-            body = self._resolve_digest(entry.digest)
-            if body is None:
-                raise DrarenaError(f"{self.path}: the payload {entry.digest} of the revisit of "
-                                   f"{entry.url} is not in the snapshot")
-            return self._response(record, body)
-        return self._response(record, None)
+        try:
+            if record.type == "revisit":
+                body = self._resolve_digest(entry.digest)
+                if body is None:
+                    raise DrarenaError(f"{self.path}: the payload {entry.digest} of the revisit "
+                                       f"of {entry.url} is not in the snapshot")
+                return self._response(record, body)
+            return self._response(record, None)
+        except ValueError as exc:  # the index points at a record that is not a response
+            raise DrarenaError(f"{self.path / entry.filename}: the record at offset "
+                               f"{entry.offset} for {entry.url} is not an HTTP response "
+                               f"({str(exc)[:100]})") from None
 
     def __contains__(self, url: object) -> bool:
         if not isinstance(url, str):
@@ -291,8 +304,7 @@ class Snapshot:
 
     def urls(self) -> list[str]:
         """Distinct captured URLs (canonical), sorted."""
-        return sorted({canonicalize_url(json.loads(line.split(" ", 2)[2])["url"])
-                       for line in self._lines})
+        return sorted({self._entry(index).canonical for index in range(len(self._lines))})
 
     # -- verify -------------------------------------------------------------------------------
 
@@ -346,10 +358,10 @@ class Snapshot:
     def _resolve_digest(self, digest: str) -> bytes | None:
         if self._digest_index is None:
             index: dict[str, tuple[str, int]] = {}
-            for line in self._lines:
-                data = json.loads(line.split(" ", 2)[2])
-                if data.get("mime") != "warc/revisit" and data.get("digest"):
-                    index.setdefault(data["digest"], (data["filename"], int(data["offset"])))
+            for number in range(len(self._lines)):
+                entry = self._entry(number)
+                if entry.mime != "warc/revisit" and entry.digest:
+                    index.setdefault(entry.digest, (entry.filename, entry.offset))
             self._digest_index = index
         where = self._digest_index.get(digest)
         return self._body_at(*where) if where else None

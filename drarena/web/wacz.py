@@ -173,6 +173,8 @@ def _replay_index(cdxj: Path, expected: str, warc_names: set[str]) -> tuple[byte
             key, stamp, blob = line.split(" ", 2)
             fields = json.loads(blob)
             name, url = fields["filename"], fields["url"]
+            if not isinstance(name, str) or not isinstance(url, str):
+                raise TypeError("filename and url must be strings")
         except (ValueError, KeyError, TypeError):
             raise DrarenaError(f"{cdxj}: line {number}: not a CDXJ line with url and "
                                "filename") from None
