@@ -270,3 +270,76 @@ def test_bad_tournament_config_is_one_line_naming_it(tmp_path: Path, raw: bytes,
 def test_folder_given_as_spec_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(DrarenaError, match="is a folder"):
         load_spec(tmp_path)
+
+
+# --- 6. replay server: half-open connections ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def snap(repo_root: Path) -> Snapshot:
+    return Snapshot.open(repo_root / "snapshots" / "pydocs")
+
+
+async def _closed_within(reader: asyncio.StreamReader, seconds: float) -> bool:
+    """True when the server closed the connection (EOF or reset) within `seconds`."""
+    try:
+        async with asyncio.timeout(seconds):
+            while await reader.read(65536):
+                pass
+    except TimeoutError:
+        return False
+    except ConnectionError:
+        return True
+    return True
+
+
+async def test_replay_drops_a_client_that_never_finishes_its_request(snap: Snapshot) -> None:
+    timeout = 0.5
+    async with serving(replay_app(snap), header_timeout_s=timeout) as port:
+        # a partial request line, then silence
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /library/os.html HTT")
+        await writer.drain()
+        assert await _closed_within(reader, 3 * timeout)
+        writer.close()
+        # a slowloris: a header byte every tenth of a second, never the blank line
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /library/os.html HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+
+        async def trickle() -> None:
+            for _ in range(100):
+                writer.write(b"a")
+                await asyncio.sleep(0.1)
+
+        dribble = asyncio.ensure_future(trickle())
+        try:
+            assert await _closed_within(reader, 3 * timeout)
+        finally:
+            dribble.cancel()
+            await asyncio.gather(dribble, return_exceptions=True)
+            writer.close()
+        # a client that sends its request answers as before, on the same server
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /library/os.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+        response = await asyncio.wait_for(reader.read(), 30)
+        writer.close()
+    stored = snap.lookup("http://127.0.0.1:8765/library/os.html")
+    assert stored is not None
+    assert response.startswith(b"HTTP/1.1 200") and response.endswith(stored.body)
+
+
+async def test_replay_caps_request_heads_and_connections(snap: Snapshot) -> None:
+    async with serving(replay_app(snap), header_timeout_s=30, max_connections=2) as port:
+        held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
+        for _, writer in held:
+            writer.write(b"GET / HTTP/1.1\r\n")
+            await writer.drain()
+        await asyncio.sleep(0.2)  # let the server register both
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        assert await _closed_within(reader, 5)  # over the cap: closed at once
+        writer.close()
+        reader, writer = held[0]
+        writer.write(b"X-Big: " + b"a" * 70_000)  # a head over the 64 KiB cap
+        assert await _closed_within(reader, 5)
+        for _, w in held:
+            w.close()
