@@ -15,6 +15,12 @@ from typing import Any
 from drarena.errors import DrarenaError
 
 MAX_YAML_BYTES = 4 << 20  # 4 MiB: far above any real spec or config, bounds memory
+# Values once aliases are expanded, and their nesting: YAML aliases share one object, so a
+# 400-byte "billion laughs" file loads small but expands to 387 million strings in the JSON
+# dumps that follow (run header, manifest), and an alias inside its own anchor loads as a
+# cycle that json.dumps refuses. Real files stay far below both bounds.
+MAX_YAML_VALUES = 200_000
+MAX_YAML_DEPTH = 100
 
 
 def load_yaml_mapping(path: str | Path, what: str) -> dict[str, Any]:
@@ -59,7 +65,27 @@ def load_yaml_mapping(path: str | Path, what: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         got = "an empty file" if data is None else f"a {_kind(data)}"
         raise DrarenaError(f"{path}: a {what} must be a mapping of fields (got {got})")
+    _check_expanded(data, path)
     return data
+
+
+def _check_expanded(data: object, path: Path) -> None:
+    """DrarenaError if `data`, aliases expanded, holds more than MAX_YAML_VALUES values or
+    nests deeper than MAX_YAML_DEPTH (a cyclic alias nests forever). Iterative, and stops at
+    the first bound, so the check itself is bounded."""
+    stack: list[tuple[object, int]] = [(data, 0)]
+    seen = 0
+    while stack:
+        value, depth = stack.pop()
+        seen += 1
+        if seen > MAX_YAML_VALUES or depth > MAX_YAML_DEPTH:
+            raise DrarenaError(f"{path}: not valid YAML (its aliases expand to more than "
+                               f"{MAX_YAML_VALUES} values or {MAX_YAML_DEPTH} levels; an "
+                               "alias may refer to itself)")
+        if isinstance(value, dict):
+            stack.extend((item, depth + 1) for pair in value.items() for item in pair)
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1) for item in value)
 
 
 def _kind(value: object) -> str:
