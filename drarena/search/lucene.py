@@ -7,7 +7,8 @@ wheel, whose runtime lacks the incubator module, so the option is dropped before
 configures the JVM. Every other module reaches Lucene only through the functions here.
 
 BM25 search and indexing use Anserini's `SimpleSearcher` / `SimpleIndexer` (the Java classes
-pyserini's `LuceneSearcher` / `LuceneIndexer` wrap) through `pyserini.pyclass`, because
+pyserini's `LuceneSearcher` / `LuceneIndexer` wrap) through `pyserini.pyclass` (search through
+`BulkSearcher`, which carries SimpleSearcher's answer across in one piece), because
 `pyserini.search.lucene` imports torch, scikit-learn and openai (8+ s); the tests check that
 pyserini's own `LuceneSearcher` opens our index and ranks identically.
 """
@@ -119,6 +120,134 @@ def simple_searcher(index_dir: Path, k1: float, b: float) -> Any:
     searcher = autoclass("io.anserini.search.SimpleSearcher")(str(index_dir))
     searcher.set_bm25(float(k1), float(b))
     return searcher
+
+
+class BulkSearcher:
+    """Anserini's `SimpleSearcher.search(q, n)` with its answer carried across in bulk.
+
+    Why: SimpleSearcher returns one Java `ScoredDoc` per hit (its id read from the stored
+    document), and each hit costs a Python proxy plus field reads through pyjnius: about 0.08
+    ms a hit, 15-30 ms for the 50-200 passages a page ranking needs, where Lucene itself takes
+    under 1 ms. Here Lucene's `TopDocs` is written to one JSON string by the Jackson
+    `ObjectMapper` inside the Anserini jar (one crossing), Lucene doc numbers map to passage
+    ids through a list read once when the index opens, and SimpleSearcher's ordering and score
+    rounding are redone in Python:
+
+    - the query is the same (`BagOfWordsQueryGenerator` on field `contents` with
+      `IndexCollection.DEFAULT_ANALYZER`, BM25Similarity(k1, b));
+    - SimpleSearcher sorts by score, then by the `id` field; Lucene's plain top-n breaks ties
+      by doc number instead, so n+1 hits are fetched and, while the hit after the cut ties the
+      one at the cut, more: every hit tied at the cut is present before sorting by
+      (score desc, id asc) and cutting at n;
+    - `anserini_scores` repeats Anserini's `ScoreTiesAdjusterReranker` in float32.
+
+    tests/search/test_search_backends.py checks the result against pyserini's own
+    `LuceneSearcher` (ids and scores, several depths, the diagnostic queries).
+    """
+
+    ID_CHUNK = 50_000
+
+    def __init__(self, index_dir: Path, k1: float, b: float) -> None:
+        import json
+
+        import numpy as np
+
+        reader = autoclass("io.anserini.index.IndexReaderUtils").getReader(str(index_dir))
+        if "lucene.version=9" not in reader.toString():  # SimpleSearcher's Lucene 8 path differs
+            raise DrarenaError(f"{index_dir}: not a Lucene 9 index; rebuild it with "
+                               "`drarena index --force`")
+        searcher = autoclass("org.apache.lucene.search.IndexSearcher")(reader)
+        searcher.setSimilarity(
+            autoclass("org.apache.lucene.search.similarities.BM25Similarity")(float(k1),
+                                                                              float(b)))
+        self._reader = reader
+        self._searcher = searcher
+        self._analyzer = autoclass("io.anserini.index.IndexCollection").DEFAULT_ANALYZER
+        self._generator = autoclass("io.anserini.search.query.BagOfWordsQueryGenerator")()
+        self._mapper = autoclass("com.fasterxml.jackson.databind.ObjectMapper")()
+        self._json = json.loads
+        self.max_doc = int(reader.maxDoc())
+        self.ids = self._read_ids()
+        order = sorted(range(self.max_doc), key=lambda d: self.ids[d])
+        self._id_rank = np.empty(self.max_doc, dtype=np.int64)
+        self._id_rank[order] = np.arange(self.max_doc, dtype=np.int64)
+
+    def _read_ids(self) -> list[str]:
+        """The `id` of every Lucene doc number, in chunks of all documents in doc order
+        (Anserini's `ScoredDocs.fromTopDocs` reads the ids in Java; arrays come back whole)."""
+        scored_docs = autoclass("io.anserini.search.ScoredDocs")
+        score_doc = autoclass("org.apache.lucene.search.ScoreDoc")
+        match_all = autoclass("org.apache.lucene.search.MatchAllDocsQuery")()
+        ids: list[str] = [""] * self.max_doc
+        seen = 0
+        last = -1
+        while seen < self.max_doc:
+            if last < 0:
+                top = self._searcher.search(match_all, self.ID_CHUNK)
+            else:  # every doc of a match-all query scores 1.0
+                top = self._searcher.searchAfter(score_doc(last, 1.0), match_all, self.ID_CHUNK)
+            chunk = scored_docs.fromTopDocs(top, self._searcher)
+            numbers = list(chunk.lucene_docids)
+            if not numbers:
+                break
+            for number, pid in zip(numbers, chunk.docids, strict=True):
+                ids[number] = str(pid)
+            seen += len(numbers)
+            last = numbers[-1]
+        return ids
+
+    def search(self, query: str, n: int) -> list[tuple[str, float]]:
+        """(passage id, score) of the top n, exactly as SimpleSearcher.search(query, n)."""
+        import numpy as np
+
+        lucene_query = self._generator.buildQuery("contents", self._analyzer, query)
+        n = max(1, min(int(n), self.max_doc))
+        want = min(n + 1, self.max_doc)
+        while True:
+            top = self._json(self._mapper.writeValueAsString(
+                self._searcher.search(lucene_query, want)))["scoreDocs"]
+            if len(top) < want or want >= self.max_doc or top[-1]["score"] < top[n - 1]["score"]:
+                break
+            want = min(want * 2, self.max_doc)
+        if not top:
+            return []
+        docs = np.fromiter((h["doc"] for h in top), dtype=np.int64, count=len(top))
+        scores = np.fromiter((h["score"] for h in top), dtype=np.float32, count=len(top))
+        order = np.lexsort((self._id_rank[docs], -scores))[:n]
+        ids = self.ids
+        return list(zip([ids[d] for d in docs[order].tolist()],
+                        anserini_scores(scores[order]), strict=True))
+
+
+def anserini_scores(scores: Any) -> list[float]:
+    """Anserini's ScoreTiesAdjusterReranker on scores sorted best first, in float32.
+
+    Each score is rounded to 4 decimals; a score within 1e-4 of the (adjusted) score before it
+    loses 1e-6 times its place in that run of ties, so equal scores stay distinct and ordered.
+    Java's float arithmetic is IEEE single precision, which numpy's float32 reproduces.
+    """
+    import numpy as np
+
+    values = np.asarray(scores, dtype=np.float32)
+    scaled = values.astype(np.float64) * 10000.0  # exact: a float times 10^4 fits a double
+    rounded = (np.floor(scaled + 0.5) / 10000.0).astype(np.float32)  # Java's Math.round
+    eps, step = np.float32(1e-4), np.float32(1e-6)
+    tied = ((rounded[:-1] - rounded[1:]) <= eps).tolist()
+    out = rounded.copy()
+    run = 0
+    for i in range(1, len(out)):
+        if run == 0 and not tied[i - 1]:  # the score before is unadjusted: tied[] is exact
+            continue
+        if np.float32(out[i - 1] - rounded[i]) > eps:
+            run = 0
+        else:
+            run += 1
+            out[i] = np.float32(rounded[i] - np.float32(step * np.float32(run)))
+    return [float(v) for v in out.tolist()]
+
+
+def bulk_searcher(index_dir: Path, k1: float, b: float) -> BulkSearcher:
+    return BulkSearcher(index_dir, k1, b)
 
 
 def simple_indexer(index_dir: Path, threads: int = 1) -> Any:

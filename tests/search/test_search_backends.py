@@ -9,13 +9,16 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from drarena.cli import main
 from drarena.errors import DrarenaError
 from drarena.records import Hit
 from drarena.search import lucene
-from drarena.search.base import build_retriever
+from drarena.search.base import build_retriever, search_pages
+from drarena.search.diagnose import build_queries, gold_from_trees
+from drarena.search.docstore import clean_query, load_source_docs
 from drarena.search.hybrid import rrf
 
 pytestmark = pytest.mark.slow
@@ -49,6 +52,61 @@ def test_lucene_index_opens_with_pyserini_lucene_searcher(bm25: Any, index_root:
     ours = [(pid, round(score, 4)) for pid, score in bm25.search_passages(query, 30)]
     assert theirs == ours and len(ours) == 30
     assert bm25.data.passages[ours[0][0]].url.endswith("/sqlite3.html")
+
+
+def diagnostic_queries(snapshot: Path) -> list[str]:
+    """The queries `drarena diagnose-retrievers` asks of this snapshot (same gold, same seed)."""
+    docs = load_source_docs(snapshot)
+    gold = gold_from_trees(snapshot / "trees") if (snapshot / "trees").is_dir() else []
+    gold = gold or [d.id for d in docs if d.indexed]
+    return [q.text for q in build_queries(docs, gold, 200)]
+
+
+def test_bm25_ranks_exactly_as_pyserini_lucene_searcher(bm25: Any, snapshot: Path,
+                                                         index_root: Path) -> None:
+    """The bulk Lucene path returns what pyserini's own LuceneSearcher returns (passage ids and
+    scores, ties at the cut included) and so the same pages, on every diagnostic query."""
+    searcher = lucene.pyserini_lucene_searcher_class()(str(index_root / "pydocs" / "bm25"))
+
+    def theirs(text: str, depth: int) -> list[tuple[str, float]]:
+        return [(str(h.docid), float(h.score)) for h in searcher.search(text, depth)]
+
+    queries = diagnostic_queries(snapshot)
+    assert len(queries) >= 100
+    total = len(bm25.data.passages)
+    for n, query in enumerate(queries):
+        text = clean_query(query)
+        depths = (10, 50, 200, 1000) if n % 10 == 0 else (50,)
+        for depth in depths:
+            assert bm25.search_passages(text, depth) == theirs(text, depth), (query, depth)
+        assert bm25.search(query, 10) == search_pages(theirs, text, 10, 50, bm25.data.passages,
+                                                      total), query
+
+
+def test_anserini_scores_match_the_java_tie_adjuster(index_root: Path) -> None:
+    """anserini_scores against Anserini's ScoreTiesAdjusterReranker itself, on runs of scores
+    within 1e-4 of each other at several magnitudes (where float32 rounding decides)."""
+    java = lucene.autoclass
+    reader = java("io.anserini.index.IndexReaderUtils").getReader(
+        str(index_root / "pydocs" / "bm25"))
+    searcher = java("org.apache.lucene.search.IndexSearcher")(reader)
+    reranker = java("io.anserini.rerank.lib.ScoreTiesAdjusterReranker")()
+    total = java("org.apache.lucene.search.TotalHits")
+    equal_to = java("org.apache.lucene.search.TotalHits$Relation").EQUAL_TO
+    score_doc = java("org.apache.lucene.search.ScoreDoc")
+    top_docs = java("org.apache.lucene.search.TopDocs")
+    scored_docs = java("io.anserini.search.ScoredDocs")
+    rng = np.random.default_rng(7)
+    for scale in (0.01, 0.7, 5.0, 17.0, 40.0, 300.0):
+        base = np.round(rng.uniform(0, scale, 40), 4)
+        values = np.concatenate([base, base + rng.uniform(-6e-5, 6e-5, 40), base[:10]])
+        values = np.sort(np.abs(values).astype(np.float32))[::-1]
+        top = top_docs(total(len(values), equal_to),
+                       [score_doc(i, float(v)) for i, v in enumerate(values)])
+        expected = [float(v) for v in
+                    reranker.rerank(scored_docs.fromTopDocs(top, searcher), None).scores]
+        assert lucene.anserini_scores(values) == expected, scale
+        assert sum(float(a) - float(b) <= 1e-4 for a, b in itertools.pairwise(values)) >= 40
 
 
 def test_dense_finds_pages_by_meaning(dense: Any) -> None:
