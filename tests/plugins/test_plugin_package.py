@@ -106,3 +106,59 @@ def test_bad_plugin_args_are_one_line(plugin_path: Path) -> None:
     done = run_python(code, plugin_path)
     assert "colour" in done.stdout and "Extra inputs are not permitted" in done.stdout, (
         done.stdout + done.stderr[-2000:])
+
+
+RETRIEVE = r"""
+import json, sys
+from pathlib import Path
+from drarena.search.base import RETRIEVERS, build_retriever
+retriever = build_retriever({"kind": "titles", "args": {"min_shared": 1}}, Path(sys.argv[1]),
+                            Path(sys.argv[1]) / "no-index")
+hits = retriever.search("argparse tutorial", 5)
+page = retriever.open(hits[0].url, 0, 100)
+print(json.dumps({"kinds": RETRIEVERS.kinds(), "traits": sorted(RETRIEVERS.traits("titles")),
+                  "hits": [[h.docid, h.title, h.score, h.rank] for h in hits],
+                  "page": [page.docid, len(page.text), page.next_offset]}))
+"""
+
+
+def test_installed_plugin_retriever_searches_the_snapshot(plugin_path: Path,
+                                                          pydocs_extracted: Path) -> None:
+    done = run_python(RETRIEVE, plugin_path, str(pydocs_extracted))
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "titles" in result["kinds"] and result["traits"] == []  # no index to build
+    hits = result["hits"]
+    assert hits and all("argparse" in t.lower() or "tutorial" in t.lower() for _, t, _, _ in hits)
+    assert [h[3] for h in hits] == list(range(1, len(hits) + 1))
+    assert [h[2] for h in hits] == sorted((h[2] for h in hits), reverse=True)
+    assert result["page"][0] == hits[0][0] and result["page"][1] == 100
+
+
+PROVIDE = r"""
+import json
+from drarena.live.providers import PROVIDERS, build_provider
+from drarena.errors import DrarenaError
+p = build_provider({"kind": "jsonlines", "args": {"url": "http://127.0.0.1:9/s"}})
+req = p.request("frozen web", 2, with_secrets=False)
+results = p.parse(b'{"url": "http://a.example/x", "title": "X", "text": "t"}\n\n')
+try:
+    p.parse(b"not json")
+    bad = None
+except DrarenaError as e:
+    bad = str(e)
+print(json.dumps({"kinds": PROVIDERS.kinds(), "url": req.url, "spec": p.spec(),
+                  "results": [[r.url, r.title] for r in results], "bad": bad}))
+"""
+
+
+def test_installed_plugin_search_provider_builds_requests_and_parses(plugin_path: Path) -> None:
+    done = run_python(PROVIDE, plugin_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "jsonlines" in result["kinds"] and "searxng" in result["kinds"]
+    assert result["url"] == "http://127.0.0.1:9/s?q=frozen+web&page=2"
+    assert result["spec"] == {"kind": "jsonlines",
+                              "args": {"url": "http://127.0.0.1:9/s", "max_pages": 1}}
+    assert result["results"] == [["http://a.example/x", "X"]]
+    assert result["bad"] == "jsonlines at http://127.0.0.1:9/s: line 1 is not a result object"
