@@ -99,6 +99,8 @@ async def complete_json(
             error = _first_error(validator, value)
         except json.JSONDecodeError as exc:
             error = f"not valid JSON ({exc.msg} at char {exc.pos})"
+        except RecursionError:  # '[[[[...' past the decoder's recursion limit
+            error = "not valid JSON (nested too deeply)"
         if error is None:
             return value, completion
         if attempt == max_repairs:
@@ -119,6 +121,8 @@ def _check_call(call: ToolCall, validators: Mapping[str, Draft202012Validator]) 
         arguments = call.parsed_arguments()
     except json.JSONDecodeError as exc:
         return f"arguments of {call.name!r} are not valid JSON ({exc.msg})"
+    except RecursionError:
+        return f"arguments of {call.name!r} are not valid JSON (nested too deeply)"
     error = _first_error(validators[call.name], arguments)
     return None if error is None else f"arguments of {call.name!r} {error}"
 
