@@ -38,6 +38,14 @@ test: setup setup-models setup-browser
 setup-browser:
 	bash scripts/setup_browser.sh
 
+## fuzz: the parser fuzz tests (tests/fuzz) at FUZZ_EXAMPLES inputs per test (default 2000;
+## `make test` runs 60, derandomized), a fresh random seed each run, statistics per test
+.PHONY: fuzz
+FUZZ_EXAMPLES ?= 2000
+fuzz: setup
+	HYPOTHESIS_PROFILE=fuzz FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest tests/fuzz \
+	  -q -p no:cacheprovider --hypothesis-show-statistics
+
 ## lint: ruff and mypy over the package
 lint: setup
 	$(BIN)/ruff check drarena tests bench
