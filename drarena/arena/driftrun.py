@@ -25,16 +25,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from drarena.agents.base import Agent, Answer, Conversation, SourcePage
+from drarena.agents.base import Agent, Conversation, SourcePage
 from drarena.arena.config import LiveSettings, TournamentConfig, parse_config
 from drarena.arena.driftcompare import DriftRunReport, build_report, to_markdown
 from drarena.arena.live import LivePages, LiveSession, capture_path, finish_block, header_block
-from drarena.arena.match import _failed, _for_judge, stable_answer
 from drarena.arena.records import SCHEMA_VERSION, MatchRecord, RoundRecord
+from drarena.arena.rounds import play_round
 from drarena.arena.runs import RunDir, write_atomic
 from drarena.errors import DrarenaError
 from drarena.examiner.evolve import MatchScore, add_round, outcome
-from drarena.examiner.judge import judge_pair
 from drarena.models.client import ModelClient
 
 HEADER = "drift-run-header.json"
@@ -83,21 +82,9 @@ async def ask_again(frozen: MatchRecord, agent_a: Agent, agent_b: Agent, client:
         convs = [Conversation(task.question, targets=sources) if c is None else
                  dataclasses.replace(c.then(prev, task.question), targets=sources)
                  for c, prev in zip(conv, last, strict=True)]
-        got = await asyncio.gather(agent_a.answer(convs[0], task.word_limit),
-                                   agent_b.answer(convs[1], task.word_limit),
-                                   return_exceptions=True)
-        answers = [g if isinstance(g, Answer) else None for g in got]
-        stable = [None if a is None else stable_answer(a) for a in answers]
-        problems = [f"agent {n} failed: {p}" for n, g in zip((frozen.a, frozen.b), got,
-                                                              strict=True) if (p := _failed(g))]
-        judged, void = None, "; ".join(problems)
-        if not void:
-            assert answers[0] is not None and answers[1] is not None
-            try:
-                judged = await judge_pair(client, role, task, _for_judge(answers[0]),
-                                          _for_judge(answers[1]))
-            except DrarenaError as exc:
-                void = f"judge failed: {exc}"
+        play = await play_round(task, (frozen.a, frozen.b), (agent_a, agent_b),
+                                (convs[0], convs[1]), task.word_limit, client, role)
+        judged, void, answers, stable = play.judgment, play.void, play.answers, play.stable
         score = add_round(score, None if void or judged is None else
                           judged.reconciled.verdict)
         rounds.append(RoundRecord(fr.index, fr.node, fr.depth, fr.width, fr.target_urls,

@@ -10,7 +10,6 @@ task, an agent or the judge failing) is void: it never scores as a tie or a win.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import hashlib
@@ -21,8 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from drarena.agents.base import Agent, Answer, Conversation, SourcePage
 from drarena.arena.records import SCHEMA_VERSION, MatchRecord, RoundRecord
+from drarena.arena.rounds import play_round
 from drarena.corpus.treewalk import CannotExpand, TreePath, TreeWalker
-from drarena.errors import DrarenaError
 from drarena.examiner.evolve import (
     MatchScore,
     Move,
@@ -33,7 +32,6 @@ from drarena.examiner.evolve import (
     transition,
     word_limit,
 )
-from drarena.examiner.judge import AnswerForJudge, PairJudgment, judge_pair
 from drarena.examiner.taskgen import TaskOutcome, generate_task
 from drarena.models.client import ModelClient
 from drarena.records import Record
@@ -70,31 +68,6 @@ def match_seed(run_seed: int, a: str, b: str, tree: str) -> int:
     """The match's generator seed, from the run seed, the pair and the tree."""
     digest = hashlib.sha256(f"{run_seed}\x1f{a}\x1f{b}\x1f{tree}".encode()).digest()
     return int.from_bytes(digest[:8], "big")
-
-
-def stable_answer(answer: Answer) -> Answer:
-    """The answer without what differs between a run and its replay (timings, cache hits)."""
-    steps = tuple(
-        dataclasses.replace(
-            s, model=None if s.model is None else dataclasses.replace(
-                s.model, latency_s=0.0, cached=False),
-            tools=tuple(dataclasses.replace(t, latency_s=0.0) for t in s.tools))
-        for s in answer.trajectory.steps)
-    return dataclasses.replace(answer, wall_s=0.0, model_s=0.0,
-                               trajectory=dataclasses.replace(answer.trajectory, steps=steps))
-
-
-def _for_judge(answer: Answer) -> AnswerForJudge:
-    return AnswerForJudge(answer.report, answer.check.cited, answer.check.valid,
-                          answer.check.fabricated)
-
-
-def _failed(answer: Answer | BaseException) -> str:
-    if isinstance(answer, BaseException):
-        return f"{type(answer).__name__}: {answer}"
-    if not answer.report.strip():
-        return answer.error or "empty report"
-    return ""
 
 
 @dataclasses.dataclass
@@ -232,30 +205,21 @@ class MatchRunner:
                          else dataclasses.replace(current.then(last[side], task.question),
                                                   targets=sources))
         limits = word_limit(width, depth)
-        got = await asyncio.gather(self.agent_a.answer(convs[0], limits),
-                                   self.agent_b.answer(convs[1], limits),
-                                   return_exceptions=True)
-        for name, ans in zip((self.a, self.b), got, strict=True):
-            if isinstance(ans, Answer):
+        play = await play_round(task, (self.a, self.b), (self.agent_a, self.agent_b),
+                                (convs[0], convs[1]), limits, self.client,
+                                self.settings.examiner_role)
+        for name, ans in zip((self.a, self.b), play.answers, strict=True):
+            if ans is not None:
                 self.timings.append(AnswerTiming(self.match_id, index, name, ans.wall_s,
                                                  ans.model_s))
-        answers = [g if isinstance(g, Answer) else None for g in got]
-        a_ans = None if answers[0] is None else stable_answer(answers[0])
-        b_ans = None if answers[1] is None else stable_answer(answers[1])
-        problems = [f"agent {n} failed: {p}" for n, g in zip((self.a, self.b), got, strict=True)
-                    if (p := _failed(g))]
-        if problems:
-            return void("; ".join(problems), task_out, urls, a_ans, b_ans), None
-        assert answers[0] is not None and answers[1] is not None
-        try:
-            judged: PairJudgment = await judge_pair(
-                self.client, self.settings.examiner_role, task, _for_judge(answers[0]),
-                _for_judge(answers[1]))
-        except DrarenaError as exc:
-            return void(f"judge failed: {exc}", task_out, urls, a_ans, b_ans), None
-        rec = RoundRecord(index, node, depth, width, urls, task_out, a_ans, b_ans, judged,
+        a_ans, b_ans = play.stable
+        if not play.played:
+            return void(play.void, task_out, urls, a_ans, b_ans), None
+        first, second = play.answers
+        assert first is not None and second is not None
+        rec = RoundRecord(index, node, depth, width, urls, task_out, a_ans, b_ans, play.judgment,
                           MatchScore(0, 0, 0, 0), None)
-        return rec, [(convs[0], answers[0]), (convs[1], answers[1])]
+        return rec, [(convs[0], first), (convs[1], second)]
 
 
 def match_rng(run_seed: int, a: str, b: str, tree: str) -> random.Random:

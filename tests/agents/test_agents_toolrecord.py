@@ -11,7 +11,7 @@ from agent_helpers import MemoryRetrieverForTests, scripted_context, tool
 from drarena.agents.base import Conversation
 from drarena.agents.registry import build_agent
 from drarena.agents.toolrecord import RecordedToolError, ToolRecord, ToolReplayMissError
-from drarena.arena.match import stable_answer
+from drarena.arena.rounds import stable_answer
 from drarena.errors import DrarenaError
 from drarena.models.cache import ToolCache
 from drarena.records import Hit
