@@ -1,8 +1,11 @@
 """End to end on the real parts: the committed snapshot indexed by Lucene and FAISS, the real
 CPU vLLM server (SmolLM2-135M), the real search server and the real WARC citation check.
 
-The model is tiny, so these tests check what must hold whatever it says: real searches and
-opened pages in the trajectory, replayable cache keys, a report, and honest citation checks.
+The model is tiny, and its words differ between CPUs (vLLM's kernels differ on AVX2, AVX-512
+and AMX), so these tests check what must hold whatever it says: real searches and opened pages
+in the trajectory, replayable cache keys, token accounting, an ending the trajectory explains,
+and honest citation checks. Never the content of an answer, nor whether the model managed to
+write one.
 """
 
 from __future__ import annotations
@@ -49,14 +52,28 @@ def context(server: ServerHandle, indexed: tuple[Path, Path], checker: SnapshotU
                         index_root=indexed[1], url_checker=checker, search_url=search_url)
 
 
+FINISH = {"stop", "length", "tool_calls"}
+
+
 def assert_sound(answer: Answer) -> None:
-    """What holds whatever a 135M model writes."""
-    assert answer.error is None, answer.trajectory.errors()
-    assert answer.report.strip()
+    """What holds whatever a 135M model writes: every model call reached the server and is
+    recorded with a replayable key, its real token counts and finish reason, and adds up to
+    the answer's totals; an answer without a report has an error its trajectory records;
+    citations are checked; the record round-trips."""
+    steps = answer.trajectory.steps
+    assert not [s.error for s in steps if (s.error or "").startswith("model call failed")]
     calls = answer.trajectory.model_calls()
-    assert calls and all(len(c.key) == 64 and c.prompt_tokens > 0 for c in calls)
-    assert answer.check.checked
+    assert calls and all(len(c.key) == 64 and c.prompt_tokens > 0 and c.completion_tokens > 0
+                         and c.finish_reason in FINISH and not c.cached for c in calls), calls
+    assert answer.prompt_tokens == sum(c.prompt_tokens for c in calls)
+    assert answer.completion_tokens == sum(c.completion_tokens for c in calls)
+    if answer.error is None:
+        assert answer.report.strip()
+    else:  # the model did not manage an answer: the trajectory says where
+        assert any(answer.error in e for e in answer.trajectory.errors()), answer.error
+    assert answer.check.checked and answer.check.cited == len({c.url for c in answer.citations})
     assert answer.check.valid + answer.check.fabricated == answer.check.cited
+    assert all(c.valid == (c.url not in answer.check.fabricated_urls) for c in answer.citations)
     assert answer.model_s <= answer.wall_s
     assert Answer.from_json(answer.to_json()) == answer
 
