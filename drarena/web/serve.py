@@ -108,8 +108,10 @@ class _HeadGuard(asyncio.Protocol):
     the size cap, or the connection is aborted. aiohttp alone waits on such a connection for
     as long as its keep-alive timeout (an hour by default, and not at all in older versions)."""
 
-    def __init__(self, inner: asyncio.Protocol, timeout_s: float, max_head: int) -> None:
-        self.inner, self.timeout_s, self.max_head = inner, timeout_s, max_head
+    def __init__(self, inner: asyncio.Protocol, timeout_s: float, max_head: int,
+                 live: weakref.WeakSet[_HeadGuard]) -> None:
+        self.inner, self.timeout_s, self.max_head, self.live = inner, timeout_s, max_head, live
+        live.add(self)  # counted from its creation (weakly: a failed accept frees it)
         self.transport: asyncio.Transport | None = None
         self.timer: asyncio.TimerHandle | None = None
         self.pending = 0  # bytes received since the last complete head
@@ -148,6 +150,7 @@ class _HeadGuard(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self.live.discard(self)
         self.inner.connection_lost(exc)
 
     def _arm(self) -> None:
@@ -192,9 +195,7 @@ async def serving(app: web.Application, host: str = "127.0.0.1", port: int = 0, 
     def connection() -> asyncio.Protocol:
         if len(live) >= max_connections:
             return _Busy()
-        guard = _HeadGuard(handlers(), header_timeout_s, max_head_bytes)
-        live.add(guard)
-        return guard
+        return _HeadGuard(handlers(), header_timeout_s, max_head_bytes, live)
 
     loop = asyncio.get_running_loop()
     try:
