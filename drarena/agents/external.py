@@ -11,6 +11,14 @@ and stdout must hold one JSON object (the last non-empty line is used if stdout 
   {"report": str, "citations": [url, ...], "tool_calls": [{"name", "arguments", "urls"}]}
 where citations[n-1] is the URL of marker [n], and tool_calls (optional) is shown in the
 trajectory. Anything else goes to stderr.
+
+Containment (the agent is untrusted code): it gets an allow-listed environment (BASE_ENV,
+LC_*, the protocol variables drarena sets, and what the config lists in `env` / `pass_env`),
+never drarena's own (API keys live there); stdout is read up to `max_stdout_bytes` and only a
+tail of stderr is kept, so a flood cannot grow drarena's memory; the whole process group is
+killed when the answer is in, at the time limit, or past the cap. While the frozen-mode guard
+is active (drarena.models.guard) and the kernel allows it, the agent runs in a network
+namespace with only loopback, bridged to its search and model servers (drarena.agents.sandbox).
 """
 
 from __future__ import annotations
@@ -19,12 +27,16 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shlex
 import signal
+import sys
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from drarena.agents import citations as cite
 from drarena.agents.base import Answer, Conversation
@@ -37,9 +49,23 @@ from drarena.agents.common import (
 )
 from drarena.agents.registry import AgentContext, parse_agent_args
 from drarena.errors import DrarenaError
+from drarena.models.config import ModelRole
+from drarena.models.guard import NetworkGuard, is_loopback
 
 PROTOCOL = 1
-STDERR_TAIL = 400
+STDERR_TAIL = 400  # characters of stderr shown in an error
+STDERR_KEEP = 1 << 16  # bytes of stderr kept while reading (the tail)
+MAX_STDOUT = 4 << 20
+CHUNK = 1 << 16
+REAP_S = 10.0  # after a kill, how long drarena waits for the pipes to close
+# What a command agent inherits from drarena's environment besides LC_* (and `pass_env`).
+BASE_ENV = frozenset({
+    "PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "PYTHONPATH", "PYTHONHOME",
+    "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED",
+    "PYTHONHASHSEED", "PYTHONSAFEPATH", "PYTHONNOUSERSITE"})
+ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+HOST_NAME = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*"
+                       r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$|^[0-9A-Fa-f:.]+$")
 
 
 class ExternalToolCall(BaseModel):
@@ -66,11 +92,91 @@ class CommandArgs(BaseModel):
     command: list[str] | str = Field(description="argv list, or a shell-quoted string")
     timeout_s: float = Field(300.0, gt=0, description="wall time before it is killed")
     cwd: Path | None = Field(None, description="working directory")
-    env: dict[str, str] = Field(default_factory=dict, description="extra environment")
+    env: dict[str, str] = Field(default_factory=dict,
+                                description="variables set for the agent (values in config)")
+    pass_env: tuple[str, ...] = Field(
+        (), description="names passed on from drarena's environment (e.g. an API key's "
+                        "variable); nothing else is, beyond BASE_ENV and LC_*")
     search_url: str | None = Field(None, description="overrides the run's search server URL")
+    model_role: str | None = Field(
+        None, description="models-config role given as DRARENA_MODEL_API_BASE and "
+                          "DRARENA_MODEL (litellm naming), bridged into the namespace")
+    max_stdout_bytes: int = Field(MAX_STDOUT, gt=0, le=1 << 30,
+                                  description="stdout past this kills the agent (an error)")
+
+    @field_validator("command")
+    @classmethod
+    def _not_empty(cls, value: list[str] | str) -> list[str] | str:
+        argv = shlex.split(value) if isinstance(value, str) else value
+        if not argv or not argv[0].strip():
+            raise ValueError("must name a program (an argv list or a command string)")
+        return value
+
+    @field_validator("pass_env")
+    @classmethod
+    def _names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not re.match(ENV_NAME, name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+        return value
 
     def argv(self) -> list[str]:
         return shlex.split(self.command) if isinstance(self.command, str) else self.command
+
+
+def agent_environment(parent: Mapping[str, str], args: CommandArgs,
+                      protocol: Mapping[str, str]) -> dict[str, str]:
+    """The allow-listed environment of a command agent (pure): BASE_ENV, LC_* and pass_env
+    from `parent`, then `args.env`, then the protocol variables drarena sets."""
+    keep = BASE_ENV | set(args.pass_env)
+    env = {k: v for k, v in parent.items() if k in keep or k.startswith("LC_")}
+    return {**env, **args.env, **protocol}
+
+
+def loopback_port(url: str | None) -> tuple[str, int] | None:
+    """(host, port) of a loopback http(s) URL, the ones bridged into the namespace."""
+    if not url:
+        return None
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
+    host = parts.hostname or ""
+    return (host, port) if is_loopback(host) else None
+
+
+class OutputCapError(ValueError):
+    def __init__(self, cap: int, read: int) -> None:
+        super().__init__(f"stdout passed its cap of {cap} bytes ({read} bytes read; killed)")
+
+
+async def _read_capped(stream: asyncio.StreamReader, cap: int) -> bytes:
+    data = bytearray()
+    while chunk := await stream.read(min(CHUNK, cap + 1 - len(data))):
+        data += chunk
+        if len(data) > cap:
+            raise OutputCapError(cap, len(data))
+    return bytes(data)
+
+
+async def _read_tail(stream: asyncio.StreamReader, keep: int) -> bytes:
+    tail = bytearray()
+    while chunk := await stream.read(CHUNK):
+        tail += chunk
+        if len(tail) > keep:
+            del tail[:-keep]
+    return bytes(tail)
+
+
+async def _feed(stdin: asyncio.StreamWriter, data: bytes) -> None:
+    try:
+        stdin.write(data)
+        await stdin.drain()
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the agent did not read its request; its exit status tells the rest
+    finally:
+        stdin.close()
 
 
 def request_json(conversation: Conversation, word_limit: tuple[int, int],
@@ -100,11 +206,24 @@ def parse_reply(stdout: str) -> ExternalReply:
     raise ValueError(f"stdout is not a JSON answer ({problem}); it starts {shown!r}")
 
 
-async def _kill(process: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError):
+async def _discard(stream: asyncio.StreamReader | None) -> None:
+    while stream is not None and await stream.read(CHUNK):
+        pass
+
+
+async def _stop(process: asyncio.subprocess.Process, tasks: list[asyncio.Future[Any]]) -> None:
+    """Kill the process group, then reap. The pipes are drained (data dropped) first: asyncio's
+    wait() returns only once they are closed, and a reader stopped at the cap leaves stdout
+    paused. A process that left the group and holds a pipe is abandoned after REAP_S."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)  # the agent and anything it started
-    with contextlib.suppress(ProcessLookupError):
-        await process.wait()
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    with contextlib.suppress(TimeoutError, ProcessLookupError):
+        await asyncio.wait_for(asyncio.gather(_discard(process.stdout),
+                                              _discard(process.stderr), process.wait()),
+                               REAP_S)
 
 
 class CommandAgent:
@@ -115,6 +234,20 @@ class CommandAgent:
         self.args = args
         self._context = context
         self.search_url = args.search_url or context.search_url
+        self.protocol_env: dict[str, str] = {}
+        self.bridged: list[tuple[str, int]] = []
+        if self.search_url:
+            self.protocol_env["DRARENA_SEARCH_URL"] = self.search_url
+        model: ModelRole | None = None
+        if args.model_role is not None:
+            model = context.model_client(name).role(args.model_role)
+            self.protocol_env["DRARENA_MODEL"] = model.model
+            if model.api_base:
+                self.protocol_env["DRARENA_MODEL_API_BASE"] = model.api_base
+        for url in (self.search_url, model.api_base if model else None):
+            target = loopback_port(url)
+            if target is not None and target not in self.bridged:
+                self.bridged.append(target)
 
     async def answer(self, conversation: Conversation, word_limit: tuple[int, int]) -> Answer:
         word_limit = check_word_limit(word_limit)
@@ -137,19 +270,41 @@ class CommandAgent:
         return rec.finish(report, urls)
 
     async def _run(self, payload: str) -> str:
-        env = {**os.environ, **self.args.env}
+        env = agent_environment(os.environ, self.args, self.protocol_env)
+        # In a frozen run (the guard is active) the agent gets a namespace of its own.
+        isolation = None
+        if NetworkGuard.is_active():
+            from drarena.agents import sandbox
+
+            isolation = sandbox.probe()
+        if isolation is None or not isolation.available:
+            return await self._exchange(self.args.argv(), env, payload)
+        async with sandbox.bridges(self.bridged) as bridge_args:
+            argv = [*isolation.prefix, sys.executable, *sandbox.SHIM, *bridge_args, "--",
+                    *self.args.argv()]
+            return await self._exchange(argv, env, payload)
+
+    async def _exchange(self, argv: list[str], env: dict[str, str], payload: str) -> str:
         process = await asyncio.create_subprocess_exec(
-            *self.args.argv(), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, cwd=self.args.cwd, env=env, start_new_session=True)
+        assert process.stdin and process.stdout and process.stderr
+        out = asyncio.ensure_future(_read_capped(process.stdout, self.args.max_stdout_bytes))
+        err = asyncio.ensure_future(_read_tail(process.stderr, STDERR_KEEP))
+        tasks: list[asyncio.Future[Any]] = [
+            asyncio.ensure_future(_feed(process.stdin, payload.encode("utf-8"))), out, err]
+
+        async def exchange() -> tuple[bytes, bytes]:
+            await asyncio.gather(*tasks)  # the first failure (a flood) ends the exchange
+            await process.wait()
+            return out.result(), err.result()
+
         try:
-            stdout, stderr = await asyncio.wait_for(
-                process.communicate(payload.encode("utf-8")), self.args.timeout_s)
+            stdout, stderr = await asyncio.wait_for(exchange(), self.args.timeout_s)
         except TimeoutError:
-            await _kill(process)
             raise TimeoutError(f"no answer within {self.args.timeout_s:g} s (killed)") from None
-        except BaseException:
-            await _kill(process)
-            raise
+        finally:  # the agent, anything it left running, or a flood
+            await _stop(process, tasks)
         if process.returncode != 0:
             tail = stderr.decode("utf-8", "replace").strip()[-STDERR_TAIL:]
             raise ValueError(f"exited with status {process.returncode}; stderr: {tail!r}")
@@ -160,6 +315,42 @@ class HttpArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     role: str = Field(description="models-config role whose api_base is the agent service")
+    allow_hosts: tuple[str, ...] = Field(
+        (), description="non-loopback hosts its api_base may name in a frozen run (each by "
+                        "name; frozen mode refuses any other)")
+
+    @field_validator("allow_hosts")
+    @classmethod
+    def _hosts(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for host in value:
+            if not HOST_NAME.match(host):
+                raise ValueError(f"{host!r} is not a host name (no scheme, port or path)")
+        return tuple(h.lower() for h in value)
+
+
+def check_frozen_endpoints(agents: Iterable[tuple[str, str, Mapping[str, Any]]],
+                           roles: Mapping[str, ModelRole], served: Collection[str]) -> None:
+    """Frozen mode: each `http` agent's endpoint is on loopback or named in its allow_hosts
+    (one line naming the field otherwise). `agents`: (name, kind, args); roles in `served`
+    are bound to drarena's own model server and pass like every model role."""
+    for name, kind, raw in agents:
+        if kind != "http":
+            continue
+        args = parse_agent_args(HttpArgs, dict(raw), "http")
+        role = roles.get(args.role)
+        if role is None or args.role in served:
+            continue  # an unknown role is reported by the role check
+        host = (urlsplit(role.api_base).hostname or "") if role.api_base else ""
+        if not host:
+            raise DrarenaError(
+                f"agents.{name}.args.role: role {args.role!r} has no api_base (the provider's "
+                "default endpoint); frozen mode needs an api_base on loopback or named in "
+                f"agents.{name}.args.allow_hosts")
+        if not is_loopback(host) and host.lower() not in args.allow_hosts:
+            raise DrarenaError(
+                f"agents.{name}.args.allow_hosts: frozen mode refuses the http agent's "
+                f"endpoint {host} (models.roles.{args.role}.api_base); name the host there "
+                "to allow it")
 
 
 class HttpAgent:

@@ -71,6 +71,11 @@ def check_components(config: TournamentConfig) -> None:
                 RETRIEVERS.factory(str(spec.get("kind")))
             except RegistryError as exc:
                 raise DrarenaError(f"{where}.args.retriever: {exc}") from None
+    if config.offline:  # an http agent's endpoint off this machine must be named
+        from drarena.agents.external import check_frozen_endpoints
+
+        check_frozen_endpoints([(a.name, a.kind, a.args) for a in config.agents], roles,
+                               {k for k, r in roles.items() if r.model == SERVED})
 
 
 def prepare_inputs(config: TournamentConfig, *, index: bool = True) -> None:
@@ -225,6 +230,7 @@ def index_fingerprints(config: TournamentConfig) -> dict[str, Any]:
 
 def build_header(config: TournamentConfig, bound: ModelsConfig, trees: dict[str, Tree],
                  now: datetime | None = None) -> dict[str, Any]:
+    from drarena.agents.sandbox import isolation_note
     from drarena.arena.records import SCHEMA_VERSION
     from drarena.arena.runs import RUN_SCHEMA_VERSION
     from drarena.web.snapshot import Snapshot
@@ -249,4 +255,6 @@ def build_header(config: TournamentConfig, bound: ModelsConfig, trees: dict[str,
         "lock_sha256": lock_digests(),
         "git_revision": git_revision(),
         "seed": config.seed,
+        "agent_isolation": isolation_note(config.offline,
+                                          any(a.kind == "command" for a in config.agents)),
     }

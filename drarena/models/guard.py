@@ -25,7 +25,8 @@ class NetworkGuardError(ConnectionRefusedError):
     """A connection the frozen-mode guard refused."""
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """`localhost` or a loopback address literal (no name lookup)."""
     if host in ("localhost", "localhost.localdomain"):
         return True
     try:
@@ -53,7 +54,7 @@ class NetworkGuard:
 
     def allows(self, host: str) -> bool:
         host = host.lower()
-        return _is_loopback(host) or host in self.allowed_hosts or host in self._allowed_ips
+        return is_loopback(host) or host in self.allowed_hosts or host in self._allowed_ips
 
     def _refuse(self, what: str) -> NetworkGuardError:
         message = f"frozen mode: network access refused: {what}"
@@ -74,6 +75,12 @@ class NetworkGuard:
             NetworkGuard._active.remove(self)
             if not NetworkGuard._active:
                 NetworkGuard._uninstall()
+
+    @classmethod
+    def is_active(cls) -> bool:
+        """Whether a guard is in force (a frozen run): command agents then get their own
+        network namespace (drarena.agents.sandbox), the guard's reach beyond this process."""
+        return bool(cls._active)
 
     @classmethod
     def _current(cls) -> NetworkGuard | None:

@@ -18,10 +18,13 @@ import uvicorn
 from agent_helpers import PAGES, MemoryRetrieverForTests
 from aiohttp import web
 
+from drarena.agents import sandbox
 from drarena.agents.base import Conversation
 from drarena.agents.registry import AgentContext, build_agent
+from drarena.errors import DrarenaError
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelRole, ModelsConfig, RetryPolicy
+from drarena.models.guard import NetworkGuard
 from drarena.search.server import make_mcp
 
 REPO = Path(__file__).resolve().parents[2]
@@ -181,3 +184,190 @@ async def test_http_agent_faults(agent_service: Any) -> None:
     empty = await http_agent(base, "empty").answer(Conversation("q"), (1, 5))
     assert empty.error == "empty answer"
     assert empty.trajectory.steps[0].error == "the service returned an empty answer"
+
+
+# --- hardening: empty command, environment allow-list, output cap ---------------------------
+
+@pytest.mark.parametrize("command", [[], "", "   ", [""]])
+def test_empty_command_is_one_line(command: Any) -> None:
+    with pytest.raises(DrarenaError, match=r"^agent command: args\.command: .*") as info:
+        command_agent(command)
+    assert "\n" not in str(info.value)
+
+
+async def test_parent_environment_stays_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A secret in drarena's environment reaches the agent only when the config names it."""
+    monkeypatch.setenv("DRARENA_TEST_SECRET", "s3cret")
+    monkeypatch.setenv("LC_TEST_LOCALE", "kept")
+    show = ("import json, os; print(json.dumps({'report': json.dumps({k: os.environ.get(k) "
+            "for k in ('DRARENA_TEST_SECRET', 'LC_TEST_LOCALE', 'EXTRA', 'DRARENA_SEARCH_URL')}"
+            "), 'citations': []})); assert os.environ.get('PATH')")
+    seen = await command_agent([sys.executable, "-c", show], env={"EXTRA": "x"},
+                               search_url="http://127.0.0.1:9/").answer(Conversation("q"), (1, 5))
+    assert seen.error is None, seen.error
+    assert json.loads(seen.report) == {"DRARENA_TEST_SECRET": None, "LC_TEST_LOCALE": "kept",
+                                       "EXTRA": "x", "DRARENA_SEARCH_URL": "http://127.0.0.1:9/"}
+    passed = await command_agent([sys.executable, "-c", show],
+                                 pass_env=["DRARENA_TEST_SECRET"]).answer(Conversation("q"), (1, 5))
+    assert json.loads(passed.report)["DRARENA_TEST_SECRET"] == "s3cret"
+
+
+def test_pass_env_names_are_validated() -> None:
+    with pytest.raises(DrarenaError, match=r"^agent command: args\.pass_env: .*'A=B' is not"):
+        command_agent([sys.executable, "-c", "pass"], pass_env=["A=B"])
+
+
+async def test_stdout_flood_is_cut_at_the_cap(tmp_path: Path) -> None:
+    """64 MiB on stdout: drarena reads 4 MiB + 1 byte, kills the agent, records why."""
+    pid_file = tmp_path / "pid"
+    flood = (f"import os, sys; open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+             "block = b'x' * (1 << 20)\n"
+             "for _ in range(64): sys.stdout.buffer.write(block)\n"
+             "sys.stdout.flush()\n")
+    answer = await command_agent([sys.executable, "-c", flood]).answer(Conversation("q"), (1, 5))
+    assert answer.error == ("external agent ext: stdout passed its cap of 4194304 bytes "
+                            "(4194305 bytes read; killed)")
+    assert answer.report == "" and answer.trajectory.steps[0].error == answer.error
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)
+
+
+async def test_stderr_keeps_a_bounded_tail() -> None:
+    noisy = ("import sys\nfor i in range(20000): sys.stderr.write(f'log line {i}\\n')\n"
+             "sys.stderr.write('the real problem'); sys.exit(2)")
+    answer = await command_agent([sys.executable, "-c", noisy],
+                                 max_stdout_bytes=1000).answer(Conversation("q"), (1, 5))
+    assert answer.error is not None and answer.error.endswith("the real problem'")
+    assert "exited with status 2" in answer.error and len(answer.error) < 600
+
+
+# --- network namespace (frozen mode) ----------------------------------------------------------
+
+NETNS = sandbox.probe()
+needs_netns = pytest.mark.skipif(not NETNS.available, reason=f"no network namespace here: "
+                                                              f"{NETNS.reason}")
+PROBE = """
+import errno, json, os, socket, sys, urllib.request
+request = json.load(sys.stdin)
+out = {"netns": os.readlink("/proc/self/ns/net")}
+s = socket.socket()
+s.settimeout(20)
+try:
+    s.connect(("192.0.2.1", 80))  # TEST-NET-1: never routed
+    out["public"] = "connected"
+except OSError as exc:
+    out["public"] = errno.errorcode.get(exc.errno, str(exc))
+try:
+    socket.getaddrinfo("example.com", 80)
+    out["dns"] = "resolved"
+except OSError:
+    out["dns"] = "failed"
+if request["search_url"]:
+    with urllib.request.urlopen(request["search_url"] + "/search?q=asyncio&k=1", timeout=20) as r:
+        out["search"] = [h["url"] for h in json.load(r)["hits"]]
+print(json.dumps({"report": json.dumps(out), "citations": []}))
+"""
+
+
+@needs_netns
+async def test_frozen_mode_agent_has_only_loopback_and_the_bridged_search(
+        search_url: str) -> None:
+    """Under the frozen-mode guard: a public address is unreachable at once (not a timeout),
+    a name lookup fails, and the search server on the host's loopback answers through the
+    bridge at its usual URL."""
+    agent = command_agent([sys.executable, "-c", PROBE], search_url=search_url)
+    with NetworkGuard():
+        answer = await agent.answer(Conversation("q"), (1, 5))
+    assert answer.error is None, answer.error
+    seen = json.loads(answer.report)
+    assert seen["netns"] != os.readlink("/proc/self/ns/net")
+    assert seen["public"] == "ENETUNREACH"
+    assert seen["dns"] == "failed"
+    assert seen["search"] == ["http://site.test/asyncio"]
+
+
+@needs_netns
+async def test_example_agent_in_the_namespace(search_url: str) -> None:
+    agent = command_agent([sys.executable, str(EXAMPLE)], search_url=search_url)
+    with NetworkGuard():
+        answer = await agent.answer(Conversation("asyncio coroutines"), (20, 60))
+    assert answer.error is None, answer.error
+    assert [c.url for c in answer.citations] == ["http://site.test/asyncio"]
+
+
+async def test_without_the_guard_the_agent_shares_the_host_network() -> None:
+    """Live mode (no guard): the agent is not moved (it may use the live web)."""
+    show = ("import json, os; print(json.dumps({'report': "
+            "os.readlink('/proc/self/ns/net'), 'citations': []}))")
+    answer = await command_agent([sys.executable, "-c", show]).answer(Conversation("q"), (1, 5))
+    assert answer.report == os.readlink("/proc/self/ns/net")
+
+
+@needs_netns
+async def test_namespace_agent_killed_at_the_time_limit(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    script = (f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); "
+              "time.sleep(120)")
+    with NetworkGuard():
+        answer = await command_agent([sys.executable, "-c", script], timeout_s=3).answer(
+            Conversation("q"), (1, 5))
+    assert answer.error == "external agent ext: no answer within 3 s (killed)"
+    assert not_running(int(pid_file.read_text()))
+
+
+def not_running(pid: int) -> bool:
+    """Gone, or a zombie (killed, waiting for init, which adopted it from the shim)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def test_isolation_note_for_the_run_header() -> None:
+    assert sandbox.isolation_note(True, False) == "none: no command agents"
+    assert sandbox.isolation_note(False, True).startswith("none: live mode")
+    assert sandbox.isolation_note(True, True) == NETNS.describe()
+    assert NETNS.describe() == "netns" or NETNS.describe().startswith("none: ")
+
+
+# --- http agents in frozen mode ---------------------------------------------------------------
+
+def frozen_config(api_base: str | None, **args: Any) -> Any:
+    from drarena.arena.config import parse_config
+
+    role: dict[str, Any] = {"model": "openai/deep-agent"}
+    if api_base is not None:
+        role["api_base"] = api_base
+    return parse_config({
+        "name": "t", "snapshot": "snapshots/pydocs",
+        "models": {"roles": {"examiner": {"model": "served"}, "agent": {"model": "served"},
+                             "svc": role}},
+        "agents": [{"name": "a", "kind": "oracle"},
+                   {"name": "deep", "kind": "http", "args": {"role": "svc", **args}}]},
+        "t.yaml")
+
+
+def test_frozen_mode_refuses_a_remote_http_agent_unless_named() -> None:
+    from drarena.arena.session import check_components
+
+    with pytest.raises(DrarenaError) as info:
+        check_components(frozen_config("http://agents.example.com:8000/v1"))
+    assert str(info.value) == (
+        "agents.deep.args.allow_hosts: frozen mode refuses the http agent's endpoint "
+        "agents.example.com (models.roles.svc.api_base); name the host there to allow it")
+    check_components(frozen_config("http://agents.example.com:8000/v1",
+                                   allow_hosts=["Agents.Example.com"]))
+    check_components(frozen_config("http://127.0.0.1:8000/v1"))
+    check_components(frozen_config("http://agents.example.com/v1").as_live())
+    with pytest.raises(DrarenaError, match=r"^agents\.deep\.args\.role: role 'svc' has no "
+                                           r"api_base"):
+        check_components(frozen_config(None))
+
+
+def test_allow_hosts_are_host_names() -> None:
+    from drarena.arena.session import check_components
+
+    with pytest.raises(DrarenaError, match=r"^agents\.deep \(http\): args\.allow_hosts: "
+                                           r".*not a host name"):
+        check_components(frozen_config("http://a.test/v1", allow_hosts=["http://a.test/"]))

@@ -1,0 +1,236 @@
+"""Network isolation for command agents: a network namespace with only loopback, bridged to
+the loopback services drarena hands the agent (the search server, a model server).
+
+Why: a frozen match is reproducible only if nothing leaves the machine. drarena's in-process
+guard (drarena.models.guard) cannot see what a child process does, so a command agent runs
+under `unshare --net` (as root; `--map-root-user` where unprivileged user namespaces are
+allowed): its only interface is a fresh loopback, so any outside address fails at once with
+"network unreachable" and name lookups fail too.
+
+A fresh loopback is not the host's loopback, so the search server on the host's 127.0.0.1
+would be out of reach. Unix sockets live in the filesystem and cross network namespaces, so
+each service the agent is given is bridged:
+
+  agent -> 127.0.0.1:PORT (inside, the shim)  -> Unix socket  -> drarena -> 127.0.0.1:PORT (host)
+
+drarena listens on one Unix socket per service (in a private temporary folder) and relays
+every connection to the host's port; inside the namespace this module's `main` (the shim)
+brings `lo` up, listens on the same host and port and relays to the Unix socket, then runs the
+agent. The agent therefore uses the URLs it is given unchanged. Only the listed ports are
+bridged; nothing else on the host's loopback is reachable.
+
+Where the kernel refuses (no unshare, no privileges, a container without CAP_SYS_ADMIN), the
+agent runs on the host network as before and `probe()` says why; the run header records it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import fcntl
+import functools
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import AsyncIterator, Sequence
+
+CHUNK = 1 << 16
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+SHIM = ("-m", "drarena.agents.sandbox")
+
+
+@dataclasses.dataclass(frozen=True)
+class Isolation:
+    """How command agents are isolated on this machine: `prefix` runs a command in a new
+    network namespace (empty when the kernel refuses; then `reason` says why)."""
+
+    prefix: tuple[str, ...]
+    reason: str = ""
+
+    @property
+    def available(self) -> bool:
+        return bool(self.prefix)
+
+    def describe(self) -> str:
+        return "netns" if self.available else f"none: {self.reason}"
+
+
+@functools.cache
+def probe() -> Isolation:
+    """Try `unshare --net` (root), then `unshare --net --map-root-user` (user namespaces),
+    each running the shim's self-test (bring lo up, bind 127.0.0.1). Cached per process."""
+    exe = shutil.which("unshare")
+    if exe is None:
+        return Isolation((), "unshare not found (util-linux)")
+    problem = ""
+    for flags in (("--net",), ("--net", "--map-root-user")):
+        try:
+            done = subprocess.run([exe, *flags, sys.executable, *SHIM, "--probe"],
+                                  capture_output=True, timeout=60, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            problem = str(exc)
+            continue
+        if done.returncode == 0:
+            return Isolation((exe, *flags))
+        lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        problem = lines[-1][:200] if lines else f"exit status {done.returncode}"
+    return Isolation((), f"the kernel refused a network namespace ({problem})")
+
+
+def isolation_note(offline: bool, command_agents: bool) -> str:
+    """The run header's `agent_isolation`: what confines the command agents of a run."""
+    if not command_agents:
+        return "none: no command agents"
+    if not offline:
+        return "none: live mode (command agents use the host network)"
+    return probe().describe()
+
+
+# --- outside: drarena's end of each bridge ----------------------------------------------------
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while chunk := await reader.read(CHUNK):
+            writer.write(chunk)
+            await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
+    except (ConnectionError, OSError):
+        pass
+
+
+async def _relay(host: str, port: int, reader: asyncio.StreamReader,
+                 writer: asyncio.StreamWriter) -> None:
+    try:
+        up_reader, up_writer = await asyncio.open_connection(host, port)
+    except OSError:
+        writer.close()
+        return
+    try:
+        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+    finally:
+        for w in (writer, up_writer):
+            w.close()
+
+
+@contextlib.asynccontextmanager
+async def bridges(targets: Sequence[tuple[str, int]]) -> AsyncIterator[list[str]]:
+    """One Unix socket per (host, port) of the host's loopback, relayed there; yields the
+    shim's `--bridge HOST:PORT=SOCKET` arguments. Closed (and the folder removed) on exit."""
+    folder = tempfile.mkdtemp(prefix="drarena-netns-")
+    servers: list[asyncio.AbstractServer] = []
+    tasks: set[asyncio.Task[None]] = set()
+
+    def handler(host: str, port: int) -> object:
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            task = asyncio.current_task()
+            if task is not None:
+                tasks.add(task)
+            try:
+                await _relay(host, port, reader, writer)
+            finally:
+                if task is not None:
+                    tasks.discard(task)
+        return handle
+
+    try:
+        args = []
+        for n, (host, port) in enumerate(targets):
+            path = os.path.join(folder, f"{n}.sock")
+            servers.append(await asyncio.start_unix_server(handler(host, port),  # type: ignore[arg-type]
+                                                           path=path))
+            args += ["--bridge", f"{host}:{port}={path}"]
+        yield args
+    finally:
+        for server in servers:
+            server.close()
+        for task in list(tasks):
+            task.cancel()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# --- inside: the shim -------------------------------------------------------------------------
+
+def _loopback_up() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        request = struct.pack("16sH22x", b"lo", 0)
+        flags = struct.unpack("16sH22x", fcntl.ioctl(s, SIOCGIFFLAGS, request))[1]
+        fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", flags | IFF_UP))
+
+
+def _copy(source: socket.socket, target: socket.socket) -> None:
+    try:
+        while chunk := source.recv(CHUNK):
+            target.sendall(chunk)
+        target.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+
+
+def _serve(listener: socket.socket, path: str) -> None:
+    while True:
+        conn, _ = listener.accept()
+        outside = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            outside.connect(path)
+        except OSError:
+            conn.close()
+            outside.close()
+            continue
+        for a, b in ((conn, outside), (outside, conn)):
+            threading.Thread(target=_copy, args=(a, b), daemon=True).start()
+
+
+def _listen(host: str, port: int) -> list[socket.socket]:
+    hosts = ["127.0.0.1", "::1"] if host == "localhost" else [host.strip("[]")]
+    listeners = []
+    for h in hosts:
+        family = socket.AF_INET6 if ":" in h else socket.AF_INET
+        s = socket.socket(family, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((h, port))
+        except OSError:
+            s.close()
+            if h == "::1" and host == "localhost":
+                continue  # no IPv6 in this kernel: 127.0.0.1 serves localhost
+            raise
+        s.listen(64)
+        listeners.append(s)
+    return listeners
+
+
+def main(argv: list[str]) -> int:
+    """`python -m drarena.agents.sandbox [--probe] [--bridge HOST:PORT=SOCKET ...] -- CMD...`,
+    run inside the new namespace by drarena."""
+    _loopback_up()
+    if argv == ["--probe"]:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+        return 0
+    split = argv.index("--")
+    options, command = argv[:split], argv[split + 1:]
+    for flag, spec in zip(options[::2], options[1::2], strict=True):
+        if flag != "--bridge":
+            raise SystemExit(f"sandbox: unknown option {flag}")
+        address, path = spec.split("=", 1)
+        host, port = address.rsplit(":", 1)
+        for listener in _listen(host, int(port)):
+            threading.Thread(target=_serve, args=(listener, path), daemon=True).start()
+    try:
+        child = subprocess.Popen(command)
+    except OSError as exc:
+        print(f"sandbox: cannot run {command[0]!r}: {exc}", file=sys.stderr)
+        return 127
+    code = child.wait()
+    return code if code >= 0 else 128 - code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
