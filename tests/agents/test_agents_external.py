@@ -371,3 +371,33 @@ def test_allow_hosts_are_host_names() -> None:
     with pytest.raises(DrarenaError, match=r"^agents\.deep \(http\): args\.allow_hosts: "
                                            r".*not a host name"):
         check_components(frozen_config("http://a.test/v1", allow_hosts=["http://a.test/"]))
+
+
+CHAT = """
+import json, os, sys, urllib.request
+json.load(sys.stdin)
+body = json.dumps({"model": os.environ["DRARENA_MODEL"].removeprefix("openai/"),
+                   "messages": [{"role": "user", "content": "q"}]}).encode()
+url = os.environ["DRARENA_MODEL_API_BASE"] + "/chat/completions"
+request = urllib.request.Request(url, body, {"Content-Type": "application/json"})
+with urllib.request.urlopen(request, timeout=20) as response:
+    text = json.load(response)["choices"][0]["message"]["content"]
+print(json.dumps({"report": text, "citations": []}))
+"""
+
+
+@needs_netns
+async def test_model_role_is_bridged_into_the_namespace(agent_service: Any) -> None:
+    """`model_role`: the role's loopback endpoint reaches the agent as DRARENA_MODEL_API_BASE
+    and answers through its own bridge (the search URL is not the only port)."""
+    base, seen = agent_service
+    config = ModelsConfig(roles={"svc": ModelRole(model="openai/deep-agent",
+                                                  api_base=f"{base}/good/v1")})
+    context = AgentContext(client=ModelClient(config), url_checker=set(PAGES).__contains__)
+    agent = build_agent({"kind": "command", "args": {"command": [sys.executable, "-c", CHAT],
+                                                     "model_role": "svc"}}, context, name="ext")
+    with NetworkGuard():
+        answer = await agent.answer(Conversation("q"), (1, 5))
+    assert answer.error is None, answer.error
+    assert answer.report.startswith("Asyncio runs coroutines [1]")
+    assert [body["model"] for body in seen] == ["deep-agent"]

@@ -1,0 +1,73 @@
+"""A frozen tournament with a command agent: it plays inside its own network namespace and
+run.json says so. The run is real (a loopback site frozen with the real LiveWeb, the real
+tournament); only the Examiner and the in-process agent are the scripted backend (control
+flow only)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "arena"))
+from arena_live_site import LiveSiteForTests, freeze, scripted_models
+
+from drarena.agents import sandbox
+from drarena.arena.config import parse_config
+from drarena.arena.execute import execute
+from drarena.arena.runs import RunDir
+from drarena.models.config import CacheMode
+
+NETNS = sandbox.probe()
+AGENT = """
+import errno, json, os, socket, sys
+request = json.load(sys.stdin)
+s = socket.socket()
+s.settimeout(20)
+try:
+    s.connect(("192.0.2.1", 80))
+    public = "connected"
+except OSError as exc:
+    public = errno.errorcode.get(exc.errno, str(exc))
+seen = {"netns": os.readlink("/proc/self/ns/net"), "public": public,
+        "secret": os.environ.get("DRARENA_TEST_SECRET")}
+with open(os.environ["PROBE_OUT"], "a") as out:
+    out.write(json.dumps(seen) + "\\n")
+print(json.dumps({"report": "Report strength=1 from " + request["question"], "citations": []}))
+"""
+
+
+@pytest.mark.skipif(not NETNS.available, reason=f"no network namespace here: {NETNS.reason}")
+def test_frozen_tournament_runs_command_agents_in_a_namespace(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DRARENA_TEST_SECRET", "s3cret")
+    site = LiveSiteForTests().start()
+    try:
+        snapshot = freeze(site, tmp_path / "frozen")
+    finally:
+        site.stop()
+    probe_out = tmp_path / "probe.jsonl"
+    role = {"model": "openai/scripted-for-tests"}
+    config = parse_config({
+        "name": "iso", "snapshot": str(snapshot), "runs_root": str(tmp_path / "runs"),
+        "index_root": str(tmp_path / "index"), "seed": 1, "swiss_rounds": 1,
+        "trees": {"count": 1}, "match": {"max_rounds": 1}, "rating": {"resamples": 20},
+        "models": {"retry": {"max_attempts": 1}, "roles": {"examiner": role, "agent": role}},
+        "agents": [{"name": "oracle", "kind": "oracle"},
+                   {"name": "probe", "kind": "command",
+                    "args": {"command": [sys.executable, "-c", AGENT],
+                             "env": {"PROBE_OUT": str(probe_out)}}}]}, "test")
+    run = RunDir(tmp_path / "runs" / "iso")
+    execute(config, run, serve=False, cache_mode=CacheMode.READ_WRITE, prepare=False,
+            backend=scripted_models({"fact number": 3}))
+    assert json.loads(run.header_path.read_text())["agent_isolation"] == "netns"
+    seen = [json.loads(line) for line in probe_out.read_text().splitlines()]
+    assert seen, "the command agent never ran"
+    for answer in seen:
+        assert answer == {"netns": answer["netns"], "public": "ENETUNREACH", "secret": None}
+        assert answer["netns"] != os.readlink("/proc/self/ns/net")
+    board = json.loads((run.path / "leaderboard.json").read_text())
+    assert "probe" in json.dumps(board)
