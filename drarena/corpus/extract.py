@@ -279,13 +279,16 @@ def _write_lines(path: Path, lines: Iterable[str]) -> None:
     os.replace(tmp, path)
 
 
-def _params(max_page_bytes: int) -> dict[str, Any]:
+def _params(max_page_bytes: int, decode_limit: int | None = None) -> dict[str, Any]:
     import trafilatura
 
     rule = RepeatRule()
-    return {"extract_version": EXTRACT_VERSION, "trafilatura": trafilatura.__version__,
-            "near_empty_chars": NEAR_EMPTY_CHARS, "max_page_bytes": max_page_bytes,
-            "nav_repeat_share": rule.share, "nav_repeat_min_pages": rule.min_pages}
+    params = {"extract_version": EXTRACT_VERSION, "trafilatura": trafilatura.__version__,
+              "near_empty_chars": NEAR_EMPTY_CHARS, "max_page_bytes": max_page_bytes,
+              "nav_repeat_share": rule.share, "nav_repeat_min_pages": rule.min_pages}
+    if decode_limit is not None:  # bodies were decoded up to this many bytes
+        params["max_decoded_bytes"] = decode_limit
+    return params
 
 
 def _read_manifest(path: Path) -> dict[str, Any] | None:
@@ -319,10 +322,11 @@ def _result(out: Path, manifest: dict[str, Any], up_to_date: bool) -> ExtractRes
 
 def extract_responses(responses: Iterable[ResponseLike], out: Path, *, name: str,
                       fingerprint: str, workers: int | None = None, force: bool = False,
-                      progress: bool = True, max_page_bytes: int = MAX_PAGE_BYTES
-                      ) -> ExtractResult:
-    """The stage body over any source of responses; writes into `out`."""
-    params = _params(max_page_bytes)
+                      progress: bool = True, max_page_bytes: int = MAX_PAGE_BYTES,
+                      decode_limit: int | None = None) -> ExtractResult:
+    """The stage body over any source of responses; writes into `out`. `decode_limit`: the
+    cap the responses' bodies were decoded with (a page cut there is flagged truncated)."""
+    params = _params(max_page_bytes, decode_limit)
     if not force and (manifest := _up_to_date(out, fingerprint, params)) is not None:
         return _result(out, manifest, up_to_date=True)
     if not os.access(out, os.W_OK):
@@ -359,7 +363,8 @@ def extract_snapshot(snapshot_dir: Path, workers: int | None = None, force: bool
     with Snapshot.open(Path(snapshot_dir)) as snap:
         return extract_responses(snap.iter_responses(), Path(snap.path), name=snap.name,
                                  fingerprint=snap.fingerprint, workers=workers, force=force,
-                                 progress=progress, max_page_bytes=max_page_bytes)
+                                 progress=progress, max_page_bytes=max_page_bytes,
+                                 decode_limit=snap.decode_limit)
 
 
 def _iter_jsonl(path: Path, what: str) -> Iterator[tuple[int, dict[str, Any]]]:

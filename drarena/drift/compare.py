@@ -104,7 +104,8 @@ def _capture_writer(folder: Path, snap: Snapshot, options: LiveOptions, clock: C
     name = safe_file_name(folder.name, "capture snapshot name")
     spec = {"kind": "drift-capture", "of": snap.name, "of_fingerprint": snap.fingerprint,
             "user_agent": options.user_agent, "robots": options.robots,
-            "allow_private_addresses": options.allow_private}
+            "allow_private_addresses": options.allow_private,
+            "max_bytes": options.max_bytes}  # the capture decodes as the fetch did
     return SnapshotWriter(folder, name, spec, {"drarena": __version__}, clock=clock)
 
 

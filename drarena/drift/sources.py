@@ -150,7 +150,7 @@ class LiveSource:
             result = await self._get(session, url)
             if isinstance(result, FetchFailure):
                 return None
-            hop = hop_from_exchange(result)
+            hop = hop_from_exchange(result, self.options.max_bytes)
             if hop.location:
                 url = hop.location
                 if urlsplit(url).scheme not in ALLOWED_SCHEMES:
@@ -194,7 +194,7 @@ class LiveSource:
             result = await self._get(session, current)
             if isinstance(result, FetchFailure):
                 return Fetched(url, current, 0, tuple(hops), result.kind, result.detail)
-            hop = hop_from_exchange(result)
+            hop = hop_from_exchange(result, self.options.max_bytes)
             hops.append(f"{hop.status} {current}")
             if not hop.location:
                 return Fetched(url, current, hop.status, tuple(hops), body=hop.body,

@@ -426,7 +426,7 @@ class LiveWeb:
                                   self._gate(url))
         if isinstance(result, FetchFailure):
             return Probe(error=f"{result.kind}: {one_line(result.detail)}")
-        hop = hop_from_exchange(result)
+        hop = hop_from_exchange(result, self.settings.max_bytes)
         return Probe(result.status, hop.body, hop.content_type)
 
     async def _robots_for(self, url: str) -> tuple[RobotFileParser, str]:
@@ -504,7 +504,7 @@ class LiveWeb:
         if secret:
             exchange = replace(exchange, request_headers=tuple(
                 (k, REDACTED if k.lower() in secret else v) for k, v in exchange.request_headers))
-        hop = hop_from_exchange(exchange)
+        hop = hop_from_exchange(exchange, self.settings.max_bytes)
         self._tally.add_hop(hop)
         moment = self.clock()
         record_id, warc_file, offset = "", "", 0
@@ -528,7 +528,7 @@ class LiveWeb:
             status=exchange.status, headers=exchange.response_headers, body=hop.body,
             content_type=hop.content_type, record_id=record_id, payload_digest=digest,
             warc_date=warc_date(moment), warc_file=warc_file, offset=offset,
-            truncated=exchange.truncated, revisit=revisit)
+            truncated=hop.truncated, revisit=revisit)
 
     def _record_failure(self, failure: FetchFailure) -> Failure:
         self._tally.add_hop(Hop(failure.url, failure=failure.kind))

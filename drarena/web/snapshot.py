@@ -22,10 +22,13 @@ from drarena.web.manifest import CDXJ_NAME, Manifest, fingerprint, load_manifest
 from drarena.web.urls import canonicalize_url, safe_file_name, surt
 from drarena.web.warcfile import (
     DAMAGE_ERRORS,
+    MAX_DECODED_BYTES,
+    MAX_RECORD_BYTES,
     Damage,
+    DecodedBody,
     HttpMessage,
     RawRecord,
-    decode_entity,
+    decode_body,
     header_value,
     iter_file,
     parse_http_response,
@@ -41,7 +44,9 @@ __all__ = ["Snapshot", "StoredResponse", "VerifyReport", "canonicalize_url"]
 
 @dataclass(frozen=True, slots=True)
 class StoredResponse:
-    """A captured HTTP response; `body` has transfer and content codings removed."""
+    """A captured HTTP response; `body` has transfer and content codings removed.
+    `truncated`: the capture was cut (WARC-Truncated) or decoding stopped at the snapshot's
+    cap (`Snapshot.decode_limit`)."""
 
     url: str
     canonical_url: str
@@ -126,6 +131,21 @@ def _media_type(value: str) -> str:
     return value.split(";", 1)[0].strip().lower()
 
 
+_RECORD_SLACK = 1 << 20  # room for WARC and HTTP headers around a body of max_bytes
+
+
+def spec_max_bytes(spec: object) -> int | None:
+    """The body cap the snapshot was fetched with: a crawl spec's `max_bytes`, or a live
+    capture's `settings.max_bytes`; None for an import (no fetch, no cap)."""
+    if not isinstance(spec, dict):
+        return None
+    for holder in (spec, spec.get("settings")):
+        value = holder.get("max_bytes") if isinstance(holder, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
 @dataclass
 class Snapshot:
     """An opened snapshot folder (manifest.json + index.cdxj + WARC files)."""
@@ -137,7 +157,12 @@ class Snapshot:
     _lines: list[str] = field(default_factory=list)
     _maps: dict[str, mmap.mmap] = field(default_factory=dict)
     _digest_index: dict[str, tuple[str, int]] | None = None
-    _bodies: OrderedDict[tuple[str, int], bytes] = field(default_factory=OrderedDict)
+    _bodies: OrderedDict[tuple[str, int], DecodedBody] = field(default_factory=OrderedDict)
+    # Decoding stops at `decode_limit` bytes (the fetch's max_bytes, so a crawl's resume and a
+    # live run's replay decode exactly as the fetch did); a record is read whole up to
+    # `record_limit` decompressed bytes. Both bound memory against compression bombs.
+    decode_limit: int = MAX_DECODED_BYTES
+    record_limit: int = MAX_RECORD_BYTES
 
     @classmethod
     def open(cls, path: str | Path) -> Snapshot:
@@ -156,6 +181,10 @@ class Snapshot:
             if not (folder / item.name).is_file():
                 raise DrarenaError(f"{folder / item.name}: WARC file listed in manifest is missing")
         snap = cls(folder, manifest)
+        fetched_cap = spec_max_bytes(manifest.spec)
+        if fetched_cap is not None:
+            snap.decode_limit = fetched_cap
+            snap.record_limit = max(MAX_RECORD_BYTES, fetched_cap + _RECORD_SLACK)
         for number, line in enumerate(text.splitlines(), 1):
             key, sep, _ = line.partition(" ")
             if not sep:
@@ -202,7 +231,7 @@ class Snapshot:
         """Every WARC record in WARC order; damaged stretches are skipped and counted."""
         self.skipped = 0
         for path in self.warc_paths():
-            for item in iter_file(path):
+            for item in iter_file(path, self.record_limit):
                 if isinstance(item, Damage):
                     self.skipped += item.records
                     continue
@@ -318,7 +347,7 @@ class Snapshot:
             if actual != item.sha256:
                 problems.append(f"{item.name}: sha256 mismatch (manifest {item.sha256[:12]}..., "
                                 f"file {actual[:12]}...)")
-            for part in iter_file(path):
+            for part in iter_file(path, self.record_limit):
                 if isinstance(part, Damage):
                     problems.append(f"{item.name}: {part.records} damaged record(s) at offset "
                                     f"{part.offset}: {part.reason}")
@@ -349,13 +378,13 @@ class Snapshot:
 
     def _record_at(self, filename: str, offset: int) -> RawRecord:
         try:
-            records = read_member(self._map(filename), offset, filename)
+            records = read_member(self._map(filename), offset, filename, self.record_limit)
         except _READ_ERRORS as exc:
             raise DrarenaError(f"{self.path / filename}: damaged record at offset {offset} "
                                f"({exc})") from None
         return records[0]
 
-    def _resolve_digest(self, digest: str) -> bytes | None:
+    def _resolve_digest(self, digest: str) -> DecodedBody | None:
         if self._digest_index is None:
             index: dict[str, tuple[str, int]] = {}
             for number in range(len(self._lines)):
@@ -366,19 +395,19 @@ class Snapshot:
         where = self._digest_index.get(digest)
         return self._body_at(*where) if where else None
 
-    def _body_at(self, filename: str, offset: int) -> bytes:
+    def _body_at(self, filename: str, offset: int) -> DecodedBody:
         """Payload of the response at (filename, offset); a few kept for repeated revisits."""
         cached = self._bodies.get((filename, offset))
         if cached is not None:
             return cached
         record = self._record_at(filename, offset)
-        body = decode_entity(parse_http_response(record.block))
+        body = decode_body(parse_http_response(record.block), self.decode_limit)
         self._bodies[(filename, offset)] = body
         while len(self._bodies) > 64:
             self._bodies.popitem(last=False)
         return body
 
-    def _response(self, record: RawRecord, revisit_body: bytes | None) -> StoredResponse:
+    def _response(self, record: RawRecord, revisit_body: DecodedBody | None) -> StoredResponse:
         """Build a StoredResponse; ValueError if the block is not an HTTP response. A
         `resource` record (an imported archive's payload without HTTP) reads as a 200."""
         if record.type == "resource":
@@ -387,14 +416,16 @@ class Snapshot:
         else:
             message = parse_http_response(record.block)
         is_revisit = record.type == "revisit"
-        body = revisit_body if is_revisit and revisit_body is not None else decode_entity(message)
+        body = revisit_body if is_revisit and revisit_body is not None \
+            else decode_body(message, self.decode_limit)
         url = _target(record)
         return StoredResponse(
             url=url, canonical_url=canonicalize_url(url), status=message.status,
-            headers=message.headers, body=body,
+            headers=message.headers, body=body.body,
             content_type=_media_type(message.header("Content-Type")),
             record_id=record.header("WARC-Record-ID"),
             payload_digest=record.header("WARC-Payload-Digest") or sha1_b32(message.entity),
             warc_date=record.header("WARC-Date"), warc_file=record.warc_file,
-            offset=record.offset, truncated=bool(record.header("WARC-Truncated")),
+            offset=record.offset,
+            truncated=bool(record.header("WARC-Truncated")) or body.truncated,
             revisit=is_revisit)

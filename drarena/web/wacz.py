@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+import itertools
 import json
 import re
 import struct
@@ -52,6 +53,15 @@ DIGEST = "datapackage-digest.json"
 INDEX_PATH = "indexes/index.cdx"  # CDXJ lines: the name both pywb and ReplayWeb.page load
 PAGES_PATH = "pages/pages.jsonl"
 _CHUNK = 1 << 20
+MAX_DATAPACKAGE_BYTES = 16 * 1024 * 1024
+"""datapackage.json is read whole (and datapackage-digest.json, pages.jsonl lines): a real
+one is a few KB, a line per member; a larger one is refused before it is inflated."""
+MAX_INFLATE_RATIO = 100
+"""A compressed member may expand to at most this many times its compressed size (+1 MiB):
+WARC and JSON text deflate 3-10x, while ~1000x is reached only by repeated bytes, the stuff of
+decompression bombs (a 1.2 MB member that writes 1.2 GB to disk)."""
+_INFLATE_SLACK = 1 << 20
+_DIGEST_MAX = 1 << 16
 _TITLE = re.compile(rb"<title[^>]*>(.*?)</title", re.IGNORECASE | re.DOTALL)
 _NAME_CHARS = re.compile(r"[^-a-z0-9._/]")
 
@@ -304,7 +314,7 @@ class WaczPackage:
         except (zipfile.BadZipFile, OSError) as exc:
             raise DrarenaError(f"{path}: not a WACZ package (not a zip file: {exc})") from None
         try:
-            raw = zf.read(DATAPACKAGE)
+            raw = _read_small(zf, DATAPACKAGE, MAX_DATAPACKAGE_BYTES)
             try:
                 package = json.loads(raw)
             except ValueError as exc:
@@ -313,9 +323,13 @@ class WaczPackage:
         except KeyError:
             zf.close()
             raise DrarenaError(f"{path}: {DATAPACKAGE} is missing (not a WACZ package)") from None
-        except (ValueError, zipfile.BadZipFile, OSError) as exc:
+        except (ValueError, zipfile.BadZipFile, OSError, EOFError, _Oversized) as exc:
             zf.close()
             raise DrarenaError(f"{path}: {DATAPACKAGE}: {exc}") from None
+        overlap = _overlap(zf)
+        if overlap:
+            zf.close()
+            raise DrarenaError(f"{path}: {overlap}")
         wacz = cls(path, zf, package, raw, resources)
         if not wacz.warcs:
             wacz.close()
@@ -360,6 +374,9 @@ class WaczPackage:
                 for block in self._blocks(member):
                     digest.update(block)
                     size += len(block)
+            except _Oversized as exc:
+                problems.append(f"{member.name}: {exc}")
+                continue
             except (zipfile.BadZipFile, OSError, EOFError, DrarenaError) as exc:
                 problems.append(f"{member.name}: damaged in the zip ({exc})")
                 continue
@@ -392,6 +409,8 @@ class WaczPackage:
                 raise DrarenaError(f"{self.path}: {member.name}: hash mismatch: {DATAPACKAGE} "
                                    f"says {member.hash}, content is {actual}")
             tmp.replace(dest)
+        except _Oversized as exc:
+            raise DrarenaError(f"{self.path}: {member.name}: {exc}") from None
         except (zipfile.BadZipFile, OSError, EOFError) as exc:
             raise DrarenaError(f"{self.path}: {member.name}: cannot be read ({exc})") from None
         finally:
@@ -402,8 +421,9 @@ class WaczPackage:
         if PAGES_PATH not in self._zip.namelist():
             return []
         out: list[WaczPage] = []
-        with self._zip.open(PAGES_PATH) as fh:
-            for number, line in enumerate(fh, 1):
+        try:
+            lines = _lines(self._zip, PAGES_PATH)
+            for number, line in enumerate(lines, 1):
                 if not line.strip():
                     continue
                 try:
@@ -416,6 +436,8 @@ class WaczPackage:
                     raise DrarenaError(f"{self.path}: {PAGES_PATH}: line {number}: no url")
                 out.append(WaczPage(data["url"], str(data.get("ts", "")),
                                     str(data.get("title") or ""), str(data.get("id") or "")))
+        except _Oversized as exc:
+            raise DrarenaError(f"{self.path}: {PAGES_PATH}: {exc}") from None
         return out
 
     def _blocks(self, member: WaczMember) -> Iterator[bytes]:
@@ -423,8 +445,7 @@ class WaczPackage:
         hashed whole (zipfile's CRC check would stop before the last chunk)."""
         info = self._zip.getinfo(member.name)
         if info.compress_type != zipfile.ZIP_STORED:
-            with self._zip.open(info) as fh:
-                yield from iter(lambda: fh.read(_CHUNK), b"")
+            yield from _inflated(self._zip, info)
             return
         start, left = self.data_range(member)
         with self.path.open("rb") as raw:
@@ -435,14 +456,83 @@ class WaczPackage:
         if DIGEST not in self._zip.namelist():
             return []
         try:
-            declared = json.loads(self._zip.read(DIGEST))["hash"]
+            declared = json.loads(_read_small(self._zip, DIGEST, _DIGEST_MAX))["hash"]
             algo = declared.partition(":")[0]
             actual = f"{algo}:{hashlib.new(algo, self._package_bytes).hexdigest()}"
-        except (KeyError, TypeError, ValueError, AttributeError, zipfile.BadZipFile) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, zipfile.BadZipFile, OSError,
+                EOFError) as exc:
             return [f"{DIGEST}: not a valid digest file ({exc!r})"]
+        except _Oversized as exc:
+            return [f"{DIGEST}: {exc}"]
         if actual != declared:
             return [f"{DATAPACKAGE}: hash mismatch: {DIGEST} says {declared}, content is {actual}"]
         return []
+
+
+class _Oversized(Exception):
+    """A member that declares or yields more bytes than its cap (a decompression bomb)."""
+
+
+def _inflate_cap(info: zipfile.ZipInfo) -> int:
+    """The most bytes a member may yield: its own size when stored, MAX_INFLATE_RATIO times
+    its compressed size (+1 MiB) when compressed."""
+    if info.compress_type == zipfile.ZIP_STORED:
+        return info.compress_size
+    return MAX_INFLATE_RATIO * info.compress_size + _INFLATE_SLACK
+
+
+def _inflated(zf: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int | None = None
+              ) -> Iterator[bytes]:
+    """A member's decoded bytes in chunks (zipfile inflates at most a chunk per read), checked
+    against the cap twice: as the zip header declares it (refused before anything is read)
+    and as the bytes actually come (a header can lie)."""
+    ratio = _inflate_cap(info)
+    limit = ratio if cap is None else min(cap, ratio)
+    why = (f"{MAX_INFLATE_RATIO}x its compressed size" if limit == ratio
+           else "the most this member may hold")
+    if info.file_size > limit:
+        raise _Oversized(f"the zip header says it expands from {info.compress_size} to "
+                         f"{info.file_size} bytes, past its cap of {limit} ({why}); refused "
+                         "as a decompression bomb")
+    seen = 0
+    with zf.open(info) as fh:
+        while block := fh.read(_CHUNK):
+            seen += len(block)
+            if seen > limit:
+                raise _Oversized(f"expands past its cap of {limit} bytes ({why}) although its "
+                                 f"zip header says {info.file_size}; refused as a "
+                                 "decompression bomb")
+            yield block
+
+
+def _read_small(zf: zipfile.ZipFile, name: str, cap: int) -> bytes:
+    """A small member read whole, never past `cap` bytes (KeyError if it is missing)."""
+    return b"".join(_inflated(zf, zf.getinfo(name), cap))
+
+
+def _lines(zf: zipfile.ZipFile, name: str) -> Iterator[bytes]:
+    """A member's lines, each at most MAX_DATAPACKAGE_BYTES long, its total size capped as
+    `_inflated` caps it."""
+    held = b""
+    for block in _inflated(zf, zf.getinfo(name)):
+        held += block
+        *done, held = held.split(b"\n")
+        yield from done
+        if len(held) > MAX_DATAPACKAGE_BYTES:
+            raise _Oversized(f"a line longer than {MAX_DATAPACKAGE_BYTES} bytes")
+    if held:
+        yield held
+
+
+def _overlap(zf: zipfile.ZipFile) -> str:
+    """Members whose data overlap in the file: how zip bombs multiply one compressed kernel
+    (a real zip never shares bytes between members). "" when there are none."""
+    spans = sorted((info.header_offset, info.header_offset + 30 + info.compress_size,
+                    info.filename) for info in zf.infolist())
+    for (_, end, first), (start, _, second) in itertools.pairwise(spans):
+        if start < end:
+            return f"members {first} and {second} overlap in the zip; refused as a zip bomb"
+    return ""
 
 
 def _read_exactly(fh: IO[bytes], left: int) -> Iterator[bytes]:

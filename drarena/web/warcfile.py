@@ -10,7 +10,6 @@ lookup at an offset). Writing stays with warcio (see writer.py).
 from __future__ import annotations
 
 import base64
-import gzip
 import hashlib
 import mmap
 import re
@@ -41,6 +40,8 @@ except ImportError:  # pragma: no cover - isal is a dependency; zlib still works
 
 
 DAMAGE_ERRORS: tuple[type[Exception], ...] = (*INFLATE_ERRORS, ValueError)
+_CUT_ERRORS: tuple[type[Exception], ...] = (*INFLATE_ERRORS, EOFError)  # damaged or cut short
+_UNDECODABLE: tuple[type[Exception], ...] = (*_CUT_ERRORS, ValueError)
 
 
 def _inflater() -> Any:
@@ -224,19 +225,50 @@ class Window:
             self.release(pos)
 
 
-def _inflate_member(win: Window, start: int) -> tuple[bytes, int]:
-    """Decompress the gzip member at `start`; return (data, compressed length)."""
+MAX_RECORD_BYTES = 64 * 1024 * 1024
+"""Cap on one record's decompressed size where its block is read whole (iteration, lookup,
+verify): one gzip member expands up to ~1000x, so a 1 MB member could hold 1 GB. A larger
+member is damage (MemberTooLarge), named with its file and offset by the callers; importing
+streams members and has no such cap (see scan_member)."""
+
+
+class MemberTooLarge(ValueError):
+    """A gzip member (or an uncompressed record) larger than the cap for reading it whole."""
+
+
+def _inflate_chunk(inflater: Any, chunk: bytes | memoryview, parts: list[bytes] | None,
+                   size: int, limit: int, start: int) -> int:
+    """Inflate one compressed chunk at most _HOLD bytes per call (a chunk of zeros can expand
+    to 64 MB at once); keep the output in `parts` (None: count it only); the new size."""
+    out = inflater.decompress(chunk, _HOLD)
+    while True:
+        size += len(out)
+        if size > limit:
+            raise MemberTooLarge(f"gzip member at offset {start} expands past {limit} bytes "
+                                 "(the cap for reading one record whole)")
+        if parts is not None:
+            parts.append(out)
+        if not inflater.unconsumed_tail and (len(out) < _HOLD or inflater.eof):
+            return size
+        out = inflater.decompress(inflater.unconsumed_tail, _HOLD)
+
+
+def _inflate_member(win: Window, start: int, limit: int = MAX_RECORD_BYTES,
+                    keep: bool = True) -> tuple[bytes, int]:
+    """Decompress the gzip member at `start`; return (data, compressed length). Without
+    `keep` the output is only counted (a check that the member decodes: flat memory)."""
     inflater = _inflater()
-    parts: list[bytes] = []
+    parts: list[bytes] | None = [] if keep else None
+    size = 0
     pos = start
     while not inflater.eof:
         chunk = win.get(pos, _CHUNK)
         if not chunk:
             raise zlib.error("truncated gzip member")
-        parts.append(inflater.decompress(chunk))
+        size = _inflate_chunk(inflater, chunk, parts, size, limit, start)
         pos += len(chunk)
     used = pos - start - len(inflater.unused_data)
-    return b"".join(parts), used
+    return b"".join(parts or ()), used
 
 
 def _salvage_is_record(win: Window, start: int) -> bool:
@@ -249,7 +281,7 @@ def _salvage_is_record(win: Window, start: int) -> bool:
     return head.startswith(b"WARC/1.")
 
 
-def _read_plain(view: memoryview, offset: int, warc_file: str) -> list[RawRecord]:
+def _read_plain(view: memoryview, offset: int, warc_file: str, limit: int) -> list[RawRecord]:
     head_end = bytes(view[offset:offset + _HEAD_MAX]).find(b"\r\n\r\n")
     if head_end < 0:
         raise ValueError("WARC header block not terminated")
@@ -258,43 +290,50 @@ def _read_plain(view: memoryview, offset: int, warc_file: str) -> list[RawRecord
     size = _content_length(headers)
     if start + size > len(view):
         raise ValueError("WARC record block shorter than its Content-Length")
+    if start + size - offset > limit:
+        raise MemberTooLarge(f"WARC record at offset {offset} has {start + size - offset} "
+                             f"bytes, past the {limit}-byte cap for reading one record whole")
     return [RawRecord(warc_file, offset, start + size + 4 - offset, headers,
                       bytes(view[start:start + size]))]
 
 
-def _inflate_view(view: memoryview, start: int) -> tuple[bytes, int]:
+def _inflate_view(view: memoryview, start: int, limit: int) -> tuple[bytes, int]:
     """Decompress the gzip member at `start` of a mapped file; (data, compressed length)."""
     inflater = _inflater()
     parts: list[bytes] = []
+    size = 0
     pos = start
     while not inflater.eof:
         if pos >= len(view):
             raise zlib.error("truncated gzip member")
-        chunk = view[pos:pos + _CHUNK]
-        parts.append(inflater.decompress(chunk))
+        # A copy, not a slice: a slice in a traceback would pin the map (BufferError on close).
+        chunk = bytes(view[pos:pos + _CHUNK])
+        size = _inflate_chunk(inflater, chunk, parts, size, limit, start)
         pos += len(chunk)
     return b"".join(parts), pos - start - len(inflater.unused_data)
 
 
-def read_member(mm: mmap.mmap | bytes, offset: int, warc_file: str) -> list[RawRecord]:
+def read_member(mm: mmap.mmap | bytes, offset: int, warc_file: str,
+                limit: int = MAX_RECORD_BYTES) -> list[RawRecord]:
     """The record(s) at `offset`: a gzip member, or an uncompressed record ('WARC/1.' there).
-    ValueError/zlib.error if damaged."""
+    ValueError/zlib.error if damaged, MemberTooLarge past `limit` decompressed bytes."""
     view = memoryview(mm)
     try:
         magic = bytes(view[offset:offset + 7])
         if magic.startswith(b"WARC/1."):
-            return _read_plain(view, offset, warc_file)
+            return _read_plain(view, offset, warc_file, limit)
         if not magic.startswith(GZIP_MAGIC):
             raise ValueError("neither a gzip member nor a WARC record at this offset")
-        data, used = _inflate_view(view, offset)
+        data, used = _inflate_view(view, offset, limit)
         return parse_records(data, warc_file, offset, used)
     finally:
         view.release()
 
 
-def iter_file(path: Path) -> Iterator[RawRecord | Damage]:
+def iter_file(path: Path, limit: int = MAX_RECORD_BYTES) -> Iterator[RawRecord | Damage]:
     """Every record of a WARC file (gzip per record or uncompressed), with a Damage item for
-    each stretch that could not be decoded. Reads through a sliding window: flat memory."""
+    each stretch that could not be decoded (a gzip member expanding past `limit` bytes is
+    one). Reads through a sliding window: flat memory."""
     name = path.name
     with path.open("rb") as fh:
         win = Window(fh)
@@ -302,17 +341,21 @@ def iter_file(path: Path) -> Iterator[RawRecord | Damage]:
         if not first:
             return
         if first.startswith(GZIP_MAGIC):
-            for item in iter_members(win, name, _full_member):
+            def member(win: Window, pos: int, name: str) -> tuple[list[RawRecord], int]:
+                return _full_member(win, pos, name, limit)
+
+            for item in iter_members(win, name, member):
                 if isinstance(item, Damage):
                     yield item
                 else:
                     yield from item
         else:
-            yield from iter_plain(win, name, full=True)  # type: ignore[misc]
+            yield from iter_plain(win, name, full=True, limit=limit)  # type: ignore[misc]
 
 
-def _full_member(win: Window, pos: int, name: str) -> tuple[list[RawRecord], int]:
-    data, used = _inflate_member(win, pos)
+def _full_member(win: Window, pos: int, name: str, limit: int = MAX_RECORD_BYTES
+                 ) -> tuple[list[RawRecord], int]:
+    data, used = _inflate_member(win, pos, limit)
     return parse_records(data, name, pos, used), used
 
 
@@ -338,7 +381,7 @@ def iter_members(win: Window, name: str,
             # Later false starts inside the same damaged stretch are not records.
             while nxt >= 0:
                 try:
-                    _inflate_member(win, nxt)
+                    _inflate_member(win, nxt, limit=1 << 62, keep=False)  # decodes? (any size)
                     break
                 except DAMAGE_ERRORS:
                     win.rewind(nxt)
@@ -505,12 +548,14 @@ def scan_member(win: Window, pos: int, name: str) -> tuple[RecordHead, int]:
 
 
 def iter_plain(win: Window, name: str, full: bool = False, hold: bool = False,
-               start: int = 0,
-               stop: int | None = None) -> Iterator[RecordHead | RawRecord | Damage]:
+               start: int = 0, stop: int | None = None,
+               limit: int = MAX_RECORD_BYTES) -> Iterator[RecordHead | RawRecord | Damage]:
     """Records of an uncompressed WARC stream (from `start`, up to the first record at or
     after `stop`): RecordHead items (RawRecord when `full`). With `full` or `hold` the window
     keeps each record's bytes until the next one is asked for, so the caller can copy them
-    with `win.get(item.offset, item.length)`."""
+    with `win.get(item.offset, item.length)`; a record longer than `limit` is then streamed
+    past and reported as a Damage item instead (the stream may be a whole-file gzip, where a
+    small file can hold a record of GBs)."""
     pos = start
     while stop is None or pos < stop:
         win.release(pos)
@@ -532,7 +577,8 @@ def iter_plain(win: Window, name: str, full: bool = False, hold: bool = False,
             continue
         end = pos + head.end
         block = b""
-        if full or hold:
+        oversized = (full or hold) and head.end > limit
+        if (full or hold) and not oversized:
             record_bytes = win.get(pos, head.end)
             complete = len(record_bytes) == head.end
             if complete and head.digest is not None:
@@ -542,14 +588,14 @@ def iter_plain(win: Window, name: str, full: bool = False, hold: bool = False,
             del record_bytes
         else:
             at = pos + head.entity_start
-            if head.digest is None:
+            if head.digest is None and not oversized:  # jump (an oversized one: 1 MB steps)
                 at = end - 1
                 win.release(at)
             while at < end:
                 piece = win.get(at, min(_READ, end - at))
                 if not piece:
                     break
-                if head.digest is not None:
+                if head.digest is not None and not oversized:
                     head.digest.update(piece)
                 at += len(piece)
                 win.release(at)
@@ -559,7 +605,10 @@ def iter_plain(win: Window, name: str, full: bool = False, hold: bool = False,
             return
         after = bytes(win.get(end, 64))
         nxt = end + len(after) - len(after.lstrip(b"\r\n"))
-        if full:
+        if oversized:
+            yield Damage(name, pos, 1, f"WARC record of {head.end} bytes, past the {limit}-byte "
+                                       "cap for reading one record whole")
+        elif full:
             yield RawRecord(name, pos, nxt - pos, head.headers, block)
         else:
             yield _finish(head, name, pos, nxt - pos)
@@ -667,33 +716,125 @@ def dechunk(data: bytes) -> bytes:
         pos = eol + 2 + size + 2
 
 
-def decode_entity(message: HttpMessage) -> bytes:
-    """The body as a client sees it: transfer and content codings removed when possible."""
+MAX_DECODED_BYTES = 16 * 1024 * 1024
+"""Default cap on a body's size after its content coding (gzip, deflate, br) is undone, where
+no spec gives one: a few KB of compressed zeros expand to GBs, so decoding stops here and the
+response is marked truncated (see `decode_body`)."""
+_DECODE_STEP = 1 << 20  # decoded bytes produced per call, so no call overshoots the cap much
+_BROTLI_FEED = 16  # compressed bytes per call for a brotli without an output limit
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedBody:
+    """A body with its codings removed; `truncated` when decoding stopped at the cap."""
+
+    body: bytes
+    truncated: bool = False
+
+
+class _Capped:
+    """Decoded pieces up to `limit` bytes; `full` once one more byte arrived (the cap hit)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(0, limit)
+        self.parts: list[bytes] = []
+        self.size = 0
+
+    @property
+    def room(self) -> int:
+        """How much to ask a decoder for: one byte past the cap at most, so hitting the cap
+        is seen, and never 0 (zlib reads max_length 0 as "no limit")."""
+        return max(1, min(self.limit - self.size + 1, _DECODE_STEP))
+
+    def add(self, piece: bytes) -> bool:
+        """Keep `piece` (cut at the cap); True once the cap is passed."""
+        self.size += len(piece)
+        if self.size > self.limit:
+            self.parts.append(piece[:len(piece) - (self.size - self.limit)])
+            return True
+        self.parts.append(piece)
+        return False
+
+    def result(self, truncated: bool) -> DecodedBody:
+        return DecodedBody(b"".join(self.parts), truncated)
+
+
+def _inflate_capped(data: bytes, wbits: int, limit: int) -> DecodedBody:
+    """Inflate a gzip (wbits 31: every member, as gzip.decompress does), zlib (15) or raw
+    deflate (-15) stream, stopping at `limit` decoded bytes; the zlib error, or EOFError
+    for a stream that ends early, as the one-shot functions raise them."""
+    out = _Capped(limit)
+    inflater = _zlib.decompressobj(wbits=wbits)
+    pending: bytes | memoryview = data
+    while True:
+        if out.add(inflater.decompress(pending, out.room)):
+            return out.result(True)
+        pending = inflater.unconsumed_tail
+        if inflater.eof:
+            rest = inflater.unused_data.lstrip(b"\0") if wbits > 16 else b""
+            if not rest:
+                return out.result(False)
+            if not rest.startswith(b"\x1f\x8b"):
+                raise zlib.error("trailing data after the gzip stream is not a gzip member")
+            inflater, pending = _zlib.decompressobj(wbits=wbits), rest
+        elif not pending:  # all input read, output below the cap: the stream is cut short
+            raise EOFError("compressed stream ended before its end marker")
+
+
+def _unbrotli(body: bytes, limit: int) -> DecodedBody | None:
+    """Brotli-decode `body` up to `limit` bytes; None when brotli is not installed or the
+    stream is damaged or cut short (the body is then kept as stored)."""
+    try:
+        import brotli  # only for brotli-encoded captures
+    except ImportError:
+        return None
+    out = _Capped(limit)
+    decoder = brotli.Decompressor()
+    try:
+        try:  # brotli >= 1.2: output bounded per call; the rest of the input waits inside
+            piece = decoder.process(body, output_buffer_limit=out.room)
+        except TypeError:
+            return _unbrotli_fed(decoder, body, out)
+        while True:
+            if out.add(piece):
+                return out.result(True)
+            if decoder.is_finished():
+                return out.result(False)
+            if decoder.can_accept_more_data():  # everything given, nothing more to show
+                return None
+            piece = decoder.process(b"", output_buffer_limit=out.room)
+    except brotli.error:
+        return None
+
+
+def _unbrotli_fed(decoder: Any, body: bytes, out: _Capped) -> DecodedBody | None:
+    """Older brotli has no output limit: feed a few bytes at a time (each expands by a few
+    MB at most) and stop at the cap."""
+    for at in range(0, len(body), _BROTLI_FEED):
+        if out.add(decoder.process(body[at:at + _BROTLI_FEED])):
+            return out.result(True)
+    return out.result(False) if decoder.is_finished() else None
+
+
+def decode_body(message: HttpMessage, limit: int = MAX_DECODED_BYTES) -> DecodedBody:
+    """The body as a client sees it: transfer and content codings removed when possible,
+    decoding streamed and stopped at `limit` bytes (then `truncated`). A coding that cannot
+    be undone (damaged, cut short, unknown) leaves the body as stored, as before."""
     body = message.entity
     if "chunked" in message.header("Transfer-Encoding").lower():
         body = dechunk(body)
     coding = message.header("Content-Encoding").lower().strip()
     try:
         if coding in ("gzip", "x-gzip"):
-            return gzip.decompress(body)
+            return _inflate_capped(body, 31, limit)
         if coding == "deflate":
             try:
-                return zlib.decompress(body)
-            except zlib.error:
-                return zlib.decompress(body, -zlib.MAX_WBITS)
+                return _inflate_capped(body, 15, limit)
+            except _CUT_ERRORS:  # some servers send raw deflate
+                return _inflate_capped(body, -15, limit)
         if coding == "br":
-            return _unbrotli(body)
-    except (OSError, zlib.error, EOFError, ValueError):
-        return body
-    return body
-
-
-def _unbrotli(body: bytes) -> bytes:
-    try:
-        import brotli  # only for brotli-encoded captures
-    except ImportError:
-        return body
-    try:
-        return bytes(brotli.decompress(body))
-    except brotli.error:
-        return body
+            decoded = _unbrotli(body, limit)
+            return decoded if decoded is not None else DecodedBody(body)
+    except _UNDECODABLE:
+        return DecodedBody(body)
+    return DecodedBody(body)
