@@ -401,3 +401,20 @@ async def test_model_role_is_bridged_into_the_namespace(agent_service: Any) -> N
     assert answer.error is None, answer.error
     assert answer.report.startswith("Asyncio runs coroutines [1]")
     assert [body["model"] for body in seen] == ["deep-agent"]
+
+
+async def test_without_a_namespace_the_agent_falls_back_and_the_header_says_why(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the kernel refuses a namespace (simulated: no unshare on PATH), a frozen-mode
+    agent still runs, on the host network with the allow-listed environment, and the note
+    for run.json names the reason."""
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    monkeypatch.setattr(sandbox, "probe", sandbox.probe.__wrapped__)  # not the cached answer
+    assert sandbox.isolation_note(True, True) == "none: unshare not found (util-linux)"
+    monkeypatch.setenv("DRARENA_TEST_SECRET", "s3cret")
+    show = ("import json, os; print(json.dumps({'report': json.dumps([os.readlink("
+            "'/proc/self/ns/net'), os.environ.get('DRARENA_TEST_SECRET')]), 'citations': []}))")
+    with NetworkGuard():
+        answer = await command_agent([sys.executable, "-c", show]).answer(Conversation("q"),
+                                                                          (1, 5))
+    assert json.loads(answer.report) == [os.readlink("/proc/self/ns/net"), None]
