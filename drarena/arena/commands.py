@@ -72,7 +72,8 @@ def register(subparsers: Any) -> None:
     m.add_argument("snapshot", type=Path)
     m.add_argument("--a", required=True, help="agent kind for side A")
     m.add_argument("--b", required=True, help="agent kind for side B")
-    m.add_argument("--tree", required=True, help="tree id (see snapshots/<name>/trees/)")
+    m.add_argument("--tree", required=True,
+                   help="tree id (t03) or its file (snapshots/<name>/trees/t03.json)")
     m.add_argument("--retriever", default="bm25", help="retriever of react and rag agents")
     m.add_argument("--max-rounds", type=int, default=3)
     m.add_argument("--seed", type=int, default=0)
@@ -180,6 +181,8 @@ def cmd_add_agent(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise DrarenaError(f"--args: not valid JSON ({exc})") from None
     data = dict(header["config"])
+    if not isinstance(data.get("agents"), list):
+        raise DrarenaError(f"{run.header_path}: config.agents is not a list")
     data["agents"] = [*data["agents"], {"name": args.name, "kind": args.kind,
                                         "args": agent_args}]
     config = parse_config(data, "add-agent")

@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from drarena.agents.base import Agent, Conversation, SourcePage
 from drarena.arena.config import LiveSettings, TournamentConfig, parse_config
 from drarena.arena.driftcompare import DriftRunReport, build_report, to_markdown
-from drarena.arena.live import LivePages, LiveSession, capture_path, finish_block, header_block
+from drarena.arena.live import LivePages, capture_path, finish_block, header_block
 from drarena.arena.records import SCHEMA_VERSION, MatchRecord, RoundRecord
 from drarena.arena.rounds import play_round
 from drarena.arena.runs import RunDir, write_atomic
@@ -141,10 +141,8 @@ def drift_run(run_path: Path, out: Path, *, provider: dict[str, Any] | None = No
               backend: Any = None) -> DriftRunResult:
     """Ask `run_path`'s questions again live into `out` (or, with `replay`, re-execute
     `out` offline). `backend`: the model backend (tests inject a scripted one)."""
-    from drarena.agents.registry import AgentContext, build_agent
-    from drarena.arena.execute import _guard
-    from drarena.arena.live import preflight
-    from drarena.arena.session import bind_roles, check_components, model_endpoint
+    from drarena.arena.context import open_run
+    from drarena.arena.session import check_components
     from drarena.models.config import CacheMode
     from drarena.report.leaderboard import build_leaderboard
 
@@ -169,19 +167,19 @@ def drift_run(run_path: Path, out: Path, *, provider: dict[str, Any] | None = No
             raise DrarenaError(f"{out / REPORT_JSON} exists: replay it with --replay, or "
                                "choose another --out")
         live = live_settings(config, provider, web, out)
-        preflight(live)
     live_config = config.model_copy(update={"offline": False, "live": live})
-    out.mkdir(parents=True, exist_ok=True)
-    cache = out / "llm-cache.sqlite"
-    endpoint = (contextlib.nullcontext((None, None)) if replay
-                else model_endpoint(config, serve, model))
-    with endpoint as (api_base, served):
-        models = config.models if saved is None else fixed_models(config, saved)
-        bound = bind_roles(models, api_base, served, cache,
-                           CacheMode.REPLAY if replay else CacheMode.READ_WRITE)
-        captures = [Path(c["path"]) for c in saved["live"]["captures"]] if saved else []
-        target = None if replay else capture_path(out, f"drift-{config.name}", now())
-        session = LiveSession(live, capture_to=target, replay_from=captures)
+    captures = [Path(c["path"]) for c in saved["live"]["captures"]] if saved else []
+    target = None if replay else capture_path(out, f"drift-{config.name}", now())
+    names = {n for m in frozen for n in (m.a, m.b)}
+    with open_run(live_config, cache_path=out / "llm-cache.sqlite",
+                  cache_mode=CacheMode.REPLAY if replay else CacheMode.READ_WRITE,
+                  serve=serve, model=model,
+                  fixed_roles=None if saved is None else saved["bound_roles"], prepare=False,
+                  live_capture=target, live_replay=captures or None, agent_names=names,
+                  backend=backend) as ctx:
+        out.mkdir(parents=True, exist_ok=True)
+        session, client = ctx.live, ctx.client
+        assert session is not None
         new_header: dict[str, Any] = {
             "created": now().isoformat(timespec="seconds"), "run": str(run_path),
             "frozen_config_digest": header.get("config_digest"),
@@ -189,21 +187,13 @@ def drift_run(run_path: Path, out: Path, *, provider: dict[str, Any] | None = No
             "live_settings": live.model_dump(mode="json"),
             "bound_roles": {k: {"model": r.model, "api_base": r.api_base,
                                 "sampling": r.sampling.as_params()}
-                            for k, r in sorted(bound.roles.items())},
+                            for k, r in sorted(ctx.bound.roles.items())},
             "live": header_block(live, [], target) if saved is None else saved["live"]}
         if not replay:
             write_atomic(out / HEADER, json.dumps(new_header, indent=2, sort_keys=True) + "\n")
-        client = ModelClient(bound, backend=backend)
-        context = AgentContext(client=client, snapshot_dir=config.snapshot,
-                               index_root=config.index_root, url_checker=None,
-                               retriever_factory=session.retriever_factory(
-                                   config.snapshot, config.index_root))
-        names = {n for m in frozen for n in (m.a, m.b)}
-        agents = {a.name: build_agent(a.spec(), context, name=a.name)
-                  for a in live_config.agents if a.name in names}
         try:
-            with _guard(live_config, bound, replaying=replay):
-                live_log = asyncio.run(ask_all(frozen, agents, client, live_config,
+            with ctx.guard():
+                live_log = asyncio.run(ask_all(frozen, ctx.agents, client, live_config,
                                                session.pages))
         finally:
             closed = session.close()
@@ -230,14 +220,6 @@ def drift_run(run_path: Path, out: Path, *, provider: dict[str, Any] | None = No
         new_header["model_calls"] = client.model_calls
         write_atomic(out / HEADER, json.dumps(new_header, indent=2, sort_keys=True) + "\n")
     return DriftRunResult(report, files[REPORT_MD], client.model_calls, identical)
-
-
-def fixed_models(config: TournamentConfig, saved: dict[str, Any]) -> Any:
-    """The run config's roles bound to the exact models the drift-run used (replay)."""
-    fixed = saved["bound_roles"]
-    return config.models.model_copy(update={"roles": {
-        k: r.model_copy(update={"model": fixed[k]["model"], "api_base": fixed[k]["api_base"]})
-        for k, r in config.models.roles.items()}})
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

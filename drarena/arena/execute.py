@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import sys
 from collections.abc import Callable, Sequence
@@ -11,35 +10,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from drarena.agents.registry import AgentContext, build_agent
-from drarena.agents.toolrecord import ToolRecord
 from drarena.arena.config import TournamentConfig, parse_config
-from drarena.arena.live import (
-    LiveSession,
-    capture_fingerprint,
-    capture_path,
-    finish_block,
-    header_block,
-    preflight,
-)
+from drarena.arena.context import open_run
+from drarena.arena.live import capture_fingerprint, capture_path, finish_block, header_block
 from drarena.arena.records import MatchRecord
 from drarena.arena.runs import REPLAY_MARK, RunDir, prepare_replay_target, write_atomic
-from drarena.arena.session import (
-    bind_roles,
-    build_header,
-    check_components,
-    config_digest,
-    load_pages,
-    load_trees,
-    model_endpoint,
-    prepare_inputs,
-)
-from drarena.arena.tournament import Tournament
+from drarena.arena.session import config_digest
 from drarena.digests import file_sha256
 from drarena.errors import DrarenaError
-from drarena.models.cache import TOOL_SCHEMA_VERSION, ToolCache
-from drarena.models.client import ModelClient
-from drarena.models.config import CacheMode, ModelsConfig
+from drarena.models.cache import TOOL_SCHEMA_VERSION
+from drarena.models.config import CacheMode
 from drarena.report.html import render_report
 from drarena.report.leaderboard import build_leaderboard, to_markdown
 
@@ -53,60 +33,7 @@ class RunResult:
     replay_misses: list[str] = dataclasses.field(default_factory=list)
 
 
-def _agents_and_client(config: TournamentConfig, bound: ModelsConfig,
-                       live: LiveSession | None = None, backend: Any = None,
-                       tool_record: ToolRecord | None = None
-                       ) -> tuple[ModelClient, dict[str, Any], Any]:
-    from drarena.agents.citations import SnapshotUrlChecker
-
-    client = ModelClient(bound, backend=backend)
-    if live is None:
-        checker = SnapshotUrlChecker(config.snapshot)
-        context = AgentContext(client=client, snapshot_dir=config.snapshot,
-                               index_root=config.index_root, url_checker=checker,
-                               tool_record=tool_record)
-    else:  # citations counted, not checked (see drarena.arena.live)
-        checker = None
-        context = AgentContext(client=client, snapshot_dir=config.snapshot,
-                               index_root=config.index_root, url_checker=None,
-                               retriever_factory=live.retriever_factory(config.snapshot,
-                                                                        config.index_root))
-    agents = {a.name: build_agent(a.spec(), context, name=a.name) for a in config.agents}
-    return client, agents, checker
-
-
-def _expander(config: TournamentConfig) -> Any:
-    from drarena.corpus.extract import load_docs, load_links
-    from drarena.corpus.trees import LinkGraph
-    from drarena.corpus.treewalk import SnapshotExpander
-
-    return SnapshotExpander(LinkGraph.build(load_docs(config.snapshot),
-                                            load_links(config.snapshot)))
-
-
-def _guard(config: TournamentConfig, bound: ModelsConfig, *, replaying: bool = False
-           ) -> contextlib.AbstractContextManager[Any]:
-    """Frozen runs and offline replays of live runs reach only the model endpoints."""
-    if not config.offline and not replaying:
-        return contextlib.nullcontext()
-    from drarena.models.guard import NetworkGuard, endpoint_hosts
-
-    return NetworkGuard(endpoint_hosts(r.api_base for r in bound.roles.values()))
-
-
 TOOL_RECORD = {"table": "tools", "version": TOOL_SCHEMA_VERSION}
-
-
-def _tool_record(config: TournamentConfig, bound: ModelsConfig,
-                 replay_tools: bool | None) -> ToolRecord | None:
-    """The run's tool record (frozen runs with a model cache): recorded as the run goes,
-    read back by a replay. `replay_tools=False`: a replay of a run recorded without one
-    re-runs retrieval as before."""
-    if not config.offline or bound.cache.mode is CacheMode.OFF or replay_tools is False:
-        return None
-    assert bound.cache.path is not None  # validated by CacheConfig
-    return ToolRecord(ToolCache(bound.cache.path),
-                      replaying=bound.cache.mode is CacheMode.REPLAY)
 
 
 def derived_digests(snapshot: Path) -> dict[str, str]:
@@ -151,81 +78,53 @@ def execute(config: TournamentConfig, run: RunDir, *, serve: bool, cache_mode: C
     Live mode (`offline: false`): the provider is checked first, then one LiveWeb serves
     every read and captures it; `live_replay` (the captures of a finished live run) answers
     every read from those captures instead, with the network guard on."""
-    check_components(config)
-    live_mode = not config.offline
-    if live_mode:
+    if not config.offline:
         config = config.as_live()  # the default live block when the config has none
-    if config.live is not None and live_mode and live_replay is None:
-        preflight(config.live)
-    if prepare:
-        prepare_inputs(config, index=not live_mode)
-    trees = load_trees(config)
-    pages = load_pages(config)
     old = run.header()
     if old is not None and newcomer is None and old.get("config_digest") != config_digest(config):
         raise DrarenaError(f"{run.path} holds a run of another config; choose another `name` "
                            "or delete the folder")
-    endpoint = (contextlib.nullcontext((None, None)) if fixed_roles is not None
-                else model_endpoint(config, serve, model))
-    with endpoint as (api_base, served_model):
-        if fixed_roles is not None:  # replay: the exact models the original run used
-            models = config.models.model_copy(update={"roles": {
-                k: r.model_copy(update={"model": fixed_roles[k]["model"],
-                                        "api_base": fixed_roles[k]["api_base"]})
-                for k, r in config.models.roles.items()}})
-        else:
-            models = config.models
-        bound = bind_roles(models, api_base, served_model, cache_path or run.cache_path,
-                           cache_mode)
-        header = build_header(config, bound, trees)
+    capture = None
+    if config.live is not None and not config.offline and live_replay is None:
+        capture = capture_path(config.live.capture_root, config.name, now())
+    with open_run(config, cache_path=cache_path or run.cache_path, cache_mode=cache_mode,
+                  serve=serve, model=model, fixed_roles=fixed_roles, prepare=prepare,
+                  live_capture=capture, live_replay=live_replay, replay_tools=replay_tools,
+                  backend=backend) as ctx:
+        header = ctx.header()
         header.update(header_extra or {})  # e.g. a replay's replay_of
         if old is not None and newcomer is None:
             header["created"] = old.get("created", header["created"])
-        record = _tool_record(config, bound, replay_tools)
+        record = ctx.tool_record
         if config.offline:
             header["derived_digests"] = derived_digests(config.snapshot)
         # a run resumed from one begun without a record has matches no record answers
         if record is not None and (old is None or "tool_record" in old):
             header["tool_record"] = TOOL_RECORD
-        live = None
-        if config.live is not None and live_mode:
-            earlier = [] if old is None else old.get("live", {}).get("captures", [])
-            target = (None if live_replay is not None else
-                      capture_path(config.live.capture_root, config.name, now()))
-            live = LiveSession(config.live, capture_to=target, replay_from=live_replay or ())
+        if config.live is not None and ctx.live is not None:
             if live_replay is not None:
                 header["live"] = header_block(
                     config.live, [{"path": str(p), "fingerprint": capture_fingerprint(p)}
                                   for p in live_replay], None, replayed=True)
             else:
-                header["live"] = header_block(config.live, earlier, target)
+                earlier = [] if old is None else old.get("live", {}).get("captures", [])
+                header["live"] = header_block(config.live, earlier, capture)
         run.write_header(header)
+        tournament = ctx.tournament(run)
         try:
-            client, agents, checker = _agents_and_client(config, bound, live, backend, record)
-            tournament = Tournament(
-                run, config.seed, agents, trees, pages, client, config.match,
-                config.swiss_rounds, config.concurrency,
-                None if live else _expander(config),
-                walker_factory=live.walker if live else None)
-            try:
-                with _guard(config, bound, replaying=live_replay is not None):
-                    if live is not None:
-                        live.check_roots(list(trees.values()))
-                    if newcomer is None:
-                        log = asyncio.run(tournament.play())
-                    else:
-                        log = asyncio.run(tournament.place(newcomer, run.read_log()))
-            finally:
-                if checker is not None:
-                    checker.close()
+            with ctx.guard():
+                if ctx.live is not None:
+                    ctx.live.check_roots(list(ctx.trees.values()))
+                if newcomer is None:
+                    log = asyncio.run(tournament.play())
+                else:
+                    log = asyncio.run(tournament.place(newcomer, run.read_log()))
         finally:
-            if live is not None:  # the capture is written even when the run is interrupted
-                header["live"] = finish_block(header["live"], live.close())
+            if ctx.live is not None:  # the capture is written even when the run is interrupted
+                header["live"] = finish_block(header["live"], ctx.live.close())
                 run.write_header(header)
-            if record is not None:
-                record.close()
-        usage = {k: v.to_dict() for k, v in client.usage().items()}
-        header["usage"] = usage
+        client = ctx.client
+        header["usage"] = {k: v.to_dict() for k, v in client.usage().items()}
         header["model_calls"] = client.model_calls
         run.write_header(header)
     md = finish(run, config, log)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -16,15 +17,24 @@ from drarena.arena.config import TournamentConfig, parse_config
 from drarena.arena.match import MatchRunner, match_rng, match_seed
 from drarena.arena.records import RoundRecord
 from drarena.arena.runs import write_atomic
-from drarena.arena.session import bind_roles, load_pages, load_trees, model_endpoint
-from drarena.arena.session import prepare_inputs as prepare
 from drarena.errors import DrarenaError
 from drarena.models.config import CacheMode
 
 RETRIEVING = ("react", "rag")
 
 
+def tree_id(arg: str) -> str:
+    """`--tree` takes a tree id (t03) or the path of its file (snapshots/x/trees/t03.json)."""
+    path = Path(arg)
+    if path.suffix == ".json" or len(path.parts) > 1:
+        if not path.is_file():
+            raise DrarenaError(f"--tree: no tree file {arg}")
+        return path.stem
+    return arg
+
+
 def match_config(args: argparse.Namespace) -> TournamentConfig:
+    args.tree = tree_id(args.tree)
     names = (args.a, args.b) if args.a != args.b else (f"{args.a}-1", f"{args.b}-2")
     agents = []
     for name, kind in zip(names, (args.a, args.b), strict=True):
@@ -62,46 +72,40 @@ def print_round(r: RoundRecord) -> None:
 
 
 def run_single_match(args: argparse.Namespace) -> int:
-    from drarena.agents.citations import SnapshotUrlChecker
-    from drarena.agents.registry import AgentContext, build_agent
-    from drarena.arena.execute import _expander, _guard
-    from drarena.corpus.treewalk import TreeWalker
-    from drarena.models.client import ModelClient
+    from drarena.arena.context import open_run
 
     config = match_config(args)
     out: Path = args.out or Path("runs") / config.name
     out.mkdir(parents=True, exist_ok=True)
     roles_path, record_path = out / "roles.json", out / "match.json"
+    cache = out / "llm-cache.sqlite"
+    fixed_roles = None
+    replay_tools = None
     if args.replay:
         if not roles_path.is_file() or not record_path.is_file():
             raise DrarenaError(f"{out}: nothing to replay (no roles.json or match.json)")
         fixed = json.loads(roles_path.read_text(encoding="utf-8"))
-    else:
-        prepare(config)
-    trees = load_trees(config)
-    pages = load_pages(config)
-    tree = trees[args.tree]
-    a, b = (agent.name for agent in config.agents)
+        fixed_roles = {role: {"model": f"openai/{fixed['model']}", "api_base": fixed["api_base"]}
+                       for role in config.models.roles}
+        replay_tools = _has_tool_record(cache)
     mode = CacheMode.REPLAY if args.replay else CacheMode.READ_WRITE
-    endpoint = model_endpoint(config, serve=not args.replay)
-    with endpoint as (api_base, served):
-        if args.replay:
-            api_base, served = fixed["api_base"], fixed["model"]
-        bound = bind_roles(config.models, api_base, served, out / "llm-cache.sqlite", mode)
-        client = ModelClient(bound)
-        checker = SnapshotUrlChecker(config.snapshot)
-        context = AgentContext(client=client, snapshot_dir=config.snapshot,
-                               index_root=config.index_root, url_checker=checker)
-        agents = {e.name: build_agent(e.spec(), context, name=e.name) for e in config.agents}
-        walker = TreeWalker(tree=tree, pages=pages, rng=match_rng(config.seed, a, b, tree.id),
-                            expander=_expander(config))
-        runner = MatchRunner(config.name, 0, a, b, agents[a], agents[b], walker, client,
-                             config.match, match_seed(config.seed, a, b, tree.id),
+    server: dict[str, str | None] = {}
+    with open_run(config, cache_path=cache, cache_mode=mode, serve=not args.replay,
+                  fixed_roles=fixed_roles, prepare=not args.replay, replay_tools=replay_tools,
+                  on_endpoint=lambda base, model: server.update(api_base=base, model=model)
+                  ) as ctx:
+        if args.tree not in ctx.trees:
+            raise DrarenaError(f"--tree: no tree {args.tree!r}")
+        tree = ctx.trees[args.tree]
+        a, b = (agent.name for agent in config.agents)
+        walker = ctx.walker(tree, match_rng(config.seed, a, b, tree.id))
+        runner = MatchRunner(config.name, 0, a, b, ctx.agents[a], ctx.agents[b], walker,
+                             ctx.client, config.match, match_seed(config.seed, a, b, tree.id),
                              on_round=print_round)
         print(f"{a} (A) vs {b} (B) on {tree.id} ({tree.nodes[0].url})", flush=True)
-        with _guard(config, bound):
+        with ctx.guard():
             record = asyncio.run(runner.run())
-        checker.close()
+        client = ctx.client
     text = record.to_json() + "\n"
     print(f"result: {record.outcome.value} {record.score.points_a}-{record.score.points_b}, "
           f"{len(record.rounds)} round(s), {client.model_calls} model calls"
@@ -111,6 +115,22 @@ def run_single_match(args: argparse.Namespace) -> int:
         print("replay: " + ("identical match record" if same else "DIFFERENT match record"))
         return 0 if same else 1
     write_atomic(record_path, text)
-    write_atomic(roles_path, json.dumps({"api_base": api_base, "model": served}) + "\n")
+    write_atomic(roles_path, json.dumps({"api_base": server.get("api_base"),
+                                         "model": server.get("model")}) + "\n")
     print(f"record: {record_path}")
     return 0
+
+
+def _has_tool_record(cache: Path) -> bool | None:
+    """None (replay tool calls from the record) when the folder's cache holds one; False for
+    a folder recorded before tool records, which re-runs retrieval."""
+    import sqlite3
+
+    if not cache.is_file():
+        return None
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{cache}?mode=ro", uri=True)) as db:
+            row = db.execute("SELECT COUNT(*) FROM tools").fetchone()
+    except sqlite3.DatabaseError:
+        return False
+    return None if row and row[0] else False
