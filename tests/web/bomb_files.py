@@ -141,22 +141,31 @@ def _resource(path: str, data_hash: str, size: int) -> dict[str, object]:
     return {"name": path.rsplit("/", 1)[-1], "path": path, "hash": data_hash, "bytes": size}
 
 
-def write_zip(path: Path, members: list[tuple[str, bytes, int, int, bool]]) -> Path:
+def write_zip(path: Path, members: list[tuple[str, bytes, int, int, bool]],
+              aliases: tuple[tuple[str, int], ...] = ()) -> Path:
     """A zip of (name, stored or raw-deflated data, crc32, uncompressed size, deflated)
-    members, written by hand because zipfile cannot take data already compressed."""
+    members, written by hand because zipfile cannot take data already compressed. `aliases`:
+    (name, index) entries of the central directory that point at member `index`'s bytes
+    again (overlapping members, how zip bombs reuse one compressed kernel)."""
     local, central = io.BytesIO(), io.BytesIO()
+    entries = []
     for name, data, crc, size, deflated in members:
         raw = name.encode()
         method = 8 if deflated else 0
-        offset = local.tell()
+        entries.append((crc, len(data), size, method, local.tell()))
         local.write(struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, method, 0, 0x21,
                                 crc, len(data), size, len(raw), 0) + raw + data)
+    names = [m[0] for m in members] + [a[0] for a in aliases]
+    for name, index in zip(names, [*range(len(members)), *(a[1] for a in aliases)],
+                           strict=True):
+        crc, compressed, size, method, offset = entries[index]
+        raw = name.encode()
         central.write(struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 20, 20, 0, method,
-                                  0, 0x21, crc, len(data), size, len(raw), 0, 0, 0, 0,
+                                  0, 0x21, crc, compressed, size, len(raw), 0, 0, 0, 0,
                                   0o644 << 16, offset) + raw)
     start = local.tell()
     body = central.getvalue()
-    end = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, len(members), len(members),
+    end = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, len(names), len(names),
                       len(body), start, 0)
     path.write_bytes(local.getvalue() + body + end)
     return path
@@ -183,6 +192,17 @@ def wacz_package_bomb(path: Path, padding: int) -> Path:
     crc = zlib.crc32(suffix, zeros_crc(prefix, padding, b" "))
     return write_zip(path, [("datapackage.json", data, crc, len(prefix) + padding + 1, True),
                             _warc_member(warc)])
+
+
+def wacz_overlapping(path: Path) -> Path:
+    """A WACZ whose second WARC member is the first one's bytes again."""
+    warc = small_warc()
+    digest = "sha256:" + hashlib.sha256(warc).hexdigest()
+    package = json.dumps({"profile": "data-package", "resources": [
+        _resource("archive/a.warc", digest, len(warc)),
+        _resource("archive/b.warc", digest, len(warc))]}).encode()
+    return write_zip(path, [("datapackage.json", package, zlib.crc32(package), len(package),
+                             False), _warc_member(warc)], aliases=(("archive/b.warc", 1),))
 
 
 def wacz_member_bomb(path: Path, zeros: int) -> Path:

@@ -28,6 +28,7 @@ from bomb_files import (
     gzip_zeros,
     http_block,
     wacz_member_bomb,
+    wacz_overlapping,
     wacz_package_bomb,
     write_member_bomb,
     write_warc,
@@ -274,3 +275,11 @@ def test_wacz_member_bomb_is_refused_before_anything_is_written(tmp_path: Path) 
             pytest.raises(DrarenaError, match=r"archive/a\.warc: .*decompression bomb"):
         wacz.extract_warc(wacz.warcs[0], tmp_path / "out.warc")  # refused alike
     assert not (tmp_path / "out.warc").exists()
+
+
+def test_wacz_with_overlapping_members_is_refused(tmp_path: Path) -> None:
+    package = wacz_overlapping(tmp_path / "overlap.wacz")
+    with pytest.raises(DrarenaError) as err:
+        WaczPackage.open(package)
+    assert str(err.value) == (f"{package}: members archive/a.warc and archive/b.warc overlap "
+                              "in the zip; refused as a zip bomb")
