@@ -60,6 +60,9 @@ def register(subparsers: Any) -> None:
     srv.add_argument("--port", type=int, default=8766, help="port (default 8766)")
     srv.add_argument("--host", default="127.0.0.1", help="loopback address (default 127.0.0.1)")
     srv.add_argument("--stdio", action="store_true", help="MCP over stdin/stdout instead")
+    srv.add_argument("--live-web", action="store_true",
+                     help="allow --retriever live, which fetches public pages for any caller "
+                          "(refused without it unless it replays a capture)")
     _retriever_args(srv)
     _common(srv)
     srv.set_defaults(func=cmd_serve)
@@ -187,11 +190,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from drarena.search import server
 
     server.check_loopback(args.host)
+    live = server.check_live(retriever_spec(args.retriever, args.dense_model,
+                                            args.retriever_args), args.live_web)
     retriever, snapshot = _open_retriever(args)
     if args.stdio:
-        server.serve_stdio(retriever, snapshot.name)
+        server.serve_stdio(retriever, snapshot.name, live)
     else:
-        server.serve_http(retriever, snapshot.name, args.host, args.port)
+        server.serve_http(retriever, snapshot.name, args.host, args.port, live)
     return 0
 
 

@@ -14,6 +14,15 @@ One Starlette app serves them all on 127.0.0.1:
 
 Retriever calls run on the event loop's thread one at a time: they take milliseconds, and the
 JVM behind BM25 is happiest with a single attached thread.
+
+Why every request passes `LoopbackGuard` first: a loopback server is still reachable from the
+user's browser. A page on another site can rebind its own name to 127.0.0.1 (DNS rebinding)
+or post to 127.0.0.1 directly, so a request is answered only when its Host is this server
+(a loopback name or address with this port) and its Origin, when a browser sends one, is too.
+Bodies are capped (MAX_BODY_BYTES) and JSON nesting bounded (MAX_JSON_DEPTH) before any
+parser sees them: a 100,000-level array once took the MCP endpoint to a RecursionError (500).
+The `live` retriever fetches public pages for whoever asks, so it is served only on request
+(`--live-web`), and says so when it starts.
 """
 
 from __future__ import annotations
@@ -29,6 +38,129 @@ from drarena.search.base import Retriever
 from drarena.search.docstore import DEFAULT_PAGE_CHARS
 
 MAX_PAGENO = 100
+MAX_BODY_BYTES = 1 << 20  # search and MCP requests are a few hundred bytes
+MAX_JSON_DEPTH = 64
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+PARSE_ERROR = -32700  # JSON-RPC
+
+
+def json_too_deep(body: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether JSON text nests arrays/objects deeper than `limit` (one linear pass; brackets
+    inside strings do not count). Malformed text is left for the parser to refuse."""
+    depth = 0
+    in_string = escaped = False
+    for byte in body:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > limit:
+                return True
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return False
+
+
+class LoopbackGuard:
+    """ASGI middleware in front of every endpoint: Host and Origin must be this loopback
+    server, POST bodies are capped and their JSON nesting bounded (see the module docstring).
+    Refusals are JSON: `{error}`, or a JSON-RPC error at /mcp."""
+
+    def __init__(self, app: Any, port: int) -> None:
+        self.app = app
+        self.port = port
+        self.hosts = frozenset(f"{name}:{port}" for name in LOOPBACK_NAMES)
+        self.origins = frozenset(f"http://{host}" for host in self.hosts)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        from starlette.datastructures import Headers
+
+        headers = Headers(scope=scope)
+        mcp = scope.get("path", "").startswith("/mcp")
+        host = headers.get("host", "")
+        if host.lower() not in self.hosts:
+            await self._refuse(scope, send, 421, mcp,
+                               f"Host {host[:80]!r} is not this server (127.0.0.1:{self.port}); "
+                               "requests for other names are refused (DNS rebinding)")
+            return
+        origin = headers.get("origin")
+        if origin is not None and origin.lower() not in self.origins:
+            await self._refuse(scope, send, 403, mcp,
+                               f"Origin {origin[:80]!r} is not this server; pages of other "
+                               "sites may not use it")
+            return
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # client gone
+                return
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > MAX_BODY_BYTES:
+                await self._refuse(scope, send, 413, mcp, f"request body over "
+                                   f"{MAX_BODY_BYTES} bytes")
+                return
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        if json_too_deep(body):
+            await self._refuse(scope, send, 400, mcp, f"request body is JSON nested deeper "
+                               f"than {MAX_JSON_DEPTH} levels")
+            return
+        sent = False
+
+        async def replay() -> Any:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    @staticmethod
+    async def _refuse(scope: Any, send: Any, status: int, mcp: bool, message: str) -> None:
+        from starlette.responses import JSONResponse
+
+        content: dict[str, Any] = (
+            {"jsonrpc": "2.0", "id": None, "error": {"code": PARSE_ERROR if status in (400, 413)
+                                                     else -32600, "message": message}}
+            if mcp else {"error": message})
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        await JSONResponse(content, status_code=status)(scope, _no_body, send)
+
+
+async def _no_body() -> dict[str, Any]:
+    return {"type": "http.disconnect"}
+
+
+def check_live(spec: dict[str, Any], allowed: bool) -> bool:
+    """Whether `spec` is the live retriever reaching the network (True), refused unless the
+    user asked for it (`--live-web`); a live retriever replaying a capture is offline."""
+    if spec.get("kind") != "live" or spec.get("args", {}).get("replay_from"):
+        return False
+    if not allowed:
+        raise DrarenaError("--retriever live fetches public web pages for any program on this "
+                           "machine that calls /search or /open; pass --live-web to serve it "
+                           "anyway (or replay a capture with --retriever-args "
+                           "'{\"replay_from\": \"snapshots/<capture>\"}')")
+    return True
 
 
 def native_results(query: str, hits: list[Hit], retriever: str) -> dict[str, Any]:
@@ -117,7 +249,7 @@ def make_mcp(retriever: Retriever, snapshot: str, host: str = "127.0.0.1",
             if request.headers.get("content-type", "").startswith("application/json"):
                 try:
                     body = await request.json()
-                except ValueError:
+                except (ValueError, RecursionError):
                     return JSONResponse({"error": "request body is not JSON"}, status_code=400)
                 if not isinstance(body, dict):
                     return JSONResponse({"error": "request body must be a JSON object"},
@@ -151,21 +283,43 @@ def check_loopback(host: str) -> None:
         raise DrarenaError(f"--host {host}: the search server listens on loopback only")
 
 
-def serve_http(retriever: Retriever, snapshot: str, host: str, port: int) -> None:
+def live_banner(live: bool) -> str:
+    return ("; LIVE WEB: /search and /open fetch public pages for any caller on this machine "
+            "(--live-web)" if live else "")
+
+
+def serve_http(retriever: Retriever, snapshot: str, host: str, port: int,
+               live: bool = False) -> None:
+    """Bound here (port 0: any free port) so the Host check knows the real port."""
+    import socket
+
     import uvicorn
 
     check_loopback(host)
-    app = make_mcp(retriever, snapshot, host, port).streamable_http_app()
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise DrarenaError(f"--port {port}: cannot listen on {host} ({exc.strerror})") from None
+    port = sock.getsockname()[1]
+    app = LoopbackGuard(make_mcp(retriever, snapshot, host, port).streamable_http_app(), port)
     print(f"serving {retriever.name} search over {snapshot} on http://{host}:{port} "
-          f"(/search, /open, /health, MCP at /mcp)", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+          f"(/search, /open, /health, MCP at /mcp){live_banner(live)}", file=sys.stderr,
+          flush=True)
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
 
 
-def serve_stdio(retriever: Retriever, snapshot: str) -> None:
+def serve_stdio(retriever: Retriever, snapshot: str, live: bool = False) -> None:
     """MCP over stdin/stdout; anything else writing to fd 1 is sent to stderr instead."""
     import anyio
     from mcp.server.stdio import stdio_server
 
+    if live:
+        print(f"serving {retriever.name} search over stdio{live_banner(live)}",
+              file=sys.stderr, flush=True)
     protocol_out = os.dup(1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr

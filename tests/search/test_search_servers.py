@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from loopback_servers import serve_search, serve_search_args
+from loopback_servers import free_port, serve_search, serve_search_args, stop
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -110,3 +113,74 @@ async def test_mcp_stdio(snapshot: Path, index_root: Path) -> None:
         async with (stdio_client(params, errlog=errlog) as (read, write),
                     ClientSession(read, write) as session):
             await exercise_mcp(session)
+
+
+# --- hostile requests: DNS rebinding, cross-site pages, nesting and size bombs ---------------
+
+
+def test_every_endpoint_refuses_a_host_that_is_not_this_server(server: str) -> None:
+    port = urlsplit(server).port
+    assert port is not None
+    mcp_headers = {"content-type": "application/json",
+                   "accept": "application/json, text/event-stream"}
+    for host in ("evil.example", f"evil.example:{port}", f"localhost:{port + 1}",
+                 "127.0.0.1", f"127.0.0.1.evil.example:{port}"):
+        for method, path in (("GET", "/health"), ("GET", "/search?q=tarfile"),
+                             ("POST", "/search?q=tarfile"), ("GET", "/open?id=x"),
+                             ("POST", "/mcp"), ("GET", "/mcp")):
+            resp = httpx.request(method, server + path, headers={**mcp_headers, "Host": host},
+                                 content=b"{}" if method == "POST" else None)
+            assert resp.status_code == 421, (host, path, resp.status_code)
+            error = resp.json()["error"]  # at /mcp a JSON-RPC error object
+            assert "Host" in (error["message"] if path == "/mcp" else error)
+    for host in (f"localhost:{port}", f"LOCALHOST:{port}", f"[::1]:{port}",
+                 f"127.0.0.1:{port}"):
+        assert httpx.get(server + "/health", headers={"Host": host}).status_code == 200
+    # a page on another site may not drive the server from the user's browser either
+    for origin in ("http://evil.example", f"http://evil.example:{port}", "null",
+                   f"http://localhost:{port + 1}"):
+        resp = httpx.get(server + "/search", params={"q": "tarfile"}, headers={"Origin": origin})
+        assert resp.status_code == 403 and "Origin" in resp.json()["error"]
+    same = httpx.get(server + "/search", params={"q": "tarfile"},
+                     headers={"Origin": f"http://127.0.0.1:{port}"})
+    assert same.status_code == 200
+
+
+def test_nested_or_huge_bodies_are_refused_not_a_crash(server: str) -> None:
+    deep = b"[" * 100_000 + b"]" * 100_000
+    json_headers = {"content-type": "application/json",
+                    "accept": "application/json, text/event-stream"}
+    resp = httpx.post(server + "/mcp", content=deep, headers=json_headers)
+    assert resp.status_code == 400
+    body = resp.json()
+    assert body["jsonrpc"] == "2.0" and body["error"]["code"] == -32700
+    resp = httpx.post(server + "/search", content=b'{"q": ' + deep + b"}",
+                      headers=json_headers)
+    assert resp.status_code == 400 and "nested" in resp.json()["error"]
+    resp = httpx.post(server + "/mcp", content=b'{"x": "' + b"a" * (5 << 20) + b'"}',
+                      headers=json_headers)
+    assert resp.status_code == 413 and resp.json()["error"]["code"] == -32700
+    assert httpx.get(server + "/health").status_code == 200  # still serving
+
+
+def test_live_retriever_needs_live_web_and_says_so(snapshot: Path, index_root: Path,
+                                                   tmp_path: Path) -> None:
+    port = free_port()
+    argv = [sys.executable, "-m", "drarena", "serve-search", str(snapshot), "--index-root",
+            str(index_root), "--retriever", "live", "--port", str(port)]
+    refused = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "--live-web" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    log = tmp_path / "live.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([*argv, "--live-web"], cwd=REPO, stdout=out,
+                                stderr=subprocess.STDOUT, text=True)
+        try:
+            deadline = time.monotonic() + 120
+            while "serving" not in log.read_text() and proc.poll() is None:
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.2)
+            banner = log.read_text()
+            assert "LIVE WEB" in banner and "public" in banner, banner
+        finally:
+            stop(proc)
