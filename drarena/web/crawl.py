@@ -9,6 +9,9 @@ taking outcomes already in the snapshot instead of fetching them again.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
+import os
 import platform
 import re
 from collections import Counter, deque
@@ -23,7 +26,7 @@ from urllib.robotparser import RobotFileParser
 from drarena import __version__
 from drarena.errors import DrarenaError
 from drarena.web.fetch import FetchPolicy, HostGate, extract_links, fetch_once, make_session
-from drarena.web.manifest import Counts, Manifest, load_manifest
+from drarena.web.manifest import Counts, FileDigest, Manifest, load_manifest
 from drarena.web.snapshot import FailedFetch, Snapshot, StoredResponse
 from drarena.web.spec import CrawlSpec
 from drarena.web.urls import canonicalize_url, url_host_port
@@ -257,6 +260,7 @@ class Crawler:
         if not self.resume:
             raise DrarenaError(f"{self.out}: holds an interrupted snapshot; continue it with "
                                "--resume or remove the folder")
+        _cut_back(self.out, manifest.warc_files)
         with Snapshot.open(self.out) as snap:
             self.prior = Prior.load(snap)
             for stored in snap.iter_responses():
@@ -264,6 +268,8 @@ class Crawler:
                     writer.payloads.setdefault(stored.payload_digest, StoredPayload(
                         stored.url, stored.warc_date, stored.record_id))
             cdxj = (self.out / "index.cdxj").read_text(encoding="utf-8").splitlines()
+        sizes = {f.name: f.size for f in manifest.warc_files}
+        cdxj = [line for line in cdxj if _covered(line, sizes)]
         writer.prior_files = manifest.warc_files
         writer.prior_cdxj = tuple(cdxj)
         writer.started_at = manifest.started_at
@@ -380,6 +386,7 @@ class Crawler:
         for hop in page.hops:
             self.tally.add_hop(hop)
             self.tally.revisits += self._write_hop(writer, hop)
+        writer.checkpoint(self.tally.freeze())  # a SIGKILL from here on resumes after this page
 
     def _robots_to_commit(self) -> list[Hop]:
         hops: list[Hop] = []
@@ -445,6 +452,7 @@ class Crawler:
         if writer is None:
             return None
         writer.open()
+        writer.checkpoint(self.tally.freeze())
         complete = False
         bar = None
         if self.progress:
@@ -486,6 +494,38 @@ class Crawler:
                 bar.close()
             manifest = writer.close(complete=complete, counts=self.tally.freeze())
         return manifest
+
+
+def _cut_back(folder: Path, files: tuple[FileDigest, ...]) -> None:
+    """Cut each WARC file back to the size its manifest entry records. A crawl killed with
+    SIGKILL leaves the manifest of its last checkpoint (see SnapshotWriter.checkpoint) and a
+    WARC file that may run on past it, up to half a record; only bytes whose digest the
+    manifest records are kept, and the pages after them are fetched again."""
+    for item in files:
+        path = folder / item.name
+        size = path.stat().st_size
+        if size <= item.size:
+            continue  # the same size, or shorter: verify names the damage
+        digest = hashlib.sha256()
+        with path.open("rb") as fh:
+            left = item.size
+            while left > 0 and (chunk := fh.read(min(left, 1 << 20))):
+                digest.update(chunk)
+                left -= len(chunk)
+        if digest.hexdigest() != item.sha256:
+            raise DrarenaError(f"{path}: its first {item.size} bytes are not those the "
+                               "manifest records; cannot resume")
+        os.truncate(path, item.size)
+
+
+def _covered(line: str, sizes: dict[str, int]) -> bool:
+    """Whether a CDXJ line points inside the part of a WARC file the manifest covers (a kill
+    between the CDXJ and the manifest of a checkpoint leaves lines past it)."""
+    try:
+        fields = json.loads(line.split(" ", 2)[2])
+        return int(fields["offset"]) < sizes.get(fields["filename"], -1)
+    except (ValueError, KeyError, TypeError, IndexError):
+        return False
 
 
 def run_crawl(spec: CrawlSpec, out: Path, *, resume: bool = False, progress: bool = True

@@ -7,6 +7,7 @@ that point at the first capture, so a snapshot stores each distinct body once.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 import zlib
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from io import BytesIO
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
 from warcio.statusandheaders import StatusAndHeaders
@@ -100,6 +101,7 @@ class _OpenFile:
     writer: WARCWriter
     buffer: BytesIO
     records: int = 0
+    digest: Any = field(default_factory=hashlib.sha256)  # of the bytes written so far
 
 
 @dataclass
@@ -168,6 +170,7 @@ class SnapshotWriter:
         member = packer.compress(buffer.getbuffer()) + packer.flush()
         start = self._file.handle.tell()
         self._file.handle.write(member)
+        self._file.digest.update(member)
         self._file.records += 1
         return start, len(member)
 
@@ -231,6 +234,17 @@ class SnapshotWriter:
 
     # -- finishing ---------------------------------------------------------------------------
 
+    def checkpoint(self, counts: Counts) -> Manifest:
+        """CDXJ + an incomplete manifest listing the WARC file as written so far (size and
+        digest of these bytes): a SIGKILL, which runs no cleanup, leaves a snapshot that
+        `--resume` cuts back to this point and continues (see crawl.Crawler). The CDXJ is
+        written first, so it never lacks a line for a record the manifest covers."""
+        assert self._file is not None, "SnapshotWriter.open() first"
+        self._file.handle.flush()
+        current = FileDigest(name=self._file.name, sha256=self._file.digest.hexdigest(),
+                             size=self._file.handle.tell(), records=self._file.records)
+        return self._write_index((*self.prior_files, current), False, counts, self.started_at)
+
     def close(self, *, complete: bool, counts: Counts) -> Manifest:
         """Close the WARC file and write CDXJ + manifest (also after an interruption)."""
         assert self._file is not None, "SnapshotWriter.open() first"
@@ -240,6 +254,12 @@ class SnapshotWriter:
         files = (*self.prior_files,
                  FileDigest(name=self._file.name, sha256=sha256_file(path),
                             size=path.stat().st_size, records=self._file.records))
+        manifest = self._write_index(files, complete, counts, warc_date(self.clock()))
+        self._file = None
+        return manifest
+
+    def _write_index(self, files: tuple[FileDigest, ...], complete: bool, counts: Counts,
+                     ended_at: str) -> Manifest:
         cdxj_path = self.folder / CDXJ_NAME
         lines = sorted(self._cdxj)
         tmp = cdxj_path.with_name(CDXJ_NAME + ".tmp")
@@ -247,12 +267,11 @@ class SnapshotWriter:
         tmp.replace(cdxj_path)
         manifest = Manifest(
             name=self.name, complete=complete, spec=self.spec, software=self.software,
-            started_at=self.started_at, ended_at=warc_date(self.clock()), warc_files=files,
+            started_at=self.started_at, ended_at=ended_at, warc_files=files,
             cdxj=FileDigest(name=CDXJ_NAME, sha256=sha256_file(cdxj_path),
                             size=cdxj_path.stat().st_size, records=len(lines)),
             counts=counts, fingerprint=fingerprint(files))
         write_manifest(self.folder, manifest)
-        self._file = None
         return manifest
 
 
