@@ -18,9 +18,9 @@ from arena_live_site import LiveSiteForTests, freeze, scripted_models
 
 from drarena.arena.config import parse_config
 from drarena.arena.execute import execute
-from drarena.arena.runs import RunDir
 from drarena.cli import main
 from drarena.errors import DrarenaError
+from drarena.ledger.folder import RunDir
 from drarena.models.config import CacheMode
 
 STRENGTH = {"fact number": 3}
@@ -209,3 +209,13 @@ def test_every_agent_kind_has_its_args_model_listed() -> None:
     from drarena.agents.registry import AGENT_ARGS, AGENTS
 
     assert set(AGENT_ARGS) == set(AGENTS.kinds())  # a kind missing here is checked only late
+
+
+def test_add_agent_refuses_a_header_without_agents(demo: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    _edit_json(demo / "run.json", lambda h: h["config"].pop("agents"))
+    before = contents(demo)
+    assert main(["add-agent", str(demo), "--name", "x", "--kind", "closed_book",
+                 "--no-serve"]) == 2
+    one_line_error(capsys, str(demo / "run.json"), "agents")
+    assert contents(demo) == before
