@@ -160,7 +160,7 @@ def lead_passages(passages: list[Passage], per_doc: int | None) -> list[Passage]
 
 
 def build_dense(layout: IndexLayout, state: SourceState, model: str = embed.DEFAULT_MODEL,
-                precision: embed.Precision = "fp32", hnsw_threshold: int = HNSW_THRESHOLD,
+                precision: embed.Precision | None = None, hnsw_threshold: int = HNSW_THRESHOLD,
                 per_doc: int | None = None, max_tokens: int | None = None,
                 threads: int | None = None, batch_size: int = 32,
                 force: bool = False) -> StageResult:
@@ -169,10 +169,13 @@ def build_dense(layout: IndexLayout, state: SourceState, model: str = embed.DEFA
     per_doc keeps only each page's first passages (as BrowseComp-Plus embeds the first 512
     tokens of a page): on 2 CPU cores the encoder, not FAISS, is what takes time. max_tokens
     truncates passages and queries to fewer word pieces than the model allows; threads is
-    torch's thread count while encoding (it does not change the vectors, only the speed).
+    torch's (or ONNX Runtime's) thread count while encoding (it does not change the vectors,
+    only the speed). precision None is `embed.default_precision()`; int8 exports the model
+    to ONNX into the index folder first (see embed.export_int8) and encodes with that file.
     """
     import faiss
 
+    precision = embed.check_precision(precision or embed.default_precision())
     folder = layout.dense(embed.model_slug(model))
     path = embed.model_path(model)
     old = read_manifest(folder, DenseManifest, strict=False)
@@ -182,30 +185,51 @@ def build_dense(layout: IndexLayout, state: SourceState, model: str = embed.DEFA
         return StageResult("dense", folder, False, 0.0, old.passage_count)
     passages = lead_passages(load_passages(layout), per_doc)
     start = time.perf_counter()
-    encoder = embed.load_encoder(model)
-    texts = [p.indexed_text(state.passages) for p in passages]
-    vectors = np.zeros((0, embed.dimension(encoder)), dtype=np.float32)
-    chunks = []
-    step = max(batch_size * 8, 1)
-    with tqdm(total=len(texts), desc=f"dense {folder.name}", unit="passage",
-              file=sys.stderr) as bar:
-        for i in range(0, len(texts), step):
-            chunks.append(embed.encode(encoder, texts[i:i + step], precision, batch_size,
-                                       max_tokens, threads))
-            bar.update(len(texts[i:i + step]))
-    if chunks:
-        vectors = np.concatenate(chunks)
-    index = make_faiss_index(vectors, hnsw_threshold)
-    hnsw = isinstance(index, faiss.IndexHNSWFlat)
+    encoder: Any = embed.load_encoder(model)
     tmp = _tmp_for(folder)
-    faiss.write_index(index, str(tmp / "index"))
+    try:
+        if precision == "int8":
+            embed.export_int8(encoder, tmp / embed.ONNX_FILE)
+            encoder = embed.OnnxEncoder(encoder, tmp / embed.ONNX_FILE, threads)
+        texts = [p.indexed_text(state.passages) for p in passages]
+        vectors = np.zeros((0, embed.dimension(encoder)), dtype=np.float32)
+        chunks = []
+        step = max(batch_size * 8, 1)
+        with tqdm(total=len(texts), desc=f"dense {folder.name} ({precision})", unit="passage",
+                  file=sys.stderr) as bar:
+            for i in range(0, len(texts), step):
+                chunks.append(embed.encode(encoder, texts[i:i + step], precision, batch_size,
+                                           max_tokens, threads))
+                bar.update(len(texts[i:i + step]))
+        if chunks:
+            vectors = np.concatenate(chunks)
+        index = make_faiss_index(vectors, hnsw_threshold)
+        hnsw = isinstance(index, faiss.IndexHNSWFlat)
+        faiss.write_index(index, str(tmp / "index"))
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     (tmp / "docid").write_text("".join(p.id + "\n" for p in passages), encoding="utf-8")
     write_manifest(tmp, DenseManifest(
         **state.model_dump(), doc_count=len({p.doc_id for p in passages}),
         passage_count=len(passages), passages_per_doc=per_doc, model=model,
         model_path=str(path), max_tokens_arg=max_tokens,
         max_tokens=min(max_tokens or embed.max_tokens_of(encoder), embed.max_tokens_of(encoder)),
-        dimension=int(vectors.shape[1]), precision=precision, faiss="hnsw" if hnsw else "flat",
+        dimension=int(vectors.shape[1]), precision=precision,
+        backend=embed.backend_of(precision), faiss="hnsw" if hnsw else "flat",
         hnsw_m=HNSW_M if hnsw else None, hnsw_ef_search=HNSW_EF_SEARCH if hnsw else None))
     replace_folder(tmp, folder)
     return StageResult("dense", folder, True, time.perf_counter() - start, len(passages))
+
+
+def build_indexes(snapshot_dir: Path, index_root: Path, *, dense: bool = True,
+                  dense_per_doc: int | None = None, force: bool = False) -> list[StageResult]:
+    """Passages, BM25 and (with `dense`) the dense index of an extracted snapshot, each left
+    alone when up to date: what `drarena index` does, as a library call (a tournament builds
+    the indexes its retrievers read through this)."""
+    layout = IndexLayout(index_root, snapshot_dir)
+    passages, state = build_passages(layout, PassageSettings(), force=force)
+    results = [passages, build_bm25(layout, state, force=force)]
+    if dense:
+        results.append(build_dense(layout, state, per_doc=dense_per_doc, force=force))
+    return results

@@ -32,8 +32,9 @@ def register(subparsers: Any) -> None:
     idx.add_argument("--encode-threads", type=int, default=None, metavar="N",
                      help="torch threads while encoding (default: one per core; 1 can be "
                           "faster on a busy machine)")
-    idx.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
-                     help="encoder precision (bf16 autocast pays off on AMX CPUs)")
+    idx.add_argument("--precision", choices=("fp32", "bf16", "int8"), default=None,
+                     help="encoder: int8 (ONNX Runtime, the default when installed), fp32 "
+                          "(torch), bf16 (torch autocast; pays off on AMX/AVX512-BF16 CPUs)")
     idx.add_argument("--passage-words", type=int, default=None, help="passage length (160)")
     idx.add_argument("--passage-stride", type=int, default=None,
                      help="words between passage starts (120)")

@@ -65,7 +65,9 @@ class DenseManifest(SourceState):
     dimension: int
     max_tokens: int = Field(description="word pieces read per passage and query")
     max_tokens_arg: int | None = Field(description="the limit asked for (None: the model's)")
-    precision: Literal["fp32", "bf16"]
+    precision: Literal["fp32", "bf16", "int8"]
+    backend: str = Field(default="sentence-transformers on torch",
+                         description="what encoded the passages (and must encode queries)")
     faiss: Literal["flat", "hnsw"] = Field(description="flat below the HNSW threshold")
     hnsw_m: int | None = None
     hnsw_ef_search: int | None = None
