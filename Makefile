@@ -10,7 +10,7 @@ VENV := $(if $(or $(filter 3.11,$(PYVER)),$(filter file,$(origin PYTHON))),.venv
 BIN := $(VENV)/bin
 CORPUS ?= pydocs
 SETUP_STAMP := $(VENV)/.drarena-setup
-LOCKFILE := locks/venv-py$(PYVER).txt
+LOCKFILE := $(or $(LOCK),locks/venv-py$(PYVER).txt)
 
 .PHONY: setup test snapshot lint setup-browser lock
 

@@ -54,14 +54,21 @@ if ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
               "reach that index, or give TORCH=pypi to accept the CUDA build (~5.5 GB)" >&2; exit 1; }
 fi
 
-if [ "$LOCK" != none ] && [ -f "$LOCK" ]; then
-  "${PIP[@]}" install -q -c "$LOCK" -e '.[dev]'
+if [ "$LOCK" != none ] && [ -f "$LOCK" ] && ! "${PIP[@]}" install -q -c "$LOCK" -e '.[dev]'; then
+  # pyproject.toml asks for what the lock rules out (a dependency was added or raised since
+  # the lock was written): install unlocked, say so, and record no lock in run.json.
+  echo "setup: $LOCK conflicts with pyproject.toml (see pip's words above): installing" \
+       "unlocked; \`make lock\` writes a new lock once the tests pass" >&2
+  LOCK=unlocked
+fi
+if [ "$LOCK" != none ] && [ "$LOCK" != unlocked ] && [ -f "$LOCK" ]; then
   lock_note="locked by $LOCK"
   sha=$(sha256sum "$LOCK" | cut -d' ' -f1)
   printf 'sha256:%s %s\n' "$sha" "$LOCK" > "$VENV/.drarena-lock"
 else
-  [ "$LOCK" = none ] || echo "setup: no lock for Python $PYVER ($LOCK): newest allowed versions;" \
-    "\`make lock PYTHON=$PYTHON\` writes one once the tests pass"
+  [ "$LOCK" = none ] || [ "$LOCK" = unlocked ] || echo "setup: no lock for Python $PYVER" \
+    "($LOCK): the newest versions allowed; \`make lock PYTHON=$PYTHON\` writes one once the" \
+    "tests pass"
   if [ "$LOCK" = none ]; then
     # A refresh: the newest versions pyproject.toml allows, torch kept at its pinned build.
     pin=$(mktemp); echo "torch==$TORCH_VERSION" > "$pin"
