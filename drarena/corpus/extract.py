@@ -361,6 +361,11 @@ def extract_snapshot(snapshot_dir: Path, workers: int | None = None, force: bool
     from drarena.web.snapshot import Snapshot
 
     with Snapshot.open(Path(snapshot_dir)) as snap:
+        # Extraction reads at most max_page_bytes of a body (and flags the page truncated past
+        # it): decoding further would only hold memory, up to the snapshot's cap per page
+        # kept for selection. The output is the same; many bombs cost what as many honest
+        # pages of max_page_bytes do.
+        snap.decode_limit = min(snap.decode_limit, max_page_bytes + 1)
         return extract_responses(snap.iter_responses(), Path(snap.path), name=snap.name,
                                  fingerprint=snap.fingerprint, workers=workers, force=force,
                                  progress=progress, max_page_bytes=max_page_bytes,

@@ -36,6 +36,7 @@ from bomb_files import (
 )
 
 from drarena.corpus.extract import extract_snapshot, load_docs
+from drarena.corpus.page import MAX_PAGE_BYTES
 from drarena.errors import DrarenaError
 from drarena.web.crawl import Crawler
 from drarena.web.importer import import_archives
@@ -204,7 +205,21 @@ def test_snapshot_reader_and_extract_cap_a_nested_bomb(nested: Path) -> None:
     assert docs["http://bomb.example/"].truncated
     assert docs["http://bomb.example/plain.html"].title == "Plain"
     params = json.loads((nested / "extract-manifest.json").read_text())["params"]
-    assert params["max_decoded_bytes"] == MAX_DECODED_BYTES
+    assert params["max_decoded_bytes"] == MAX_PAGE_BYTES + 1  # all extraction reads
+
+
+def test_extract_of_many_bombs_holds_no_more_than_honest_pages(tmp_path: Path) -> None:
+    """Selection keeps every page's body until extraction: 24 bombs of 64 MB each must not
+    cost 24 times the 16 MiB snapshot cap, only what extraction reads (4 MiB a page)."""
+    entity = http_block(gzip_zeros(64 << 20), "gzip")
+    warc = write_warc(tmp_path / "many.warc.gz",
+                      [(f"http://bomb.example/{i}.html", entity) for i in range(24)])
+    import_archives("many", [warc], tmp_path / "snap", progress=False)
+    with peak_memory() as peak:
+        extract_snapshot(tmp_path / "snap", workers=1, progress=False)
+    assert peak[0] < PEAK, f"peak {peak[0] >> 20} MB"
+    docs = load_docs(tmp_path / "snap")
+    assert len(docs) == 24 and all(d.truncated for d in docs)
 
 
 async def test_replay_server_serves_the_capped_body(nested: Path) -> None:
