@@ -87,8 +87,9 @@ def register(subparsers: Any) -> None:
 def cmd_tournament(args: argparse.Namespace) -> int:
     from drarena.arena.config import load_config
     from drarena.arena.execute import execute
-    from drarena.arena.runs import RunDir
+    from drarena.ledger.folder import RunDir
     from drarena.models.config import CacheMode
+    from drarena.report.run import write_report
 
     config = load_config(args.config)
     if args.live or not config.offline:
@@ -97,6 +98,7 @@ def cmd_tournament(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     result = execute(config, run, serve=not args.no_serve, cache_mode=CacheMode.READ_WRITE,
                      model=args.model)
+    write_report(run, result.config or config, result.log)
     print(result.leaderboard_md)
     seconds = run.answer_seconds()
     if seconds:
@@ -124,9 +126,10 @@ def print_live(run: Any) -> None:
 def cmd_rank(args: argparse.Namespace) -> int:
     from drarena.arena.config import parse_config
     from drarena.arena.execute import finish
-    from drarena.arena.runs import RunDir
+    from drarena.arena.leaderboard import check_agents
     from drarena.errors import DrarenaError
-    from drarena.report.leaderboard import check_agents
+    from drarena.ledger.folder import RunDir
+    from drarena.report.run import write_report
 
     run = RunDir(args.run)
     header = run.header()
@@ -138,13 +141,15 @@ def cmd_rank(args: argparse.Namespace) -> int:
         raise DrarenaError(f"{run.log_path}: no matches in the log; nothing ranked, the "
                            "leaderboard and report are left as they are")
     check_agents(config.agent_names(), log, str(run.log_path))
-    print(finish(run, config, log))
+    write_report(run, config, log)  # reads every input before writing: a damaged one (a
+    print(finish(run, config, log))  # timings.jsonl that is not UTF-8) overwrites nothing
     return 0
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from drarena.arena.execute import replay
-    from drarena.arena.runs import RunDir
+    from drarena.ledger.folder import RunDir
+    from drarena.report.run import write_report
 
     if not (args.run / "run.json").is_file() and (args.run / "manifest.json").is_file():
         from drarena.web.commands import cmd_replay as serve_snapshot
@@ -155,6 +160,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     out = RunDir(args.out or args.run.with_name(args.run.name + "-replay"))
     started = time.perf_counter()
     result, differ = replay(RunDir(args.run), out)
+    if result.config is not None:
+        write_report(out, result.config, result.log)
     print(f"replayed {len(result.log)} matches into {out.path} in "
           f"{time.perf_counter() - started:.1f} s with {result.model_calls} model calls")
     print_live(out)
@@ -168,9 +175,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_add_agent(args: argparse.Namespace) -> int:
     from drarena.arena.config import parse_config
     from drarena.arena.execute import execute
-    from drarena.arena.runs import RunDir
     from drarena.errors import DrarenaError
+    from drarena.ledger.folder import RunDir
     from drarena.models.config import CacheMode
+    from drarena.report.run import write_report
 
     run = RunDir(args.run)
     header = run.header()
@@ -188,6 +196,7 @@ def cmd_add_agent(args: argparse.Namespace) -> int:
     config = parse_config(data, "add-agent")
     result = execute(config, run, serve=not args.no_serve, cache_mode=CacheMode.READ_WRITE,
                      newcomer=args.name)
+    write_report(run, result.config or config, result.log)
     print(result.leaderboard_md)
     print(f"report: {run.path / 'report.html'}")
     return 0

@@ -129,5 +129,6 @@ def parse_config(data: dict[str, Any], where: str) -> TournamentConfig:
         return TournamentConfig.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "(top)"
+        field = ".".join(str(p) if str(p).isprintable() else repr(p)  # one line, always
+                         for p in err["loc"]) or "(top)"
         raise DrarenaError(f"{where}: {field}: {err['msg']}") from None

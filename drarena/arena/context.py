@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     from drarena.agents.citations import SnapshotUrlChecker
     from drarena.agents.toolrecord import ToolRecord
     from drarena.arena.live import LiveSession
-    from drarena.arena.runs import RunDir
     from drarena.arena.tournament import Tournament
+    from drarena.ledger.folder import RunDir
 
 
 def fixed_models(models: ModelsConfig, fixed_roles: Mapping[str, Mapping[str, Any]]

@@ -14,11 +14,11 @@ import math
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 
-from drarena.arena.records import MatchRecord
+from drarena.arena.leaderboard import LeaderboardRow
 from drarena.examiner.evolve import Outcome
 from drarena.examiner.verdicts import Verdict
+from drarena.ledger.records import MatchRecord
 from drarena.records import Record
-from drarena.report.leaderboard import LeaderboardRow
 
 DRIFT_RUN_SCHEMA_VERSION = 1
 

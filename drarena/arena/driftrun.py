@@ -29,11 +29,11 @@ from drarena.agents.base import Agent, Conversation, SourcePage
 from drarena.arena.config import LiveSettings, TournamentConfig, parse_config
 from drarena.arena.driftcompare import DriftRunReport, build_report, to_markdown
 from drarena.arena.live import LivePages, capture_path, finish_block, header_block
-from drarena.arena.records import SCHEMA_VERSION, MatchRecord, RoundRecord
 from drarena.arena.rounds import play_round
-from drarena.arena.runs import RunDir, write_atomic
 from drarena.errors import DrarenaError
 from drarena.examiner.evolve import MatchScore, add_round, outcome
+from drarena.ledger.folder import RunDir, write_atomic
+from drarena.ledger.records import SCHEMA_VERSION, MatchRecord, RoundRecord
 from drarena.models.client import ModelClient
 
 HEADER = "drift-run-header.json"
@@ -142,9 +142,9 @@ def drift_run(run_path: Path, out: Path, *, provider: dict[str, Any] | None = No
     """Ask `run_path`'s questions again live into `out` (or, with `replay`, re-execute
     `out` offline). `backend`: the model backend (tests inject a scripted one)."""
     from drarena.arena.context import open_run
+    from drarena.arena.leaderboard import build_leaderboard
     from drarena.arena.session import check_components
     from drarena.models.config import CacheMode
-    from drarena.report.leaderboard import build_leaderboard
 
     run = RunDir(run_path)
     header = run.header()

@@ -12,16 +12,15 @@ from typing import Any
 
 from drarena.arena.config import TournamentConfig, parse_config
 from drarena.arena.context import open_run
+from drarena.arena.leaderboard import build_leaderboard, to_markdown, write_leaderboard
 from drarena.arena.live import capture_fingerprint, capture_path, finish_block, header_block
-from drarena.arena.records import MatchRecord
-from drarena.arena.runs import REPLAY_MARK, RunDir, prepare_replay_target, write_atomic
 from drarena.arena.session import config_digest
 from drarena.digests import file_sha256
 from drarena.errors import DrarenaError
+from drarena.ledger.folder import REPLAY_MARK, RunDir, prepare_replay_target
+from drarena.ledger.records import MatchRecord
 from drarena.models.cache import TOOL_SCHEMA_VERSION
 from drarena.models.config import CacheMode
-from drarena.report.html import render_report
-from drarena.report.leaderboard import build_leaderboard, to_markdown
 
 
 @dataclasses.dataclass
@@ -31,6 +30,7 @@ class RunResult:
     model_calls: int
     leaderboard_md: str
     replay_misses: list[str] = dataclasses.field(default_factory=list)
+    config: TournamentConfig | None = None  # as played (a live run's with its live block)
 
 
 TOOL_RECORD = {"table": "tools", "version": TOOL_SCHEMA_VERSION}
@@ -46,19 +46,11 @@ def derived_digests(snapshot: Path) -> dict[str, str]:
 
 
 def finish(run: RunDir, config: TournamentConfig, log: list[MatchRecord]) -> str:
-    """Leaderboard files and report.html from the log (pure apart from writing files; all
-    inputs are read before the first write, so a damaged one overwrites nothing)."""
+    """The leaderboard files from the log; returns the leaderboard as Markdown. (report.html
+    is the report room's: drarena.report.run.write_report, called by the commands.)"""
     rows = build_leaderboard(config.agent_names(), log, resamples=config.rating.resamples,
                              seed=config.rating.seed)
-    header = run.header() or {}
-    page = render_report(f"drarena: {config.name}", header, rows, log, run.answer_seconds())
-    drift_json = run.path / "drift.json"
-    if drift_json.is_file():  # written by `drarena drift --run`: keep its section on re-render
-        from drarena.drift.report import drift_section, read_json, splice_section
-
-        page = splice_section(page, drift_section(read_json(drift_json)))
-    run.write_leaderboard(rows)
-    write_atomic(run.path / "report.html", page)
+    write_leaderboard(run, rows)
     return to_markdown(rows)
 
 
@@ -129,7 +121,7 @@ def execute(config: TournamentConfig, run: RunDir, *, serve: bool, cache_mode: C
         run.write_header(header)
     md = finish(run, config, log)
     misses = client.replay_misses + (record.misses if record is not None else [])
-    return RunResult(run, log, client.model_calls, md, misses)
+    return RunResult(run, log, client.model_calls, md, misses, config)
 
 
 def check_replay_inputs(header: dict[str, Any], config: TournamentConfig, where: Path) -> None:
@@ -169,6 +161,18 @@ def check_replay_inputs(header: dict[str, Any], config: TournamentConfig, where:
                            f"(made at drarena revision {header.get('git_revision', '?')})")
 
 
+class NoModelBackend:
+    """The backend of a replay: every answer comes from the cache, so no model library is
+    loaded (litellm's import alone costs seconds) and a call that got here is a bug."""
+
+    async def complete(self, request: Any) -> Any:
+        raise DrarenaError("replay: a model call reached the backend (the cache should have "
+                           "answered or refused it)")
+
+    def is_retriable(self, exc: BaseException) -> bool:
+        return False
+
+
 def replay(run: RunDir, out: RunDir, *, snapshot: Path | None = None
            ) -> tuple[RunResult, list[str]]:
     """Re-execute `run` into `out` from its record alone (model cache and tool record: no
@@ -189,7 +193,7 @@ def replay(run: RunDir, out: RunDir, *, snapshot: Path | None = None
                      cache_path=run.cache_path, fixed_roles=header["bound_roles"],
                      prepare=False, live_replay=None if config.offline else
                      live_captures(run.header_path, header),
-                     replay_tools="tool_record" in header,
+                     replay_tools="tool_record" in header, backend=NoModelBackend(),
                      header_extra={REPLAY_MARK: str(run.path.resolve())})
     if result.replay_misses:
         more = len(result.replay_misses) - 1

@@ -14,9 +14,10 @@ import json
 from collections.abc import Sequence
 
 from drarena.arena.rating import Game, rate
-from drarena.arena.records import MatchRecord
 from drarena.errors import DrarenaError
 from drarena.examiner.verdicts import FailureType, Verdict
+from drarena.ledger.folder import RunDir, write_atomic
+from drarena.ledger.records import MatchRecord
 from drarena.records import Record
 
 FAILURES = tuple(f.value for f in FailureType)
@@ -150,3 +151,10 @@ def to_markdown(rows: Sequence[LeaderboardRow]) -> str:
             f"{f['DEPTH']:.0%}/{f['WIDTH']:.0%}/{f['BOTH']:.0%}/{f['NONE']:.0%} | "
             f"{r.valid_citations}/{r.fabricated_citations} | {r.tokens_per_answer:.0f} |")
     return "\n".join(lines) + "\n"
+
+
+def write_leaderboard(run: RunDir, rows: Sequence[LeaderboardRow]) -> None:
+    """leaderboard.md, .csv and .json of a run folder, each written atomically."""
+    write_atomic(run.path / "leaderboard.md", to_markdown(rows))
+    write_atomic(run.path / "leaderboard.csv", to_csv(rows))
+    write_atomic(run.path / "leaderboard.json", to_json(rows))

@@ -19,7 +19,6 @@ from collections.abc import Callable
 from pydantic import BaseModel, ConfigDict, Field
 
 from drarena.agents.base import Agent, Answer, Conversation, SourcePage
-from drarena.arena.records import SCHEMA_VERSION, MatchRecord, RoundRecord
 from drarena.arena.rounds import play_round
 from drarena.corpus.treewalk import CannotExpand, TreePath, TreeWalker
 from drarena.examiner.evolve import (
@@ -33,8 +32,8 @@ from drarena.examiner.evolve import (
     word_limit,
 )
 from drarena.examiner.taskgen import TaskOutcome, generate_task
+from drarena.ledger.records import SCHEMA_VERSION, AnswerTiming, MatchRecord, RoundRecord
 from drarena.models.client import ModelClient
-from drarena.records import Record
 
 
 class MatchSettings(BaseModel):
@@ -51,17 +50,6 @@ class MatchSettings(BaseModel):
                                    description="page text in the task prompt, shared evenly")
     task_attempts: int = Field(2, ge=1, description="tries per task before the node is skipped")
     examiner_role: str = Field("examiner", description="model role of the Examiner")
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class AnswerTiming(Record):
-    """Wall-clock figures kept out of matches.jsonl (they differ on every run)."""
-
-    match_id: str
-    round: int
-    agent: str
-    wall_s: float
-    model_s: float
 
 
 def match_seed(run_seed: int, a: str, b: str, tree: str) -> int:

@@ -33,15 +33,19 @@ def config_digest(config: TournamentConfig) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-def retriever_kinds(config: TournamentConfig) -> set[str]:
-    kinds = set()
+def index_traits(config: TournamentConfig) -> set[str]:
+    """Which of the snapshot's indexes the config's retrievers read (`index:bm25`,
+    `index:dense`), from the retriever registry's traits; react's default retriever is bm25."""
+    from drarena.search.base import RETRIEVERS
+
+    traits: set[str] = set()
     for agent in config.agents:
         spec = agent.args.get("retriever")
         if isinstance(spec, dict):
-            kinds.add(str(spec.get("kind", "")))
+            traits |= RETRIEVERS.traits(str(spec.get("kind", "")))
         elif agent.kind == "react":
-            kinds.add("bm25")  # react's default retriever
-    return kinds
+            traits |= RETRIEVERS.traits("bm25")
+    return {t for t in traits if t.startswith("index:")}
 
 
 def check_components(config: TournamentConfig) -> None:
@@ -71,17 +75,15 @@ def check_components(config: TournamentConfig) -> None:
                 RETRIEVERS.factory(str(spec.get("kind")))
             except RegistryError as exc:
                 raise DrarenaError(f"{where}.args.retriever: {exc}") from None
-    if config.offline:  # an http agent's endpoint off this machine must be named
-        from drarena.agents.external import check_frozen_endpoints
+    from drarena.agents.external import check_endpoints  # frozen: http agents on loopback
 
-        check_frozen_endpoints([(a.name, a.kind, a.args) for a in config.agents], roles,
-                               {k for k, r in roles.items() if r.model == SERVED})
+    check_endpoints([(a.name, a.kind, a.args) for a in config.agents], roles,
+                    {k for k, r in roles.items() if r.model == SERVED}, frozen=config.offline)
 
 
 def prepare_inputs(config: TournamentConfig, *, index: bool = True) -> None:
     """Extract, grow trees and index the snapshot when they are missing or stale (each
     stage does nothing when it is up to date). Live runs search the live web: no index."""
-    from drarena.cli import main as cli_main
     from drarena.corpus.extract import extract_snapshot
     from drarena.corpus.trees import TreeParams, build_snapshot_trees
 
@@ -92,15 +94,16 @@ def prepare_inputs(config: TournamentConfig, *, index: bool = True) -> None:
     extract_snapshot(snapshot)
     build_snapshot_trees(snapshot, TreeParams(count=max(config.trees.count, 10),
                                               seed=config.trees.seed))
-    kinds = retriever_kinds(config) if index else set()
-    if kinds & {"bm25", "dense", "hybrid"}:
-        argv = ["index", str(snapshot), "--index-root", str(config.index_root)]
-        if not kinds & {"dense", "hybrid"}:
-            argv.append("--no-dense")
-        elif config.index.dense_per_doc is not None:
-            argv += ["--dense-per-doc", str(config.index.dense_per_doc)]
-        if cli_main(argv) != 0:
-            raise DrarenaError(f"indexing {snapshot} failed")
+    traits = index_traits(config) if index else set()
+    if traits:
+        from drarena.search.base import INDEX_DENSE
+        from drarena.search.build import build_indexes
+
+        for stage in build_indexes(snapshot, config.index_root, dense=INDEX_DENSE in traits,
+                                   dense_per_doc=config.index.dense_per_doc):
+            what = f"built in {stage.seconds:.1f} s" if stage.built else "up to date"
+            print(f"{stage.stage:9} {stage.path}  {stage.count} passages  {what}",
+                  file=sys.stderr, flush=True)
 
 
 def load_trees(config: TournamentConfig) -> dict[str, Tree]:
@@ -231,8 +234,8 @@ def index_fingerprints(config: TournamentConfig) -> dict[str, Any]:
 def build_header(config: TournamentConfig, bound: ModelsConfig, trees: dict[str, Tree],
                  now: datetime | None = None) -> dict[str, Any]:
     from drarena.agents.sandbox import isolation_note
-    from drarena.arena.records import SCHEMA_VERSION
-    from drarena.arena.runs import RUN_SCHEMA_VERSION
+    from drarena.ledger.folder import RUN_SCHEMA_VERSION
+    from drarena.ledger.records import SCHEMA_VERSION
     from drarena.web.snapshot import Snapshot
 
     snapshot = Snapshot.open(config.snapshot)

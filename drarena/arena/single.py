@@ -15,9 +15,9 @@ from typing import Any
 
 from drarena.arena.config import TournamentConfig, parse_config
 from drarena.arena.match import MatchRunner, match_rng, match_seed
-from drarena.arena.records import RoundRecord
-from drarena.arena.runs import write_atomic
 from drarena.errors import DrarenaError
+from drarena.ledger.folder import write_atomic
+from drarena.ledger.records import RoundRecord
 from drarena.models.config import CacheMode
 
 RETRIEVING = ("react", "rag")

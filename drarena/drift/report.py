@@ -122,7 +122,7 @@ def render_table(report: DriftReport) -> str:
 
 
 def _esc(value: object) -> str:
-    from drarena.report.html import esc
+    from drarena.htmlpage import esc
 
     return esc(value)
 
@@ -182,7 +182,7 @@ def drift_section(report: DriftReport) -> str:
 
 def render_page(report: DriftReport) -> str:
     """drift.html: the section as a self-contained page."""
-    from drarena.report.html import CSS
+    from drarena.htmlpage import CSS
 
     title = f"drarena drift: {report.snapshot.name} against {against_label(report)}"
     return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{_esc(title)}"

@@ -13,10 +13,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from drarena.arena.records import MatchRecord
 from drarena.corpus.records import Tree
 from drarena.drift.pages import PageDiff, Verdict, sentences
 from drarena.errors import DrarenaError
+from drarena.ledger.records import MatchRecord
 from drarena.records import Record
 from drarena.web.urls import canonicalize_url
 
@@ -209,7 +209,7 @@ def load_snapshot_trees(snapshot_dir: Path) -> list[Tree]:
 
 def load_run_matches(run_dir: Path, snapshot_fingerprint: str) -> list[MatchRecord]:
     """A finished (or partly finished) run's matches; its snapshot must be this one."""
-    from drarena.arena.runs import RunDir
+    from drarena.ledger.folder import RunDir
 
     run = RunDir(Path(run_dir))
     if not run.path.is_dir():

@@ -21,10 +21,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from drarena.arena.match import AnswerTiming
-from drarena.arena.records import SCHEMA_VERSION, MatchRecord
 from drarena.errors import DrarenaError
-from drarena.report.leaderboard import LeaderboardRow, to_csv, to_json, to_markdown
+from drarena.ledger.records import SCHEMA_VERSION, AnswerTiming, MatchRecord
 
 RUN_SCHEMA_VERSION = 1
 REPLAY_MARK = "replay_of"
@@ -160,11 +158,6 @@ class RunDir:
                                        f"({str(exc)[:200]})") from None
                 seconds.setdefault(t.agent, []).append(t.wall_s)
         return seconds
-
-    def write_leaderboard(self, rows: Sequence[LeaderboardRow]) -> None:
-        write_atomic(self.path / "leaderboard.md", to_markdown(rows))
-        write_atomic(self.path / "leaderboard.csv", to_csv(rows))
-        write_atomic(self.path / "leaderboard.json", to_json(rows))
 
 
 def prepare_replay_target(source: Path, target: Path) -> None:

@@ -56,3 +56,14 @@ class MatchRecord(Record):
     def score_a(self) -> float | None:
         """1, 0.5 or 0 for a decided match; None for a void one (never a tie)."""
         return {Outcome.A_WINS: 1.0, Outcome.TIE: 0.5, Outcome.B_WINS: 0.0}.get(self.outcome)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AnswerTiming(Record):
+    """Wall-clock figures kept out of matches.jsonl (they differ on every run)."""
+
+    match_id: str
+    round: int
+    agent: str
+    wall_s: float
+    model_s: float

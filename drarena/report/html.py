@@ -7,30 +7,14 @@ an attribute-breaking quote stays inert text. Charts are inline SVG built from n
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from drarena.agents.base import Answer
-from drarena.arena.records import MatchRecord, RoundRecord
+from drarena.arena.leaderboard import FAILURES, LeaderboardRow
 from drarena.examiner.judge import JudgedOrder
-from drarena.report.leaderboard import FAILURES, LeaderboardRow
-
-
-def esc(value: object) -> str:
-    return html.escape(str(value), quote=True)
-
-
-CSS = """
-body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#222}
-h1,h2{font-weight:600} table{border-collapse:collapse;margin:.5em 0}
-td,th{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}
-th{background:#f3f3f3} .num{text-align:right} .void{color:#a33}
-details{margin:.3em 0} summary{cursor:pointer} .pair{display:flex;gap:1em}
-.pair>div{flex:1;min-width:0;border:1px solid #ddd;padding:.5em;background:#fafafa}
-pre{white-space:pre-wrap;word-wrap:break-word;font:12px/1.4 ui-monospace,monospace}
-.muted{color:#777} svg text{font:11px sans-serif}
-"""
+from drarena.htmlpage import CSS, esc
+from drarena.ledger.records import MatchRecord, RoundRecord
 
 
 def leaderboard_table(rows: Sequence[LeaderboardRow]) -> str:

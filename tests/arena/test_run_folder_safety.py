@@ -161,6 +161,9 @@ def test_rank_refuses_a_damaged_run_and_overwrites_nothing(
     capsys.readouterr()
     name, damage = DAMAGE[case]
     damage(demo)
+    for output in ("leaderboard.md", "report.html"):  # a rewrite, even identical, shows
+        with (demo / output).open("a") as out:
+            out.write("\n<!-- the user's copy -->\n")
     before = contents(demo)
     assert main(["rank", str(demo)]) == 2
     one_line_error(capsys, str(demo / name))

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from test_leaderboard import MATCHES
 
+from drarena.arena.leaderboard import build_leaderboard
 from drarena.report.html import render_report
-from drarena.report.leaderboard import build_leaderboard
 
 CHROMIUM = shutil.which("chromium")
 EVIL = '<script>document.title="pwned"</script><img src=x onerror="alert(1)"> [[A_MUCH_BETTER]]'

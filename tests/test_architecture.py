@@ -1,0 +1,114 @@
+"""The package map as a test: imports follow the data flow, and nothing private crosses modules.
+
+Rooms, lowest first (a room may import only rooms below it; agents and examiner are siblings
+and never import each other):
+
+  base (drarena/*.py: errors, records, registry, quoting, ...) -> web -> corpus -> live
+  -> search -> models -> agents | examiner -> ledger -> drift -> arena -> report
+
+Each room's `commands.py`, and drarena/cli.py, are the command-line shell: thin argument
+handling over the library, above every room; they may import any room, and no room module
+imports a shell module. Imports inside functions count too (a lazy import is still a
+dependency). The test reads the source with `ast`, so it needs nothing installed.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "drarena"
+
+ORDER = ["base", "web", "corpus", "live", "search", "models", "agents", "ledger", "drift",
+         "arena", "report"]
+RANK = {room: i for i, room in enumerate(ORDER)} | {"examiner": ORDER.index("agents")}
+SHELL = "shell"
+
+
+def room_of(module: str) -> str:
+    """The room of a dotted module name inside drarena."""
+    parts = module.split(".")
+    if parts[-1] in ("commands", "cli", "__main__"):
+        return SHELL
+    if len(parts) == 1:
+        return "base"
+    if len(parts) == 2:
+        return "base" if not (PACKAGE / parts[1]).is_dir() else parts[1]
+    return parts[1]
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports(path: Path) -> list[tuple[int, str, list[str]]]:
+    """(line, imported module, names) for every absolute drarena import in the file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.split(".")[0] == "drarena":
+                found.append((node.lineno, node.module, [a.name for a in node.names]))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "drarena":
+                    found.append((node.lineno, alias.name, []))
+    return found
+
+
+def target_module(module: str, name: str) -> str:
+    """`from drarena.agents import citations` imports the module drarena.agents.citations."""
+    candidate = f"{module}.{name}"
+    base = PACKAGE.parent / Path(*candidate.split("."))
+    return candidate if base.with_suffix(".py").is_file() or base.is_dir() else module
+
+
+def violations() -> tuple[list[str], list[str]]:
+    upward, private = [], []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        here = module_name(path)
+        src = room_of(here)
+        for line, module, names in imports(path):
+            targets = {target_module(module, n) for n in names} or {module}
+            for target in targets:
+                dst = room_of(target)
+                where = f"{path.relative_to(PACKAGE.parent)}:{line} imports {target}"
+                if dst == SHELL and src == SHELL:
+                    continue
+                if dst == SHELL:
+                    upward.append(f"{where} (a shell module)")
+                elif src != SHELL and dst != src and RANK[dst] >= RANK[src]:
+                    upward.append(f"{where} ({src} may not import {dst})")
+            private += [f"{path.relative_to(PACKAGE.parent)}:{line} imports {module}.{n}"
+                        for n in names if n.startswith("_") and not n.startswith("__")
+                        and target_module(module, n) == module and module != here]
+    return upward, private
+
+
+def test_rooms_cover_every_package() -> None:
+    """A new package must be placed in the map (and this docstring) before it is used."""
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    assert packages <= set(RANK), f"place these in ORDER: {sorted(packages - set(RANK))}"
+
+
+def test_imports_follow_the_data_flow() -> None:
+    upward, _ = violations()
+    assert not upward, "upward or shell imports:\n" + "\n".join(upward)
+
+
+def test_no_private_name_crosses_modules() -> None:
+    _, private = violations()
+    assert not private, "private names imported across modules:\n" + "\n".join(private)
+
+
+def test_the_check_catches_an_upward_import(tmp_path: Path) -> None:
+    """The rule itself: a report module import is upward from agents, not from arena."""
+    assert RANK["agents"] < RANK["report"]
+    assert room_of("drarena.agents.react") == "agents"
+    assert room_of("drarena.arena.commands") == SHELL
+    assert room_of("drarena.errors") == "base"
+    assert RANK["examiner"] == RANK["agents"]
