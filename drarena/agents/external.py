@@ -328,13 +328,20 @@ class HttpArgs(BaseModel):
         return tuple(h.lower() for h in value)
 
 
-def check_frozen_endpoints(agents: Iterable[tuple[str, str, Mapping[str, Any]]],
-                           roles: Mapping[str, ModelRole], served: Collection[str]) -> None:
-    """Frozen mode: each `http` agent's endpoint is on loopback or named in its allow_hosts
-    (one line naming the field otherwise). `agents`: (name, kind, args); roles in `served`
-    are bound to drarena's own model server and pass like every model role."""
+def check_endpoints(agents: Iterable[tuple[str, str, Mapping[str, Any]]],
+                    roles: Mapping[str, ModelRole], served: Collection[str],
+                    frozen: bool) -> None:
+    """Before a run writes anything: a command agent's `model_role` exists, and in frozen
+    mode each `http` agent's endpoint is on loopback or named in its allow_hosts (one line
+    naming the field otherwise). `agents`: (name, kind, args); roles in `served` are bound
+    to drarena's own model server and pass like every model role."""
     for name, kind, raw in agents:
-        if kind != "http":
+        if kind == "command":
+            wanted = parse_agent_args(CommandArgs, dict(raw), "command").model_role
+            if wanted is not None and wanted not in roles:
+                raise DrarenaError(f"agents.{name}.args.model_role: no role {wanted!r} in "
+                                   f"models.roles (have {', '.join(sorted(roles))})")
+        if kind != "http" or not frozen:
             continue
         args = parse_agent_args(HttpArgs, dict(raw), "http")
         role = roles.get(args.role)
