@@ -52,3 +52,17 @@ def pydocs_indexed(pydocs_extracted: Path) -> tuple[Path, Path]:
         pytest.fail("drarena index failed on the fixture snapshot")
     return snapshot, root
 # --- end agents ------------------------------------------------------------------------------
+
+
+# --- make test-fast: heavy shared fixtures make a test `slow` ---------------------------------
+# A test that needs the real snapshot built (extraction, trees, Lucene, the encoder) or the
+# model server is an integration test; `make test-fast` (-m "not model and not slow") leaves
+# it out without each test having to say so.
+HEAVY_FIXTURES = frozenset({"pydocs", "pydocs_extracted", "pydocs_indexed", "model_server",
+                            "model_role"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)

@@ -18,7 +18,7 @@ from arena_live_site import LiveSiteForTests, freeze, scripted_models
 from drarena.agents import sandbox
 from drarena.arena.config import parse_config
 from drarena.arena.execute import execute
-from drarena.arena.runs import RunDir
+from drarena.ledger.folder import RunDir
 from drarena.models.config import CacheMode
 
 NETNS = sandbox.probe()

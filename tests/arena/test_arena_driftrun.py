@@ -16,10 +16,10 @@ from drarena.arena.config import parse_config
 from drarena.arena.driftcompare import Change, agent_moves, change, rank_correlation
 from drarena.arena.driftrun import REPORT_JSON, drift_run
 from drarena.arena.execute import execute
-from drarena.arena.runs import RunDir
+from drarena.arena.leaderboard import LeaderboardRow
 from drarena.errors import DrarenaError
+from drarena.ledger.folder import RunDir
 from drarena.models.config import CacheMode
-from drarena.report.leaderboard import LeaderboardRow
 
 
 @pytest.mark.parametrize(("frozen", "live", "expected"), [

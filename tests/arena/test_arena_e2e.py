@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from drarena.arena.records import MatchRecord
 from drarena.cli import main
+from drarena.ledger.records import MatchRecord
 from drarena.models.serve import ServerHandle
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]

@@ -18,10 +18,10 @@ from loopback_servers import free_port
 
 from drarena.arena.config import parse_config
 from drarena.arena.execute import execute, replay
-from drarena.arena.records import MatchRecord
-from drarena.arena.runs import RunDir
 from drarena.cli import main
 from drarena.errors import DrarenaError
+from drarena.ledger.folder import RunDir
+from drarena.ledger.records import MatchRecord
 from drarena.models.config import CacheMode
 from drarena.web.snapshot import Snapshot
 

@@ -17,8 +17,8 @@ import pytest
 import yaml
 from loopback_servers import replay_snapshot, serve_search, stop
 
-from drarena.arena.records import MatchRecord
 from drarena.cli import main
+from drarena.ledger.records import MatchRecord
 from drarena.models.serve import ServerHandle
 from drarena.web.snapshot import Snapshot
 

@@ -10,9 +10,9 @@ import pytest
 from arena_fakes import ScriptedAgentForTests, examiner, examiner_step, make_tree
 
 from drarena.arena.match import MatchRunner, MatchSettings, match_seed
-from drarena.arena.records import MatchRecord
 from drarena.corpus.treewalk import TreeWalker
 from drarena.examiner.evolve import Move, Outcome
+from drarena.ledger.records import MatchRecord
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelsConfig
 from drarena.models.scripted import ScriptedBackendForTests, reply

@@ -9,15 +9,15 @@ from pathlib import Path
 
 from arena_fakes import ScriptedAgentForTests, make_tree, strength_examiner
 
+from drarena.arena.leaderboard import build_leaderboard, to_markdown
 from drarena.arena.match import MatchSettings
-from drarena.arena.runs import RunDir
 from drarena.arena.swiss import default_rounds
 from drarena.arena.tournament import Tournament, plan_round
+from drarena.ledger.folder import RunDir
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelsConfig
 from drarena.models.scripted import ScriptedBackendForTests
 from drarena.report.html import render_report
-from drarena.report.leaderboard import build_leaderboard, to_markdown
 
 STRENGTHS = {"s1": 1, "s2": 2, "s3": 3, "s4": 4, "s5": 5}
 

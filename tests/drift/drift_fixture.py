@@ -163,11 +163,11 @@ STALE_KEYS = {("m1", 0, "depth", 0), ("m1", 0, "width", 0), ("m2", 1, "depth", 0
 
 def write_run(folder: Path, fingerprint: str) -> Path:
     """runs/<x>/ with run.json, two finished matches of real records, and a report.html."""
-    from drarena.arena.records import SCHEMA_VERSION, MatchRecord, RoundRecord
-    from drarena.arena.runs import RunDir
     from drarena.examiner.evolve import MatchScore, Outcome
     from drarena.examiner.taskcheck import ChecklistItem, Task
     from drarena.examiner.taskgen import TaskOutcome
+    from drarena.ledger.folder import RunDir
+    from drarena.ledger.records import SCHEMA_VERSION, MatchRecord, RoundRecord
     from drarena.report.html import render_report
 
     def task(depth: list[tuple[str, str]], width: list[tuple[str, str]]) -> TaskOutcome:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from drarena.arena.records import SCHEMA_VERSION, MatchRecord, RoundRecord
 from drarena.corpus.records import Tree, TreeNode
 from drarena.drift.pages import NewVersion, PageDiff, Verdict, judge_page
 from drarena.drift.stale import support, task_impacts, tree_impacts
 from drarena.examiner.evolve import MatchScore, Outcome
 from drarena.examiner.taskcheck import ChecklistItem, Task
 from drarena.examiner.taskgen import TaskOutcome
+from drarena.ledger.records import SCHEMA_VERSION, MatchRecord, RoundRecord
 
 A = "http://site.test/a.html"
 B = "http://site.test/b.html"

@@ -37,8 +37,8 @@ def main(argv: Sequence[str]) -> int:
 
     from drarena.arena.config import parse_config
     from drarena.arena.execute import execute
-    from drarena.arena.runs import RunDir
     from drarena.errors import DrarenaError
+    from drarena.ledger.folder import RunDir
     from drarena.models.config import CacheMode
 
     snapshot, runs_root = Path(argv[0]), Path(argv[1])
