@@ -365,6 +365,22 @@ def test_frozen_mode_refuses_a_remote_http_agent_unless_named() -> None:
         check_components(frozen_config(None))
 
 
+def test_unknown_model_role_of_a_command_agent_is_one_line() -> None:
+    from drarena.arena.config import parse_config
+    from drarena.arena.session import check_components
+
+    config = parse_config({
+        "name": "t", "snapshot": "snapshots/pydocs",
+        "models": {"roles": {"examiner": {"model": "served"}, "agent": {"model": "served"}}},
+        "agents": [{"name": "a", "kind": "oracle"},
+                   {"name": "ext", "kind": "command",
+                    "args": {"command": ["true"], "model_role": "judge"}}]}, "t.yaml")
+    with pytest.raises(DrarenaError) as info:
+        check_components(config)
+    assert str(info.value) == ("agents.ext.args.model_role: no role 'judge' in models.roles "
+                               "(have agent, examiner)")
+
+
 def test_allow_hosts_are_host_names() -> None:
     from drarena.arena.session import check_components
 
