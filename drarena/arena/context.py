@@ -33,6 +33,7 @@ from drarena.arena.session import (
 )
 from drarena.corpus.records import Doc, Tree
 from drarena.corpus.treewalk import Expander, TreeWalker
+from drarena.ledger.header import RunHeader
 from drarena.models.client import ModelClient
 from drarena.models.config import CacheMode, ModelsConfig
 
@@ -101,7 +102,7 @@ class RunContext:
 
         return NetworkGuard(endpoint_hosts(r.api_base for r in self.bound.roles.values()))
 
-    def header(self, now: datetime | None = None) -> dict[str, Any]:
+    def header(self, now: datetime | None = None) -> RunHeader:
         """The run header: resolved config, bound roles, fingerprints, versions."""
         return build_header(self.config, self.bound, self.trees, now)
 

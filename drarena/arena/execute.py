@@ -84,23 +84,26 @@ def execute(config: TournamentConfig, run: RunDir, *, serve: bool, cache_mode: C
                   live_capture=capture, live_replay=live_replay, replay_tools=replay_tools,
                   backend=backend) as ctx:
         header = ctx.header()
-        header.update(header_extra or {})  # e.g. a replay's replay_of
+        for key, value in (header_extra or {}).items():  # e.g. a replay's replay_of
+            setattr(header, key, value)
         if old is not None and newcomer is None:
-            header["created"] = old.get("created", header["created"])
+            header.created = old.get("created", header.created)
         record = ctx.tool_record
+        if record is not None:  # one list of replay misses, in the order they happened
+            record.misses = ctx.client.replay_misses
         if config.offline:
-            header["derived_digests"] = derived_digests(config.snapshot)
+            header.derived_digests = derived_digests(config.snapshot)
         # a run resumed from one begun without a record has matches no record answers
         if record is not None and (old is None or "tool_record" in old):
-            header["tool_record"] = TOOL_RECORD
+            header.tool_record = TOOL_RECORD
         if config.live is not None and ctx.live is not None:
             if live_replay is not None:
-                header["live"] = header_block(
+                header.live = header_block(
                     config.live, [{"path": str(p), "fingerprint": capture_fingerprint(p)}
                                   for p in live_replay], None, replayed=True)
             else:
                 earlier = [] if old is None else old.get("live", {}).get("captures", [])
-                header["live"] = header_block(config.live, earlier, capture)
+                header.live = header_block(config.live, earlier, capture)
         run.write_header(header)
         tournament = ctx.tournament(run)
         try:
@@ -112,15 +115,16 @@ def execute(config: TournamentConfig, run: RunDir, *, serve: bool, cache_mode: C
                 else:
                     log = asyncio.run(tournament.place(newcomer, run.read_log()))
         finally:
-            if ctx.live is not None:  # the capture is written even when the run is interrupted
-                header["live"] = finish_block(header["live"], ctx.live.close())
+            if ctx.live is not None and header.live is not None:
+                # the capture is written even when the run is interrupted
+                header.live = finish_block(header.live, ctx.live.close())
                 run.write_header(header)
         client = ctx.client
-        header["usage"] = {k: v.to_dict() for k, v in client.usage().items()}
-        header["model_calls"] = client.model_calls
+        header.usage = {k: v.to_dict() for k, v in client.usage().items()}
+        header.model_calls = client.model_calls
         run.write_header(header)
     md = finish(run, config, log)
-    misses = client.replay_misses + (record.misses if record is not None else [])
+    misses = list(client.replay_misses)  # the tool record's misses included
     return RunResult(run, log, client.model_calls, md, misses, config)
 
 

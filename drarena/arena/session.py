@@ -22,6 +22,7 @@ from drarena.corpus.records import Doc, Tree
 from drarena.digests import file_sha256
 from drarena.errors import DrarenaError
 from drarena.examiner.templates import template_hashes
+from drarena.ledger.header import RunHeader
 from drarena.models.config import CacheConfig, CacheMode, ModelRole, ModelsConfig
 
 PACKAGES = ("drarena", "litellm", "pyserini", "warcio", "trafilatura", "faiss-cpu",
@@ -232,15 +233,15 @@ def index_fingerprints(config: TournamentConfig) -> dict[str, Any]:
 
 
 def build_header(config: TournamentConfig, bound: ModelsConfig, trees: dict[str, Tree],
-                 now: datetime | None = None) -> dict[str, Any]:
+                 now: datetime | None = None) -> RunHeader:
     from drarena.agents.sandbox import isolation_note
-    from drarena.ledger.folder import RUN_SCHEMA_VERSION
+    from drarena.ledger.header import RUN_SCHEMA_VERSION
     from drarena.ledger.records import SCHEMA_VERSION
     from drarena.web.snapshot import Snapshot
 
     snapshot = Snapshot.open(config.snapshot)
     tree_dir = config.snapshot / "trees"
-    return {
+    return RunHeader.model_validate({
         "run_schema_version": RUN_SCHEMA_VERSION,
         "match_schema_version": SCHEMA_VERSION,
         "created": (now or datetime.now(UTC)).isoformat(timespec="seconds"),
@@ -260,4 +261,4 @@ def build_header(config: TournamentConfig, bound: ModelsConfig, trees: dict[str,
         "seed": config.seed,
         "agent_isolation": isolation_note(config.offline,
                                           any(a.kind == "command" for a in config.agents)),
-    }
+    })

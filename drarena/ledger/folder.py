@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from drarena.errors import DrarenaError
+from drarena.ledger.header import RUN_SCHEMA_VERSION, RunHeader
 from drarena.ledger.records import SCHEMA_VERSION, AnswerTiming, MatchRecord
 
-RUN_SCHEMA_VERSION = 1
 REPLAY_MARK = "replay_of"
 REPLAY_FILES = ("run.json", "matches.jsonl", "timings.jsonl", "leaderboard.md",
                 "leaderboard.csv", "leaderboard.json", "report.html")
@@ -78,6 +78,18 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def typed_header(value: dict[str, Any], where: str) -> RunHeader:
+    """A header dict through the RunHeader model; the first problem as one line."""
+    from pydantic import ValidationError
+
+    try:
+        return RunHeader.model_validate(value)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "(top)"
+        raise DrarenaError(f"{where}: {field}: {err['msg']}") from None
+
+
 class RunDir:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -105,11 +117,20 @@ class RunDir:
         for key, supported in (("run_schema_version", RUN_SCHEMA_VERSION),
                                ("match_schema_version", SCHEMA_VERSION)):
             check_schema(value.get(key, supported), supported, str(where), key)
+        typed_header(value, str(where))  # a field of the wrong type: one line, here
         return value
 
-    def write_header(self, header: dict[str, Any]) -> None:
+    def run_header(self) -> RunHeader | None:
+        """run.json as the typed RunHeader (None when there is none)."""
+        value = self.header()
+        return None if value is None else typed_header(value, str(self.header_path))
+
+    def write_header(self, header: RunHeader | dict[str, Any]) -> None:
+        """Write run.json through the RunHeader model (a dict is validated first)."""
+        typed = header if isinstance(header, RunHeader) else typed_header(
+            header, str(self.header_path))
         self.create()
-        write_atomic(self.header_path, json.dumps(header, indent=2, sort_keys=True) + "\n")
+        write_atomic(self.header_path, typed.to_json())
 
     def save_match(self, record: MatchRecord) -> None:
         write_atomic(self.matches_dir / f"{record.match_id}.json", record.to_json() + "\n")
