@@ -46,10 +46,26 @@ fuzz: setup
 	HYPOTHESIS_PROFILE=fuzz FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest tests/fuzz \
 	  -q -p no:cacheprovider --hypothesis-show-statistics
 
-## lint: ruff and mypy over the package
-lint: setup
-	$(BIN)/ruff check drarena tests bench
-	$(BIN)/mypy drarena
+## check: lint, format and types (CI runs it before the tests): ruff check, ruff format
+## --check, mypy --strict on drarena/, mypy on tests/ and bench/
+.PHONY: check test-fast docs
+check: setup
+	$(BIN)/ruff check drarena tests bench examples docs/hooks
+	$(BIN)/ruff format --check drarena tests bench examples docs/hooks
+	$(BIN)/mypy --strict drarena
+	$(BIN)/mypy --explicit-package-bases tests bench
+
+## lint: the same as check (the older name)
+lint: check
+
+## test-fast: the unit tests: no model server, no Lucene/encoder fixtures, no end-to-end runs
+## (tests marked model or slow, and those using the shared snapshot fixtures, are left out)
+test-fast: setup
+	$(BIN)/python -m pytest -m "not model and not slow" -q
+
+## docs: the docs site into build/site (`$(BIN)/mkdocs serve` to browse it locally)
+docs: setup
+	$(BIN)/mkdocs build --strict
 
 # --- frozen web (issue 2) -------------------------------------------------------------
 ## snapshot: freeze the corpus spec corpus/$(CORPUS).yaml into snapshots/$(CORPUS)/
