@@ -135,7 +135,8 @@ class CrawlSpec(_Strict):
 
 
 def _field_path(loc: tuple[object, ...]) -> str:
-    return ".".join(str(p) for p in loc) or "(top level)"
+    # a key with a line break or control character is shown escaped: the error stays one line
+    return ".".join(str(p) if str(p).isprintable() else repr(p) for p in loc) or "(top level)"
 
 
 def parse_spec(data: object, source: str) -> CrawlSpec:

@@ -436,7 +436,7 @@ class WaczPackage:
                     raise DrarenaError(f"{self.path}: {PAGES_PATH}: line {number}: no url")
                 out.append(WaczPage(data["url"], str(data.get("ts", "")),
                                     str(data.get("title") or ""), str(data.get("id") or "")))
-        except _Oversized as exc:
+        except (_Oversized, zipfile.BadZipFile, OSError, EOFError) as exc:  # CRC, cut short
             raise DrarenaError(f"{self.path}: {PAGES_PATH}: {exc}") from None
         return out
 

@@ -186,3 +186,14 @@ def test_aliases_of_ordinary_size_still_load(scratch: Path) -> None:
     scratch.write_text(text, encoding="utf-8")
     config = load_config(scratch)
     assert config.models.roles["agent"].sampling == config.models.roles["examiner"].sampling
+
+
+@pytest.mark.parametrize("where", ["spec", "config"])
+def test_a_key_with_a_line_break_is_named_on_one_line(scratch: Path, where: str) -> None:
+    """Found by `make fuzz`: an unknown key holding a line break ("? '\\n\\n  '") was put into
+    the error as is, so the one-line error ran over three lines."""
+    text = SPEC_TEXT if where == "spec" else CONFIG_TEXT
+    scratch.write_text("? '\n\n  x'\n: null\n" + text, encoding="utf-8")
+    with pytest.raises(DrarenaError) as err:
+        (load_spec if where == "spec" else load_config)(scratch)
+    assert "\n" not in str(err.value) and "x" in str(err.value)

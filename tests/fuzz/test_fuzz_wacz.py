@@ -107,3 +107,16 @@ def test_fuzzed_datapackage(work: Path, data: st.DataObject) -> None:
                 out.writestr(info, body)
     _read(path, work)
     _import(path, work)
+
+
+def test_damaged_pages_list_is_one_line(work: Path) -> None:
+    """Found by `make fuzz`: a flipped byte in the stored pages/pages.jsonl made `pages()`
+    raise zipfile.BadZipFile (CRC mismatch) instead of the one-line DrarenaError."""
+    raw = bytearray((work / "tiny.wacz").read_bytes())
+    at = raw.find(b'{"format"')
+    assert at > 0
+    raw[at + 3] ^= 0x20
+    path = work / "damaged-pages.wacz"
+    path.write_bytes(bytes(raw))
+    with WaczPackage.open(path) as package, pytest.raises(DrarenaError, match=r"pages\.jsonl"):
+        package.pages()
