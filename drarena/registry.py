@@ -21,7 +21,7 @@ import importlib.metadata
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -133,7 +133,7 @@ class Registry(Generic[T]):
         if not callable(factory):
             raise RegistryError(f"{self.what} kind {kind!r}: {module_name} has no callable "
                                 f"{attr!r}")
-        return factory
+        return cast("Callable[..., T]", factory)
 
     def build(self, spec: ComponentSpec | dict[str, Any], **extra: Any) -> T:
         if isinstance(spec, dict):

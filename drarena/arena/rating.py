@@ -69,12 +69,14 @@ def fit_strengths(agents: Sequence[str], games: Sequence[Game], *,
     s = np.array([g.score_a for g in games], dtype=float)
     result = minimize(_neg_log_likelihood, theta0, args=(ia, ib, s, prior_games), jac=True,
                       method="L-BFGS-B", options={"maxiter": 1000, "gtol": 1e-10})
-    theta = np.asarray(result.x)
-    return theta - theta.mean()
+    theta: np.ndarray = np.asarray(result.x, dtype=float)
+    centred: np.ndarray = theta - theta.mean()
+    return centred
 
 
 def to_elo(theta: np.ndarray) -> np.ndarray:
-    return ELO_ANCHOR + ELO_SCALE * (theta - theta.mean())
+    elo: np.ndarray = ELO_ANCHOR + ELO_SCALE * (theta - theta.mean())
+    return elo
 
 
 def interval_ranks(lower: Sequence[float], upper: Sequence[float]) -> list[int]:
