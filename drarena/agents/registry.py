@@ -67,7 +67,8 @@ class AgentContext:
                 self._retrievers[key] = self._build_retriever(spec)
             else:
                 self._retrievers[key] = self.tool_record.retriever(
-                    spec, lambda: self._build_retriever(spec))
+                    spec, lambda: self._build_retriever(spec)
+                )
         return self._retrievers[key]
 
     def _build_retriever(self, spec: ComponentSpec) -> Retriever:
@@ -106,8 +107,9 @@ def check_agent_args(kind: str, args: dict[str, Any], where: str) -> None:
     parse_args(getattr(importlib.import_module(module), attr), args, f"{where} ({kind})")
 
 
-def build_agent(spec: ComponentSpec | dict[str, Any], context: AgentContext,
-                name: str | None = None) -> Agent:
+def build_agent(
+    spec: ComponentSpec | dict[str, Any], context: AgentContext, name: str | None = None
+) -> Agent:
     """An agent from {kind, args}; `name` (default: the kind) labels its answers."""
     try:
         parsed = spec if isinstance(spec, ComponentSpec) else ComponentSpec.model_validate(spec)

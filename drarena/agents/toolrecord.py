@@ -47,23 +47,25 @@ class ToolRecord:
         self.misses: list[str] = []  # replay: every request the record lacked, in order
         self.calls = 0  # requests answered by a real retriever
 
-    def retriever(self, spec: ComponentSpec,
-                  build: Callable[[], Retriever]) -> RecordedRetriever:
+    def retriever(self, spec: ComponentSpec, build: Callable[[], Retriever]) -> RecordedRetriever:
         """A retriever for `spec` that answers through the record. Recording, `build()` makes
         the real one now (a missing index fails the run at once, as without a record);
         replaying, it is never called: no index, JVM or encoder is loaded."""
         return RecordedRetriever(self, spec, None if self.replaying else build())
 
-    def answer(self, spec: ComponentSpec, op: str, args: dict[str, Any],
-               compute: Callable[[], Any] | None) -> Any:
+    def answer(
+        self, spec: ComponentSpec, op: str, args: dict[str, Any], compute: Callable[[], Any] | None
+    ) -> Any:
         """The recorded result of (spec, op, args), computing and storing it if needed."""
         request = {"retriever": spec_json(spec), "op": op, "args": args}
         key = tool_key(request)
         stored = self.cache.get(key)
         if stored is None:
             if compute is None:
-                message = (f"replay: the run's tool record has no {op} for retriever "
-                           f"{spec.kind} with {canonical_json(args)[:160]} (key {key[:16]})")
+                message = (
+                    f"replay: the run's tool record has no {op} for retriever "
+                    f"{spec.kind} with {canonical_json(args)[:160]} (key {key[:16]})"
+                )
                 self.misses.append(message)
                 raise ToolReplayMissError(message)
             self.calls += 1
@@ -86,8 +88,7 @@ class ToolRecord:
 class RecordedRetriever:
     """A Retriever whose every answer goes through the run's tool record."""
 
-    def __init__(self, record: ToolRecord, spec: ComponentSpec,
-                 inner: Retriever | None) -> None:
+    def __init__(self, record: ToolRecord, spec: ComponentSpec, inner: Retriever | None) -> None:
         self.record = record
         self.spec = spec
         self.name = spec.kind if inner is None else inner.name
@@ -95,16 +96,23 @@ class RecordedRetriever:
 
     def search(self, query: str, k: int = 10) -> list[Hit]:
         inner = self._inner
-        compute = None if inner is None else (
-            lambda: [h.to_dict() for h in inner.search(query, k)])
+        compute = None if inner is None else (lambda: [h.to_dict() for h in inner.search(query, k)])
         value = self.record.answer(self.spec, "search", {"query": query, "k": k}, compute)
         return [Hit.from_dict(h) for h in value]
 
-    def open(self, url_or_docid: str, offset: int = 0,
-             max_chars: int = DEFAULT_PAGE_CHARS) -> PageText:
+    def open(
+        self, url_or_docid: str, offset: int = 0, max_chars: int = DEFAULT_PAGE_CHARS
+    ) -> PageText:
         inner = self._inner
-        compute = None if inner is None else (
-            lambda: inner.open(url_or_docid, offset, max_chars).to_dict())
-        value = self.record.answer(self.spec, "open", {"ref": url_or_docid, "offset": offset,
-                                                       "max_chars": max_chars}, compute)
+        compute = (
+            None
+            if inner is None
+            else (lambda: inner.open(url_or_docid, offset, max_chars).to_dict())
+        )
+        value = self.record.answer(
+            self.spec,
+            "open",
+            {"ref": url_or_docid, "offset": offset, "max_chars": max_chars},
+            compute,
+        )
         return PageText.from_dict(value)

@@ -54,8 +54,9 @@ def request_key(
 
 def tool_key(payload: Mapping[str, Any]) -> str:
     """sha256 over the canonical JSON of one tool request (retriever spec, operation, args)."""
-    return hashlib.sha256(canonical_json({"v": TOOL_SCHEMA_VERSION, **payload}).encode(
-        "utf-8")).hexdigest()
+    return hashlib.sha256(
+        canonical_json({"v": TOOL_SCHEMA_VERSION, **payload}).encode("utf-8")
+    ).hexdigest()
 
 
 TOOL_SCHEMA_VERSION = "1"
@@ -65,17 +66,18 @@ def _open(path: Path, what: str) -> sqlite3.Connection:
     """One connection to a cache file in WAL mode, with its tables; errors as one line."""
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        db = sqlite3.connect(str(path), timeout=30.0, isolation_level=None,
-                             check_same_thread=False)
+        db = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
         db.execute("PRAGMA busy_timeout=30000")
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute(
             "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
-            "request TEXT NOT NULL, content TEXT NOT NULL, created REAL NOT NULL)")
+            "request TEXT NOT NULL, content TEXT NOT NULL, created REAL NOT NULL)"
+        )
         db.execute(
             "CREATE TABLE IF NOT EXISTS tools (key TEXT PRIMARY KEY, request TEXT NOT NULL, "
-            "content TEXT NOT NULL, created REAL NOT NULL)")
+            "content TEXT NOT NULL, created REAL NOT NULL)"
+        )
         db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
         db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
         (check,) = db.execute("PRAGMA quick_check").fetchone()
@@ -83,12 +85,14 @@ def _open(path: Path, what: str) -> sqlite3.Connection:
     except sqlite3.DatabaseError as exc:
         raise DrarenaError(
             f"{what} {path} is corrupt or not a drarena cache ({exc}); "
-            "move it aside to start a new one") from None
+            "move it aside to start a new one"
+        ) from None
     if check != "ok":
         raise DrarenaError(f"{what} {path} failed its integrity check: {check}")
     if schema != SCHEMA_VERSION:
         raise DrarenaError(
-            f"{what} {path} has schema {schema!r}, this drarena writes {SCHEMA_VERSION!r}")
+            f"{what} {path} has schema {schema!r}, this drarena writes {SCHEMA_VERSION!r}"
+        )
     return db
 
 
@@ -111,16 +115,19 @@ class CallCache:
             content: dict[str, Any] = json.loads(row[0])
         except json.JSONDecodeError as exc:
             raise DrarenaError(
-                f"model cache {self.path}: entry {key[:16]} is corrupt ({exc})") from None
+                f"model cache {self.path}: entry {key[:16]} is corrupt ({exc})"
+            ) from None
         return content
 
-    def put(self, key: str, model: str, request: Mapping[str, Any],
-            content: Mapping[str, Any]) -> bool:
+    def put(
+        self, key: str, model: str, request: Mapping[str, Any], content: Mapping[str, Any]
+    ) -> bool:
         """Store a successful call; False if the key was already there (first writer wins)."""
         try:
             cursor = self._db.execute(
                 "INSERT OR IGNORE INTO calls VALUES (?, ?, ?, ?, ?)",
-                (key, model, canonical_json(request), canonical_json(content), self._clock()))
+                (key, model, canonical_json(request), canonical_json(content), self._clock()),
+            )
         except sqlite3.DatabaseError as exc:
             raise DrarenaError(f"model cache {self.path}: cannot write ({exc})") from None
         return cursor.rowcount == 1
@@ -157,14 +164,16 @@ class ToolCache:
             return json.loads(row[0])
         except json.JSONDecodeError as exc:
             raise DrarenaError(
-                f"tool record {self.path}: entry {key[:16]} is corrupt ({exc})") from None
+                f"tool record {self.path}: entry {key[:16]} is corrupt ({exc})"
+            ) from None
 
     def put(self, key: str, request: Mapping[str, Any], content: Any) -> bool:
         """Store a result; False if the key was already there (first writer wins)."""
         try:
             cursor = self._db.execute(
                 "INSERT OR IGNORE INTO tools VALUES (?, ?, ?, ?)",
-                (key, canonical_json(request), canonical_json(content), self._clock()))
+                (key, canonical_json(request), canonical_json(content), self._clock()),
+            )
         except sqlite3.DatabaseError as exc:
             raise DrarenaError(f"tool record {self.path}: cannot write ({exc})") from None
         return cursor.rowcount == 1

@@ -41,15 +41,33 @@ def checker(pydocs_indexed: tuple[Path, Path]) -> Iterator[SnapshotUrlChecker]:
     check.close()
 
 
-def context(server: ServerHandle, indexed: tuple[Path, Path], checker: SnapshotUrlChecker,
-            max_tokens: int = 128, search_url: str | None = None) -> AgentContext:
-    config = ModelsConfig.model_validate({
-        "roles": {"agent": {"model": server.litellm_model, "api_base": server.api_base,
-                            "sampling": {"temperature": 0.0, "max_tokens": max_tokens},
-                            "timeout_s": 300}},
-        "retry": {"max_attempts": 2}})
-    return AgentContext(client=ModelClient(config), snapshot_dir=indexed[0],
-                        index_root=indexed[1], url_checker=checker, search_url=search_url)
+def context(
+    server: ServerHandle,
+    indexed: tuple[Path, Path],
+    checker: SnapshotUrlChecker,
+    max_tokens: int = 128,
+    search_url: str | None = None,
+) -> AgentContext:
+    config = ModelsConfig.model_validate(
+        {
+            "roles": {
+                "agent": {
+                    "model": server.litellm_model,
+                    "api_base": server.api_base,
+                    "sampling": {"temperature": 0.0, "max_tokens": max_tokens},
+                    "timeout_s": 300,
+                }
+            },
+            "retry": {"max_attempts": 2},
+        }
+    )
+    return AgentContext(
+        client=ModelClient(config),
+        snapshot_dir=indexed[0],
+        index_root=indexed[1],
+        url_checker=checker,
+        search_url=search_url,
+    )
 
 
 FINISH = {"stop", "length", "tool_calls"}
@@ -63,8 +81,14 @@ def assert_sound(answer: Answer) -> None:
     steps = answer.trajectory.steps
     assert not [s.error for s in steps if (s.error or "").startswith("model call failed")]
     calls = answer.trajectory.model_calls()
-    assert calls and all(len(c.key) == 64 and c.prompt_tokens > 0 and c.completion_tokens > 0
-                         and c.finish_reason in FINISH and not c.cached for c in calls), calls
+    assert calls and all(
+        len(c.key) == 64
+        and c.prompt_tokens > 0
+        and c.completion_tokens > 0
+        and c.finish_reason in FINISH
+        and not c.cached
+        for c in calls
+    ), calls
     assert answer.prompt_tokens == sum(c.prompt_tokens for c in calls)
     assert answer.completion_tokens == sum(c.completion_tokens for c in calls)
     if answer.error is None:
@@ -80,12 +104,13 @@ def assert_sound(answer: Answer) -> None:
 
 @pytest.mark.model
 async def test_react_bm25_searches_opens_and_answers(
-        model_server: ServerHandle, pydocs_indexed: tuple[Path, Path],
-        checker: SnapshotUrlChecker) -> None:
+    model_server: ServerHandle, pydocs_indexed: tuple[Path, Path], checker: SnapshotUrlChecker
+) -> None:
     ctx = context(model_server, pydocs_indexed, checker)
     # seed search on the question, one forced open, then the step limit forces the answer
-    agent = build_agent({"kind": "react", "args": {"retriever": {"kind": "bm25"},
-                                                   "max_steps": 1}}, ctx)
+    agent = build_agent(
+        {"kind": "react", "args": {"retriever": {"kind": "bm25"}, "max_steps": 1}}, ctx
+    )
     answer = await agent.answer(Conversation(QUESTION), WORDS)
     assert_sound(answer)
     events = answer.trajectory.tool_events()
@@ -101,11 +126,13 @@ async def test_react_bm25_searches_opens_and_answers(
 
 @pytest.mark.model
 async def test_rag_dense_answers_from_retrieved_pages(
-        model_server: ServerHandle, pydocs_indexed: tuple[Path, Path],
-        checker: SnapshotUrlChecker) -> None:
+    model_server: ServerHandle, pydocs_indexed: tuple[Path, Path], checker: SnapshotUrlChecker
+) -> None:
     ctx = context(model_server, pydocs_indexed, checker)
-    agent = build_agent({"kind": "rag", "args": {"retriever": {"kind": "dense"}, "k": 2,
-                                                 "context_chars": 2000}}, ctx)
+    agent = build_agent(
+        {"kind": "rag", "args": {"retriever": {"kind": "dense"}, "k": 2, "context_chars": 2000}},
+        ctx,
+    )
     answer = await agent.answer(Conversation(QUESTION), WORDS)
     assert_sound(answer)
     first = answer.trajectory.steps[0]
@@ -114,32 +141,32 @@ async def test_rag_dense_answers_from_retrieved_pages(
 
 
 @pytest.mark.model
-async def test_closed_book_and_oracle(model_server: ServerHandle,
-                                      pydocs_indexed: tuple[Path, Path],
-                                      checker: SnapshotUrlChecker) -> None:
+async def test_closed_book_and_oracle(
+    model_server: ServerHandle, pydocs_indexed: tuple[Path, Path], checker: SnapshotUrlChecker
+) -> None:
     ctx = context(model_server, pydocs_indexed, checker)
-    closed = await build_agent({"kind": "closed_book"}, ctx).answer(Conversation(QUESTION),
-                                                                    WORDS)
+    closed = await build_agent({"kind": "closed_book"}, ctx).answer(Conversation(QUESTION), WORDS)
     assert_sound(closed)
     assert len(closed.trajectory.model_calls()) >= 1
     assert not [t for t in closed.trajectory.tool_events() if t.name != "answer"]
     doc = DocStore.from_snapshot(pydocs_indexed[0]).get(SORTING)
     targets = (SourcePage(doc.url, doc.title, doc.contents),)
-    oracle = await build_agent({"kind": "oracle", "args": {"context_chars": 2000}}, ctx
-                               ).answer(Conversation(QUESTION, targets=targets), WORDS)
+    oracle = await build_agent({"kind": "oracle", "args": {"context_chars": 2000}}, ctx).answer(
+        Conversation(QUESTION, targets=targets), WORDS
+    )
     assert_sound(oracle)
     assert oracle.trajectory.steps[0].tools[0].urls == (SORTING,)
 
 
 @pytest.mark.model
 async def test_http_adapter_against_the_model_server(
-        model_server: ServerHandle, pydocs_indexed: tuple[Path, Path],
-        checker: SnapshotUrlChecker) -> None:
+    model_server: ServerHandle, pydocs_indexed: tuple[Path, Path], checker: SnapshotUrlChecker
+) -> None:
     """The vLLM server is itself an OpenAI-compatible chat endpoint: a stand-in service."""
     ctx = context(model_server, pydocs_indexed, checker, max_tokens=48)
     answer = await build_agent({"kind": "http", "args": {"role": "agent"}}, ctx).answer(
-        Conversation("Name one Python sorting function.").then("sorted()", "And another?"),
-        WORDS)
+        Conversation("Name one Python sorting function.").then("sorted()", "And another?"), WORDS
+    )
     assert_sound(answer)
 
 
@@ -148,9 +175,20 @@ def search_server(pydocs_indexed: tuple[Path, Path]) -> Iterator[str]:
     """`drarena serve-search` (BM25) over the indexed fixture, as a user would run it."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "drarena.cli", "serve-search", str(pydocs_indexed[0]),
-         "--index-root", str(pydocs_indexed[1]), "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            sys.executable,
+            "-m",
+            "drarena.cli",
+            "serve-search",
+            str(pydocs_indexed[0]),
+            "--index-root",
+            str(pydocs_indexed[1]),
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -170,10 +208,18 @@ def search_server(pydocs_indexed: tuple[Path, Path]) -> Iterator[str]:
 
 @pytest.mark.slow
 async def test_example_command_agent_on_the_frozen_search_server(
-        search_server: str, checker: SnapshotUrlChecker) -> None:
-    agent = build_agent({"kind": "command", "args": {
-        "command": [sys.executable, str(REPO / "examples" / "command_agent.py")],
-        "timeout_s": 60}}, AgentContext(url_checker=checker, search_url=search_server))
+    search_server: str, checker: SnapshotUrlChecker
+) -> None:
+    agent = build_agent(
+        {
+            "kind": "command",
+            "args": {
+                "command": [sys.executable, str(REPO / "examples" / "command_agent.py")],
+                "timeout_s": 60,
+            },
+        },
+        AgentContext(url_checker=checker, search_url=search_server),
+    )
     answer = await agent.answer(Conversation("sorting HOW TO key functions"), WORDS)
     assert answer.error is None
     assert len(answer.citations) == 3
@@ -184,10 +230,14 @@ async def test_example_command_agent_on_the_frozen_search_server(
 @pytest.mark.slow
 async def test_planted_fabricated_citation_is_flagged(checker: SnapshotUrlChecker) -> None:
     planted = "http://127.0.0.1:8765/howto/sorting-secrets.html"
-    script = ("import json; print(json.dumps({'report': 'Use sorted() [1] or magic [2].', "
-              f"'citations': [{SORTING!r}, {planted!r}]}}))")
-    agent = build_agent({"kind": "command", "args": {"command": [sys.executable, "-c", script]}},
-                        AgentContext(url_checker=checker))
+    script = (
+        "import json; print(json.dumps({'report': 'Use sorted() [1] or magic [2].', "
+        f"'citations': [{SORTING!r}, {planted!r}]}}))"
+    )
+    agent = build_agent(
+        {"kind": "command", "args": {"command": [sys.executable, "-c", script]}},
+        AgentContext(url_checker=checker),
+    )
     answer = await agent.answer(Conversation(QUESTION), WORDS)
     assert answer.check.cited == 2 and answer.check.valid == 1
     assert answer.check.fabricated == 1 and answer.check.fabricated_urls == (planted,)

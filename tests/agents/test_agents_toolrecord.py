@@ -25,8 +25,11 @@ SPEC = ComponentSpec(kind="dense", args={"model": "m"})
 
 def script() -> list:
     # the seed search, one forced open, a failing open of a made-up page, then the answer
-    return [tool("open", {"url": ASYNCIO, "page": 1}),
-            tool("open", {"url": "http://site.test/nowhere"}), tool("answer", ANSWER)]
+    return [
+        tool("open", {"url": ASYNCIO, "page": 1}),
+        tool("open", {"url": "http://site.test/nowhere"}),
+        tool("answer", ANSWER),
+    ]
 
 
 def context_with(record: ToolRecord, retriever: object) -> object:
@@ -79,7 +82,8 @@ async def test_a_request_the_record_lacks_is_one_line_and_counted(tmp_path: Path
     assert len(record.misses) == 3  # the seed search and both pages the model asked for
     assert record.misses[0].startswith(
         "replay: the run's tool record has no search for retriever bm25 with "
-        '{"k":5,"query":"What is asyncio?"}')
+        '{"k":5,"query":"What is asyncio?"}'
+    )
     assert "\n" not in record.misses[0] and "search failed: replay:" in replayed
 
 
@@ -92,8 +96,10 @@ def test_scores_and_pages_round_trip_exactly_and_first_result_wins(tmp_path: Pat
 
         def search(self, query: str, k: int = 10) -> list[Hit]:
             self.calls += 1
-            return [Hit(f"d{i}", f"http://x/{i}", "t", "s", score=s + self.calls, rank=i + 1)
-                    for i, s in enumerate(awkward)]
+            return [
+                Hit(f"d{i}", f"http://x/{i}", "t", "s", score=s + self.calls, rank=i + 1)
+                for i, s in enumerate(awkward)
+            ]
 
         def open(self, url_or_docid: str, offset: int = 0, max_chars: int = 4000) -> PageText:
             raise DrarenaError(f"unknown docid or URL {url_or_docid!r}")
@@ -111,8 +117,7 @@ def test_scores_and_pages_round_trip_exactly_and_first_result_wins(tmp_path: Pat
     assert again.search("q", 4) == hits
     with pytest.raises(RecordedToolError, match=r"^unknown docid or URL 'http://x/9'$"):
         again.open("http://x/9")
-    other = replay.retriever(ComponentSpec(kind="dense", args={"model": "other"}),
-                             lambda: inner)
+    other = replay.retriever(ComponentSpec(kind="dense", args={"model": "other"}), lambda: inner)
     with pytest.raises(ToolReplayMissError, match="no search for retriever dense"):
         other.search("q", 4)  # another retriever's record never answers for this one
     assert len(replay.misses) == 1

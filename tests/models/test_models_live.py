@@ -26,14 +26,25 @@ from drarena.models.types import Completion
 
 pytestmark = pytest.mark.model
 
-CITY = {"type": "object",
-        "properties": {"city": {"type": "string", "maxLength": 40},
-                       "country": {"type": "string", "maxLength": 40}},
-        "required": ["city", "country"], "additionalProperties": False}
-SEARCH = strict_tool("search", "Search the frozen web.",
-                     {"properties": {"query": {"type": "string", "maxLength": 60}}})
-ANSWER = strict_tool("answer", "Give the final answer.",
-                     {"properties": {"text": {"type": "string", "maxLength": 120}}})
+CITY = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "maxLength": 40},
+        "country": {"type": "string", "maxLength": 40},
+    },
+    "required": ["city", "country"],
+    "additionalProperties": False,
+}
+SEARCH = strict_tool(
+    "search",
+    "Search the frozen web.",
+    {"properties": {"query": {"type": "string", "maxLength": 60}}},
+)
+ANSWER = strict_tool(
+    "answer",
+    "Give the final answer.",
+    {"properties": {"text": {"type": "string", "maxLength": 120}}},
+)
 CAPITAL = [{"role": "user", "content": "What is the capital of France?"}]
 CITY_ASK = [{"role": "user", "content": "Name a big city and its country as JSON."}]
 TOOL_ASK = [{"role": "user", "content": "Find out which building is the tallest in the world."}]
@@ -53,20 +64,31 @@ def assert_plain_completion(done: Completion) -> None:
 
 def make_client(role: ModelRole, cache: Path, mode: str) -> ModelClient:
     cfg = ModelsConfig.model_validate(
-        {"roles": {"examiner": role}, "cache": {"path": cache, "mode": mode}})
+        {"roles": {"examiner": role}, "cache": {"path": cache, "mode": mode}}
+    )
     return ModelClient(cfg)
 
 
 async def run_calls(client: ModelClient) -> dict[str, Any]:
     chat = await client.complete("examiner", CAPITAL)
     city, city_done = await complete_json(client, "examiner", CITY_ASK, CITY, name="city")
-    named, named_done = await complete_tool_call(client, "examiner", TOOL_ASK,
-                                                 [SEARCH, ANSWER], tool_name="search")
-    required, required_done = await complete_tool_call(client, "examiner", TOOL_ASK,
-                                                       [SEARCH, ANSWER])
-    return {"chat": chat, "city": city, "city_done": city_done, "named": named,
-            "named_done": named_done, "required": required, "required_done": required_done,
-            "calls": client.model_calls, "usage": client.usage()}
+    named, named_done = await complete_tool_call(
+        client, "examiner", TOOL_ASK, [SEARCH, ANSWER], tool_name="search"
+    )
+    required, required_done = await complete_tool_call(
+        client, "examiner", TOOL_ASK, [SEARCH, ANSWER]
+    )
+    return {
+        "chat": chat,
+        "city": city,
+        "city_done": city_done,
+        "named": named,
+        "named_done": named_done,
+        "required": required,
+        "required_done": required_done,
+        "calls": client.model_calls,
+        "usage": client.usage(),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -104,13 +126,16 @@ def test_strict_tool_calls_named_and_required(recorded: dict[str, Any]) -> None:
     assert [c.name for c in named] == ["search"]
     assert recorded["named_done"].finish_reason == "tool_calls"
     assert isinstance(named[0].parsed_arguments()["query"], str)
-    assert recorded["required"] and {c.name for c in recorded["required"]} <= {"search",
-                                                                               "answer"}
+    assert recorded["required"] and {c.name for c in recorded["required"]} <= {"search", "answer"}
 
 
 async def test_retries_reach_the_server_through_a_failing_endpoint(
-        model_role: ModelRole, model_server: ServerHandle, fault_server, fake_sleep,
-        recorded: dict[str, Any]) -> None:
+    model_role: ModelRole,
+    model_server: ServerHandle,
+    fault_server,
+    fake_sleep,
+    recorded: dict[str, Any],
+) -> None:
     fault_server.upstream = model_server.api_base  # fails twice with 500, then forwards
     role = model_role.model_copy(update={"api_base": fault_server.api_base("proxy")})
     cfg = ModelsConfig(roles={"examiner": role}, retry=RetryPolicy(max_attempts=3))
@@ -126,7 +151,8 @@ async def test_retries_reach_the_server_through_a_failing_endpoint(
 
 
 async def test_a_model_the_server_does_not_serve_is_one_clear_error(
-        model_role: ModelRole, model_server: ServerHandle) -> None:
+    model_role: ModelRole, model_server: ServerHandle
+) -> None:
     role = model_role.model_copy(update={"model": "openai/no-such-model"})
     client = ModelClient(ModelsConfig(roles={"examiner": role}))
     with pytest.raises(ModelCallError) as info:
@@ -138,7 +164,8 @@ async def test_a_model_the_server_does_not_serve_is_one_clear_error(
 
 
 async def test_replay_makes_zero_calls_and_returns_identical_outputs(
-        recorded: dict[str, Any], model_role: ModelRole, cache_path: Path) -> None:
+    recorded: dict[str, Any], model_role: ModelRole, cache_path: Path
+) -> None:
     # The endpoint now points at a dead port: any real call would fail.
     dead = model_role.model_copy(update={"api_base": f"http://127.0.0.1:{free_port()}/v1"})
     replayer = make_client(dead, cache_path, "replay")
