@@ -60,6 +60,11 @@ class ModelRole(BaseModel):
     model: str = Field(description="litellm model string, e.g. 'openai/smollm2-135m'")
     api_base: str | None = Field(
         default=None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    api_bases: tuple[str, ...] | None = Field(
+        default=None,
+        description="several replicas serving the same model (instead of api_base): each "
+                    "attempt goes to the one with the fewest calls in flight; not in the "
+                    "cache key")
     api_key_env: str | None = Field(
         default=None, description="environment variable holding the API key")
     sampling: Sampling = Field(default_factory=lambda: Sampling())
@@ -72,6 +77,28 @@ class ModelRole(BaseModel):
         if not value.strip():
             raise ValueError("model must not be empty")
         return value
+
+    @model_validator(mode="after")
+    def _one_way_to_name_endpoints(self) -> ModelRole:
+        if self.api_bases is None:
+            return self
+        if self.api_base is not None:
+            raise ValueError("give either api_base or api_bases, not both")
+        if not self.api_bases:
+            raise ValueError("api_bases must list at least one endpoint")
+        for base in self.api_bases:
+            if not base.strip():
+                raise ValueError("api_bases: an endpoint is empty")
+        twice = sorted({b for b in self.api_bases if self.api_bases.count(b) > 1})
+        if twice:
+            raise ValueError(f"api_bases: endpoint listed twice: {twice[0]}")
+        return self
+
+    def endpoints(self) -> tuple[str, ...]:
+        """The endpoints this role's calls may go to; empty = the provider's default."""
+        if self.api_bases is not None:
+            return self.api_bases
+        return (self.api_base,) if self.api_base else ()
 
 
 class CacheMode(StrEnum):
