@@ -42,9 +42,11 @@ class Outcome:
         """A re-run finishes or refuses in one line; never a traceback."""
         assert "Traceback" not in self.stderr, self.stderr[-3000:]
         assert self.returncode in (0, 2), (self.returncode, self.stderr[-3000:])
-        if self.refused:
+        if self.refused:  # one error line (a "drarena: ..." notice, e.g. a deprecation, aside)
             lines = [line for line in self.stderr.splitlines() if line.strip()]
-            assert len(lines) == 1 and lines[0].startswith("drarena: error: "), self.stderr
+            errors = [line for line in lines if line.startswith("drarena: error: ")]
+            assert len(errors) == 1 and all(line.startswith("drarena: ") for line in lines), \
+                self.stderr
 
 
 def drarena(*args: str | Path) -> list[str]:

@@ -107,7 +107,8 @@ def _urls(folder: Path) -> list[str]:
 
 
 def _short(outcome: Outcome, out: Path) -> str:
-    return outcome.stderr.strip().removeprefix("drarena: error: ").replace(str(out), "OUT")
+    error = [line for line in outcome.stderr.splitlines() if line.startswith("drarena: error")]
+    return error[0].removeprefix("drarena: error: ").replace(str(out), "OUT")
 
 
 def test_sigkill_during_a_crawl(site: Site, tmp_path: Path) -> None:
