@@ -1,4 +1,4 @@
-"""CLI: tournament, rank, replay, add-agent, match."""
+"""CLI: `drarena tournament`, `drarena run rank|replay|add-agent|match`, `drarena drift run`."""
 
 from __future__ import annotations
 
@@ -30,9 +30,10 @@ def register(subparsers: Any) -> None:
     r.set_defaults(func=cmd_rank)
 
     p = subparsers.add_parser(
-        "replay", help="a run folder: re-execute it from its model cache only and check the "
-                       "result is byte-identical; a snapshot folder: serve it over HTTP on "
-                       "127.0.0.1 as captured (same as replay-snapshot)")
+        "replay", help="re-execute a run from its model cache only; check it is byte-identical",
+        description="Re-execute a run folder from its model cache only and check the result is "
+        "byte-identical. (Given a snapshot folder it serves it, as `drarena snapshot serve` "
+        "does.)")
     p.add_argument("run", type=Path, metavar="RUN_OR_SNAPSHOT")
     p.add_argument("--out", type=Path, default=None, help="run replay folder (default "
                                                           "<run>-replay)")

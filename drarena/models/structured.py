@@ -73,7 +73,11 @@ def strict_tool(name: str, description: str, parameters: Mapping[str, Any]) -> d
 def _fail(client: ModelClient, role: str, what: str, tries: int, error: str,
           raw: str) -> StructuredOutputError:
     spec = client.role(role)
-    log.error("role %s: %s invalid after %d tries; raw reply: %s", role, what, tries, raw)
+    # the console gets one line: a degenerate reply can be pages of JSON (the full text is
+    # in the error's raw_text and at debug level)
+    log.error("role %s: %s invalid after %d tries; raw reply (%d chars): %.120r", role, what,
+              tries, len(raw), raw)
+    log.debug("role %s: raw reply: %s", role, raw)
     return StructuredOutputError(
         f"role {role!r} ({spec.model} at {spec.api_base or 'default endpoint'}): no valid "
         f"{what} after {tries} tries; last problem: {error}; raw reply: {raw[:200]!r}", raw)

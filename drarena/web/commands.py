@@ -1,4 +1,4 @@
-"""CLI for the frozen web: `drarena snapshot`, `drarena verify`, `drarena replay-snapshot`.
+"""CLI for the frozen web: `drarena snapshot crawl|import|export|verify|serve`.
 
 (`drarena replay RUN` belongs to the tournament: it re-executes a run from its model cache.)
 
@@ -17,6 +17,7 @@ from typing import Any
 
 
 def register(subparsers: Any) -> None:
+    # the old combined form `drarena snapshot SPEC` (deprecated: `drarena snapshot crawl`)
     snap = subparsers.add_parser(
         "snapshot", help="crawl a spec into a WARC snapshot, or import/export archives",
         usage="drarena snapshot SPEC [--out DIR] [--resume] [--install-local-site]\n"
@@ -56,6 +57,57 @@ def register(subparsers: Any) -> None:
     exp = snap.add_argument_group("export")
     exp.add_argument("--wacz", type=Path, default=None, help="WACZ file to write")
     snap.set_defaults(func=cmd_snapshot, keep=None, intermixed="args")
+
+    crawl = subparsers.add_parser(
+        "snapshot-crawl", help="crawl a spec into a WARC snapshot",
+        description="Freeze the pages a crawl spec names into snapshots/<name>/ (WARC + CDXJ + "
+        "manifest.json).")
+    crawl.add_argument("spec", type=Path, help="crawl spec, e.g. corpus/pydocs.yaml")
+    crawl.add_argument("--out", type=Path, default=None,
+                       help="snapshot folder (default: snapshots/<name>)")
+    crawl.add_argument("--resume", action="store_true", help="continue an interrupted snapshot")
+    crawl.add_argument("--install-local-site", action="store_true",
+                       help="apt-get install the spec's local_site.apt_package when missing")
+    crawl.add_argument("--no-progress", action="store_true", help="no progress bar")
+    crawl.set_defaults(func=cmd_crawl)
+
+    imp = subparsers.add_parser(
+        "snapshot-import", help="build a snapshot from WARC files, folders of them or WACZ",
+        usage="drarena snapshot import NAME FILE_OR_DIR... [--out DIR] [--link|--copy]"
+              " [--host H]... [--prefix URL]... [--mime T]... [--status N]... [--jobs N]",
+        description="Build the snapshot layout from WARC files (gzipped or not), folders of "
+        "them and WACZ packages made by any crawler.")
+    imp.add_argument("args", nargs="+", metavar="NAME FILE_OR_DIR",
+                     help="snapshot name, then the archives to import")
+    imp.add_argument("--out", type=Path, default=None,
+                     help="snapshot folder (default: snapshots/<name>)")
+    how = imp.add_mutually_exclusive_group()
+    how.add_argument("--link", dest="keep", action="store_const", const="link",
+                     help="hard-link valid WARC files into the snapshot (error if impossible)")
+    how.add_argument("--copy", dest="keep", action="store_const", const="copy",
+                     help="copy valid WARC files (default: hard link, else copy)")
+    imp.add_argument("--host", action="append", default=[],
+                     help="keep captures of this host (and subdomains; host:port for one port)")
+    imp.add_argument("--prefix", action="append", default=[],
+                     help="keep captures whose URL starts with this prefix")
+    imp.add_argument("--mime", action="append", default=[],
+                     help="keep captures of this media type (text/html, or text/*)")
+    imp.add_argument("--status", action="append", default=[],
+                     help="keep captures with this status (200) or class (2xx)")
+    imp.add_argument("--jobs", type=int, default=None,
+                     help="files imported at once, one process each (default: the CPU count, "
+                     "at most 4; the result is the same for any value)")
+    imp.add_argument("--no-progress", action="store_true", help="no progress bar")
+    imp.set_defaults(func=cmd_import, keep=None, resume=False, install_local_site=False,
+                     wacz=None, intermixed="args")
+
+    exp = subparsers.add_parser(
+        "snapshot-export", help="write a snapshot as a WACZ package",
+        description="Write a snapshot as a WACZ package for ReplayWeb.page or pywb.")
+    exp.add_argument("args", nargs=1, metavar="SNAPSHOT", help="snapshot folder")
+    exp.add_argument("--wacz", type=Path, default=None, help="WACZ file to write (required)")
+    exp.set_defaults(func=cmd_export, keep=None, host=[], prefix=[], mime=[], status=[],
+                     out=None, resume=False, install_local_site=False)
 
     ver = subparsers.add_parser("verify", help="recompute a snapshot's digests",
                                 description="Check every file digest, record block digest "
