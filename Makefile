@@ -72,7 +72,7 @@ docs: setup
 ## (a spec with local_site serves that folder on loopback during the crawl; the Debian package
 ##  named there is installed with apt when missing; an up-to-date snapshot is left alone)
 snapshot: setup
-	$(BIN)/drarena snapshot corpus/$(CORPUS).yaml --install-local-site
+	$(BIN)/drarena snapshot crawl corpus/$(CORPUS).yaml --install-local-site
 
 # --- models (issue 5) -----------------------------------------------------------------
 .PHONY: setup-models serve bench-models
@@ -82,7 +82,7 @@ setup-models:
 
 ## serve: start a vLLM server on 127.0.0.1 and print its api_base; MODEL=<hf id or path> on a GPU box
 serve: setup $(if $(MODEL),,setup-models)
-	$(BIN)/drarena serve $(if $(MODEL),--model $(MODEL))
+	$(BIN)/drarena model serve $(if $(MODEL),--model $(MODEL))
 
 ## bench-models: throughput at concurrency 1/4/8, client overhead, replay speed (CPU server)
 bench-models: setup setup-models
@@ -98,7 +98,7 @@ CONFIG ?= $(if $(filter 0,$(OFFLINE)),configs/live-demo.yaml,configs/demo.yaml)
 ## resumes an interrupted run. OFFLINE=0: live mode (issue 9; default CONFIG
 ## configs/live-demo.yaml): agents search through the config's live.provider, the Examiner
 ## reads today's pages, all of it is captured into snapshots/<name>-live-<UTC time>, and
-## `drarena replay runs/<name>` replays it offline. With LOOPBACK=1 (the default for OFFLINE=0)
+## `drarena run replay runs/<name>` replays it offline. With LOOPBACK=1 (the default for OFFLINE=0)
 ## the "live web" is $(LIVE_SNAPSHOT) served on loopback: replay-snapshot on 8765 (its origin)
 ## and serve-search on 8766 as the SearXNG, started for the run and stopped after; use
 ## LOOPBACK=0 with a config naming a real SearXNG (or Brave, key from the environment).
@@ -108,9 +108,9 @@ RUN ?= runs/demo
 # start the loopback "live web" (when LOOPBACK=1) and stop it when the recipe's shell exits
 LOOPBACK_UP = pids=""; trap 'test -z "$$pids" || kill $$pids 2>/dev/null' EXIT; \
 	if [ "$(LOOPBACK)" = 1 ]; then \
-	  $(BIN)/drarena index $(LIVE_SNAPSHOT) --index-root index --no-dense; \
-	  $(BIN)/drarena replay-snapshot $(LIVE_SNAPSHOT) --port 8765 >/dev/null 2>&1 & pids="$$!"; \
-	  $(BIN)/drarena serve-search $(LIVE_SNAPSHOT) --index-root index --port 8766 \
+	  $(BIN)/drarena search index $(LIVE_SNAPSHOT) --index-root index --no-dense; \
+	  $(BIN)/drarena snapshot serve $(LIVE_SNAPSHOT) --port 8765 >/dev/null 2>&1 & pids="$$!"; \
+	  $(BIN)/drarena search serve $(LIVE_SNAPSHOT) --index-root index --port 8766 \
 	    >/dev/null 2>&1 & pids="$$pids $$!"; \
 	  for i in $$(seq 360); do $(BIN)/python -c "import socket, urllib.request as r; \
 	    socket.create_connection(('127.0.0.1', 8765), 2).close(); \
@@ -129,7 +129,7 @@ LOOPBACK_WEB = {"allow_private_addresses": true, "per_host_delay_s": 0}
 drift-run: LOOPBACK = 1
 drift-run: setup setup-models
 	@set -eo pipefail; $(LOOPBACK_UP); \
-	$(BIN)/drarena drift-run $(RUN) --provider '$(PROVIDER)' \
+	$(BIN)/drarena drift run $(RUN) --provider '$(PROVIDER)' \
 	  $(if $(filter 1,$(LOOPBACK)),--web '$(LOOPBACK_WEB)')
 
 # --- drift (issue 9) ---------------------------------------------------------------------
@@ -140,7 +140,7 @@ AGAINST ?= live
 ## loopback, CONNECT_TO=host:port=host:port to fetch its URLs from elsewhere. AGAINST=<later
 ## snapshot folder> compares offline. Table on stdout; JSON + HTML in runs/drift-$(CORPUS)/.
 drift: setup
-	$(BIN)/drarena drift snapshots/$(CORPUS) --against $(AGAINST) \
+	$(BIN)/drarena drift snapshot snapshots/$(CORPUS) --against $(AGAINST) \
 	  --json runs/drift-$(CORPUS)/drift.json $(if $(DRIFT_RUN),--run $(DRIFT_RUN)) \
 	  $(if $(ALLOW_PRIVATE),--allow-private) $(if $(CONNECT_TO),--connect-to $(CONNECT_TO))
 
@@ -150,11 +150,11 @@ TREES_COUNT ?= 10
 TREES_SEED ?= 1
 ## extract: main text and links of snapshots/$(CORPUS)/ into docs.jsonl + links.jsonl (no-op when up to date)
 extract: setup
-	$(BIN)/drarena extract snapshots/$(CORPUS)
+	$(BIN)/drarena snapshot extract snapshots/$(CORPUS)
 
 ## trees: $(TREES_COUNT) Information Trees (seed $(TREES_SEED)) into snapshots/$(CORPUS)/trees/, extracting first if needed
 trees: setup
-	$(BIN)/drarena trees snapshots/$(CORPUS) --count $(TREES_COUNT) --seed $(TREES_SEED)
+	$(BIN)/drarena snapshot trees snapshots/$(CORPUS) --count $(TREES_COUNT) --seed $(TREES_SEED)
 
 ## bench-extract: extraction pages/s (1 process, all cores) vs trafilatura and Resiliparse; 30 trees
 bench-extract: setup
@@ -169,19 +169,19 @@ PORT ?= 8766
 ## snapshots/$(CORPUS)/ into index/$(CORPUS)/, extracting first if needed; up-to-date indexes are
 ## left alone. DENSE_MODEL=<sentence-transformers folder> for another embedder.
 index: setup
-	$(BIN)/drarena index snapshots/$(CORPUS) $(if $(DENSE_MODEL),--dense-model $(DENSE_MODEL))
+	$(BIN)/drarena search index snapshots/$(CORPUS) $(if $(DENSE_MODEL),--dense-model $(DENSE_MODEL))
 
 ## search: Q="..." RETRIEVER=bm25|dense|hybrid: a ranked table of pages from the frozen web
 search: index
-	$(BIN)/drarena search snapshots/$(CORPUS) "$(Q)" --retriever $(RETRIEVER) $(if $(DENSE_MODEL),--dense-model $(DENSE_MODEL))
+	$(BIN)/drarena search query snapshots/$(CORPUS) "$(Q)" --retriever $(RETRIEVER) $(if $(DENSE_MODEL),--dense-model $(DENSE_MODEL))
 
 ## serve-search: HTTP (native + SearXNG JSON) and MCP (/mcp) search over the frozen web on 127.0.0.1:$(PORT)
 serve-search: index
-	$(BIN)/drarena serve-search snapshots/$(CORPUS) --retriever $(RETRIEVER) --port $(PORT) $(if $(DENSE_MODEL),--dense-model $(DENSE_MODEL))
+	$(BIN)/drarena search serve snapshots/$(CORPUS) --retriever $(RETRIEVER) --port $(PORT) $(if $(DENSE_MODEL),--dense-model $(DENSE_MODEL))
 
 ## diagnose-retrievers: recall@10 and MRR of bm25, dense and hybrid on the tree target pages, TREC runs
 diagnose-retrievers: index
-	$(BIN)/drarena diagnose-retrievers snapshots/$(CORPUS) $(if $(DENSE_MODEL),--dense-model $(DENSE_MODEL))
+	$(BIN)/drarena search diagnose snapshots/$(CORPUS) $(if $(DENSE_MODEL),--dense-model $(DENSE_MODEL))
 
 ## bench-search: index build, query latency per retriever, encoding speed, Lucene vs bm25s
 bench-search: setup
