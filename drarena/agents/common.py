@@ -94,6 +94,8 @@ def parse_answer_arguments(raw: str) -> tuple[str, list[str]]:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise ValueError(f"arguments are not valid JSON ({exc.msg} at char {exc.pos})") from None
+    except RecursionError:  # a model's `[[[[...` deeper than the decoder goes
+        raise ValueError("arguments are nested too deeply to be an answer") from None
     if not isinstance(data, dict):
         raise ValueError("arguments must be a JSON object")
     report = data.get("report")

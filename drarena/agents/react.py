@@ -257,6 +257,8 @@ class _Run:
             args = json.loads(call.arguments or "{}")
         except json.JSONDecodeError as exc:
             return failed(f"arguments are not valid JSON ({exc.msg} at char {exc.pos})")
+        except RecursionError:  # `[[[[...` deeper than the decoder goes
+            return failed("arguments are nested too deeply")
         if not isinstance(args, dict):
             return failed("arguments must be a JSON object")
         if call.name == "search":

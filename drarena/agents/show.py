@@ -17,7 +17,7 @@ def tool_line(event: ToolEvent) -> str:
         args = json.loads(event.arguments)
         shown = ", ".join(f"{k}={v!r}" for k, v in args.items()) if isinstance(args, dict) \
             else event.arguments
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         shown = event.arguments
     head = f"{event.name}({_short(shown, 80)})"
     if event.error:

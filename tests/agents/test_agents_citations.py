@@ -89,3 +89,14 @@ def test_answer_round_trips_through_json() -> None:
     assert Conversation.from_json(conversation.to_json()) == conversation
     with pytest.raises(ValueError, match="unknown fields"):
         Answer.from_dict({**answer.to_dict(), "extra": 1})
+
+
+def test_deeply_nested_answer_arguments_are_a_value_error_not_a_crash() -> None:
+    """A model's `[[[[...` deeper than json's recursion limit (found by fuzzing the examiner's
+    parsers; the agents' answer tool had the same gap)."""
+    import pytest
+
+    from drarena.agents.common import parse_answer_arguments
+
+    with pytest.raises(ValueError, match="nested too deeply"):
+        parse_answer_arguments("[" * 200_000 + "]" * 200_000)
