@@ -202,8 +202,12 @@ def replay(run: RunDir, out: RunDir, *, snapshot: Path | None = None
     if result.replay_misses:
         more = len(result.replay_misses) - 1
         raise DrarenaError(result.replay_misses[0] + (f" (and {more} more)" if more else ""))
-    differ = [name for name in ("matches.jsonl", "leaderboard.md", "leaderboard.csv",
-                                "leaderboard.json")
+    compared = ("matches.jsonl", "leaderboard.md", "leaderboard.csv", "leaderboard.json")
+    missing = [name for name in compared if not (run.path / name).is_file()]
+    if missing:  # an unfinished run: nothing to compare the replay with
+        raise DrarenaError(f"{run.path}: no {', '.join(missing)} to compare the replay with "
+                           f"(replayed into {out.path}); finish the run first")
+    differ = [name for name in compared
               if (run.path / name).read_bytes() != (out.path / name).read_bytes()]
     return result, differ
 
