@@ -74,6 +74,17 @@ LEGACY_ARGV = {"snapshot": [OLD_SNAPSHOT], "search": ["search", "query"],
                "drift": ["drift", "snapshot"]}
 
 
+def deprecated_names() -> list[tuple[str, str]]:
+    """(old, new) command names, for the CLI reference page."""
+    pairs = [(old, f"{group} {new}") for old, (group, new, alias) in ROUTES.items()
+             if alias and old != group]
+    shown = {"snapshot": "SPEC", "search": "SNAPSHOT QUERY", "drift": "SNAPSHOT"}
+    pairs += [(f"{group} {shown[group]}", f"{group} {new} {shown[group]}")
+              for group, new in LEGACY_DEFAULT.items()]
+    pairs.append(("replay SNAPSHOT", "snapshot serve SNAPSHOT"))
+    return pairs
+
+
 def _deprecated(old: str, new: str) -> str:
     return f"drarena: '{old}' is deprecated; use 'drarena {new}'"
 

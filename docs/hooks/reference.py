@@ -98,7 +98,7 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 
 
 def cli_page() -> str:
-    from drarena.cli import build_parser
+    from drarena.cli import build_parser, deprecated_names
 
     parser = build_parser()
     parser.prog = "drarena"
@@ -117,7 +117,14 @@ def cli_page() -> str:
         if id(sub) in seen:  # an alias shares its parser
             continue
         seen.add(id(sub))
+        if sub.get_default("deprecated") or " " in name:  # old flat names: listed below
+            continue
         walk(sub, name, 2)
+    out += ["## Old command names", "",
+            "The flat names of earlier releases still work for one release: each prints one "
+            "deprecation line on stderr and runs the same command.", "",
+            "| old | new |", "|---|---|"]
+    out += [f"| `drarena {old}` | `drarena {new}` |" for old, new in deprecated_names()]
     return "\n".join(out) + "\n"
 
 
