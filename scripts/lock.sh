@@ -22,7 +22,7 @@ tmp=$(mktemp)
   echo "# Exact versions in $VENV on Python $PYVER ($(uname -m) Linux), written by scripts/lock.sh"
   echo "# (make lock) after the tests passed. pip constraints: the setup scripts install -c this file."
   "$VENV/bin/python" -m pip --disable-pip-version-check list --format=freeze --exclude-editable \
-    | grep -v -i -E '^(pip)==' | sed -E 's/^(torch==[^+]+)\+.*/\1/' | LC_ALL=C sort -f
+    | { grep -v -i -E '^pip==' || true; } | sed -E 's/^(torch==[^+]+)\+.*/\1/' | LC_ALL=C sort -f
 } > "$tmp"
 mv "$tmp" "$OUT"
 sha=$(sha256sum "$OUT" | cut -d' ' -f1)
