@@ -39,7 +39,7 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 
 def serve_search_args(snapshot: Path, index_root: Path, *extra: str) -> list[str]:
-    return ["-m", "drarena", "serve-search", str(snapshot), "--index-root", str(index_root),
+    return ["-m", "drarena", "search", "serve", str(snapshot), "--index-root", str(index_root),
             "--retriever", "bm25", *extra]
 
 
@@ -77,7 +77,7 @@ def replay_snapshot(snapshot: Path, origin: str) -> Iterator[tuple[int, subproce
     """`drarena replay-snapshot` on a free port serving `origin`'s pages; yields (port,
     process)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "drarena", "replay-snapshot", str(snapshot), "--port", "0",
+        [sys.executable, "-m", "drarena", "snapshot", "serve", str(snapshot), "--port", "0",
          "--origin", origin], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
         text=True)
     try:

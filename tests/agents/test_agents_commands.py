@@ -61,7 +61,7 @@ def test_live_agent_spec_builds_the_live_retriever(tmp_path: Path) -> None:
 ])
 def test_ask_rejects_bad_arguments_in_one_line(argv: list[str], message: str,
                                                capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["ask", SNAPSHOT, "question", *argv]) == 2
+    assert main(["agent", "ask", SNAPSHOT, "question", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("drarena: error: ") and message in err
     assert err.count("\n") == 1

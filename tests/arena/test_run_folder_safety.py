@@ -83,7 +83,7 @@ def test_replay_keeps_a_folder_it_did_not_make(demo: Path, tmp_path: Path,
     scratch = tmp_path / "scratch"
     (scratch / "sub").mkdir(parents=True)
     (scratch / "notes.txt").write_text("keep\n")
-    assert main(["replay", str(demo), "--out", str(scratch)]) == 2
+    assert main(["run", "replay", str(demo), "--out", str(scratch)]) == 2
     one_line_error(capsys, str(scratch))
     assert (scratch / "notes.txt").read_text() == "keep\n" and (scratch / "sub").is_dir()
 
@@ -94,7 +94,7 @@ def test_replay_refuses_the_source_run_as_target(demo: Path, where: str,
     before = contents(demo.parent)
     out = {"same": demo, "same-spelled-otherwise": demo / ".." / "demo",
            "inside": demo / "matches", "containing": demo.parent}[where]
-    assert main(["replay", str(demo), "--out", str(out)]) == 2
+    assert main(["run", "replay", str(demo), "--out", str(out)]) == 2
     one_line_error(capsys, "run being replayed")
     assert contents(demo.parent) == before  # the run and its model cache untouched
 
@@ -165,7 +165,7 @@ def test_rank_refuses_a_damaged_run_and_overwrites_nothing(
         with (demo / output).open("a") as out:
             out.write("\n<!-- the user's copy -->\n")
     before = contents(demo)
-    assert main(["rank", str(demo)]) == 2
+    assert main(["run", "rank", str(demo)]) == 2
     one_line_error(capsys, str(demo / name))
     assert contents(demo) == before
 
@@ -218,7 +218,7 @@ def test_add_agent_refuses_a_header_without_agents(demo: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     _edit_json(demo / "run.json", lambda h: h["config"].pop("agents"))
     before = contents(demo)
-    assert main(["add-agent", str(demo), "--name", "x", "--kind", "closed_book",
+    assert main(["run", "add-agent", str(demo), "--name", "x", "--kind", "closed_book",
                  "--no-serve"]) == 2
     one_line_error(capsys, str(demo / "run.json"), "agents")
     assert contents(demo) == before

@@ -37,7 +37,8 @@ def test_extract_trees_show_dot(pydocs: ExtractResult, tmp_path: Path,
 
 def test_cli_errors_are_one_line(pydocs: ExtractResult, tmp_path: Path,
                                  capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["trees", str(pydocs.snapshot_dir), "--count", "100000", "--no-progress"]) == 2
+    assert main(["snapshot", "trees", str(pydocs.snapshot_dir), "--count", "100000",
+                 "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert re.fullmatch(r"drarena: error: asked for 100000 trees but the snapshot can root only "
                         r"\d+ .*", err)

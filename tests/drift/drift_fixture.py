@@ -150,7 +150,8 @@ def replay(snapshot: Path) -> Iterator[int]:
 
 
 def drift_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "drarena", "drift", *args, "--no-progress"],
+    return subprocess.run([sys.executable, "-m", "drarena", "drift", "snapshot", *args,
+                           "--no-progress"],
                           capture_output=True, text=True, timeout=300, cwd=REPO)
 
 

@@ -166,7 +166,7 @@ def test_nested_or_huge_bodies_are_refused_not_a_crash(server: str) -> None:
 def test_live_retriever_needs_live_web_and_says_so(snapshot: Path, index_root: Path,
                                                    tmp_path: Path) -> None:
     port = free_port()
-    argv = [sys.executable, "-m", "drarena", "serve-search", str(snapshot), "--index-root",
+    argv = [sys.executable, "-m", "drarena", "search", "serve", str(snapshot), "--index-root",
             str(index_root), "--retriever", "live", "--port", str(port)]
     refused = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and "--live-web" in refused.stderr

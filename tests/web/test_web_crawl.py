@@ -250,7 +250,7 @@ async def test_ctrl_c_leaves_incomplete_snapshot_that_resumes(tmp_path: Path) ->
 def test_cli_bad_spec_is_one_line(tmp_path: Path) -> None:
     spec = tmp_path / "bad.yaml"
     spec.write_text("name: x\nseeds: [http://example.org/]\nrobot: false\n")
-    result = subprocess.run([sys.executable, "-m", "drarena", "snapshot", str(spec)],
+    result = subprocess.run([sys.executable, "-m", "drarena", "snapshot", "crawl", str(spec)],
                             capture_output=True, text=True)
     assert result.returncode == 2
     assert result.stderr.strip() == f"drarena: error: {spec}: field robot: unknown key"

@@ -246,7 +246,7 @@ BAD_FILES = [
 def test_bad_spec_file_is_one_line_naming_it(tmp_path: Path, raw: bytes, expected: str) -> None:
     path = tmp_path / "spec.yaml"
     path.write_bytes(raw)
-    result = subprocess.run([sys.executable, "-m", "drarena", "snapshot", str(path)],
+    result = subprocess.run([sys.executable, "-m", "drarena", "snapshot", "crawl", str(path)],
                             capture_output=True, text=True)
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()

@@ -175,7 +175,7 @@ def test_unknown_path_and_escaping_names(copy: Path, tmp_path: Path) -> None:
 
 def test_cli_reports_bad_snapshot_in_one_line(tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["verify", str(tmp_path / "missing")]) == 2
+    assert main(["snapshot", "verify", str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("drarena: error:") and "\n" not in err
 
