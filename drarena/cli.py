@@ -70,17 +70,25 @@ ROUTES: dict[str, tuple[str | None, str, bool]] = {
 # An old command whose name is now a group's: `drarena search SNAP QUERY` (its first word not
 # one of the group's commands) still runs, as the group's command named here.
 LEGACY_DEFAULT = {"snapshot": "crawl", "search": "query", "drift": "snapshot"}
-LEGACY_ARGV = {"snapshot": [OLD_SNAPSHOT], "search": ["search", "query"],
-               "drift": ["drift", "snapshot"]}
+LEGACY_ARGV = {
+    "snapshot": [OLD_SNAPSHOT],
+    "search": ["search", "query"],
+    "drift": ["drift", "snapshot"],
+}
 
 
 def deprecated_names() -> list[tuple[str, str]]:
     """(old, new) command names, for the CLI reference page."""
-    pairs = [(old, f"{group} {new}") for old, (group, new, alias) in ROUTES.items()
-             if alias and old != group]
+    pairs = [
+        (old, f"{group} {new}")
+        for old, (group, new, alias) in ROUTES.items()
+        if alias and old != group
+    ]
     shown = {"snapshot": "SPEC", "search": "SNAPSHOT QUERY", "drift": "SNAPSHOT"}
-    pairs += [(f"{group} {shown[group]}", f"{group} {new} {shown[group]}")
-              for group, new in LEGACY_DEFAULT.items()]
+    pairs += [
+        (f"{group} {shown[group]}", f"{group} {new} {shown[group]}")
+        for group, new in LEGACY_DEFAULT.items()
+    ]
     pairs.append(("replay SNAPSHOT", "snapshot serve SNAPSHOT"))
     return pairs
 
@@ -94,8 +102,9 @@ class _Router:
     its group (ROUTES) and remembers the old name, whose alias parser is made once the room has
     added its arguments (argparse copies a parent's arguments when the child is made)."""
 
-    def __init__(self, top: Any, groups: dict[str, Any],
-                 made: dict[str, argparse.ArgumentParser]) -> None:
+    def __init__(
+        self, top: Any, groups: dict[str, Any], made: dict[str, argparse.ArgumentParser]
+    ) -> None:
         self.top = top
         self.groups = groups
         self.made = made
@@ -125,8 +134,13 @@ class _Router:
     def make_aliases(self) -> None:
         for old, parser, full in self.aliases:
             # no help= : argparse then leaves the alias out of `drarena --help`
-            hidden = self.top.add_parser(old, parents=[parser], add_help=False,
-                                         prog=f"drarena {old}", description=parser.description)
+            hidden = self.top.add_parser(
+                old,
+                parents=[parser],
+                add_help=False,
+                prog=f"drarena {old}",
+                description=parser.description,
+            )
             hidden.set_defaults(deprecated=_deprecated(old, full))
         self.aliases.clear()
 
@@ -137,23 +151,35 @@ def _wide(prog: str) -> argparse.HelpFormatter:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="drarena", formatter_class=_wide,
+        prog="drarena",
+        formatter_class=_wide,
         description="Deep-research agent arena on a frozen web. "
         "`drarena COMMAND --help` shows a command's options.",
         epilog="Main job: `drarena tournament CONFIG` (e.g. configs/demo.yaml). Old flat "
-        "names (replay-snapshot, drift-run, ...) still work for one release.")
+        "names (replay-snapshot, drift-run, ...) still work for one release.",
+    )
     parser.add_argument("--version", action="version", version=f"drarena {__version__}")
-    parser.add_argument("--verbose", action="store_true",
-                        help="show library logging (litellm's included) on stderr")
+    parser.add_argument(
+        "--verbose", action="store_true", help="show library logging (litellm's included) on stderr"
+    )
     top = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     # the main job heads the list; the arena room adds its arguments
-    made = {"tournament": top.add_parser(
-        "tournament", prog="drarena tournament",
-        help="run (or resume) a Swiss tournament: the main job")}
+    made = {
+        "tournament": top.add_parser(
+            "tournament",
+            prog="drarena tournament",
+            help="run (or resume) a Swiss tournament: the main job",
+        )
+    }
     groups: dict[str, Any] = {}
     for group, help_text in GROUPS.items():
-        g = top.add_parser(group, help=help_text, prog=f"drarena {group}", formatter_class=_wide,
-                           description=f"drarena {group} COMMAND: {help_text}.")
+        g = top.add_parser(
+            group,
+            help=help_text,
+            prog=f"drarena {group}",
+            formatter_class=_wide,
+            description=f"drarena {group} COMMAND: {help_text}.",
+        )
         groups[group] = g.add_subparsers(dest="subcommand", metavar="COMMAND", required=True)
     router = _Router(top, groups, made)
     for name in COMMAND_MODULES:
