@@ -2,16 +2,28 @@
 BM25 through Lucene (pyserini) against bm25s in the same run.
 
 Run: .venv/bin/python bench/bench_search.py [--snapshot snapshots/pydocs] [--queries 200]
+     [--parts bm25,serve,dense,encode,bm25s]
 
 Works on a temporary copy of the snapshot (extracted there) and a temporary index root, so the
 repository is never written. Prints:
 - BM25 index build: seconds, pages/s and passages/s (Lucene through pyserini's SimpleIndexer);
 - per retriever (bm25, dense, hybrid) at k=10 after two untimed passes: queries/s, p50 and
   p95 latency, and raw Lucene passage search for reference;
-- dense encoding: passages/s in fp32 (torch's threads, then 1 thread), bf16 autocast and
-  128-token truncation, each with its cosine against fp32 (a speed-up must keep >= 0.999);
+- dense encoding (part encode, 1,000 passages by default): passages/s of sentence-transformers
+  fp32 on torch (1 thread, torch's threads), bf16 autocast where the CPU has AMX/AVX512-BF16,
+  and the int8 ONNX Runtime graph, each with its cosine against fp32 (a default must keep
+  >= 0.99), per wall second and per CPU-second of this process (the second moves less with
+  the machine's load);
 - bm25s over the same passages, tokenized by the same Lucene analyzer: queries/s ratio and
-  mean top-10 passage overlap with Lucene.
+  mean top-10 passage overlap with Lucene;
+- bm25 before/after (part bm25): pyserini's own LuceneSearcher, drarena's bulk Lucene path, and
+  the bm25 retriever today against the same retriever reading Lucene's hits one at a time
+  (SimpleSearcher through pyjnius, the code before the bulk path), with the count of queries
+  whose top 10 differ between the two (must be 0);
+- serve-search under bounded load (part serve): 500 SearXNG-format queries, 10 in flight, to
+  `drarena serve-search`'s app with each of those two retrievers, one after the other.
+The load average is printed with each part: absolute figures follow the machine's load, the
+ratios to the peer measured in the same run much less.
 """
 
 from __future__ import annotations
@@ -33,6 +45,7 @@ sys.path.insert(0, str(REPO))
 from drarena.corpus.extract import extract_snapshot  # noqa: E402
 from drarena.search import build, embed, lucene  # noqa: E402
 from drarena.search.base import build_retriever  # noqa: E402
+from drarena.search.bm25 import Bm25Args, Bm25Retriever  # noqa: E402
 from drarena.search.diagnose import build_queries  # noqa: E402
 from drarena.search.docstore import load_source_docs  # noqa: E402
 from drarena.search.manifest import IndexLayout  # noqa: E402
@@ -63,23 +76,42 @@ def row(name: str, qps: float, p50: float, p95: float) -> str:
     return f"  {name:26} {qps:9.1f} q/s   p50 {p50:7.2f} ms   p95 {p95:7.2f} ms"
 
 
-def encoding(texts: list[str]) -> list[str]:
+def encoding(texts: list[str], work: Path) -> list[str]:
+    """Each encoder on the same passages: passages/s (wall and per CPU-second of this process)
+    and cosine against fp32. bf16 only where the CPU has AMX or AVX512-BF16."""
     encoder = embed.load_encoder(embed.DEFAULT_MODEL)
-    embed.encode(encoder, texts[:16])
-    out = []
+    embed.encode(encoder, texts[:4])
+    flags = embed.cpu_flags()
+    noted = flags & {"avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16"}
+    out = [f"  CPU flags: {' '.join(sorted(noted)) or 'none of note'}"]
+    start = time.perf_counter()
+    onnx_path = work / embed.ONNX_FILE
+    embed.export_int8(encoder, onnx_path)
+    out.append(f"  int8 export (torch -> ONNX -> int8 MatMuls): "
+               f"{time.perf_counter() - start:.1f} s, {onnx_path.stat().st_size / 1e6:.1f} MB")
+    int8 = embed.OnnxEncoder(encoder, onnx_path, threads=1)
+    int8.encode(texts[:4], 4, None)
     reference = None
-    configs: list[tuple[str, embed.Precision, int | None, int | None]] = [
-        ("fp32", "fp32", None, None), ("fp32, 1 thread", "fp32", None, 1),
-        ("bf16 autocast", "bf16", None, None), ("fp32, 128 tokens", "fp32", 128, None)]
-    for label, precision, max_tokens, threads in configs:
-        start = time.perf_counter()
-        vectors = embed.encode(encoder, texts, precision, max_tokens=max_tokens, threads=threads)
+    configs: list[tuple[str, Any, embed.Precision, int | None, int | None]] = [
+        ("fp32 torch, 1 thread", encoder, "fp32", None, 1),
+        ("fp32 torch, default threads", encoder, "fp32", None, None),
+        ("bf16 autocast", encoder, "bf16", None, 1),
+        ("int8 onnxruntime, 1 thread", int8, "int8", None, 1)]
+    for label, enc, precision, max_tokens, threads in configs:
+        if precision == "bf16" and not embed.bf16_supported(flags):
+            out.append(f"  {label:28} not supported here (no amx_bf16 / avx512_bf16 flag)")
+            continue
+        start, cpu = time.perf_counter(), time.process_time()
+        vectors = embed.encode(enc, texts, precision, max_tokens=max_tokens, threads=threads)
         rate = len(texts) / (time.perf_counter() - start)
+        cpu_rate = len(texts) / max(time.process_time() - cpu, 1e-9)
         if reference is None:
-            reference, base = vectors, rate
+            reference, base, cpu_base = vectors, rate, cpu_rate
         cos = (vectors * reference).sum(axis=1)
-        out.append(f"  {label:18} {rate:7.1f} passages/s  ({rate / base:4.2f}x fp32)   "
-                   f"cosine vs fp32 min {cos.min():.5f} mean {cos.mean():.5f}")
+        out.append(f"  {label:28} {rate:7.1f} passages/s ({rate / base:4.2f}x)  "
+                   f"{cpu_rate:6.1f} per CPU-s ({cpu_rate / cpu_base:4.2f}x)   cosine vs fp32 "
+                   f"min {cos.min():.5f} mean {cos.mean():.5f}")
+    out.append(f"  default precision here: {embed.default_precision()}")
     return out
 
 
@@ -128,13 +160,161 @@ def _searcher(retriever: Any) -> Callable[[str], Any]:
     return lambda q: retriever.search(q, K)
 
 
+def load() -> str:
+    return "load average " + ", ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+class PerHitBm25(Bm25Retriever):
+    """The bm25 retriever as it was before the bulk path: SimpleSearcher's ScoredDoc objects
+    read one at a time through pyjnius (the 'before' of the same-run comparison)."""
+
+    def __init__(self, snapshot_dir: Path, index_root: Path, args: Bm25Args) -> None:
+        super().__init__(snapshot_dir, index_root, args)
+        self._simple = lucene.simple_searcher(IndexLayout(index_root, snapshot_dir).bm25,
+                                              args.k1, args.b)
+
+    def search_passages(self, query: str, depth: int) -> list[tuple[str, float]]:
+        with self._lock:
+            return [(str(r.docid), float(r.score)) for r in self._simple.search(query, depth)]
+
+
+def bm25_retrievers(snapshot: Path, index_root: Path) -> dict[str, Any]:
+    return {"before": PerHitBm25(snapshot, index_root, Bm25Args()),
+            "after": build_retriever({"kind": "bm25"}, snapshot, index_root)}
+
+
+def bm25_part(snapshot: Path, layout: IndexLayout, queries: list[str]) -> None:
+    print(f"\nbm25 before/after, {len(queries)} queries, k={K} ({load()} at start)")
+    retrievers = bm25_retrievers(snapshot, layout.root.parent)
+    pyserini = lucene.pyserini_lucene_searcher_class()(str(layout.bm25))
+    bulk = retrievers["after"]
+
+    def pyserini_hits(depth: int) -> Callable[[str], Any]:
+        return lambda q: [(h.docid, h.score) for h in pyserini.search(q, depth)]
+
+    rows = [("pyserini LuceneSearcher k=10", pyserini_hits(10)),
+            ("drarena bulk Lucene k=10", lambda q: bulk.search_passages(q, 10)),
+            ("pyserini LuceneSearcher 50", pyserini_hits(50)),
+            ("drarena bulk Lucene 50", lambda q: bulk.search_passages(q, 50)),
+            ("bm25 retriever before", _searcher(retrievers["before"])),
+            ("bm25 retriever after", _searcher(retrievers["after"]))]
+    measured = {}
+    for name, fn in rows:
+        measured[name] = latencies(fn, queries)
+        print(row(name, *measured[name]))
+    for peer, ours in (("pyserini LuceneSearcher k=10", "drarena bulk Lucene k=10"),
+                       ("pyserini LuceneSearcher 50", "drarena bulk Lucene 50"),
+                       ("bm25 retriever before", "bm25 retriever after")):
+        print(f"  {ours} / {peer}: {measured[ours][0] / measured[peer][0]:.2f}x queries/s, "
+              f"p50 {measured[peer][1] / measured[ours][1]:.2f}x lower")
+    differ = sum(retrievers["before"].search(q, K) != retrievers["after"].search(q, K)
+                 for q in queries)
+    print(f"  queries whose top {K} pages differ before/after: {differ} of {len(queries)}")
+    print(f"  ({load()} at end)")
+
+
+def serve_main(mode: str, snapshot: Path, index_root: Path, port: int) -> None:
+    """Child process of the serve part: serve-search's app over one of the two retrievers."""
+    from drarena.search import server
+
+    retriever = bm25_retrievers(snapshot, index_root)[mode]
+    server.serve_http(retriever, snapshot.name, "127.0.0.1", port)
+
+
+async def load_test(port: int, queries: list[str], total: int,
+                    concurrency: int) -> tuple[float, list[float]]:
+    """total GET /search?format=json requests, `concurrency` keep-alive connections each with
+    one request in flight; a bare asyncio client so the client's own CPU stays small."""
+    import asyncio
+    from urllib.parse import quote
+
+    todo = iter(range(total))
+    times: list[float] = []
+
+    async def worker() -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            for i in todo:
+                q = quote(queries[i % len(queries)])
+                start = time.perf_counter()
+                writer.write(f"GET /search?q={q}&format=json HTTP/1.1\r\nHost: 127.0.0.1:{port}"
+                             f"\r\n\r\n".encode())
+                head = await reader.readuntil(b"\r\n\r\n")
+                if not head.startswith(b"HTTP/1.1 200"):
+                    raise SystemExit(f"serve-search answered {head[:60]!r}")
+                length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length:"))
+                await reader.readexactly(length)
+                times.append((time.perf_counter() - start) * 1000)
+        finally:
+            writer.close()
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return time.perf_counter() - start, sorted(times)
+
+
+def serve_part(snapshot: Path, layout: IndexLayout, queries: list[str], total: int,
+               concurrency: int) -> None:
+    import asyncio
+    import socket
+    import subprocess
+
+    print(f"\nserve-search, SearXNG format, {total} queries, {concurrency} in flight "
+          f"({load()} at start)")
+    rates, cpu_ms = {}, {}
+    for mode in ("before", "after"):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+        proc = subprocess.Popen([sys.executable, __file__, "--serve", mode, "--snapshot",
+                                 str(snapshot), "--index-root", str(layout.root.parent),
+                                 "--port", str(port)], stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(1200):
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+            asyncio.run(load_test(port, queries, 2 * concurrency, concurrency))  # warm-up
+            cpu = process_cpu(proc.pid)
+            secs, times = asyncio.run(load_test(port, queries, total, concurrency))
+            cpu_ms[mode] = (process_cpu(proc.pid) - cpu) * 1000 / total
+        finally:
+            proc.terminate()
+            proc.wait()
+        rates[mode] = total / secs
+        print(f"  bm25 {mode:6} {rates[mode]:7.1f} q/s   p50 {statistics.median(times):7.1f} ms"
+              f"   p95 {times[int(0.95 * (len(times) - 1))]:7.1f} ms   server CPU "
+              f"{cpu_ms[mode]:5.2f} ms/query")
+    print(f"  after / before: {rates['after'] / rates['before']:.2f}x queries/s, server CPU per "
+          f"query {cpu_ms['before'] / cpu_ms['after']:.2f}x lower ({load()} at end)")
+
+
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of a process and its threads (the JVM's included)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--snapshot", type=Path, default=REPO / "snapshots" / "pydocs")
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--encode-sample", type=int, default=96)
+    parser.add_argument("--parts", default="bm25,serve,dense,encode,bm25s")
+    parser.add_argument("--encode-sample", type=int, default=1000)
     parser.add_argument("--dense-per-doc", type=int, default=1)
+    parser.add_argument("--serve-queries", type=int, default=500)
+    parser.add_argument("--concurrency", type=int, default=10)
+    parser.add_argument("--serve", choices=("before", "after"), help=argparse.SUPPRESS)
+    parser.add_argument("--index-root", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve:
+        serve_main(args.serve, args.snapshot, args.index_root, args.port)
+        return 0
+    parts = {p.strip() for p in args.parts.split(",")}
 
     work = Path(tempfile.mkdtemp(prefix="bench-search-"))
     try:
@@ -148,42 +328,42 @@ def main() -> int:
         pages = len({p.doc_id for p in passages})
         lucene.autoclass("java.lang.System")
         result = build.build_bm25(layout, state)
-        print("load average (1, 5, 15 min) at start: "
-              + ", ".join(f"{x:.1f}" for x in os.getloadavg()) + f" on {os.cpu_count()} cores")
+        print(f"{load()} at start on {os.cpu_count()} cores")
         print(f"snapshot {args.snapshot.name}: {pages} pages, {len(passages)} passages "
               f"({settings.words} words, stride {settings.stride})")
         print(f"BM25 index build (Lucene via pyserini): {result.seconds:.1f} s, "
               f"{pages / result.seconds:.1f} pages/s, {len(passages) / result.seconds:.0f} "
               "passages/s")
-        dense_build = build.build_dense(layout, state, per_doc=args.dense_per_doc)
-        print(f"dense index build (MiniLM fp32, first {args.dense_per_doc} passage(s) per page): "
-              f"{dense_build.seconds:.1f} s, {dense_build.count / dense_build.seconds:.1f} "
-              "passages/s")
-
         docs = load_source_docs(snapshot)
         queries = [q.text for q in build_queries(docs, [d.id for d in docs if d.indexed],
                                                  max_pages=args.queries // 2 + 1)]
         queries = queries[:args.queries]
         print(f"\nqueries: {len(queries)} (page titles and key phrases), k={K}, "
               f"after {WARMUP} untimed passes over them")
-        retrievers: dict[str, Any] = {
-            kind: build_retriever({"kind": kind}, snapshot, layout.root.parent)
-            for kind in ("bm25", "dense", "hybrid")}
-        print(row("Lucene raw (50 passages)",
-                  *latencies(lambda q: retrievers["bm25"].search_passages(q, 50), queries)))
-        for kind, retriever in retrievers.items():
-            print(row(f"{kind} retriever", *latencies(_searcher(retriever), queries)))
-
-        sample = [p.indexed_text(settings) for p in passages[::max(1, len(passages)
-                                                                    // args.encode_sample)]]
-        print(f"\ndense encoding, {len(sample)} passages spread over the snapshot:")
-        for line in encoding(sample[:args.encode_sample]):
-            print(line)
-
-        print("\nBM25 peer: bm25s (k1=0.9, b=0.4, method lucene) on the same passages")
-        for line in bm25s_compare(passages, settings, queries, retrievers["bm25"]):
-            print(line)
-        print("load average at end: " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
+        if "bm25" in parts:
+            bm25_part(snapshot, layout, queries)
+        if "serve" in parts:
+            serve_part(snapshot, layout, queries, args.serve_queries, args.concurrency)
+        if "dense" in parts:
+            dense_build = build.build_dense(layout, state, per_doc=args.dense_per_doc)
+            print(f"\ndense index build (MiniLM fp32, first {args.dense_per_doc} passage(s) per "
+                  f"page): {dense_build.seconds:.1f} s, "
+                  f"{dense_build.count / dense_build.seconds:.1f} passages/s ({load()})")
+            for kind in ("dense", "hybrid"):
+                retriever = build_retriever({"kind": kind}, snapshot, layout.root.parent)
+                print(row(f"{kind} retriever", *latencies(_searcher(retriever), queries)))
+        if "encode" in parts:
+            sample = [p.indexed_text(settings) for p in passages[::max(1, len(passages)
+                                                                        // args.encode_sample)]]
+            print(f"\ndense encoding, {len(sample)} passages spread over the snapshot ({load()}):")
+            for line in encoding(sample[:args.encode_sample], work):
+                print(line)
+        if "bm25s" in parts:
+            print("\nBM25 peer: bm25s (k1=0.9, b=0.4, method lucene) on the same passages")
+            bm25 = build_retriever({"kind": "bm25"}, snapshot, layout.root.parent)
+            for line in bm25s_compare(passages, settings, queries, bm25):
+                print(line)
+        print(f"{load()} at end")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
