@@ -31,7 +31,7 @@ from drarena.arena.session import (
     model_endpoint,
     prepare_inputs,
 )
-from drarena.corpus.records import Doc, Tree
+from drarena.corpus.records import Doc, Tree, TreeEdge, TreeNode
 from drarena.corpus.treewalk import Expander, TreeWalker
 from drarena.ledger.header import RunHeader
 from drarena.models.client import ModelClient
@@ -43,6 +43,26 @@ if TYPE_CHECKING:
     from drarena.arena.live import LiveSession
     from drarena.arena.tournament import Tournament
     from drarena.ledger.folder import RunDir
+
+
+class LazySnapshotExpander:
+    """A SnapshotExpander whose link graph (docs.jsonl and links.jsonl: tens of thousands of
+    lines) is built on the first expansion, not when the run starts."""
+
+    def __init__(self, snapshot: Path) -> None:
+        self.snapshot = snapshot
+        self._real: Expander | None = None
+
+    def expand(self, tree: Tree, parent: str, need: int, rng: random.Random
+               ) -> list[tuple[TreeNode, TreeEdge]]:
+        if self._real is None:
+            from drarena.corpus.extract import load_docs, load_links
+            from drarena.corpus.trees import LinkGraph
+            from drarena.corpus.treewalk import SnapshotExpander
+
+            self._real = SnapshotExpander(LinkGraph.build(load_docs(self.snapshot),
+                                                          load_links(self.snapshot)))
+        return self._real.expand(tree, parent, need, rng)
 
 
 def fixed_models(models: ModelsConfig, fixed_roles: Mapping[str, Mapping[str, Any]]
@@ -77,15 +97,12 @@ class RunContext:
 
     @functools.cached_property
     def expander(self) -> Expander | None:
-        """Frozen runs grow trees from the snapshot's link graph; live runs from today's web."""
+        """Frozen runs grow trees from the snapshot's link graph (read on the first expansion
+        only: most matches never expand, and a replay that does not need it stays fast);
+        live runs grow them from today's web."""
         if self.live is not None:
             return None
-        from drarena.corpus.extract import load_docs, load_links
-        from drarena.corpus.trees import LinkGraph
-        from drarena.corpus.treewalk import SnapshotExpander
-
-        return SnapshotExpander(LinkGraph.build(load_docs(self.config.snapshot),
-                                                load_links(self.config.snapshot)))
+        return LazySnapshotExpander(self.config.snapshot)
 
     def walker(self, tree: Tree, rng: random.Random) -> TreeWalker:
         """A fresh walk over `tree` for one match, seeded by the match's generator."""

@@ -278,7 +278,7 @@ def _salvage_is_record(win: Window, start: int) -> bool:
         head = inflater.decompress(win.get(start, 512), 16)
     except INFLATE_ERRORS:
         return False
-    return head.startswith(b"WARC/1.")
+    return bool(head.startswith(b"WARC/1."))
 
 
 def _read_plain(view: memoryview, offset: int, warc_file: str, limit: int) -> list[RawRecord]:

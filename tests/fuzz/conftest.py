@@ -10,10 +10,11 @@ explicit @example or a plain regression test.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from hypothesis import HealthCheck, Phase, settings
 
-_COMMON = {"deadline": None, "database": None,
+_COMMON: dict[str, Any] = {"deadline": None, "database": None,
            "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large,
                                      HealthCheck.filter_too_much]}
 settings.register_profile("ci", max_examples=60, derandomize=True, **_COMMON)
