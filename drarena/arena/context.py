@@ -117,7 +117,8 @@ class RunContext:
             return contextlib.nullcontext()
         from drarena.models.guard import NetworkGuard, endpoint_hosts
 
-        return NetworkGuard(endpoint_hosts(r.api_base for r in self.bound.roles.values()))
+        return NetworkGuard(endpoint_hosts(base for r in self.bound.roles.values()
+                                           for base in r.endpoints()))
 
     def header(self, now: datetime | None = None) -> RunHeader:
         """The run header: resolved config, bound roles, fingerprints, versions."""

@@ -143,7 +143,7 @@ def bind_roles(models: ModelsConfig, api_base: str | None, served_model: str | N
                 raise DrarenaError(f"models.roles.{name}: model 'served' needs a model server "
                                    "(start one with --serve, or set DRARENA_MODEL_API_BASE)")
             role = role.model_copy(update={"model": f"openai/{served_model}",
-                                           "api_base": api_base})
+                                           "api_base": api_base, "api_bases": None})
         roles[name] = role
     return models.model_copy(update={"roles": roles,
                                      "cache": CacheConfig(path=cache_path, mode=cache_mode)})

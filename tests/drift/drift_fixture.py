@@ -201,7 +201,7 @@ def write_run(folder: Path, fingerprint: str) -> Path:
                     (rnd(0, void), rnd(1, second)), MatchScore(0, 1, 1, 1), Outcome.B_WINS),
     ]
     run = RunDir(folder)
-    header = {"snapshot_fingerprint": fingerprint, "seed": 0}
+    header = {"snapshot_fingerprint": fingerprint, "seed": 0, "config": {"name": "drift-fixture"}}
     run.write_header(header)
     for match in matches:
         run.save_match(match)

@@ -233,7 +233,7 @@ def test_bad_inputs_are_one_line(drift_world: DriftWorld, tmp_path: Path) -> Non
     }
     other = tmp_path / "other-run"
     other.mkdir()
-    (other / "run.json").write_text(json.dumps({"snapshot_fingerprint": "f" * 64}))
+    (other / "run.json").write_text(json.dumps({"snapshot_fingerprint": "f" * 64, "config": {}}))
     cases["run of another snapshot"] = (
         [str(drift_world.snapshot), "--against", str(drift_world.drifted), "--run", str(other)],
         "the run was played on snapshot ffffffffffff")

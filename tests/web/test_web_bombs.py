@@ -55,7 +55,7 @@ PAGE = (b"<!DOCTYPE html><html><head><title>Plain</title></head>"
 try:
     import brotli  # noqa: F401  (optional: br is decoded only when it is installed)
 
-    CODINGS = ("gzip", "deflate", "br")
+    CODINGS: tuple[str, ...] = ("gzip", "deflate", "br")
 except ImportError:  # pragma: no cover - brotli comes with the environment
     CODINGS = ("gzip", "deflate")
 
