@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 import jsonschema
 import pytest
@@ -57,7 +58,7 @@ def test_fit_evenly_shares_budget_and_never_drops_a_page() -> None:
     assert all(len(f.text) == 50 for f in tiny)  # floor per page: nothing dropped
 
 
-def check(raw: dict, forbidden: list[str], earlier: tuple[str, ...] = ()) -> tuple:
+def check(raw: dict, forbidden: list[str], earlier: Sequence[str] = ()) -> tuple:
     return check_task(raw, sources=TREE, forbidden=forbidden, tree_urls=TREE,
                       earlier_questions=list(earlier), word_limit=(160, 260),
                       word_limit_instruction="Answer in 160 to 260 words.")
