@@ -46,6 +46,7 @@ SAMPLE_S = 0.1
 
 # --- the simulated server (child process) ---------------------------------------------------
 
+
 def canned(body: dict[str, Any]) -> dict[str, Any]:
     """The assistant message for one request: a pure function of it."""
     fmt = body.get("response_format")
@@ -54,28 +55,49 @@ def canned(body: dict[str, Any]) -> dict[str, Any]:
         block = prompt.split("B. TARGET PAGES", 1)[-1]
         numbers = [int(n) for n in re.findall(r"<<<BEGIN SOURCE (\d+)>>>", block)] or [1]
         digest = hashlib.sha256(prompt.encode()).hexdigest()[:10]
-        return {"role": "assistant", "content": json.dumps({
-            "question": f"Question {digest} about the shared topic of these pages?",
-            "checklist_depth": [{"item": f"entity {n}", "source": n} for n in numbers],
-            "checklist_width": [{"item": f"detail {n}", "source": n} for n in numbers],
-            "rationale": "the pages share one topic"})}
+        return {
+            "role": "assistant",
+            "content": json.dumps(
+                {
+                    "question": f"Question {digest} about the shared topic of these pages?",
+                    "checklist_depth": [{"item": f"entity {n}", "source": n} for n in numbers],
+                    "checklist_width": [{"item": f"detail {n}", "source": n} for n in numbers],
+                    "rationale": "the pages share one topic",
+                }
+            ),
+        }
     if fmt:
-        found = [re.search(rf"BEGIN ANSWER {side}>>>.*?strength=(\d+)", prompt, re.S)
-                 for side in "AB"]
+        found = [
+            re.search(rf"BEGIN ANSWER {side}>>>.*?strength=(\d+)", prompt, re.S) for side in "AB"
+        ]
         a, b = (int(m.group(1)) if m else 0 for m in found)
         verdict = "TIE" if a == b else ("A_MUCH_BETTER" if a > b else "B_MUCH_BETTER")
         count = re.search(r"CHECKLIST \((\d+) items", prompt)
         n = int(count.group(1)) if count else 1
-        return {"role": "assistant", "content": json.dumps({
-            "checklist_a": [a > b] * n, "checklist_b": [b > a] * n,
-            "reasoning": "compared item by item", "tie_quality": "HIGH",
-            "loser_failure_type": "DEPTH", "verdict": verdict})}
+        return {
+            "role": "assistant",
+            "content": json.dumps(
+                {
+                    "checklist_a": [a > b] * n,
+                    "checklist_b": [b > a] * n,
+                    "reasoning": "compared item by item",
+                    "tie_quality": "HIGH",
+                    "loser_failure_type": "DEPTH",
+                    "verdict": verdict,
+                }
+            ),
+        }
     strength = re.search(r"strength-(\d+)", str(body.get("model", "")))
     words = " ".join(["The pages describe the topic in detail."] * 30)
     report = f"Report strength={strength.group(1) if strength else 0}. {words}"
     args = json.dumps({"report": report, "citations": []})
-    return {"role": "assistant", "content": "", "tool_calls": [
-        {"id": "call-1", "type": "function", "function": {"name": "answer", "arguments": args}}]}
+    return {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": "call-1", "type": "function", "function": {"name": "answer", "arguments": args}}
+        ],
+    }
 
 
 async def serve(replicas: int, slots: int, per_token_s: float) -> None:
@@ -84,8 +106,15 @@ async def serve(replicas: int, slots: int, per_token_s: float) -> None:
     stats: dict[str, Any] = {}
 
     def reset() -> None:
-        stats.update(busy=0.0, requests=0, first=None, last=None, samples=[],
-                     peak_in_flight=0, t0=time.monotonic())
+        stats.update(
+            busy=0.0,
+            requests=0,
+            first=None,
+            last=None,
+            samples=[],
+            peak_in_flight=0,
+            t0=time.monotonic(),
+        )
 
     reset()
     in_flight = [0]  # requests received and not yet answered (decoding or queued)
@@ -101,7 +130,8 @@ async def serve(replicas: int, slots: int, per_token_s: float) -> None:
             try:
                 message = canned(body)
                 text = message["content"] + "".join(
-                    c["function"]["arguments"] for c in message.get("tool_calls", ()))
+                    c["function"]["arguments"] for c in message.get("tool_calls", ())
+                )
                 tokens = max(1, len(text) // 4)
                 async with limits[index]:
                     hold = per_token_s * tokens
@@ -111,15 +141,27 @@ async def serve(replicas: int, slots: int, per_token_s: float) -> None:
                 in_flight[0] -= 1
             stats["requests"] += 1
             stats["last"] = time.monotonic()
-            return web.json_response({
-                "id": "chatcmpl-sim", "object": "chat.completion", "created": 0,
-                "model": body["model"],
-                "choices": [{"index": 0, "message": message,
-                             "finish_reason": "tool_calls" if "tool_calls" in message
-                             else "stop"}],
-                "usage": {"prompt_tokens": len(json.dumps(body["messages"])) // 4,
-                          "completion_tokens": tokens,
-                          "total_tokens": tokens + len(json.dumps(body["messages"])) // 4}})
+            return web.json_response(
+                {
+                    "id": "chatcmpl-sim",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body["model"],
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": message,
+                            "finish_reason": "tool_calls" if "tool_calls" in message else "stop",
+                        }
+                    ],
+                    "usage": {
+                        "prompt_tokens": len(json.dumps(body["messages"])) // 4,
+                        "completion_tokens": tokens,
+                        "total_tokens": tokens + len(json.dumps(body["messages"])) // 4,
+                    },
+                }
+            )
+
         return handle
 
     async def control(request: web.Request) -> web.StreamResponse:
@@ -152,47 +194,81 @@ async def serve(replicas: int, slots: int, per_token_s: float) -> None:
 
 # --- the tournament (this process) ----------------------------------------------------------
 
+
 def get(port: int, path: str) -> Any:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as response:
         return json.loads(response.read())
 
 
-def run_one(n_agents: int, replicas: int, args: argparse.Namespace, snapshot: Path,
-            work: Path) -> dict[str, Any]:
+def run_one(
+    n_agents: int, replicas: int, args: argparse.Namespace, snapshot: Path, work: Path
+) -> dict[str, Any]:
     from drarena.arena.config import parse_config
     from drarena.arena.execute import execute
     from drarena.ledger.folder import RunDir
     from drarena.models.config import CacheMode
 
     child = subprocess.Popen(
-        [sys.executable, __file__, "--serve", str(replicas), "--slots", str(args.slots),
-         "--per-token-ms", str(args.per_token_ms)], stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            __file__,
+            "--serve",
+            str(replicas),
+            "--slots",
+            str(args.slots),
+            "--per-token-ms",
+            str(args.per_token_ms),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert child.stdout is not None
         ports = json.loads(child.stdout.readline())["ports"]
         bases = [f"http://127.0.0.1:{p}/v1" for p in ports]
-        roles: dict[str, Any] = {"examiner": {"model": "openai/sim-examiner",
-                                              "api_bases": bases}}
+        roles: dict[str, Any] = {"examiner": {"model": "openai/sim-examiner", "api_bases": bases}}
         agents = []
         for i in range(n_agents):
-            roles[f"agent{i}"] = {"model": f"openai/sim-strength-{i % 5}", "api_bases": bases,
-                                  "sampling": {"max_tokens": 600}}
-            agents.append({"name": f"cb{i:03d}", "kind": "closed_book",
-                           "args": {"role": f"agent{i}"}})
+            roles[f"agent{i}"] = {
+                "model": f"openai/sim-strength-{i % 5}",
+                "api_bases": bases,
+                "sampling": {"max_tokens": 600},
+            }
+            agents.append(
+                {"name": f"cb{i:03d}", "kind": "closed_book", "args": {"role": f"agent{i}"}}
+            )
         capacity = replicas * args.slots
         name = f"cluster-{n_agents}a-{replicas}r"
-        config = parse_config({
-            "name": name, "snapshot": str(snapshot), "runs_root": str(work / "runs"),
-            "index_root": str(work / "index"), "seed": 1, "swiss_rounds": args.rounds,
-            "concurrency": max(1, n_agents // 2), "trees": {"count": args.trees},
-            "match": {"max_rounds": 1}, "rating": {"resamples": 20},
-            "models": {"concurrency": 4 * capacity, "retry": {"max_attempts": 2},
-                       "roles": roles},
-            "agents": agents}, name)
+        config = parse_config(
+            {
+                "name": name,
+                "snapshot": str(snapshot),
+                "runs_root": str(work / "runs"),
+                "index_root": str(work / "index"),
+                "seed": 1,
+                "swiss_rounds": args.rounds,
+                "concurrency": max(1, n_agents // 2),
+                "trees": {"count": args.trees},
+                "match": {"max_rounds": 1},
+                "rating": {"resamples": 20},
+                "models": {
+                    "concurrency": 4 * capacity,
+                    "retry": {"max_attempts": 2},
+                    "roles": roles,
+                },
+                "agents": agents,
+            },
+            name,
+        )
         get(ports[0], "/reset")
         started = time.monotonic()
-        result = execute(config, RunDir(work / "runs" / name), serve=False,
-                         cache_mode=CacheMode.OFF, prepare=False)
+        result = execute(
+            config,
+            RunDir(work / "runs" / name),
+            serve=False,
+            cache_mode=CacheMode.OFF,
+            prepare=False,
+        )
         wall = time.monotonic() - started
         stats = get(ports[0], "/stats")
     finally:
@@ -210,15 +286,24 @@ def run_one(n_agents: int, replicas: int, args: argparse.Namespace, snapshot: Pa
         per_second.setdefault(int(t), []).append(n)
     series = [round(sum(v) / len(v), 1) for _, v in sorted(per_second.items())]
     sampled = [n for _, n in active]
-    return {"agents": n_agents, "replicas": replicas, "capacity": capacity,
-            "matches": len(result.log), "requests": stats["requests"],
-            "model_calls": result.model_calls, "wall_s": wall, "window_s": window,
-            "busy_slot_s": busy, "limit_s": busy / capacity,
-            "util_window": busy / (capacity * window) if window else 0.0,
-            "util_wall": busy / (capacity * wall), "setup_s": wall - window,
-            "peak_in_flight": stats["peak_in_flight"],
-            "mean_in_flight": sum(sampled) / len(sampled) if sampled else 0.0,
-            "series": series}
+    return {
+        "agents": n_agents,
+        "replicas": replicas,
+        "capacity": capacity,
+        "matches": len(result.log),
+        "requests": stats["requests"],
+        "model_calls": result.model_calls,
+        "wall_s": wall,
+        "window_s": window,
+        "busy_slot_s": busy,
+        "limit_s": busy / capacity,
+        "util_window": busy / (capacity * window) if window else 0.0,
+        "util_wall": busy / (capacity * wall),
+        "setup_s": wall - window,
+        "peak_in_flight": stats["peak_in_flight"],
+        "mean_in_flight": sum(sampled) / len(sampled) if sampled else 0.0,
+        "series": series,
+    }
 
 
 def prepared(source: Path) -> Path:
@@ -236,8 +321,9 @@ def prepared(source: Path) -> Path:
         copy.with_suffix(".partial").rename(copy)
     extract_snapshot(copy)  # each stage does nothing when it is up to date
     build_snapshot_trees(copy, TreeParams(count=10, seed=1))
-    print(f"prepared {copy} (extraction and trees) in {time.monotonic() - started:.1f} s",
-          flush=True)
+    print(
+        f"prepared {copy} (extraction and trees) in {time.monotonic() - started:.1f} s", flush=True
+    )
     return copy
 
 
@@ -265,28 +351,37 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="drarena-bench-cluster-") as tmp:
         work = Path(tmp)
         snapshot = prepared(args.snapshot)
-        print(f"bench_cluster: slots/replica {args.slots}, {args.per_token_ms} ms/token, "
-              f"{args.rounds} Swiss rounds, {args.trees} tree(s)/pairing, closed_book agents, "
-              f"match concurrency = agents/2; load {load()}", flush=True)
+        print(
+            f"bench_cluster: slots/replica {args.slots}, {args.per_token_ms} ms/token, "
+            f"{args.rounds} Swiss rounds, {args.trees} tree(s)/pairing, closed_book agents, "
+            f"match concurrency = agents/2; load {load()}",
+            flush=True,
+        )
         for n_agents in (int(x) for x in args.agents.split(",")):
             for replicas in (int(x) for x in args.replicas.split(",")):
                 r = run_one(n_agents, replicas, args, snapshot, work)
-                print(f"\n{r['agents']} agents x {r['replicas']} replica(s) (capacity "
-                      f"{r['capacity']}): {r['matches']} matches, {r['requests']} requests; "
-                      f"wall {r['wall_s']:.1f} s (setup before the first request "
-                      f"{r['setup_s']:.1f} s), server window {r['window_s']:.1f} s, "
-                      f"server limit {r['limit_s']:.1f} s (window/limit "
-                      f"{r['window_s'] / r['limit_s']:.2f}x); utilisation "
-                      f"{100 * r['util_window']:.0f}% of the window, "
-                      f"{100 * r['util_wall']:.0f}% of the wall; in flight mean "
-                      f"{r['mean_in_flight']:.1f}, peak {r['peak_in_flight']}; load {load()}")
-                print("  requests in flight, mean per second of the window: "
-                      + " ".join(f"{v:g}" for v in r["series"]))
-    print("\nWhat limits utilisation: Swiss rounds pair on all results of the previous round, "
-          "so only one round's matches are ever in flight (agents/2 matches, each a chain of "
-          "task -> 2 answers -> 2 judgments); a round's tail waits for its slowest match. "
-          "More trees per pairing (--trees) or more agents fill the server; so would a "
-          "scheduler that starts next-round matches as soon as their pairing is known.")
+                print(
+                    f"\n{r['agents']} agents x {r['replicas']} replica(s) (capacity "
+                    f"{r['capacity']}): {r['matches']} matches, {r['requests']} requests; "
+                    f"wall {r['wall_s']:.1f} s (setup before the first request "
+                    f"{r['setup_s']:.1f} s), server window {r['window_s']:.1f} s, "
+                    f"server limit {r['limit_s']:.1f} s (window/limit "
+                    f"{r['window_s'] / r['limit_s']:.2f}x); utilisation "
+                    f"{100 * r['util_window']:.0f}% of the window, "
+                    f"{100 * r['util_wall']:.0f}% of the wall; in flight mean "
+                    f"{r['mean_in_flight']:.1f}, peak {r['peak_in_flight']}; load {load()}"
+                )
+                print(
+                    "  requests in flight, mean per second of the window: "
+                    + " ".join(f"{v:g}" for v in r["series"])
+                )
+    print(
+        "\nWhat limits utilisation: Swiss rounds pair on all results of the previous round, "
+        "so only one round's matches are ever in flight (agents/2 matches, each a chain of "
+        "task -> 2 answers -> 2 judgments); a round's tail waits for its slowest match. "
+        "More trees per pairing (--trees) or more agents fill the server; so would a "
+        "scheduler that starts next-round matches as soon as their pairing is known."
+    )
 
 
 if __name__ == "__main__":

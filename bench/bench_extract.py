@@ -92,15 +92,32 @@ def main() -> None:
     run_extraction(jobs[:1], 1, progress=False)
 
     rows: list[tuple[str, tuple[float, float]]] = []
-    rows.append(("peer: trafilatura.extract(), 1 process",
-                 timed(lambda: [trafilatura.extract(j[0]) for j in jobs])))
-    rows.append(("drarena extraction, 1 process",
-                 timed(lambda: run_extraction(jobs, 1, progress=False))))
-    rows.append((f"drarena extraction, {cores} processes",
-                 timed(lambda: run_extraction(jobs, cores, progress=False))))
-    rows.append(("ceiling: resiliparse main_content, 1 process", timed(lambda: [
-        extract_plain_text(HTMLTree.parse_from_bytes(j[0], "utf-8"), main_content=True)
-        for j in jobs])))
+    rows.append(
+        (
+            "peer: trafilatura.extract(), 1 process",
+            timed(lambda: [trafilatura.extract(j[0]) for j in jobs]),
+        )
+    )
+    rows.append(
+        ("drarena extraction, 1 process", timed(lambda: run_extraction(jobs, 1, progress=False)))
+    )
+    rows.append(
+        (
+            f"drarena extraction, {cores} processes",
+            timed(lambda: run_extraction(jobs, cores, progress=False)),
+        )
+    )
+    rows.append(
+        (
+            "ceiling: resiliparse main_content, 1 process",
+            timed(
+                lambda: [
+                    extract_plain_text(HTMLTree.parse_from_bytes(j[0], "utf-8"), main_content=True)
+                    for j in jobs
+                ]
+            ),
+        )
+    )
     peer_wall, peer_cpu = n / rows[0][1][0], n / rows[0][1][1]
     print(f"{'extraction':<48} {'pages/s':>9} {'x peer':>8} {'pages/cpu-s':>12} {'x peer':>8}")
     for label, (wall, cpu) in rows:
@@ -110,14 +127,17 @@ def main() -> None:
             line += f" {n / cpu:12.1f} {n / cpu / peer_cpu:8.2f}"
         print(line)
     wall, cpu = cores_obtained(jobs, cores)
-    print(f"pool of {cores} (warm): {n / wall:.1f} pages/s, {n / cpu:.1f} pages per worker "
-          f"CPU second, {cpu / wall:.2f} cores obtained")
+    print(
+        f"pool of {cores} (warm): {n / wall:.1f} pages/s, {n / cpu:.1f} pages per worker "
+        f"CPU second, {cpu / wall:.2f} cores obtained"
+    )
     print(f"load average (1 min) after the runs: {os.getloadavg()[0]:.1f} on {cores} cores")
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
-        extract_responses(iter(pages), out, name=name, fingerprint=fingerprint,
-                          workers=cores, progress=False)
+        extract_responses(
+            iter(pages), out, name=name, fingerprint=fingerprint, workers=cores, progress=False
+        )
         t0 = time.perf_counter()
         docs, links = load_docs(out), load_links(out)
         t_load = time.perf_counter() - t0
@@ -132,9 +152,11 @@ def main() -> None:
         trees = build_trees(graph, TreeParams(count=min(args.trees, hubs), seed=1))
         t_trees = time.perf_counter() - t0
     nodes = sum(len(t.nodes) for t in trees)
-    print(f"trees: load docs+links {t_load:.2f} s ({len(docs)} docs, {len(links)} links), "
-          f"graph {t_graph:.2f} s, {len(trees)} trees ({nodes} nodes) {t_trees:.2f} s; "
-          f"tree building is {t_trees / t_load:.2f}x the time to read its inputs")
+    print(
+        f"trees: load docs+links {t_load:.2f} s ({len(docs)} docs, {len(links)} links), "
+        f"graph {t_graph:.2f} s, {len(trees)} trees ({nodes} nodes) {t_trees:.2f} s; "
+        f"tree building is {t_trees / t_load:.2f}x the time to read its inputs"
+    )
 
 
 if __name__ == "__main__":

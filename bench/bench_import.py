@@ -74,8 +74,9 @@ def child_drarena(paths: list[str], out: str, jobs: int) -> dict[str, float]:
     if hasattr(urls.canonicalize_url, "cache_info"):
         raise SystemExit("the URL cache is on: run through main(), which turns it off")
     start = time.perf_counter()
-    result = import_archives("bench", [Path(p) for p in paths], Path(out), progress=False,
-                             jobs=jobs)
+    result = import_archives(
+        "bench", [Path(p) for p in paths], Path(out), progress=False, jobs=jobs
+    )
     return {"seconds": time.perf_counter() - start, "records": result.manifest.counts.records}
 
 
@@ -97,13 +98,22 @@ def run_child(args: list[str], site: Path | None = None) -> tuple[dict[str, floa
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gb", type=float, default=2.0, help="largest archive in GB (2)")
-    parser.add_argument("--files", type=int, default=4,
-                        help="files the archive is split into (4; crawlers roll files over; "
-                             "1: one file, which the import splits into byte ranges)")
-    parser.add_argument("--jobs", type=int, default=2,
-                        help="worker processes of the parallel import run (2)")
-    parser.add_argument("--tmp", type=Path, default=Path(tempfile.gettempdir()),
-                        help="where to build the archives (default /tmp)")
+    parser.add_argument(
+        "--files",
+        type=int,
+        default=4,
+        help="files the archive is split into (4; crawlers roll files over; "
+        "1: one file, which the import splits into byte ranges)",
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=2, help="worker processes of the parallel import run (2)"
+    )
+    parser.add_argument(
+        "--tmp",
+        type=Path,
+        default=Path(tempfile.gettempdir()),
+        help="where to build the archives (default /tmp)",
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="drarena-bench-import-", dir=args.tmp))
     site = work / "site"
@@ -129,27 +139,37 @@ def main() -> int:
                 path.unlink()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"fixture {FIXTURE.name} ({FIXTURE.stat().st_size / 1e6:.1f} MB) concatenated into "
-          f"{args.files} files per size; {os.cpu_count()} CPUs; MB/s of compressed input; "
-          "load = 1-min load average before the size")
-    print(f"{'archive':>8} {'records':>8} {'reader':>12} {'MB/s':>7} {'rec/s':>7} "
-          f"{'peak RSS':>9} {'vs FastWARC':>11} {'load':>5}")
+    print(
+        f"fixture {FIXTURE.name} ({FIXTURE.stat().st_size / 1e6:.1f} MB) concatenated into "
+        f"{args.files} files per size; {os.cpu_count()} CPUs; MB/s of compressed input; "
+        "load = 1-min load average before the size"
+    )
+    print(
+        f"{'archive':>8} {'records':>8} {'reader':>12} {'MB/s':>7} {'rec/s':>7} "
+        f"{'peak RSS':>9} {'vs FastWARC':>11} {'load':>5}"
+    )
     for nbytes, fast, fast_rss, runs, load in rows:
         fast_rate = nbytes / fast["seconds"] / 1e6
         label = f"{nbytes / 1e9:.2f}GB"
-        print(f"{label:>8} {int(fast['records']):>8} {'FastWARC':>12} {fast_rate:>7.1f} "
-              f"{fast['records'] / fast['seconds']:>7.0f} {fast_rss / 1024:>6.0f} MB "
-              f"{'1.00':>11} {load:>5.2f}")
+        print(
+            f"{label:>8} {int(fast['records']):>8} {'FastWARC':>12} {fast_rate:>7.1f} "
+            f"{fast['records'] / fast['seconds']:>7.0f} {fast_rss / 1024:>6.0f} MB "
+            f"{'1.00':>11} {load:>5.2f}"
+        )
         for jobs, ours, rss in runs:
             rate = nbytes / ours["seconds"] / 1e6
             label = f"drarena j={jobs}"
-            print(f"{'':>8} {int(ours['records']):>8} {label:>12} {rate:>7.1f} "
-                  f"{ours['records'] / ours['seconds']:>7.0f} {rss / 1024:>6.0f} MB "
-                  f"{rate / fast_rate:>11.2f}")
+            print(
+                f"{'':>8} {int(ours['records']):>8} {label:>12} {rate:>7.1f} "
+                f"{ours['records'] / ours['seconds']:>7.0f} {rss / 1024:>6.0f} MB "
+                f"{rate / fast_rate:>11.2f}"
+            )
     small, large = rows[0][3][0][2], rows[-1][3][0][2]
-    print(f"drarena j=1 peak RSS {small / 1024:.0f} MB at {rows[0][0] / 1e9:.2f} GB vs "
-          f"{large / 1024:.0f} MB at {rows[-1][0] / 1e9:.2f} GB (x{large / small:.2f} for "
-          f"x{rows[-1][0] / rows[0][0]:.1f} the input); targets: >= 0.5x FastWARC, flat memory")
+    print(
+        f"drarena j=1 peak RSS {small / 1024:.0f} MB at {rows[0][0] / 1e9:.2f} GB vs "
+        f"{large / 1024:.0f} MB at {rows[-1][0] / 1e9:.2f} GB (x{large / small:.2f} for "
+        f"x{rows[-1][0] / rows[0][0]:.1f} the input); targets: >= 0.5x FastWARC, flat memory"
+    )
     return 0
 
 

@@ -23,24 +23,53 @@ from drarena.models.client import ModelClient
 from drarena.models.config import ModelRole, ModelsConfig, Sampling
 from drarena.models.serve import ServerHandle, model_server
 
-TOPICS = ["rivers", "volcanoes", "libraries", "bridges", "deserts", "glaciers", "markets",
-          "lighthouses", "forests", "islands", "railways", "museums", "harbors", "comets",
-          "gardens", "canyons"]
+TOPICS = [
+    "rivers",
+    "volcanoes",
+    "libraries",
+    "bridges",
+    "deserts",
+    "glaciers",
+    "markets",
+    "lighthouses",
+    "forests",
+    "islands",
+    "railways",
+    "museums",
+    "harbors",
+    "comets",
+    "gardens",
+    "canyons",
+]
 
 
-def client_for(handle: ServerHandle, max_tokens: int, concurrency: int,
-               cache: Path | None = None, mode: str = "off") -> ModelClient:
-    role = ModelRole(model=handle.litellm_model, api_base=handle.api_base,
-                     sampling=Sampling(max_tokens=max_tokens, temperature=0.0), timeout_s=300)
+def client_for(
+    handle: ServerHandle,
+    max_tokens: int,
+    concurrency: int,
+    cache: Path | None = None,
+    mode: str = "off",
+) -> ModelClient:
+    role = ModelRole(
+        model=handle.litellm_model,
+        api_base=handle.api_base,
+        sampling=Sampling(max_tokens=max_tokens, temperature=0.0),
+        timeout_s=300,
+    )
     cfg = ModelsConfig.model_validate(
-        {"roles": {"bench": role}, "concurrency": concurrency,
-         "cache": {"path": cache, "mode": mode} if cache else {}})
+        {
+            "roles": {"bench": role},
+            "concurrency": concurrency,
+            "cache": {"path": cache, "mode": mode} if cache else {},
+        }
+    )
     return ModelClient(cfg)
 
 
 def ask(i: int) -> list[dict[str, str]]:
-    return [{"role": "user", "content": f"Write a long paragraph about {TOPICS[i % 16]} "
-                                        f"(number {i})."}]
+    return [
+        {"role": "user", "content": f"Write a long paragraph about {TOPICS[i % 16]} (number {i})."}
+    ]
 
 
 async def throughput(handle: ServerHandle, concurrency: int, requests: int) -> tuple[float, float]:
@@ -59,8 +88,14 @@ async def overhead(handle: ServerHandle, rounds: int) -> tuple[float, float]:
     async with aiohttp.ClientSession() as session:
         for i in range(rounds):
             messages = [{"role": "user", "content": f"Say hi ({i})."}]
-            body = {"model": handle.model, "messages": messages, "max_tokens": 1,
-                    "temperature": 0.0, "top_p": 1.0, "seed": 0}
+            body = {
+                "model": handle.model,
+                "messages": messages,
+                "max_tokens": 1,
+                "temperature": 0.0,
+                "top_p": 1.0,
+                "seed": 0,
+            }
             t0 = time.perf_counter()
             async with session.post(f"{handle.api_base}/chat/completions", json=body) as r:
                 assert r.status == 200, await r.text()
@@ -73,10 +108,16 @@ async def overhead(handle: ServerHandle, rounds: int) -> tuple[float, float]:
     return statistics.median(raw_times), statistics.median(client_times)
 
 
-STUB_REPLY = {"id": "stub", "object": "chat.completion", "created": 0, "model": "stub",
-              "choices": [{"index": 0, "finish_reason": "stop",
-                           "message": {"role": "assistant", "content": "hi"}}],
-              "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}}
+STUB_REPLY = {
+    "id": "stub",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "stub",
+    "choices": [
+        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "hi"}}
+    ],
+    "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6},
+}
 
 
 async def stub_overhead(rounds: int) -> tuple[float, float]:
@@ -116,8 +157,7 @@ async def replay_speed(handle: ServerHandle, distinct: int, passes: int) -> tupl
         started = time.perf_counter()
         for _ in range(passes):
             for i in range(distinct):
-                await replayer.complete("bench", [{"role": "user",
-                                                   "content": f"Count to {i}."}])
+                await replayer.complete("bench", [{"role": "user", "content": f"Count to {i}."}])
         replay_rate = distinct * passes / (time.perf_counter() - started)
         assert replayer.model_calls == 0
     return real_rate, replay_rate
@@ -134,16 +174,22 @@ async def run(handle: ServerHandle, rounds: int) -> None:
         print(f"{concurrency:>11}  {requests:>8}  {rps:5.2f}  {tps:8.1f}  {tps / base:9.2f}x")
     raw, wrapped = await overhead(handle, rounds)
     extra = wrapped - raw
-    print(f"1-token call, median of {rounds}: raw HTTP {raw * 1000:.1f} ms, ModelClient "
-          f"{wrapped * 1000:.1f} ms, overhead {extra * 1000:+.1f} ms ({extra / raw:+.1%})")
+    print(
+        f"1-token call, median of {rounds}: raw HTTP {raw * 1000:.1f} ms, ModelClient "
+        f"{wrapped * 1000:.1f} ms, overhead {extra * 1000:+.1f} ms ({extra / raw:+.1%})"
+    )
     raw, wrapped = await stub_overhead(rounds * 10)
     extra = wrapped - raw
-    print(f"same against an instant stub server, median of {rounds * 10}: raw HTTP "
-          f"{raw * 1000:.2f} ms, ModelClient {wrapped * 1000:.2f} ms, overhead "
-          f"{extra * 1000:+.2f} ms")
+    print(
+        f"same against an instant stub server, median of {rounds * 10}: raw HTTP "
+        f"{raw * 1000:.2f} ms, ModelClient {wrapped * 1000:.2f} ms, overhead "
+        f"{extra * 1000:+.2f} ms"
+    )
     real_rate, replay_rate = await replay_speed(handle, 20, 50)
-    print(f"replay: {replay_rate:,.0f} cached calls/s vs {real_rate:.1f} real 1-token calls/s "
-          f"({replay_rate / real_rate:,.0f}x)")
+    print(
+        f"replay: {replay_rate:,.0f} cached calls/s vs {real_rate:.1f} real 1-token calls/s "
+        f"({replay_rate / real_rate:,.0f}x)"
+    )
 
 
 def main() -> int:

@@ -87,8 +87,10 @@ def encoding(texts: list[str], work: Path) -> list[str]:
     start = time.perf_counter()
     onnx_path = work / embed.ONNX_FILE
     embed.export_int8(encoder, onnx_path)
-    out.append(f"  int8 export (torch -> ONNX -> int8 MatMuls): "
-               f"{time.perf_counter() - start:.1f} s, {onnx_path.stat().st_size / 1e6:.1f} MB")
+    out.append(
+        f"  int8 export (torch -> ONNX -> int8 MatMuls): "
+        f"{time.perf_counter() - start:.1f} s, {onnx_path.stat().st_size / 1e6:.1f} MB"
+    )
     int8 = embed.OnnxEncoder(encoder, onnx_path, threads=1)
     int8.encode(texts[:4], 4, None)
     reference = None
@@ -96,7 +98,8 @@ def encoding(texts: list[str], work: Path) -> list[str]:
         ("fp32 torch, 1 thread", encoder, "fp32", None, 1),
         ("fp32 torch, default threads", encoder, "fp32", None, None),
         ("bf16 autocast", encoder, "bf16", None, 1),
-        ("int8 onnxruntime, 1 thread", int8, "int8", None, 1)]
+        ("int8 onnxruntime, 1 thread", int8, "int8", None, 1),
+    ]
     for label, enc, precision, max_tokens, threads in configs:
         if precision == "bf16" and not embed.bf16_supported(flags):
             out.append(f"  {label:28} not supported here (no amx_bf16 / avx512_bf16 flag)")
@@ -108,15 +111,18 @@ def encoding(texts: list[str], work: Path) -> list[str]:
         if reference is None:
             reference, base, cpu_base = vectors, rate, cpu_rate
         cos = (vectors * reference).sum(axis=1)
-        out.append(f"  {label:28} {rate:7.1f} passages/s ({rate / base:4.2f}x)  "
-                   f"{cpu_rate:6.1f} per CPU-s ({cpu_rate / cpu_base:4.2f}x)   cosine vs fp32 "
-                   f"min {cos.min():.5f} mean {cos.mean():.5f}")
+        out.append(
+            f"  {label:28} {rate:7.1f} passages/s ({rate / base:4.2f}x)  "
+            f"{cpu_rate:6.1f} per CPU-s ({cpu_rate / cpu_base:4.2f}x)   cosine vs fp32 "
+            f"min {cos.min():.5f} mean {cos.mean():.5f}"
+        )
     out.append(f"  default precision here: {embed.default_precision()}")
     return out
 
 
-def bm25s_compare(passages: list[Any], settings: PassageSettings, queries: list[str],
-                  bm25: Any) -> list[str]:
+def bm25s_compare(
+    passages: list[Any], settings: PassageSettings, queries: list[str], bm25: Any
+) -> list[str]:
     import bm25s
 
     analyzer = lucene.autoclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
@@ -145,8 +151,9 @@ def bm25s_compare(passages: list[Any], settings: PassageSettings, queries: list[
 
     lq = latencies(lucene_search, queries)
     sq = latencies(bm25s_search, queries)
-    overlap = statistics.mean(len(set(lucene_search(q)) & set(bm25s_search(q))) / K
-                              for q in queries)
+    overlap = statistics.mean(
+        len(set(lucene_search(q)) & set(bm25s_search(q))) / K for q in queries
+    )
     return [
         f"  bm25s index: {build_s:.2f} s (+ {tokenize_s:.1f} s Lucene analysis of the passages)",
         row("Lucene passages k=10", *lq),
@@ -170,8 +177,9 @@ class PerHitBm25(Bm25Retriever):
 
     def __init__(self, snapshot_dir: Path, index_root: Path, args: Bm25Args) -> None:
         super().__init__(snapshot_dir, index_root, args)
-        self._simple = lucene.simple_searcher(IndexLayout(index_root, snapshot_dir).bm25,
-                                              args.k1, args.b)
+        self._simple = lucene.simple_searcher(
+            IndexLayout(index_root, snapshot_dir).bm25, args.k1, args.b
+        )
 
     def search_passages(self, query: str, depth: int) -> list[tuple[str, float]]:
         with self._lock:
@@ -179,8 +187,10 @@ class PerHitBm25(Bm25Retriever):
 
 
 def bm25_retrievers(snapshot: Path, index_root: Path) -> dict[str, Any]:
-    return {"before": PerHitBm25(snapshot, index_root, Bm25Args()),
-            "after": build_retriever({"kind": "bm25"}, snapshot, index_root)}
+    return {
+        "before": PerHitBm25(snapshot, index_root, Bm25Args()),
+        "after": build_retriever({"kind": "bm25"}, snapshot, index_root),
+    }
 
 
 def bm25_part(snapshot: Path, layout: IndexLayout, queries: list[str]) -> None:
@@ -192,23 +202,30 @@ def bm25_part(snapshot: Path, layout: IndexLayout, queries: list[str]) -> None:
     def pyserini_hits(depth: int) -> Callable[[str], Any]:
         return lambda q: [(h.docid, h.score) for h in pyserini.search(q, depth)]
 
-    rows = [("pyserini LuceneSearcher k=10", pyserini_hits(10)),
-            ("drarena bulk Lucene k=10", lambda q: bulk.search_passages(q, 10)),
-            ("pyserini LuceneSearcher 50", pyserini_hits(50)),
-            ("drarena bulk Lucene 50", lambda q: bulk.search_passages(q, 50)),
-            ("bm25 retriever before", _searcher(retrievers["before"])),
-            ("bm25 retriever after", _searcher(retrievers["after"]))]
+    rows = [
+        ("pyserini LuceneSearcher k=10", pyserini_hits(10)),
+        ("drarena bulk Lucene k=10", lambda q: bulk.search_passages(q, 10)),
+        ("pyserini LuceneSearcher 50", pyserini_hits(50)),
+        ("drarena bulk Lucene 50", lambda q: bulk.search_passages(q, 50)),
+        ("bm25 retriever before", _searcher(retrievers["before"])),
+        ("bm25 retriever after", _searcher(retrievers["after"])),
+    ]
     measured = {}
     for name, fn in rows:
         measured[name] = latencies(fn, queries)
         print(row(name, *measured[name]))
-    for peer, ours in (("pyserini LuceneSearcher k=10", "drarena bulk Lucene k=10"),
-                       ("pyserini LuceneSearcher 50", "drarena bulk Lucene 50"),
-                       ("bm25 retriever before", "bm25 retriever after")):
-        print(f"  {ours} / {peer}: {measured[ours][0] / measured[peer][0]:.2f}x queries/s, "
-              f"p50 {measured[peer][1] / measured[ours][1]:.2f}x lower")
-    differ = sum(retrievers["before"].search(q, K) != retrievers["after"].search(q, K)
-                 for q in queries)
+    for peer, ours in (
+        ("pyserini LuceneSearcher k=10", "drarena bulk Lucene k=10"),
+        ("pyserini LuceneSearcher 50", "drarena bulk Lucene 50"),
+        ("bm25 retriever before", "bm25 retriever after"),
+    ):
+        print(
+            f"  {ours} / {peer}: {measured[ours][0] / measured[peer][0]:.2f}x queries/s, "
+            f"p50 {measured[peer][1] / measured[ours][1]:.2f}x lower"
+        )
+    differ = sum(
+        retrievers["before"].search(q, K) != retrievers["after"].search(q, K) for q in queries
+    )
     print(f"  queries whose top {K} pages differ before/after: {differ} of {len(queries)}")
     print(f"  ({load()} at end)")
 
@@ -221,8 +238,9 @@ def serve_main(mode: str, snapshot: Path, index_root: Path, port: int) -> None:
     server.serve_http(retriever, snapshot.name, "127.0.0.1", port)
 
 
-async def load_test(port: int, queries: list[str], total: int,
-                    concurrency: int) -> tuple[float, list[float]]:
+async def load_test(
+    port: int, queries: list[str], total: int, concurrency: int
+) -> tuple[float, list[float]]:
     """total GET /search?format=json requests, `concurrency` keep-alive connections each with
     one request in flight; a bare asyncio client so the client's own CPU stays small."""
     import asyncio
@@ -237,13 +255,18 @@ async def load_test(port: int, queries: list[str], total: int,
             for i in todo:
                 q = quote(queries[i % len(queries)])
                 start = time.perf_counter()
-                writer.write(f"GET /search?q={q}&format=json HTTP/1.1\r\nHost: 127.0.0.1:{port}"
-                             f"\r\n\r\n".encode())
+                writer.write(
+                    f"GET /search?q={q}&format=json HTTP/1.1\r\nHost: 127.0.0.1:{port}"
+                    f"\r\n\r\n".encode()
+                )
                 head = await reader.readuntil(b"\r\n\r\n")
                 if not head.startswith(b"HTTP/1.1 200"):
                     raise SystemExit(f"serve-search answered {head[:60]!r}")
-                length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                              if line.lower().startswith(b"content-length:"))
+                length = next(
+                    int(line.split(b":")[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length:")
+                )
                 await reader.readexactly(length)
                 times.append((time.perf_counter() - start) * 1000)
         finally:
@@ -254,22 +277,37 @@ async def load_test(port: int, queries: list[str], total: int,
     return time.perf_counter() - start, sorted(times)
 
 
-def serve_part(snapshot: Path, layout: IndexLayout, queries: list[str], total: int,
-               concurrency: int) -> None:
+def serve_part(
+    snapshot: Path, layout: IndexLayout, queries: list[str], total: int, concurrency: int
+) -> None:
     import asyncio
     import socket
     import subprocess
 
-    print(f"\nserve-search, SearXNG format, {total} queries, {concurrency} in flight "
-          f"({load()} at start)")
+    print(
+        f"\nserve-search, SearXNG format, {total} queries, {concurrency} in flight "
+        f"({load()} at start)"
+    )
     rates, cpu_ms = {}, {}
     for mode in ("before", "after"):
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port = int(sock.getsockname()[1])
-        proc = subprocess.Popen([sys.executable, __file__, "--serve", mode, "--snapshot",
-                                 str(snapshot), "--index-root", str(layout.root.parent),
-                                 "--port", str(port)], stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                "--serve",
+                mode,
+                "--snapshot",
+                str(snapshot),
+                "--index-root",
+                str(layout.root.parent),
+                "--port",
+                str(port),
+            ],
+            stderr=subprocess.DEVNULL,
+        )
         try:
             for _ in range(1200):
                 try:
@@ -285,11 +323,15 @@ def serve_part(snapshot: Path, layout: IndexLayout, queries: list[str], total: i
             proc.terminate()
             proc.wait()
         rates[mode] = total / secs
-        print(f"  bm25 {mode:6} {rates[mode]:7.1f} q/s   p50 {statistics.median(times):7.1f} ms"
-              f"   p95 {times[int(0.95 * (len(times) - 1))]:7.1f} ms   server CPU "
-              f"{cpu_ms[mode]:5.2f} ms/query")
-    print(f"  after / before: {rates['after'] / rates['before']:.2f}x queries/s, server CPU per "
-          f"query {cpu_ms['before'] / cpu_ms['after']:.2f}x lower ({load()} at end)")
+        print(
+            f"  bm25 {mode:6} {rates[mode]:7.1f} q/s   p50 {statistics.median(times):7.1f} ms"
+            f"   p95 {times[int(0.95 * (len(times) - 1))]:7.1f} ms   server CPU "
+            f"{cpu_ms[mode]:5.2f} ms/query"
+        )
+    print(
+        f"  after / before: {rates['after'] / rates['before']:.2f}x queries/s, server CPU per "
+        f"query {cpu_ms['before'] / cpu_ms['after']:.2f}x lower ({load()} at end)"
+    )
 
 
 def process_cpu(pid: int) -> float:
@@ -329,34 +371,48 @@ def main() -> int:
         lucene.autoclass("java.lang.System")
         result = build.build_bm25(layout, state)
         print(f"{load()} at start on {os.cpu_count()} cores")
-        print(f"snapshot {args.snapshot.name}: {pages} pages, {len(passages)} passages "
-              f"({settings.words} words, stride {settings.stride})")
-        print(f"BM25 index build (Lucene via pyserini): {result.seconds:.1f} s, "
-              f"{pages / result.seconds:.1f} pages/s, {len(passages) / result.seconds:.0f} "
-              "passages/s")
+        print(
+            f"snapshot {args.snapshot.name}: {pages} pages, {len(passages)} passages "
+            f"({settings.words} words, stride {settings.stride})"
+        )
+        print(
+            f"BM25 index build (Lucene via pyserini): {result.seconds:.1f} s, "
+            f"{pages / result.seconds:.1f} pages/s, {len(passages) / result.seconds:.0f} "
+            "passages/s"
+        )
         docs = load_source_docs(snapshot)
-        queries = [q.text for q in build_queries(docs, [d.id for d in docs if d.indexed],
-                                                 max_pages=args.queries // 2 + 1)]
-        queries = queries[:args.queries]
-        print(f"\nqueries: {len(queries)} (page titles and key phrases), k={K}, "
-              f"after {WARMUP} untimed passes over them")
+        queries = [
+            q.text
+            for q in build_queries(
+                docs, [d.id for d in docs if d.indexed], max_pages=args.queries // 2 + 1
+            )
+        ]
+        queries = queries[: args.queries]
+        print(
+            f"\nqueries: {len(queries)} (page titles and key phrases), k={K}, "
+            f"after {WARMUP} untimed passes over them"
+        )
         if "bm25" in parts:
             bm25_part(snapshot, layout, queries)
         if "serve" in parts:
             serve_part(snapshot, layout, queries, args.serve_queries, args.concurrency)
         if "dense" in parts:
             dense_build = build.build_dense(layout, state, per_doc=args.dense_per_doc)
-            print(f"\ndense index build (MiniLM fp32, first {args.dense_per_doc} passage(s) per "
-                  f"page): {dense_build.seconds:.1f} s, "
-                  f"{dense_build.count / dense_build.seconds:.1f} passages/s ({load()})")
+            print(
+                f"\ndense index build (MiniLM fp32, first {args.dense_per_doc} passage(s) per "
+                f"page): {dense_build.seconds:.1f} s, "
+                f"{dense_build.count / dense_build.seconds:.1f} passages/s ({load()})"
+            )
             for kind in ("dense", "hybrid"):
                 retriever = build_retriever({"kind": kind}, snapshot, layout.root.parent)
                 print(row(f"{kind} retriever", *latencies(_searcher(retriever), queries)))
         if "encode" in parts:
-            sample = [p.indexed_text(settings) for p in passages[::max(1, len(passages)
-                                                                        // args.encode_sample)]]
+            sample = [
+                p.indexed_text(settings)
+                for p in passages[:: max(1, len(passages) // args.encode_sample)]
+            ]
             print(f"\ndense encoding, {len(sample)} passages spread over the snapshot ({load()}):")
-            for line in encoding(sample[:args.encode_sample], work):
+            for line in encoding(sample[: args.encode_sample], work):
                 print(line)
         if "bm25s" in parts:
             print("\nBM25 peer: bm25s (k1=0.9, b=0.4, method lucene) on the same passages")

@@ -61,8 +61,16 @@ def start_replay(snapshot: Path, port: int, latency_ms: float = 0.0) -> subproce
     response, served by this script in a child process (see serve_delayed)."""
     cmd = [sys.executable, "-m", "drarena", "replay-snapshot", str(snapshot), "--port", str(port)]
     if latency_ms > 0:
-        cmd = [sys.executable, __file__, "--serve-delayed", str(snapshot), "--port", str(port),
-               "--latency-ms", str(latency_ms)]
+        cmd = [
+            sys.executable,
+            __file__,
+            "--serve-delayed",
+            str(snapshot),
+            "--port",
+            str(port),
+            "--latency-ms",
+            str(latency_ms),
+        ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, cwd=REPO)
     for _ in range(200):
         try:
@@ -101,23 +109,34 @@ def crawl_table(snapshot: Path, latency_ms: float) -> None:
     replay = start_replay(snapshot, port, latency_ms)
     try:
         with Snapshot.open(snapshot) as snap:
-            urls = [r.url.replace(ORIGIN, f"127.0.0.1:{port}") for r in snap.iter_responses()
-                    if not r.url.endswith("/robots.txt")]
+            urls = [
+                r.url.replace(ORIGIN, f"127.0.0.1:{port}")
+                for r in snap.iter_responses()
+                if not r.url.endswith("/robots.txt")
+            ]
         with tempfile.TemporaryDirectory() as tmp:
-            print(f"\n## crawl (loopback replay server, separate process, {latency_ms:g} ms "
-                  f"added per response; CPU = this process; {load()} at start)")
+            print(
+                f"\n## crawl (loopback replay server, separate process, {latency_ms:g} ms "
+                f"added per response; CPU = this process; {load()} at start)"
+            )
             pages, size, secs, cpu = sequential_capture(urls, Path(tmp) / "seq.warc.gz")
             base_rate, base_cpu_rate = pages / secs, pages / cpu
-            print(f"{'crawler':<34}{'pages':>6}{'pages/s':>9}{'MB/s':>7}{'x seq':>7}"
-                  f"{'pages/CPU-s':>13}{'x seq':>7}")
-            print(f"{'warcio capture_http + requests':<34}{pages:>6}{base_rate:>9.1f}"
-                  f"{size / 1e6 / secs:>7.2f}{1.0:>7.2f}{base_cpu_rate:>13.1f}{1.0:>7.2f}")
+            print(
+                f"{'crawler':<34}{'pages':>6}{'pages/s':>9}{'MB/s':>7}{'x seq':>7}"
+                f"{'pages/CPU-s':>13}{'x seq':>7}"
+            )
+            print(
+                f"{'warcio capture_http + requests':<34}{pages:>6}{base_rate:>9.1f}"
+                f"{size / 1e6 / secs:>7.2f}{1.0:>7.2f}{base_cpu_rate:>13.1f}{1.0:>7.2f}"
+            )
             for conc in (1, 4, 16):
                 pages, size, secs, cpu = crawl_once(port, conc, Path(tmp) / f"c{conc}")
-                print(f"{f'drarena, per-host concurrency {conc}':<34}{pages:>6}"
-                      f"{pages / secs:>9.1f}{size / 1e6 / secs:>7.2f}"
-                      f"{pages / secs / base_rate:>7.2f}{pages / cpu:>13.1f}"
-                      f"{pages / cpu / base_cpu_rate:>7.2f}")
+                print(
+                    f"{f'drarena, per-host concurrency {conc}':<34}{pages:>6}"
+                    f"{pages / secs:>9.1f}{size / 1e6 / secs:>7.2f}"
+                    f"{pages / secs / base_rate:>7.2f}{pages / cpu:>13.1f}"
+                    f"{pages / cpu / base_cpu_rate:>7.2f}"
+                )
             print(f"({load()} at end)")
     finally:
         replay.terminate()
@@ -132,8 +151,12 @@ def crawl_once(port: int, concurrency: int, out: Path) -> tuple[int, int, float,
     crawler = Crawler(parse_spec(data, "bench"), out, progress=False)
     start, cpu = time.perf_counter(), time.process_time()
     asyncio.run(crawler.run())
-    return (crawler.tally.pages, crawler.tally.bytes, time.perf_counter() - start,
-            time.process_time() - cpu)
+    return (
+        crawler.tally.pages,
+        crawler.tally.bytes,
+        time.perf_counter() - start,
+        time.process_time() - cpu,
+    )
 
 
 def sequential_capture(urls: list[str], out: Path) -> tuple[int, int, float, float]:
@@ -233,8 +256,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--snapshot", type=Path, default=REPO / "snapshots" / "pydocs")
     parser.add_argument("--lookups", type=int, default=2000)
-    parser.add_argument("--latency-ms", type=float, default=0.0,
-                        help="also crawl a replay server that waits this long per response")
+    parser.add_argument(
+        "--latency-ms",
+        type=float,
+        default=0.0,
+        help="also crawl a replay server that waits this long per response",
+    )
     parser.add_argument("--parts", default="crawl,read,lookup")
     parser.add_argument("--serve-delayed", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
@@ -246,32 +273,42 @@ def main() -> None:
     files = sorted(snapshot.glob("*.warc.gz"))
     parts = {p.strip() for p in args.parts.split(",")}
 
-    print(f"# bench_snapshot on {snapshot} ({sum(f.stat().st_size for f in files) / 1e6:.1f} MB "
-          f"of WARC); {load()} on {os.cpu_count()} CPUs")
+    print(
+        f"# bench_snapshot on {snapshot} ({sum(f.stat().st_size for f in files) / 1e6:.1f} MB "
+        f"of WARC); {load()} on {os.cpu_count()} CPUs"
+    )
     if "crawl" in parts:
         crawl_table(snapshot, 0.0)
         if args.latency_ms > 0:
             crawl_table(snapshot, args.latency_ms)
     if "read" in parts:
         print(f"\n## read (payloads of every response and revisit, best of 3; {load()})")
-        peers = [("warcio ArchiveIterator", read_warcio, files),
-                 ("FastWARC ArchiveIterator", read_fastwarc, files),
-                 ("drarena Snapshot.iter_responses", read_drarena, snapshot)]
+        peers = [
+            ("warcio ArchiveIterator", read_warcio, files),
+            ("FastWARC ArchiveIterator", read_fastwarc, files),
+            ("drarena Snapshot.iter_responses", read_drarena, snapshot),
+        ]
         results = {name: best_of(3, fn, arg) for name, fn, arg in peers}
         warcio_secs = results["warcio ArchiveIterator"][1]
         print(f"{'reader':<34}{'records':>8}{'MB':>8}{'MB/s':>9}{'x warcio':>10}")
         for name, ((count, size), secs) in results.items():
-            print(f"{name:<34}{count:>8}{size / 1e6:>8.1f}{size / 1e6 / secs:>9.1f}"
-                  f"{warcio_secs / secs:>10.2f}")
+            print(
+                f"{name:<34}{count:>8}{size / 1e6:>8.1f}{size / 1e6 / secs:>9.1f}"
+                f"{warcio_secs / secs:>10.2f}"
+            )
 
     if "lookup" in parts:
         print(f"\n## lookup ({args.lookups} random captured URLs, record read and decoded)")
         ours, peer = lookup_latencies(snapshot, args.lookups)
         print(f"{'method':<34}{'median ms':>10}{'p95 ms':>9}")
-        print(f"{'drarena Snapshot.lookup':<34}{statistics.median(ours) * 1000:>10.3f}"
-              f"{ms(ours, 0.95):>9.3f}")
-        print(f"{'CDXJ bisect + warcio read':<34}{statistics.median(peer) * 1000:>10.3f}"
-              f"{ms(peer, 0.95):>9.3f}")
+        print(
+            f"{'drarena Snapshot.lookup':<34}{statistics.median(ours) * 1000:>10.3f}"
+            f"{ms(ours, 0.95):>9.3f}"
+        )
+        print(
+            f"{'CDXJ bisect + warcio read':<34}{statistics.median(peer) * 1000:>10.3f}"
+            f"{ms(peer, 0.95):>9.3f}"
+        )
 
 
 if __name__ == "__main__":

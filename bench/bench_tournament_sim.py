@@ -37,14 +37,18 @@ def simulated_verdict(diff: float, rng: random.Random) -> Verdict:
     return Verdict.B_MUCH_BETTER if strong else Verdict.B_BETTER
 
 
-def play_match(diff: float, rng: random.Random, *, adaptive: bool, max_rounds: int
-               ) -> tuple[float | None, int]:
+def play_match(
+    diff: float, rng: random.Random, *, adaptive: bool, max_rounds: int
+) -> tuple[float | None, int]:
     """Score for A (1, 0.5, 0) and the rounds played."""
     score = MatchScore(0, 0, 0, 0)
     while True:
         score = add_round(score, simulated_verdict(diff, rng))
-        done = should_stop(score, max_rounds=max_rounds) if adaptive else (
-            score.rounds_scored >= max_rounds)
+        done = (
+            should_stop(score, max_rounds=max_rounds)
+            if adaptive
+            else (score.rounds_scored >= max_rounds)
+        )
         if done:
             break
     result = outcome(score)
@@ -75,12 +79,14 @@ def swiss(skills: dict[str, float], trees: int, rng: random.Random) -> tuple[lis
     return games, 2 * rounds
 
 
-def round_robin(skills: dict[str, float], rounds_per_pair: int, rng: random.Random
-                ) -> tuple[list[Game], int]:
+def round_robin(
+    skills: dict[str, float], rounds_per_pair: int, rng: random.Random
+) -> tuple[list[Game], int]:
     games = []
     for a, b in itertools.combinations(sorted(skills), 2):
-        value, _ = play_match(skills[a] - skills[b], rng, adaptive=False,
-                              max_rounds=rounds_per_pair)
+        value, _ = play_match(
+            skills[a] - skills[b], rng, adaptive=False, max_rounds=rounds_per_pair
+        )
         if value is not None:
             games.append(Game(a, b, value))
     pairs = len(skills) * (len(skills) - 1) // 2
@@ -105,8 +111,7 @@ def success(design: str, n: int, budget: int, seeds: int) -> tuple[float, float]
     return hits / seeds, calls / seeds
 
 
-def needed(design: str, n: int, seeds: int, max_budget: int = 12
-           ) -> tuple[int, float, float, bool]:
+def needed(design: str, n: int, seeds: int, max_budget: int = 12) -> tuple[int, float, float, bool]:
     """The smallest budget meeting the target, or the largest tried (reached=False)."""
     rate, calls = 0.0, 0.0
     for budget in range(1, max_budget + 1):
@@ -121,10 +126,14 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=30)
     parser.add_argument("--sizes", type=int, nargs="+", default=[6, 16, 64])
     args = parser.parse_args()
-    print(f"judge noise sd {JUDGE_NOISE}, skills ~ N(0, 1), {args.seeds} seeds, "
-          "target: Spearman >= 0.9 in 90% of seeds")
-    print(f"{'n':>4} {'design':>12} {'budget':>7} {'success':>8} {'judge calls':>12} "
-          f"{'pairings':>9} {'secs':>6}")
+    print(
+        f"judge noise sd {JUDGE_NOISE}, skills ~ N(0, 1), {args.seeds} seeds, "
+        "target: Spearman >= 0.9 in 90% of seeds"
+    )
+    print(
+        f"{'n':>4} {'design':>12} {'budget':>7} {'success':>8} {'judge calls':>12} "
+        f"{'pairings':>9} {'secs':>6}"
+    )
     for n in args.sizes:
         row = {}
         for design in ("swiss", "round-robin"):
@@ -133,8 +142,10 @@ def main() -> None:
             pairings = (n // 2) * default_rounds(n) if design == "swiss" else n * (n - 1) // 2
             row[design] = (calls, reached)
             note = "" if reached else "  (target not reached at the largest budget)"
-            print(f"{n:>4} {design:>12} {budget:>7} {rate:>8.2f} {calls:>12.0f} {pairings:>9} "
-                  f"{time.perf_counter() - t0:>6.1f}{note}")
+            print(
+                f"{n:>4} {design:>12} {budget:>7} {rate:>8.2f} {calls:>12.0f} {pairings:>9} "
+                f"{time.perf_counter() - t0:>6.1f}{note}"
+            )
         (rr, rr_ok), (sw, sw_ok) = row["round-robin"], row["swiss"]
         bound = "" if rr_ok and sw_ok else (">= " if sw_ok else "?? ")
         print(f"{n:>4} {'ratio':>12} round-robin / swiss judge calls = {bound}{rr / sw:.2f}")

@@ -48,8 +48,9 @@ def parse_args(model: type[M], args: dict[str, Any], what: str) -> M:
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
-        raise DrarenaError(f"{what}: args.{field}: {err['msg']}" if field
-                           else f"{what}: args: {err['msg']}") from None
+        raise DrarenaError(
+            f"{what}: args.{field}: {err['msg']}" if field else f"{what}: args: {err['msg']}"
+        ) from None
 
 
 class RegistryError(ValueError):
@@ -75,12 +76,18 @@ class Registry(Generic[T]):
     _origin: dict[str, str] = field(default_factory=dict)
     _plugins_loaded: bool = False
 
-    def register(self, kind: str, target: str | Callable[..., T],
-                 traits: frozenset[str] | set[str] = frozenset(), origin: str = "drarena"
-                 ) -> None:
+    def register(
+        self,
+        kind: str,
+        target: str | Callable[..., T],
+        traits: frozenset[str] | set[str] = frozenset(),
+        origin: str = "drarena",
+    ) -> None:
         if kind in self._targets:
-            raise RegistryError(f"{self.what} kind {kind!r} is already registered (by "
-                                f"{self._origin.get(kind, 'drarena')}; {origin} tried again)")
+            raise RegistryError(
+                f"{self.what} kind {kind!r} is already registered (by "
+                f"{self._origin.get(kind, 'drarena')}; {origin} tried again)"
+            )
         self._targets[kind] = target
         self._traits[kind] = frozenset(traits)
         self._origin[kind] = origin
@@ -90,12 +97,13 @@ class Registry(Generic[T]):
         if self._plugins_loaded or self.group is None:
             return
         self._plugins_loaded = True
-        for ep in sorted(importlib.metadata.entry_points(group=self.group),
-                         key=lambda e: e.name):
+        for ep in sorted(importlib.metadata.entry_points(group=self.group), key=lambda e: e.name):
             dist = getattr(ep.dist, "name", None) or "a plugin"
             if not IMPORT_KIND.match(ep.value):
-                raise RegistryError(f"{self.what} plugin {ep.name!r} from {dist}: entry point "
-                                    f"{ep.value!r} is not 'package.module:attr'")
+                raise RegistryError(
+                    f"{self.what} plugin {ep.name!r} from {dist}: entry point "
+                    f"{ep.value!r} is not 'package.module:attr'"
+                )
             self.register(ep.name, ep.value, origin=f"plugin {dist}")
 
     def kinds(self) -> list[str]:
@@ -119,20 +127,23 @@ class Registry(Generic[T]):
             target = kind  # `package.module:attr` named in config
         else:
             known = ", ".join(self.kinds()) or "none"
-            raise RegistryError(f"unknown {self.what} kind {kind!r} (known: {known}; or "
-                                "'package.module:attr')")
+            raise RegistryError(
+                f"unknown {self.what} kind {kind!r} (known: {known}; or 'package.module:attr')"
+            )
         if callable(target):
             return target
         module_name, _, attr = target.partition(":")
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:
-            raise RegistryError(f"{self.what} kind {kind!r}: cannot import {module_name} "
-                                f"({exc})") from None
+            raise RegistryError(
+                f"{self.what} kind {kind!r}: cannot import {module_name} ({exc})"
+            ) from None
         factory = getattr(module, attr, None)
         if not callable(factory):
-            raise RegistryError(f"{self.what} kind {kind!r}: {module_name} has no callable "
-                                f"{attr!r}")
+            raise RegistryError(
+                f"{self.what} kind {kind!r}: {module_name} has no callable {attr!r}"
+            )
         return cast("Callable[..., T]", factory)
 
     def build(self, spec: ComponentSpec | dict[str, Any], **extra: Any) -> T:

@@ -44,8 +44,9 @@ def load_yaml_mapping(path: str | Path, what: str) -> dict[str, Any]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
-        raise DrarenaError(f"{path}: {what} is not UTF-8 text (byte 0x{raw[exc.start]:02x} "
-                           f"on line {line})") from None
+        raise DrarenaError(
+            f"{path}: {what} is not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line})"
+        ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:
@@ -60,8 +61,7 @@ def load_yaml_mapping(path: str | Path, what: str) -> dict[str, Any]:
         raise DrarenaError(f"{path}: not valid YAML (nested too deeply)") from None
     except (ValueError, TypeError, OverflowError) as exc:  # a bad !!int, timestamp, ...
         detail = " ".join(str(exc).split())[:200]
-        raise DrarenaError(f"{path}: not valid YAML (a value cannot be read: {detail})"
-                           ) from None
+        raise DrarenaError(f"{path}: not valid YAML (a value cannot be read: {detail})") from None
     if not isinstance(data, dict):
         got = "an empty file" if data is None else f"a {_kind(data)}"
         raise DrarenaError(f"{path}: a {what} must be a mapping of fields (got {got})")
@@ -79,9 +79,11 @@ def _check_expanded(data: object, path: Path) -> None:
         value, depth = stack.pop()
         seen += 1
         if seen > MAX_YAML_VALUES or depth > MAX_YAML_DEPTH:
-            raise DrarenaError(f"{path}: not valid YAML (its aliases expand to more than "
-                               f"{MAX_YAML_VALUES} values or {MAX_YAML_DEPTH} levels; an "
-                               "alias may refer to itself)")
+            raise DrarenaError(
+                f"{path}: not valid YAML (its aliases expand to more than "
+                f"{MAX_YAML_VALUES} values or {MAX_YAML_DEPTH} levels; an "
+                "alias may refer to itself)"
+            )
         if isinstance(value, dict):
             stack.extend((item, depth + 1) for pair in value.items() for item in pair)
         elif isinstance(value, list):

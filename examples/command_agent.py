@@ -4,6 +4,7 @@
 drarena writes a JSON request to stdin and reads a JSON answer from stdout (see README,
 "Bring your own agent"). Only the standard library is needed.
 """
+
 import json
 import sys
 import urllib.parse
@@ -18,6 +19,13 @@ if search_url:  # the frozen web's search server; never the live web
         hits = json.load(response)["hits"]
 lines = [f"- {h['title']}: {h['snippet'][:300]} [{n}]" for n, h in enumerate(hits, 1)]
 report = f"## {question}\n\n" + ("\n".join(lines) or "Nothing found in the archive.")
-json.dump({"report": report, "citations": [h["url"] for h in hits],
-           "tool_calls": [{"name": "search", "arguments": {"query": question},
-                           "urls": [h["url"] for h in hits]}]}, sys.stdout)
+json.dump(
+    {
+        "report": report,
+        "citations": [h["url"] for h in hits],
+        "tool_calls": [
+            {"name": "search", "arguments": {"query": question}, "urls": [h["url"] for h in hits]}
+        ],
+    },
+    sys.stdout,
+)

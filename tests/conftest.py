@@ -51,6 +51,8 @@ def pydocs_indexed(pydocs_extracted: Path) -> tuple[Path, Path]:
     if main(["index", str(snapshot), "--index-root", str(root), "--dense-per-doc", "1"]) != 0:
         pytest.fail("drarena index failed on the fixture snapshot")
     return snapshot, root
+
+
 # --- end agents ------------------------------------------------------------------------------
 
 
@@ -58,8 +60,9 @@ def pydocs_indexed(pydocs_extracted: Path) -> tuple[Path, Path]:
 # A test that needs the real snapshot built (extraction, trees, Lucene, the encoder) or the
 # model server is an integration test; `make test-fast` (-m "not model and not slow") leaves
 # it out without each test having to say so.
-HEAVY_FIXTURES = frozenset({"pydocs", "pydocs_extracted", "pydocs_indexed", "model_server",
-                            "model_role"})
+HEAVY_FIXTURES = frozenset(
+    {"pydocs", "pydocs_extracted", "pydocs_indexed", "model_server", "model_role"}
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

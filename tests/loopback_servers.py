@@ -39,20 +39,35 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 
 def serve_search_args(snapshot: Path, index_root: Path, *extra: str) -> list[str]:
-    return ["-m", "drarena", "search", "serve", str(snapshot), "--index-root", str(index_root),
-            "--retriever", "bm25", *extra]
+    return [
+        "-m",
+        "drarena",
+        "search",
+        "serve",
+        str(snapshot),
+        "--index-root",
+        str(index_root),
+        "--retriever",
+        "bm25",
+        *extra,
+    ]
 
 
 @contextlib.contextmanager
-def serve_search(snapshot: Path, index_root: Path, log: Path
-                 ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+def serve_search(
+    snapshot: Path, index_root: Path, log: Path
+) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     """`drarena serve-search` (bm25) on a free port; yields (base URL, process) once /health
     answers (a test may stop the process early to prove it is no longer needed)."""
     port = free_port()
     with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, *serve_search_args(snapshot, index_root,
-                                                                    "--port", str(port))],
-                                cwd=REPO, stdout=out, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, *serve_search_args(snapshot, index_root, "--port", str(port))],
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         base = f"http://127.0.0.1:{port}"
         try:
             deadline = time.monotonic() + 180
@@ -77,9 +92,23 @@ def replay_snapshot(snapshot: Path, origin: str) -> Iterator[tuple[int, subproce
     """`drarena replay-snapshot` on a free port serving `origin`'s pages; yields (port,
     process)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "drarena", "snapshot", "serve", str(snapshot), "--port", "0",
-         "--origin", origin], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        text=True)
+        [
+            sys.executable,
+            "-m",
+            "drarena",
+            "snapshot",
+            "serve",
+            str(snapshot),
+            "--port",
+            "0",
+            "--origin",
+            origin,
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         banner = proc.stdout.readline()

@@ -19,8 +19,19 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "drarena"
 
-ORDER = ["base", "web", "corpus", "live", "search", "models", "agents", "ledger", "drift",
-         "arena", "report"]
+ORDER = [
+    "base",
+    "web",
+    "corpus",
+    "live",
+    "search",
+    "models",
+    "agents",
+    "ledger",
+    "drift",
+    "arena",
+    "report",
+]
 RANK = {room: i for i, room in enumerate(ORDER)} | {"examiner": ORDER.index("agents")}
 SHELL = "shell"
 
@@ -83,9 +94,14 @@ def violations() -> tuple[list[str], list[str]]:
                     upward.append(f"{where} (a shell module)")
                 elif src != SHELL and dst != src and RANK[dst] >= RANK[src]:
                     upward.append(f"{where} ({src} may not import {dst})")
-            private += [f"{path.relative_to(PACKAGE.parent)}:{line} imports {module}.{n}"
-                        for n in names if n.startswith("_") and not n.startswith("__")
-                        and target_module(module, n) == module and module != here]
+            private += [
+                f"{path.relative_to(PACKAGE.parent)}:{line} imports {module}.{n}"
+                for n in names
+                if n.startswith("_")
+                and not n.startswith("__")
+                and target_module(module, n) == module
+                and module != here
+            ]
     return upward, private
 
 

@@ -14,9 +14,22 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_docs_site_builds_strictly(tmp_path: Path) -> None:
     pytest.importorskip("mkdocs", reason="mkdocs is a dev dependency (make setup installs it)")
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet",
-                           "--site-dir", str(tmp_path / "site")], cwd=REPO, capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--quiet",
+            "--site-dir",
+            str(tmp_path / "site"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     config = (tmp_path / "site" / "reference" / "config" / "index.html").read_text()
     assert "page_budget_chars" in config and "max_rounds" in config

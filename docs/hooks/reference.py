@@ -59,8 +59,14 @@ def _default(field: Any) -> str:
 def model_section(model: type[BaseModel], path: str, seen: set[type[BaseModel]]) -> list[str]:
     """One table per model, then its nested models, depth first."""
     doc = (model.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
-    lines = [f"### `{path}`", "", doc, "", "| field | type | default | description |",
-             "|---|---|---|---|"]
+    lines = [
+        f"### `{path}`",
+        "",
+        doc,
+        "",
+        "| field | type | default | description |",
+        "|---|---|---|---|",
+    ]
     nested: list[tuple[str, type[BaseModel]]] = []
     for name, field in model.model_fields.items():
         desc = (field.description or "").replace("|", "\\|").replace("\n", " ")
@@ -80,10 +86,15 @@ def config_page() -> str:
     from drarena.arena.config import TournamentConfig
     from drarena.web.spec import CrawlSpec
 
-    out = ["# Config reference", "",
-           "Generated from the pydantic models at docs build time (docs/hooks/reference.py); "
-           "every config is strict: an unknown key is an error naming it.", "",
-           "## Tournament config (`configs/*.yaml`)", ""]
+    out = [
+        "# Config reference",
+        "",
+        "Generated from the pydantic models at docs build time (docs/hooks/reference.py); "
+        "every config is strict: an unknown key is an error naming it.",
+        "",
+        "## Tournament config (`configs/*.yaml`)",
+        "",
+    ]
     out += model_section(TournamentConfig, "tournament", {TournamentConfig})
     out += ["## Crawl spec (`corpus/*.yaml`)", ""]
     out += model_section(CrawlSpec, "spec", {CrawlSpec})
@@ -102,13 +113,28 @@ def cli_page() -> str:
 
     parser = build_parser()
     parser.prog = "drarena"
-    out = ["# Command-line reference", "",
-           "Generated from drarena's argparse parser at docs build time "
-           "(docs/hooks/reference.py).", "", "```text", parser.format_help().rstrip(), "```", ""]
+    out = [
+        "# Command-line reference",
+        "",
+        "Generated from drarena's argparse parser at docs build time (docs/hooks/reference.py).",
+        "",
+        "```text",
+        parser.format_help().rstrip(),
+        "```",
+        "",
+    ]
 
     def walk(sub: argparse.ArgumentParser, name: str, level: int) -> None:
-        out.extend([f"{'#' * level} `drarena {name}`", "", "```text",
-                    sub.format_help().rstrip(), "```", ""])
+        out.extend(
+            [
+                f"{'#' * level} `drarena {name}`",
+                "",
+                "```text",
+                sub.format_help().rstrip(),
+                "```",
+                "",
+            ]
+        )
         for child_name, child in _subparsers(sub).items():
             walk(child, f"{name} {child_name}", min(level + 1, 4))
 
@@ -120,10 +146,15 @@ def cli_page() -> str:
         if sub.get_default("deprecated") or " " in name:  # old flat names: listed below
             continue
         walk(sub, name, 2)
-    out += ["## Old command names", "",
-            "The flat names of earlier releases still work for one release: each prints one "
-            "deprecation line on stderr and runs the same command.", "",
-            "| old | new |", "|---|---|"]
+    out += [
+        "## Old command names",
+        "",
+        "The flat names of earlier releases still work for one release: each prints one "
+        "deprecation line on stderr and runs the same command.",
+        "",
+        "| old | new |",
+        "|---|---|",
+    ]
     out += [f"| `drarena {old}` | `drarena {new}` |" for old, new in deprecated_names()]
     return "\n".join(out) + "\n"
 

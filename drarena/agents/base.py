@@ -44,8 +44,7 @@ class Conversation(Record):
 
     def then(self, answer: str, question: str) -> Conversation:
         """The conversation for the next round, after `answer` to the current question."""
-        return Conversation(question, (*self.history, Turn(self.question, answer)),
-                            self.targets)
+        return Conversation(question, (*self.history, Turn(self.question, answer)), self.targets)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -141,7 +140,6 @@ class Answer(Record):
     completion_tokens: int
     limit_hit: str | None = None
     error: str | None = None
-
 
     @property
     def tokens(self) -> int:

@@ -44,10 +44,14 @@ def _args(**arguments: Any) -> str:
 
 ANSWER_CHOICE = {"type": "function", "function": {"name": "answer"}}
 
-CLOSED_BOOK_SYSTEM = ("You are an expert. Answer the question from your own knowledge; you "
-                      f"have no access to the web. Answer with the answer tool. {CITE_RULE}")
-EVIDENCE_SYSTEM = ("You are a research assistant. Answer the question from the pages given "
-                   f"with it. Answer with the answer tool. {DATA_RULE} {CITE_RULE}")
+CLOSED_BOOK_SYSTEM = (
+    "You are an expert. Answer the question from your own knowledge; you "
+    f"have no access to the web. Answer with the answer tool. {CITE_RULE}"
+)
+EVIDENCE_SYSTEM = (
+    "You are a research assistant. Answer the question from the pages given "
+    f"with it. Answer with the answer tool. {DATA_RULE} {CITE_RULE}"
+)
 
 
 class BaselineArgs(BaseModel):
@@ -67,8 +71,14 @@ class OracleArgs(BaselineArgs):
     context_chars: int = Field(8000, ge=500, description="characters of page text, shared")
 
 
-async def single_answer(client: ModelClient, role: str, messages: list[Message],
-                        rec: Recorder, max_repairs: int, word_limit: tuple[int, int]) -> Answer:
+async def single_answer(
+    client: ModelClient,
+    role: str,
+    messages: list[Message],
+    rec: Recorder,
+    max_repairs: int,
+    word_limit: tuple[int, int],
+) -> Answer:
     """One `answer` call, re-asked up to max_repairs times; plain text as the last resort."""
     messages = list(messages)
     text, finish = "", ""
@@ -76,8 +86,9 @@ async def single_answer(client: ModelClient, role: str, messages: list[Message],
     for _ in range(max_repairs + 1):
         started = rec.now()
         try:
-            completion = await client.complete(role, messages, tools=[answer_tool(word_limit)],
-                                               tool_choice=ANSWER_CHOICE)
+            completion = await client.complete(
+                role, messages, tools=[answer_tool(word_limit)], tool_choice=ANSWER_CHOICE
+            )
         except DrarenaError as exc:
             rec.failed_call(started)
             error = f"model call failed: {exc}"
@@ -94,22 +105,29 @@ async def single_answer(client: ModelClient, role: str, messages: list[Message],
         if call is None:
             error = no_call_error("no answer call in the reply", completion.text)
             rec.step(model, error=error)
-            messages += [completion.assistant_message(),
-                         {"role": "user", "content": "Call the answer tool with your report."}]
+            messages += [
+                completion.assistant_message(),
+                {"role": "user", "content": "Call the answer tool with your report."},
+            ]
             continue
         called = rec.now()
         try:
             report, urls, note = read_answer(call.arguments, completion.finish_reason)
         except ValueError as exc:
             error = str(exc)
-            rec.step(model, [tool_event(call.id, call.name, call.arguments, called, rec.now(),
-                                        error=error)])
-            messages += [completion.assistant_message(),
-                         {"role": "tool", "tool_call_id": call.id, "content": f"error: {exc}"},
-                         {"role": "user", "content": "Call the answer tool again, correctly."}]
+            rec.step(
+                model,
+                [tool_event(call.id, call.name, call.arguments, called, rec.now(), error=error)],
+            )
+            messages += [
+                completion.assistant_message(),
+                {"role": "tool", "tool_call_id": call.id, "content": f"error: {exc}"},
+                {"role": "user", "content": "Call the answer tool again, correctly."},
+            ]
             continue
-        rec.step(model, [tool_event(call.id, call.name, call.arguments, called, rec.now())],
-                 note=note)
+        rec.step(
+            model, [tool_event(call.id, call.name, call.arguments, called, rec.now())], note=note
+        )
         if not urls:
             report, urls = cite.split_references(report)
         return rec.finish(report, urls)
@@ -120,8 +138,10 @@ async def single_answer(client: ModelClient, role: str, messages: list[Message],
 def evidence_text(pages: list[SourcePage], budget_chars: int) -> tuple[str, str]:
     """Pages as quoted blocks sharing a character budget evenly; the cut is noted."""
     fitted = fit_evenly([p.text for p in pages], budget_chars)
-    blocks = [page_block(p.url, p.title, f.text, "cut to fit" if f.cut else "")
-              for p, f in zip(pages, fitted, strict=True)]
+    blocks = [
+        page_block(p.url, p.title, f.text, "cut to fit" if f.cut else "")
+        for p, f in zip(pages, fitted, strict=True)
+    ]
     cut = sum(f.cut for f in fitted)
     return "\n\n".join(blocks), (f"{cut} of {len(pages)} pages cut to fit" if cut else "")
 
@@ -145,8 +165,9 @@ class ClosedBookAgent(_SingleCallAgent):
         word_limit = check_word_limit(word_limit)
         rec = Recorder(self.name, self._context.clock, self._context.url_checker)
         messages = conversation_messages(CLOSED_BOOK_SYSTEM, conversation, word_limit)
-        return await single_answer(self._client, self.args.role, messages, rec,
-                                   self.args.max_repairs, word_limit)
+        return await single_answer(
+            self._client, self.args.role, messages, rec, self.args.max_repairs, word_limit
+        )
 
 
 class RagAgent(_SingleCallAgent):
@@ -168,11 +189,28 @@ class RagAgent(_SingleCallAgent):
             hits = self._retriever.search(conversation.question, self.args.k)
         except Exception as exc:  # a failing backend degrades to closed book, recorded
             hits = []
-            events.append(tool_event("rag-search", "search", arguments, started, rec.now(),
-                                     error=f"search failed: {exc}"))
+            events.append(
+                tool_event(
+                    "rag-search",
+                    "search",
+                    arguments,
+                    started,
+                    rec.now(),
+                    error=f"search failed: {exc}",
+                )
+            )
         else:
-            events.append(tool_event("rag-search", "search", arguments, started, rec.now(),
-                                     docids=[h.docid for h in hits], urls=[h.url for h in hits]))
+            events.append(
+                tool_event(
+                    "rag-search",
+                    "search",
+                    arguments,
+                    started,
+                    rec.now(),
+                    docids=[h.docid for h in hits],
+                    urls=[h.url for h in hits],
+                )
+            )
         pages: list[SourcePage] = []
         for i, hit in enumerate(hits):
             started = rec.now()
@@ -180,18 +218,37 @@ class RagAgent(_SingleCallAgent):
             try:
                 part = self._retriever.open(hit.docid, 0, self.args.context_chars)
             except Exception as exc:
-                events.append(tool_event(f"rag-open-{i}", "open", arguments, started, rec.now(),
-                                         error=f"cannot open {hit.url}: {exc}"))
+                events.append(
+                    tool_event(
+                        f"rag-open-{i}",
+                        "open",
+                        arguments,
+                        started,
+                        rec.now(),
+                        error=f"cannot open {hit.url}: {exc}",
+                    )
+                )
                 continue
             pages.append(SourcePage(part.url, part.title, part.text))
-            events.append(tool_event(f"rag-open-{i}", "open", arguments, started, rec.now(),
-                                     docids=[part.docid], urls=[part.url]))
+            events.append(
+                tool_event(
+                    f"rag-open-{i}",
+                    "open",
+                    arguments,
+                    started,
+                    rec.now(),
+                    docids=[part.docid],
+                    urls=[part.url],
+                )
+            )
         evidence, note = evidence_text(pages, self.args.context_chars)
         rec.step(None, events, note=note)
-        messages = conversation_messages(EVIDENCE_SYSTEM, conversation, word_limit,
-                                         evidence or "(the search found no pages)")
-        return await single_answer(self._client, self.args.role, messages, rec,
-                                   self.args.max_repairs, word_limit)
+        messages = conversation_messages(
+            EVIDENCE_SYSTEM, conversation, word_limit, evidence or "(the search found no pages)"
+        )
+        return await single_answer(
+            self._client, self.args.role, messages, rec, self.args.max_repairs, word_limit
+        )
 
 
 class OracleAgent(_SingleCallAgent):
@@ -204,20 +261,31 @@ class OracleAgent(_SingleCallAgent):
         rec = Recorder(self.name, self._context.clock, self._context.url_checker)
         pages = list(conversation.targets)
         evidence, note = evidence_text(pages, self.args.context_chars)
-        rec.step(None, [tool_event(f"target-{i}", "target", _args(url=p.url), rec.now(),
-                                   rec.now(), urls=[p.url]) for i, p in enumerate(pages)],
-                 error=None if pages else "the oracle was given no target pages", note=note)
-        messages = conversation_messages(EVIDENCE_SYSTEM, conversation, word_limit,
-                                         evidence or "(no pages were given)")
-        answer = await single_answer(self._client, self.args.role, messages, rec,
-                                     self.args.max_repairs, word_limit)
+        rec.step(
+            None,
+            [
+                tool_event(
+                    f"target-{i}", "target", _args(url=p.url), rec.now(), rec.now(), urls=[p.url]
+                )
+                for i, p in enumerate(pages)
+            ],
+            error=None if pages else "the oracle was given no target pages",
+            note=note,
+        )
+        messages = conversation_messages(
+            EVIDENCE_SYSTEM, conversation, word_limit, evidence or "(no pages were given)"
+        )
+        answer = await single_answer(
+            self._client, self.args.role, messages, rec, self.args.max_repairs, word_limit
+        )
         if not pages and answer.error is None:
             return dataclasses.replace(answer, error="the oracle was given no target pages")
         return answer
 
 
-def build_closed_book(*, context: AgentContext, name: str = "closed_book",
-                      **args: Any) -> ClosedBookAgent:
+def build_closed_book(
+    *, context: AgentContext, name: str = "closed_book", **args: Any
+) -> ClosedBookAgent:
     return ClosedBookAgent(name, parse_agent_args(BaselineArgs, args, "closed_book"), context)
 
 

@@ -61,14 +61,18 @@ def resolve(report: str, urls: Sequence[str]) -> tuple[tuple[Citation, ...], int
     """Citations [1..len(urls)] from the answer's list, and the count of markers in the
     report that point past it (unresolved)."""
     used = set(markers(report))
-    citations = tuple(Citation(n=i, url=clean_url(u), in_report=i in used)
-                      for i, u in enumerate(urls, 1) if clean_url(u))
+    citations = tuple(
+        Citation(n=i, url=clean_url(u), in_report=i in used)
+        for i, u in enumerate(urls, 1)
+        if clean_url(u)
+    )
     known = {c.n for c in citations}
     return citations, len(used - known)
 
 
-def check(citations: Iterable[Citation], unresolved: int,
-          is_known: UrlChecker | None) -> tuple[tuple[Citation, ...], CitationCheck]:
+def check(
+    citations: Iterable[Citation], unresolved: int, is_known: UrlChecker | None
+) -> tuple[tuple[Citation, ...], CitationCheck]:
     """Marks each citation valid or fabricated; counts over distinct URLs.
 
     With no checker (live mode, or no snapshot at hand) nothing is judged: checked=False.
@@ -80,9 +84,14 @@ def check(citations: Iterable[Citation], unresolved: int,
     verdict = {url: bool(is_known(url)) for url in distinct}
     marked = tuple(dataclasses.replace(c, valid=verdict[c.url]) for c in items)
     fabricated = tuple(u for u in distinct if not verdict[u])
-    return marked, CitationCheck(cited=len(distinct), valid=len(distinct) - len(fabricated),
-                                 fabricated=len(fabricated), unresolved=unresolved,
-                                 checked=True, fabricated_urls=fabricated)
+    return marked, CitationCheck(
+        cited=len(distinct),
+        valid=len(distinct) - len(fabricated),
+        fabricated=len(fabricated),
+        unresolved=unresolved,
+        checked=True,
+        fabricated_urls=fabricated,
+    )
 
 
 class SnapshotUrlChecker:

@@ -59,13 +59,30 @@ MAX_STDOUT = 4 << 20
 CHUNK = 1 << 16
 REAP_S = 10.0  # after a kill, how long drarena waits for the pipes to close
 # What a command agent inherits from drarena's environment besides LC_* (and `pass_env`).
-BASE_ENV = frozenset({
-    "PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "PYTHONPATH", "PYTHONHOME",
-    "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED",
-    "PYTHONHASHSEED", "PYTHONSAFEPATH", "PYTHONNOUSERSITE"})
+BASE_ENV = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "TMPDIR",
+        "PYTHONPATH",
+        "PYTHONHOME",
+        "PYTHONIOENCODING",
+        "PYTHONUTF8",
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONUNBUFFERED",
+        "PYTHONHASHSEED",
+        "PYTHONSAFEPATH",
+        "PYTHONNOUSERSITE",
+    }
+)
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
-HOST_NAME = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*"
-                       r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$|^[0-9A-Fa-f:.]+$")
+HOST_NAME = re.compile(
+    r"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*"
+    r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$|^[0-9A-Fa-f:.]+$"
+)
 
 
 class ExternalToolCall(BaseModel):
@@ -92,17 +109,23 @@ class CommandArgs(BaseModel):
     command: list[str] | str = Field(description="argv list, or a shell-quoted string")
     timeout_s: float = Field(300.0, gt=0, description="wall time before it is killed")
     cwd: Path | None = Field(None, description="working directory")
-    env: dict[str, str] = Field(default_factory=dict,
-                                description="variables set for the agent (values in config)")
+    env: dict[str, str] = Field(
+        default_factory=dict, description="variables set for the agent (values in config)"
+    )
     pass_env: tuple[str, ...] = Field(
-        (), description="names passed on from drarena's environment (e.g. an API key's "
-                        "variable); nothing else is, beyond BASE_ENV and LC_*")
+        (),
+        description="names passed on from drarena's environment (e.g. an API key's "
+        "variable); nothing else is, beyond BASE_ENV and LC_*",
+    )
     search_url: str | None = Field(None, description="overrides the run's search server URL")
     model_role: str | None = Field(
-        None, description="models-config role given as DRARENA_MODEL_API_BASE and "
-                          "DRARENA_MODEL (litellm naming), bridged into the namespace")
-    max_stdout_bytes: int = Field(MAX_STDOUT, gt=0, le=1 << 30,
-                                  description="stdout past this kills the agent (an error)")
+        None,
+        description="models-config role given as DRARENA_MODEL_API_BASE and "
+        "DRARENA_MODEL (litellm naming), bridged into the namespace",
+    )
+    max_stdout_bytes: int = Field(
+        MAX_STDOUT, gt=0, le=1 << 30, description="stdout past this kills the agent (an error)"
+    )
 
     @field_validator("command")
     @classmethod
@@ -124,8 +147,9 @@ class CommandArgs(BaseModel):
         return shlex.split(self.command) if isinstance(self.command, str) else self.command
 
 
-def agent_environment(parent: Mapping[str, str], args: CommandArgs,
-                      protocol: Mapping[str, str]) -> dict[str, str]:
+def agent_environment(
+    parent: Mapping[str, str], args: CommandArgs, protocol: Mapping[str, str]
+) -> dict[str, str]:
     """The allow-listed environment of a command agent (pure): BASE_ENV, LC_* and pass_env
     from `parent`, then `args.env`, then the protocol variables drarena sets."""
     keep = BASE_ENV | set(args.pass_env)
@@ -179,13 +203,19 @@ async def _feed(stdin: asyncio.StreamWriter, data: bytes) -> None:
         stdin.close()
 
 
-def request_json(conversation: Conversation, word_limit: tuple[int, int],
-                 search_url: str | None) -> str:
-    return json.dumps({
-        "protocol": PROTOCOL, "question": conversation.question,
-        "history": [{"question": t.question, "answer": t.answer} for t in conversation.history],
-        "word_limit": list(word_limit), "search_url": search_url,
-    }, ensure_ascii=False)
+def request_json(
+    conversation: Conversation, word_limit: tuple[int, int], search_url: str | None
+) -> str:
+    return json.dumps(
+        {
+            "protocol": PROTOCOL,
+            "question": conversation.question,
+            "history": [{"question": t.question, "answer": t.answer} for t in conversation.history],
+            "word_limit": list(word_limit),
+            "search_url": search_url,
+        },
+        ensure_ascii=False,
+    )
 
 
 def parse_reply(stdout: str) -> ExternalReply:
@@ -221,9 +251,10 @@ async def _stop(process: asyncio.subprocess.Process, tasks: list[asyncio.Future[
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     with contextlib.suppress(TimeoutError, ProcessLookupError):
-        await asyncio.wait_for(asyncio.gather(_discard(process.stdout),
-                                              _discard(process.stderr), process.wait()),
-                               REAP_S)
+        await asyncio.wait_for(
+            asyncio.gather(_discard(process.stdout), _discard(process.stderr), process.wait()),
+            REAP_S,
+        )
 
 
 class CommandAgent:
@@ -261,8 +292,12 @@ class CommandAgent:
             error = f"external agent {self.name}: {exc}"
             rec.step(None, error=error, note=f"command {shlex.join(self.args.argv())}")
             return rec.finish("", [], error=error)
-        events = [tool_event(f"ext-{i}", c.name, arguments_text(c.arguments), started, started,
-                             urls=c.urls) for i, c in enumerate(reply.tool_calls)]
+        events = [
+            tool_event(
+                f"ext-{i}", c.name, arguments_text(c.arguments), started, started, urls=c.urls
+            )
+            for i, c in enumerate(reply.tool_calls)
+        ]
         rec.step(None, events, note=f"command {shlex.join(self.args.argv())}")
         report, urls = reply.report, reply.citations
         if not urls:
@@ -280,19 +315,34 @@ class CommandAgent:
         if isolation is None or not isolation.available:
             return await self._exchange(self.args.argv(), env, payload)
         async with sandbox.bridges(self.bridged) as bridge_args:
-            argv = [*isolation.prefix, sys.executable, *sandbox.SHIM, *bridge_args, "--",
-                    *self.args.argv()]
+            argv = [
+                *isolation.prefix,
+                sys.executable,
+                *sandbox.SHIM,
+                *bridge_args,
+                "--",
+                *self.args.argv(),
+            ]
             return await self._exchange(argv, env, payload)
 
     async def _exchange(self, argv: list[str], env: dict[str, str], payload: str) -> str:
         process = await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, cwd=self.args.cwd, env=env, start_new_session=True)
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=self.args.cwd,
+            env=env,
+            start_new_session=True,
+        )
         assert process.stdin and process.stdout and process.stderr
         out = asyncio.ensure_future(_read_capped(process.stdout, self.args.max_stdout_bytes))
         err = asyncio.ensure_future(_read_tail(process.stderr, STDERR_KEEP))
         tasks: list[asyncio.Future[Any]] = [
-            asyncio.ensure_future(_feed(process.stdin, payload.encode("utf-8"))), out, err]
+            asyncio.ensure_future(_feed(process.stdin, payload.encode("utf-8"))),
+            out,
+            err,
+        ]
 
         async def exchange() -> tuple[bytes, bytes]:
             await asyncio.gather(*tasks)  # the first failure (a flood) ends the exchange
@@ -316,8 +366,10 @@ class HttpArgs(BaseModel):
 
     role: str = Field(description="models-config role whose api_base is the agent service")
     allow_hosts: tuple[str, ...] = Field(
-        (), description="non-loopback hosts its api_base may name in a frozen run (each by "
-                        "name; frozen mode refuses any other)")
+        (),
+        description="non-loopback hosts its api_base may name in a frozen run (each by "
+        "name; frozen mode refuses any other)",
+    )
 
     @field_validator("allow_hosts")
     @classmethod
@@ -328,9 +380,12 @@ class HttpArgs(BaseModel):
         return tuple(h.lower() for h in value)
 
 
-def check_endpoints(agents: Iterable[tuple[str, str, Mapping[str, Any]]],
-                    roles: Mapping[str, ModelRole], served: Collection[str],
-                    frozen: bool) -> None:
+def check_endpoints(
+    agents: Iterable[tuple[str, str, Mapping[str, Any]]],
+    roles: Mapping[str, ModelRole],
+    served: Collection[str],
+    frozen: bool,
+) -> None:
     """Before a run writes anything: a command agent's `model_role` exists, and in frozen
     mode each `http` agent's endpoint is on loopback or named in its allow_hosts (one line
     naming the field otherwise). `agents`: (name, kind, args); roles in `served` are bound
@@ -339,8 +394,10 @@ def check_endpoints(agents: Iterable[tuple[str, str, Mapping[str, Any]]],
         if kind == "command":
             wanted = parse_agent_args(CommandArgs, dict(raw), "command").model_role
             if wanted is not None and wanted not in roles:
-                raise DrarenaError(f"agents.{name}.args.model_role: no role {wanted!r} in "
-                                   f"models.roles (have {', '.join(sorted(roles))})")
+                raise DrarenaError(
+                    f"agents.{name}.args.model_role: no role {wanted!r} in "
+                    f"models.roles (have {', '.join(sorted(roles))})"
+                )
         if kind != "http" or not frozen:
             continue
         args = parse_agent_args(HttpArgs, dict(raw), "http")
@@ -352,20 +409,24 @@ def check_endpoints(agents: Iterable[tuple[str, str, Mapping[str, Any]]],
             raise DrarenaError(
                 f"agents.{name}.args.role: role {args.role!r} has no api_base (the provider's "
                 "default endpoint); frozen mode needs an api_base on loopback or named in "
-                f"agents.{name}.args.allow_hosts")
+                f"agents.{name}.args.allow_hosts"
+            )
         if not is_loopback(host) and host.lower() not in args.allow_hosts:
             raise DrarenaError(
                 f"agents.{name}.args.allow_hosts: frozen mode refuses the http agent's "
                 f"endpoint {host} (models.roles.{args.role}.api_base); name the host there "
-                "to allow it")
+                "to allow it"
+            )
 
 
 class HttpAgent:
     """An agent service reached like an OpenAI-compatible chat endpoint (one call per
     answer, through the model client so it is cached and replayable like any model)."""
 
-    SYSTEM = ("Answer the user's research question with a Markdown report. Cite sources with "
-              "[n] markers and list them at the end as lines '[n]: URL'.")
+    SYSTEM = (
+        "Answer the user's research question with a Markdown report. Cite sources with "
+        "[n] markers and list them at the end as lines '[n]: URL'."
+    )
 
     def __init__(self, name: str, args: HttpArgs, context: AgentContext) -> None:
         self.name = name
@@ -375,8 +436,7 @@ class HttpAgent:
 
     async def answer(self, conversation: Conversation, word_limit: tuple[int, int]) -> Answer:
         rec = Recorder(self.name, self._context.clock, self._context.url_checker)
-        messages = conversation_messages(self.SYSTEM, conversation,
-                                         check_word_limit(word_limit))
+        messages = conversation_messages(self.SYSTEM, conversation, check_word_limit(word_limit))
         started = rec.now()
         try:
             completion = await self._client.complete(self.args.role, messages)
@@ -392,8 +452,7 @@ class HttpAgent:
         return rec.finish(report, urls, error=None if text else "empty answer")
 
 
-def build_command(*, context: AgentContext, name: str = "command",
-                  **args: Any) -> CommandAgent:
+def build_command(*, context: AgentContext, name: str = "command", **args: Any) -> CommandAgent:
     return CommandAgent(name, parse_agent_args(CommandArgs, args, "command"), context)
 
 

@@ -41,20 +41,29 @@ from drarena.quoting import quote_block
 from drarena.registry import ComponentSpec
 
 SEARCH_TOOL = strict_tool(
-    "search", "Search the web archive; returns titles, URLs and snippets.",
-    {"properties": {"query": {"type": "string", "maxLength": 120}}})
+    "search",
+    "Search the web archive; returns titles, URLs and snippets.",
+    {"properties": {"query": {"type": "string", "maxLength": 120}}},
+)
 OPEN_TOOL = strict_tool(
-    "open", "Read a page: url is a URL from the search results (or its result number); "
+    "open",
+    "Read a page: url is a URL from the search results (or its result number); "
     "page=0 is its beginning, 1 the next part, and so on.",
-    {"properties": {"url": {"type": "string", "maxLength": URL_CHARS},
-                    "page": {"type": "integer", "minimum": 0, "maximum": 99}}})
+    {
+        "properties": {
+            "url": {"type": "string", "maxLength": URL_CHARS},
+            "page": {"type": "integer", "minimum": 0, "maximum": 99},
+        }
+    },
+)
 TOOL_NAMES = ("answer", "open", "search")
 ELIDED = "(earlier tool result removed to fit the context)"
 MAX_OPEN_CHOICES = 50
 
 
-def tools_for(urls: list[str], word_limit: tuple[int, int],
-              first_read: bool = False) -> list[dict[str, Any]]:
+def tools_for(
+    urls: list[str], word_limit: tuple[int, int], first_read: bool = False
+) -> list[dict[str, Any]]:
     """The tools of one step; once pages are known, `open` takes only their URLs.
 
     Why: under constrained decoding a small model then cannot open a URL it made up, and a
@@ -67,8 +76,9 @@ def tools_for(urls: list[str], word_limit: tuple[int, int],
     properties: dict[str, Any] = {"url": {"type": "string", "enum": urls[-MAX_OPEN_CHOICES:]}}
     if not first_read:
         properties["page"] = OPEN_TOOL["function"]["parameters"]["properties"]["page"]
-    open_tool = strict_tool("open", OPEN_TOOL["function"]["description"],
-                            {"properties": properties})
+    open_tool = strict_tool(
+        "open", OPEN_TOOL["function"]["description"], {"properties": properties}
+    )
     return [SEARCH_TOOL, open_tool, answer]
 
 
@@ -92,14 +102,20 @@ class ReactArgs(BaseModel):
     max_open_pages: int = Field(6, ge=0, description="successful open calls")
     search_k: int = Field(5, ge=1, le=50, description="hits per search")
     page_chars: int = Field(2000, ge=200, le=20000, description="characters per opened page")
-    max_context_chars: int = Field(20000, ge=2000,
-                                   description="older tool results are elided beyond this")
+    max_context_chars: int = Field(
+        20000, ge=2000, description="older tool results are elided beyond this"
+    )
     max_bad_steps: int = Field(3, ge=1, description="steps in a row without a valid call")
-    seed_search: bool = Field(True, description="search the question itself before the "
-                              "first model step (small models write degenerate queries)")
+    seed_search: bool = Field(
+        True,
+        description="search the question itself before the "
+        "first model step (small models write degenerate queries)",
+    )
     forced_tools: tuple[Literal["search", "open"], ...] = Field(
-        ("open",), description="tools required at the first model steps, in order (small "
-        "models otherwise answer at once without researching)")
+        ("open",),
+        description="tools required at the first model steps, in order (small "
+        "models otherwise answer at once without researching)",
+    )
 
 
 def fit_context(messages: list[Message], max_chars: int, keep_last: int = 2) -> list[Message]:
@@ -110,7 +126,7 @@ def fit_context(messages: list[Message], max_chars: int, keep_last: int = 2) -> 
     total = sum(len(str(m.get("content") or "")) for m in messages)
     tool_positions = [i for i, m in enumerate(messages) if m.get("role") == "tool"]
     out = list(messages)
-    for i in tool_positions[:max(0, len(tool_positions) - keep_last)]:
+    for i in tool_positions[: max(0, len(tool_positions) - keep_last)]:
         if total <= max_chars:
             break
         content = str(out[i].get("content") or "")
@@ -139,8 +155,9 @@ class ReactAgent:
 class _Run:
     """The state of one answer: messages, what was seen and opened, the recorder."""
 
-    def __init__(self, agent: ReactAgent, conversation: Conversation,
-                 word_limit: tuple[int, int]) -> None:
+    def __init__(
+        self, agent: ReactAgent, conversation: Conversation, word_limit: tuple[int, int]
+    ) -> None:
         self.agent = agent
         self.args = agent.args
         self.rec = Recorder(agent.name, agent._context.clock, agent._context.url_checker)
@@ -160,11 +177,15 @@ class _Run:
             self.seed()
         for index in range(self.args.max_steps):
             if self.rec.tokens >= self.args.max_tokens:
-                return await self.wrap_up(f"token limit reached: {self.rec.tokens} of "
-                                          f"{self.args.max_tokens} tokens used")
+                return await self.wrap_up(
+                    f"token limit reached: {self.rec.tokens} of {self.args.max_tokens} tokens used"
+                )
             forced = self.args.forced_tools
-            choice: Any = ({"type": "function", "function": {"name": forced[index]}}
-                           if index < len(forced) else "required")
+            choice: Any = (
+                {"type": "function", "function": {"name": forced[index]}}
+                if index < len(forced)
+                else "required"
+            )
             known = [u for k, u in self.seen.items() if k == u]
             first_read = index < len(forced) and forced[index] == "open"
             completion = await self.call(tools_for(known, self.word_limit, first_read), choice)
@@ -177,10 +198,15 @@ class _Run:
                 self.rec.step(model, note=CUT_NOTE)
                 return self.rec.finish(salvaged, [], limit_hit=self.page_limit())
             if not completion.tool_calls:
-                self.rec.step(model, error=no_call_error("no tool call in the reply",
-                                                         completion.text))
-                self.messages.append({"role": "user", "content": (
-                    "You must call one of the tools: search, open or answer.")})
+                self.rec.step(
+                    model, error=no_call_error("no tool call in the reply", completion.text)
+                )
+                self.messages.append(
+                    {
+                        "role": "user",
+                        "content": ("You must call one of the tools: search, open or answer."),
+                    }
+                )
                 bad += 1
             else:
                 events, done = self.run_tools(completion.tool_calls, completion.finish_reason)
@@ -202,27 +228,33 @@ class _Run:
 
     def seed(self) -> None:
         """The question as the first search, shown to the model as if it had called it."""
-        call = ToolCall(id="seed-search", name="search",
-                        arguments=arguments_text({"query": self.question}))
+        call = ToolCall(
+            id="seed-search", name="search", arguments=arguments_text({"query": self.question})
+        )
         event, text = self.search(call, self.question, self.rec.now())
         self.rec.step(None, [event], note="seed search")
-        self.messages.append({"role": "assistant", "content": "", "tool_calls": [
-            call.to_message()]})
+        self.messages.append(
+            {"role": "assistant", "content": "", "tool_calls": [call.to_message()]}
+        )
         self.reply(call, text)
 
     async def call(self, tools: list[dict[str, Any]], choice: Any) -> Completion | None:
         started = self.rec.now()
         try:
             return await self.agent._client.complete(
-                self.args.role, fit_context(self.messages, self.args.max_context_chars),
-                tools=tools, tool_choice=choice)
+                self.args.role,
+                fit_context(self.messages, self.args.max_context_chars),
+                tools=tools,
+                tool_choice=choice,
+            )
         except DrarenaError as exc:
             self.rec.failed_call(started)
             self.rec.step(None, error=f"model call failed: {exc}")
             return None
 
-    def run_tools(self, calls: tuple[ToolCall, ...], finish_reason: str
-                  ) -> tuple[list[ToolEvent], tuple[str, list[str], ToolEvent] | None]:
+    def run_tools(
+        self, calls: tuple[ToolCall, ...], finish_reason: str
+    ) -> tuple[list[ToolEvent], tuple[str, list[str], ToolEvent] | None]:
         events: list[ToolEvent] = []
         for call in calls:
             started = self.rec.now()
@@ -230,14 +262,18 @@ class _Run:
                 try:
                     report, urls, self.note = read_answer(call.arguments, finish_reason)
                 except ValueError as exc:
-                    event = tool_event(call.id, call.name, call.arguments, started,
-                                       self.rec.now(), error=str(exc))
+                    event = tool_event(
+                        call.id, call.name, call.arguments, started, self.rec.now(), error=str(exc)
+                    )
                     events.append(event)
                     self.reply(call, f"error: {exc}. Call answer again with a report.")
                     continue
                 report, urls = self.resolve_urls(report, urls)
-                return events, (report, urls, tool_event(call.id, call.name, call.arguments,
-                                                         started, self.rec.now()))
+                return events, (
+                    report,
+                    urls,
+                    tool_event(call.id, call.name, call.arguments, started, self.rec.now()),
+                )
             event, text = self.run_tool(call, started)
             events.append(event)
             self.reply(call, text)
@@ -248,8 +284,12 @@ class _Run:
 
     def run_tool(self, call: ToolCall, started: float) -> tuple[ToolEvent, str]:
         def failed(error: str) -> tuple[ToolEvent, str]:
-            return (tool_event(call.id, call.name, call.arguments, started, self.rec.now(),
-                               error=error), f"error: {error}")
+            return (
+                tool_event(
+                    call.id, call.name, call.arguments, started, self.rec.now(), error=error
+                ),
+                f"error: {error}",
+            )
 
         if call.name not in TOOL_NAMES:
             return failed(f"unknown tool {call.name!r} (tools: {', '.join(TOOL_NAMES)})")
@@ -273,8 +313,10 @@ class _Run:
             return failed("'page' must be an integer >= 0")
         if self.opened >= self.args.max_open_pages:
             self.page_limit_hit = True
-            return failed(f"open-page limit reached ({self.args.max_open_pages} pages); "
-                          "answer now with what you found")
+            return failed(
+                f"open-page limit reached ({self.args.max_open_pages} pages); "
+                "answer now with what you found"
+            )
         return self.open(call, url.strip(), page, started)
 
     def search(self, call: ToolCall, query: str, started: float) -> tuple[ToolEvent, str]:
@@ -282,8 +324,12 @@ class _Run:
             hits = self.agent._retriever.search(query, self.args.search_k)
         except Exception as exc:  # a failing backend is a recorded step, not a crash
             error = f"search failed: {exc}"
-            return (tool_event(call.id, call.name, call.arguments, started, self.rec.now(),
-                               error=error), f"error: {error}")
+            return (
+                tool_event(
+                    call.id, call.name, call.arguments, started, self.rec.now(), error=error
+                ),
+                f"error: {error}",
+            )
         for hit in hits:
             self.seen.setdefault(hit.docid, hit.url)
             self.seen.setdefault(hit.url, hit.url)
@@ -292,11 +338,20 @@ class _Run:
         lines = [f"{h.rank}. {h.title}\n   URL: {h.url}\n   {h.snippet}" for h in hits]
         body = "\n".join(lines) if lines else "(no results)"
         text = quote_block(f"search results for: {query}", body)
-        return (tool_event(call.id, call.name, call.arguments, started, self.rec.now(),
-                           docids=[h.docid for h in hits], urls=[h.url for h in hits]), text)
+        return (
+            tool_event(
+                call.id,
+                call.name,
+                call.arguments,
+                started,
+                self.rec.now(),
+                docids=[h.docid for h in hits],
+                urls=[h.url for h in hits],
+            ),
+            text,
+        )
 
-    def open(self, call: ToolCall, url: str, page: int, started: float
-             ) -> tuple[ToolEvent, str]:
+    def open(self, call: ToolCall, url: str, page: int, started: float) -> tuple[ToolEvent, str]:
         retriever = self.agent._retriever
         if url.isdigit() and 1 <= int(url) <= len(self.last_hits):
             url = self.last_hits[int(url) - 1]
@@ -304,24 +359,38 @@ class _Run:
             offset, part = 0, retriever.open(url, 0, self.args.page_chars)
             for current in range(page):
                 if part.next_offset is None:
-                    raise DrarenaError(f"page {page} does not exist: the text ends at "
-                                       f"page {current}")
+                    raise DrarenaError(
+                        f"page {page} does not exist: the text ends at page {current}"
+                    )
                 offset = part.next_offset
                 part = retriever.open(url, offset, self.args.page_chars)
         except Exception as exc:  # unknown URL, bad offset, backend failure
             error = f"cannot open {url[:200]}: {exc}"
-            return (tool_event(call.id, call.name, call.arguments, started, self.rec.now(),
-                               error=error), f"error: {error}")
+            return (
+                tool_event(
+                    call.id, call.name, call.arguments, started, self.rec.now(), error=error
+                ),
+                f"error: {error}",
+            )
         self.opened += 1
         self.seen.setdefault(part.docid, part.url)
         self.seen.setdefault(part.url, part.url)
         self.seen.setdefault(url, part.url)
         self.titles.setdefault(part.url, part.title)
-        more = (f"more: open with page={page + 1}" if part.next_offset is not None
-                else "end of page")
+        more = f"more: open with page={page + 1}" if part.next_offset is not None else "end of page"
         text = page_block(part.url, part.title, part.text, more)
-        return (tool_event(call.id, call.name, call.arguments, started, self.rec.now(),
-                           docids=[part.docid], urls=[part.url]), text)
+        return (
+            tool_event(
+                call.id,
+                call.name,
+                call.arguments,
+                started,
+                self.rec.now(),
+                docids=[part.docid],
+                urls=[part.url],
+            ),
+            text,
+        )
 
     def resolve_urls(self, report: str, urls: list[str]) -> tuple[str, list[str]]:
         """Citations given as docids become URLs; references written into the report
@@ -332,11 +401,18 @@ class _Run:
 
     async def wrap_up(self, reason: str) -> Answer:
         """A limit was hit: one last call that must be `answer`, else a fallback."""
-        self.messages.append({"role": "user", "content": (
-            f"Stop researching now ({reason}). Call the answer tool with your report, based "
-            "on what you found so far.")})
-        completion = await self.call([answer_tool(self.word_limit)],
-                                     {"type": "function", "function": {"name": "answer"}})
+        self.messages.append(
+            {
+                "role": "user",
+                "content": (
+                    f"Stop researching now ({reason}). Call the answer tool with your report, "
+                    "based on what you found so far."
+                ),
+            }
+        )
+        completion = await self.call(
+            [answer_tool(self.word_limit)], {"type": "function", "function": {"name": "answer"}}
+        )
         if completion is None:
             return self.fallback(reason)
         model = self.rec.model(completion)
@@ -347,8 +423,11 @@ class _Run:
             self.rec.step(model, note=f"wrap-up; {CUT_NOTE}")
             return self.rec.finish(salvaged, [], limit_hit=reason)
         if call is None:
-            self.rec.step(model, error=no_call_error("no answer call in the final reply",
-                                                     completion.text), note="wrap-up")
+            self.rec.step(
+                model,
+                error=no_call_error("no answer call in the final reply", completion.text),
+                note="wrap-up",
+            )
             text = completion.text.strip()
             if text:
                 body, refs = answer_from_text(text, completion.finish_reason)
@@ -357,13 +436,21 @@ class _Run:
         try:
             report, urls, note = read_answer(call.arguments, completion.finish_reason)
         except ValueError as exc:
-            self.rec.step(model, [tool_event(call.id, call.name, call.arguments, started,
-                                             self.rec.now(), error=str(exc))],
-                          note="wrap-up")
+            self.rec.step(
+                model,
+                [
+                    tool_event(
+                        call.id, call.name, call.arguments, started, self.rec.now(), error=str(exc)
+                    )
+                ],
+                note="wrap-up",
+            )
             return self.fallback(reason)
-        self.rec.step(model, [tool_event(call.id, call.name, call.arguments, started,
-                                         self.rec.now())],
-                      note="wrap-up" + (f"; {note}" if note else ""))
+        self.rec.step(
+            model,
+            [tool_event(call.id, call.name, call.arguments, started, self.rec.now())],
+            note="wrap-up" + (f"; {note}" if note else ""),
+        )
         report, urls = self.resolve_urls(report, urls)
         return self.rec.finish(report, urls, limit_hit=reason)
 
@@ -375,8 +462,12 @@ class _Run:
             report = "The research found these pages but wrote no report:\n" + "\n".join(lines)
         else:
             report = "The research found nothing and wrote no report."
-        return self.rec.finish(report, urls, limit_hit=reason,
-                               error=self.rec.steps[-1].error if self.rec.steps else None)
+        return self.rec.finish(
+            report,
+            urls,
+            limit_hit=reason,
+            error=self.rec.steps[-1].error if self.rec.steps else None,
+        )
 
 
 def build(*, context: AgentContext, name: str = "react", **args: Any) -> ReactAgent:

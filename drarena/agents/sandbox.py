@@ -71,8 +71,12 @@ def probe() -> Isolation:
     problem = ""
     for flags in (("--net",), ("--net", "--map-root-user")):
         try:
-            done = subprocess.run([exe, *flags, sys.executable, *SHIM, "--probe"],
-                                  capture_output=True, timeout=60, check=False)
+            done = subprocess.run(
+                [exe, *flags, sys.executable, *SHIM, "--probe"],
+                capture_output=True,
+                timeout=60,
+                check=False,
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             problem = str(exc)
             continue
@@ -94,6 +98,7 @@ def isolation_note(offline: bool, command_agents: bool) -> str:
 
 # --- outside: drarena's end of each bridge ----------------------------------------------------
 
+
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     try:
         while chunk := await reader.read(CHUNK):
@@ -105,8 +110,9 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
         pass
 
 
-async def _relay(host: str, port: int, reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter) -> None:
+async def _relay(
+    host: str, port: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
     try:
         up_reader, up_writer = await asyncio.open_connection(host, port)
     except OSError:
@@ -137,14 +143,19 @@ async def bridges(targets: Sequence[tuple[str, int]]) -> AsyncIterator[list[str]
             finally:
                 if task is not None:
                     tasks.discard(task)
+
         return handle
 
     try:
         args = []
         for n, (host, port) in enumerate(targets):
             path = os.path.join(folder, f"{n}.sock")
-            servers.append(await asyncio.start_unix_server(handler(host, port),  # type: ignore[arg-type]
-                                                           path=path))
+            servers.append(
+                await asyncio.start_unix_server(
+                    handler(host, port),  # type: ignore[arg-type]
+                    path=path,
+                )
+            )
             args += ["--bridge", f"{host}:{port}={path}"]
         yield args
     finally:
@@ -156,6 +167,7 @@ async def bridges(targets: Sequence[tuple[str, int]]) -> AsyncIterator[list[str]
 
 
 # --- inside: the shim -------------------------------------------------------------------------
+
 
 def _loopback_up() -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
@@ -215,7 +227,7 @@ def main(argv: list[str]) -> int:
             s.bind(("127.0.0.1", 0))
         return 0
     split = argv.index("--")
-    options, command = argv[:split], argv[split + 1:]
+    options, command = argv[:split], argv[split + 1 :]
     for flag, spec in zip(options[::2], options[1::2], strict=True):
         if flag != "--bridge":
             raise SystemExit(f"sandbox: unknown option {flag}")

@@ -15,8 +15,11 @@ def _short(text: str, limit: int) -> str:
 def tool_line(event: ToolEvent) -> str:
     try:
         args = json.loads(event.arguments)
-        shown = ", ".join(f"{k}={v!r}" for k, v in args.items()) if isinstance(args, dict) \
+        shown = (
+            ", ".join(f"{k}={v!r}" for k, v in args.items())
+            if isinstance(args, dict)
             else event.arguments
+        )
     except (json.JSONDecodeError, RecursionError):
         shown = event.arguments
     head = f"{event.name}({_short(shown, 80)})"
@@ -37,22 +40,31 @@ def format_answer(answer: Answer) -> str:
         used = "" if c.in_report else " (not referenced in the report)"
         lines.append(f"[{c.n}] {c.url}  {status}{used}")
     k = answer.check
-    lines.append(f"cited {k.cited}, valid {k.valid}, fabricated {k.fabricated}, "
-                 f"unresolved markers {k.unresolved}" + ("" if k.checked else " (not checked)"))
+    lines.append(
+        f"cited {k.cited}, valid {k.valid}, fabricated {k.fabricated}, "
+        f"unresolved markers {k.unresolved}" + ("" if k.checked else " (not checked)")
+    )
     lines += ["", "## Trajectory"]
     for step in answer.trajectory.steps:
         model = step.model
-        head = (f"step {step.index}: model {model.prompt_tokens}+{model.completion_tokens} tok "
-                f"{model.latency_s:.1f}s{' (cached)' if model.cached else ''} "
-                f"key {model.key[:12]}" if model else f"step {step.index}: no model call")
+        head = (
+            f"step {step.index}: model {model.prompt_tokens}+{model.completion_tokens} tok "
+            f"{model.latency_s:.1f}s{' (cached)' if model.cached else ''} "
+            f"key {model.key[:12]}"
+            if model
+            else f"step {step.index}: no model call"
+        )
         if step.note:
             head += f" [{step.note}]"
         lines.append(head)
         if step.error:
             lines.append(f"    ERROR {_short(step.error, 160)}")
         lines += [f"    {tool_line(t)}" for t in step.tools]
-    lines += ["", f"wall {answer.wall_s:.1f}s, model {answer.model_s:.1f}s, tokens "
-              f"{answer.prompt_tokens}+{answer.completion_tokens}"]
+    lines += [
+        "",
+        f"wall {answer.wall_s:.1f}s, model {answer.model_s:.1f}s, tokens "
+        f"{answer.prompt_tokens}+{answer.completion_tokens}",
+    ]
     if answer.limit_hit:
         lines.append(f"limit hit: {answer.limit_hit}")
     if answer.error:

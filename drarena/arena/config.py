@@ -48,8 +48,11 @@ class IndexSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     dense_per_doc: int | None = Field(
-        1, ge=1, description="passages per page in the dense index (None: all; a full dense "
-                             "index of pydocs takes minutes on 2 CPU cores)")
+        1,
+        ge=1,
+        description="passages per page in the dense index (None: all; a full dense "
+        "index of pydocs takes minutes on 2 CPU cores)",
+    )
 
 
 class RatingSettings(BaseModel):
@@ -68,22 +71,28 @@ class LiveSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     provider: ComponentSpec = Field(
-        default_factory=lambda: ComponentSpec(kind="searxng",
-                                              args={"url": "http://127.0.0.1:8888"}),
+        default_factory=lambda: ComponentSpec(
+            kind="searxng", args={"url": "http://127.0.0.1:8888"}
+        ),
         description="live search provider {kind, args}: searxng (args.url) or brave "
-                    "(args.api_key_env)")
-    web: dict[str, Any] = Field(default_factory=dict,
-                                description="LiveWebSettings: user_agent, timeout_s, "
-                                            "max_bytes, connect_to, allow_private_addresses, ...")
-    capture_root: Path = Field(Path("snapshots"),
-                               description="captures go to <capture_root>/<run>-live-<UTC time>")
+        "(args.api_key_env)",
+    )
+    web: dict[str, Any] = Field(
+        default_factory=dict,
+        description="LiveWebSettings: user_agent, timeout_s, "
+        "max_bytes, connect_to, allow_private_addresses, ...",
+    )
+    capture_root: Path = Field(
+        Path("snapshots"), description="captures go to <capture_root>/<run>-live-<UTC time>"
+    )
 
 
 class TournamentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
-                      description="run folder name under runs_root")
+    name: str = Field(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$", description="run folder name under runs_root"
+    )
     snapshot: Path = Field(description="snapshot folder (WARC + CDXJ + manifest)")
     index_root: Path = Field(Path("index"), description="where `drarena index` writes")
     runs_root: Path = Field(Path("runs"))
@@ -95,9 +104,12 @@ class TournamentConfig(BaseModel):
     match: MatchSettings = Field(default_factory=MatchSettings)  # type: ignore[arg-type]
     rating: RatingSettings = Field(default_factory=RatingSettings)  # type: ignore[arg-type]
     index: IndexSettings = Field(default_factory=IndexSettings)  # type: ignore[arg-type]
-    live: LiveSettings | None = Field(None, description="live mode settings (offline: false "
-                                                         "or --live); default provider: a "
-                                                         "SearXNG on 127.0.0.1:8888")
+    live: LiveSettings | None = Field(
+        None,
+        description="live mode settings (offline: false "
+        "or --live); default provider: a "
+        "SearXNG on 127.0.0.1:8888",
+    )
     models: ModelsConfig
     agents: tuple[AgentEntry, ...] = Field(min_length=2)
 
@@ -115,8 +127,9 @@ class TournamentConfig(BaseModel):
 
     def as_live(self) -> TournamentConfig:
         """The config of a live run (`--live` overrides `offline: true`)."""
-        return self.model_copy(update={"offline": False,
-                                       "live": self.live or LiveSettings.model_validate({})})
+        return self.model_copy(
+            update={"offline": False, "live": self.live or LiveSettings.model_validate({})}
+        )
 
 
 def load_config(path: Path) -> TournamentConfig:
@@ -129,6 +142,11 @@ def parse_config(data: dict[str, Any], where: str) -> TournamentConfig:
         return TournamentConfig.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        field = ".".join(str(p) if str(p).isprintable() else repr(p)  # one line, always
-                         for p in err["loc"]) or "(top)"
+        field = (
+            ".".join(
+                str(p) if str(p).isprintable() else repr(p)  # one line, always
+                for p in err["loc"]
+            )
+            or "(top)"
+        )
         raise DrarenaError(f"{where}: {field}: {err['msg']}") from None

@@ -53,25 +53,37 @@ class LazySnapshotExpander:
         self.snapshot = snapshot
         self._real: Expander | None = None
 
-    def expand(self, tree: Tree, parent: str, need: int, rng: random.Random
-               ) -> list[tuple[TreeNode, TreeEdge]]:
+    def expand(
+        self, tree: Tree, parent: str, need: int, rng: random.Random
+    ) -> list[tuple[TreeNode, TreeEdge]]:
         if self._real is None:
             from drarena.corpus.extract import load_docs, load_links
             from drarena.corpus.trees import LinkGraph
             from drarena.corpus.treewalk import SnapshotExpander
 
-            self._real = SnapshotExpander(LinkGraph.build(load_docs(self.snapshot),
-                                                          load_links(self.snapshot)))
+            self._real = SnapshotExpander(
+                LinkGraph.build(load_docs(self.snapshot), load_links(self.snapshot))
+            )
         return self._real.expand(tree, parent, need, rng)
 
 
-def fixed_models(models: ModelsConfig, fixed_roles: Mapping[str, Mapping[str, Any]]
-                 ) -> ModelsConfig:
+def fixed_models(
+    models: ModelsConfig, fixed_roles: Mapping[str, Mapping[str, Any]]
+) -> ModelsConfig:
     """The config's roles bound to the exact models and endpoints a recorded run used."""
-    return models.model_copy(update={"roles": {
-        k: r.model_copy(update={"model": fixed_roles[k]["model"],
-                                "api_base": fixed_roles[k]["api_base"]})
-        for k, r in models.roles.items()}})
+    return models.model_copy(
+        update={
+            "roles": {
+                k: r.model_copy(
+                    update={
+                        "model": fixed_roles[k]["model"],
+                        "api_base": fixed_roles[k]["api_base"],
+                    }
+                )
+                for k, r in models.roles.items()
+            }
+        }
+    )
 
 
 @dataclasses.dataclass
@@ -117,8 +129,9 @@ class RunContext:
             return contextlib.nullcontext()
         from drarena.models.guard import NetworkGuard, endpoint_hosts
 
-        return NetworkGuard(endpoint_hosts(base for r in self.bound.roles.values()
-                                           for base in r.endpoints()))
+        return NetworkGuard(
+            endpoint_hosts(base for r in self.bound.roles.values() for base in r.endpoints())
+        )
 
     def header(self, now: datetime | None = None) -> RunHeader:
         """The run header: resolved config, bound roles, fingerprints, versions."""
@@ -128,20 +141,38 @@ class RunContext:
         from drarena.arena.tournament import Tournament
 
         c = self.config
-        return Tournament(run, c.seed, self.agents, self.trees, self.pages, self.client,
-                          c.match, c.swiss_rounds, c.concurrency, self.expander,
-                          walker_factory=self.walker)
+        return Tournament(
+            run,
+            c.seed,
+            self.agents,
+            self.trees,
+            self.pages,
+            self.client,
+            c.match,
+            c.swiss_rounds,
+            c.concurrency,
+            self.expander,
+            walker_factory=self.walker,
+        )
 
 
 @contextlib.contextmanager
-def open_run(config: TournamentConfig, *, cache_path: Path, cache_mode: CacheMode,
-             serve: bool = True, model: str | None = None,
-             fixed_roles: Mapping[str, Mapping[str, Any]] | None = None,
-             prepare: bool = True, live_capture: Path | None = None,
-             live_replay: Sequence[Path] | None = None, replay_tools: bool | None = None,
-             agent_names: set[str] | None = None, backend: Any = None,
-             on_endpoint: Callable[[str | None, str | None], None] | None = None
-             ) -> Iterator[RunContext]:
+def open_run(
+    config: TournamentConfig,
+    *,
+    cache_path: Path,
+    cache_mode: CacheMode,
+    serve: bool = True,
+    model: str | None = None,
+    fixed_roles: Mapping[str, Mapping[str, Any]] | None = None,
+    prepare: bool = True,
+    live_capture: Path | None = None,
+    live_replay: Sequence[Path] | None = None,
+    replay_tools: bool | None = None,
+    agent_names: set[str] | None = None,
+    backend: Any = None,
+    on_endpoint: Callable[[str | None, str | None], None] | None = None,
+) -> Iterator[RunContext]:
     """Resolve `config` into a RunContext; everything opened is closed on exit.
 
     `fixed_roles` (a replay): the recorded run's models and endpoints, no server started.
@@ -164,22 +195,26 @@ def open_run(config: TournamentConfig, *, cache_path: Path, cache_mode: CacheMod
     if prepare:
         prepare_inputs(config, index=not live_mode)
     endpoint: contextlib.AbstractContextManager[tuple[str | None, str | None]] = (
-        contextlib.nullcontext((None, None)) if fixed_roles is not None
-        else model_endpoint(config, serve, model))
+        contextlib.nullcontext((None, None))
+        if fixed_roles is not None
+        else model_endpoint(config, serve, model)
+    )
     with contextlib.ExitStack() as stack:
         api_base, served = stack.enter_context(endpoint)
         if on_endpoint is not None:
             on_endpoint(api_base, served)
-        models = config.models if fixed_roles is None else fixed_models(config.models,
-                                                                           fixed_roles)
+        models = config.models if fixed_roles is None else fixed_models(config.models, fixed_roles)
         bound = bind_roles(models, api_base, served, cache_path, cache_mode)
         live: LiveSession | None = None
         if live_mode:
             from drarena.arena.live import LiveSession
 
             assert config.live is not None
-            live = LiveSession(config.live, capture_to=None if live_replay else live_capture,
-                               replay_from=live_replay or ())
+            live = LiveSession(
+                config.live,
+                capture_to=None if live_replay else live_capture,
+                replay_from=live_replay or (),
+            )
             stack.callback(live.close)  # idempotent: the caller may close it first
         record = _tool_record(config, bound, replay_tools)
         if record is not None:
@@ -189,22 +224,40 @@ def open_run(config: TournamentConfig, *, cache_path: Path, cache_mode: CacheMod
         if live is None:
             checker = SnapshotUrlChecker(config.snapshot)
             stack.callback(checker.close)
-            context = AgentContext(client=client, snapshot_dir=config.snapshot,
-                                   index_root=config.index_root, url_checker=checker,
-                                   tool_record=record)
+            context = AgentContext(
+                client=client,
+                snapshot_dir=config.snapshot,
+                index_root=config.index_root,
+                url_checker=checker,
+                tool_record=record,
+            )
         else:  # citations counted, not checked (see drarena.arena.live)
-            context = AgentContext(client=client, snapshot_dir=config.snapshot,
-                                   index_root=config.index_root, url_checker=None,
-                                   retriever_factory=live.retriever_factory(
-                                       config.snapshot, config.index_root))
-        agents = {a.name: build_agent(a.spec(), context, name=a.name) for a in config.agents
-                  if agent_names is None or a.name in agent_names}
-        yield RunContext(config, bound, client, agents, live, record,
-                         replaying=cache_mode is CacheMode.REPLAY or bool(live_replay))
+            context = AgentContext(
+                client=client,
+                snapshot_dir=config.snapshot,
+                index_root=config.index_root,
+                url_checker=None,
+                retriever_factory=live.retriever_factory(config.snapshot, config.index_root),
+            )
+        agents = {
+            a.name: build_agent(a.spec(), context, name=a.name)
+            for a in config.agents
+            if agent_names is None or a.name in agent_names
+        }
+        yield RunContext(
+            config,
+            bound,
+            client,
+            agents,
+            live,
+            record,
+            replaying=cache_mode is CacheMode.REPLAY or bool(live_replay),
+        )
 
 
-def _tool_record(config: TournamentConfig, bound: ModelsConfig,
-                 replay_tools: bool | None) -> ToolRecord | None:
+def _tool_record(
+    config: TournamentConfig, bound: ModelsConfig, replay_tools: bool | None
+) -> ToolRecord | None:
     """The run's tool record (frozen runs with a model cache): recorded as the run goes,
     read back by a replay. `replay_tools=False`: a replay of a run recorded without one
     re-runs retrieval as before."""
@@ -214,5 +267,4 @@ def _tool_record(config: TournamentConfig, bound: ModelsConfig,
     from drarena.models.cache import ToolCache
 
     assert bound.cache.path is not None  # validated by CacheConfig
-    return ToolRecord(ToolCache(bound.cache.path),
-                      replaying=bound.cache.mode is CacheMode.REPLAY)
+    return ToolRecord(ToolCache(bound.cache.path), replaying=bound.cache.mode is CacheMode.REPLAY)

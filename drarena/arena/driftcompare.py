@@ -120,8 +120,7 @@ class DriftRunReport(Record):
     agents: tuple[AgentMove, ...]
 
 
-def compare_rounds(frozen: Sequence[MatchRecord], live: Sequence[MatchRecord]
-                   ) -> list[RoundDrift]:
+def compare_rounds(frozen: Sequence[MatchRecord], live: Sequence[MatchRecord]) -> list[RoundDrift]:
     """Rounds matched by (match id, round index); a frozen round with no task (never
     asked) has no live counterpart and is skipped."""
     by_id = {m.match_id: m for m in live}
@@ -134,30 +133,50 @@ def compare_rounds(frozen: Sequence[MatchRecord], live: Sequence[MatchRecord]
                 continue
             lr = live_rounds.get(fr.index)
             fv = None if fr.void_reason or fr.judgment is None else fr.judgment.reconciled.verdict
-            lv = None if lr is None or lr.void_reason or lr.judgment is None else (
-                lr.judgment.reconciled.verdict)
-            out.append(RoundDrift(
-                fm.match_id, fr.index, fm.a, fm.b, fr.task.task.question,
-                fv.value if fv else "", lv.value if lv else "",
-                change(round_winner(fv), round_winner(lv)),
-                "not asked" if lr is None else lr.void_reason))
+            lv = (
+                None
+                if lr is None or lr.void_reason or lr.judgment is None
+                else (lr.judgment.reconciled.verdict)
+            )
+            out.append(
+                RoundDrift(
+                    fm.match_id,
+                    fr.index,
+                    fm.a,
+                    fm.b,
+                    fr.task.task.question,
+                    fv.value if fv else "",
+                    lv.value if lv else "",
+                    change(round_winner(fv), round_winner(lv)),
+                    "not asked" if lr is None else lr.void_reason,
+                )
+            )
     return out
 
 
-def compare_matches(frozen: Sequence[MatchRecord], live: Sequence[MatchRecord]
-                    ) -> list[MatchDrift]:
+def compare_matches(frozen: Sequence[MatchRecord], live: Sequence[MatchRecord]) -> list[MatchDrift]:
     by_id = {m.match_id: m for m in live}
     out = []
     for fm in frozen:
         lm = by_id.get(fm.match_id)
         lo = lm.outcome if lm is not None else Outcome.VOID
-        out.append(MatchDrift(fm.match_id, fm.a, fm.b, fm.tree, fm.outcome, lo,
-                              change(match_winner(fm.outcome), match_winner(lo))))
+        out.append(
+            MatchDrift(
+                fm.match_id,
+                fm.a,
+                fm.b,
+                fm.tree,
+                fm.outcome,
+                lo,
+                change(match_winner(fm.outcome), match_winner(lo)),
+            )
+        )
     return out
 
 
-def rank_correlation(frozen: Mapping[str, float], live: Mapping[str, float]
-                     ) -> tuple[float | None, float | None]:
+def rank_correlation(
+    frozen: Mapping[str, float], live: Mapping[str, float]
+) -> tuple[float | None, float | None]:
     """Spearman's rho and Kendall's tau(-b) of the two ratings over the agents both rate;
     None when undefined (fewer than two agents, or one side rates them all alike)."""
     from scipy.stats import kendalltau, spearmanr
@@ -169,12 +188,12 @@ def rank_correlation(frozen: Mapping[str, float], live: Mapping[str, float]
         return None, None
     rho = float(spearmanr(x, y).statistic)
     tau = float(kendalltau(x, y).statistic)
-    return (None if math.isnan(rho) else round(rho, 6),
-            None if math.isnan(tau) else round(tau, 6))
+    return (None if math.isnan(rho) else round(rho, 6), None if math.isnan(tau) else round(tau, 6))
 
 
-def agent_moves(frozen: Sequence[LeaderboardRow], live: Sequence[LeaderboardRow]
-                ) -> list[AgentMove]:
+def agent_moves(
+    frozen: Sequence[LeaderboardRow], live: Sequence[LeaderboardRow]
+) -> list[AgentMove]:
     """Per agent both leaderboards hold, by name; rows are taken in the order given (the
     leaderboard's: rank, then rating, then name)."""
     f = {r.agent: (i, r) for i, r in enumerate(frozen, 1)}
@@ -182,8 +201,20 @@ def agent_moves(frozen: Sequence[LeaderboardRow], live: Sequence[LeaderboardRow]
     out = []
     for a in sorted(set(f) & set(lv)):
         (fp, fr), (lp, lr) = f[a], lv[a]
-        out.append(AgentMove(a, fp, lp, fp - lp, fr.rank, lr.rank, fr.rank - lr.rank,
-                             fr.rating, lr.rating, round(lr.rating - fr.rating, 4)))
+        out.append(
+            AgentMove(
+                a,
+                fp,
+                lp,
+                fp - lp,
+                fr.rank,
+                lr.rank,
+                fr.rank - lr.rank,
+                fr.rating,
+                lr.rating,
+                round(lr.rating - fr.rating, 4),
+            )
+        )
     return out
 
 
@@ -191,23 +222,44 @@ def _counts(changes: Sequence[Change]) -> dict[str, int]:
     return {c.value: sum(1 for x in changes if x == c) for c in Change}
 
 
-def build_report(run: str, provider: Mapping[str, object], frozen: Sequence[MatchRecord],
-                 live: Sequence[MatchRecord], frozen_rows: Sequence[LeaderboardRow],
-                 live_rows: Sequence[LeaderboardRow]) -> DriftRunReport:
+def build_report(
+    run: str,
+    provider: Mapping[str, object],
+    frozen: Sequence[MatchRecord],
+    live: Sequence[MatchRecord],
+    frozen_rows: Sequence[LeaderboardRow],
+    live_rows: Sequence[LeaderboardRow],
+) -> DriftRunReport:
     rounds = compare_rounds(frozen, live)
     matches = compare_matches(frozen, live)
     moves = agent_moves(frozen_rows, live_rows)
     compared = [r for r in rounds if r.change != Change.VOID]
-    rho, tau = rank_correlation({r.agent: r.rating for r in frozen_rows},
-                                {r.agent: r.rating for r in live_rows})
+    rho, tau = rank_correlation(
+        {r.agent: r.rating for r in frozen_rows}, {r.agent: r.rating for r in live_rows}
+    )
     summary = DriftSummary(
-        rounds=len(rounds), compared=len(compared), counts=_counts([r.change for r in rounds]),
-        agreement=(round(sum(r.change == Change.SAME for r in compared) / len(compared), 6)
-                   if compared else None),
-        match_counts=_counts([m.change for m in matches]), spearman=rho, kendall=tau,
-        moved=tuple(m.agent for m in moves if m.position_delta != 0))
-    return DriftRunReport(DRIFT_RUN_SCHEMA_VERSION, run, dict(provider), summary,
-                          tuple(rounds), tuple(matches), tuple(moves))
+        rounds=len(rounds),
+        compared=len(compared),
+        counts=_counts([r.change for r in rounds]),
+        agreement=(
+            round(sum(r.change == Change.SAME for r in compared) / len(compared), 6)
+            if compared
+            else None
+        ),
+        match_counts=_counts([m.change for m in matches]),
+        spearman=rho,
+        kendall=tau,
+        moved=tuple(m.agent for m in moves if m.position_delta != 0),
+    )
+    return DriftRunReport(
+        DRIFT_RUN_SCHEMA_VERSION,
+        run,
+        dict(provider),
+        summary,
+        tuple(rounds),
+        tuple(matches),
+        tuple(moves),
+    )
 
 
 def _num(value: float | None) -> str:
@@ -217,23 +269,34 @@ def _num(value: float | None) -> str:
 def to_markdown(report: DriftRunReport) -> str:
     """Tables for the terminal and drift-run.md: summary, agents, then every round."""
     s = report.summary
-    lines = [f"# drift-run: {report.run} (frozen vs live)", "",
-             f"rounds compared: {s.compared} of {s.rounds}; "
-             + ", ".join(f"{k} {v}" for k, v in s.counts.items())
-             + f"; agreement {_num(s.agreement)}",
-             "matches: " + ", ".join(f"{k} {v}" for k, v in s.match_counts.items()),
-             f"rank correlation of ratings: Spearman {_num(s.spearman)}, Kendall "
-             f"{_num(s.kendall)}",
-             "moved: " + (", ".join(s.moved) if s.moved else "none"), "",
-             "| agent | frozen | live | moved | frozen rank | live rank | frozen rating | "
-             "live rating | rating delta |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# drift-run: {report.run} (frozen vs live)",
+        "",
+        f"rounds compared: {s.compared} of {s.rounds}; "
+        + ", ".join(f"{k} {v}" for k, v in s.counts.items())
+        + f"; agreement {_num(s.agreement)}",
+        "matches: " + ", ".join(f"{k} {v}" for k, v in s.match_counts.items()),
+        f"rank correlation of ratings: Spearman {_num(s.spearman)}, Kendall {_num(s.kendall)}",
+        "moved: " + (", ".join(s.moved) if s.moved else "none"),
+        "",
+        "| agent | frozen | live | moved | frozen rank | live rank | frozen rating | "
+        "live rating | rating delta |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for m in sorted(report.agents, key=lambda m: (m.live_position, m.agent)):
-        lines.append(f"| {m.agent} | {m.frozen_position} | {m.live_position} | "
-                     f"{m.position_delta:+d} | {m.frozen_rank} | {m.live_rank} | "
-                     f"{m.frozen_rating:.1f} | {m.live_rating:.1f} | {m.rating_delta:+.1f} |")
-    lines += ["", "| match | round | A | B | frozen | live | change |",
-              "|---|---|---|---|---|---|---|"]
+        lines.append(
+            f"| {m.agent} | {m.frozen_position} | {m.live_position} | "
+            f"{m.position_delta:+d} | {m.frozen_rank} | {m.live_rank} | "
+            f"{m.frozen_rating:.1f} | {m.live_rating:.1f} | {m.rating_delta:+.1f} |"
+        )
+    lines += [
+        "",
+        "| match | round | A | B | frozen | live | change |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in report.rounds:
-        lines.append(f"| {r.match_id} | {r.round + 1} | {r.a} | {r.b} | {r.frozen or 'void'} "
-                     f"| {r.live or 'void'} | {r.change.value} |")
+        lines.append(
+            f"| {r.match_id} | {r.round + 1} | {r.a} | {r.b} | {r.frozen or 'void'} "
+            f"| {r.live or 'void'} | {r.change.value} |"
+        )
     return "\n".join(lines) + "\n"

@@ -67,8 +67,15 @@ def _sources(pages: LivePages, urls: Sequence[str]) -> tuple[SourcePage, ...]:
     return tuple(out)
 
 
-async def ask_again(frozen: MatchRecord, agent_a: Agent, agent_b: Agent, client: ModelClient,
-                    role: str, pages: LivePages, max_void_rounds: int) -> MatchRecord:
+async def ask_again(
+    frozen: MatchRecord,
+    agent_a: Agent,
+    agent_b: Agent,
+    client: ModelClient,
+    role: str,
+    pages: LivePages,
+    max_void_rounds: int,
+) -> MatchRecord:
     """The frozen match's tasks, answered live and judged; the record of the live match."""
     score = MatchScore(0, 0, 0, 0)
     rounds: list[RoundRecord] = []
@@ -79,17 +86,39 @@ async def ask_again(frozen: MatchRecord, agent_a: Agent, agent_b: Agent, client:
         if task is None:
             continue
         sources = _sources(pages, fr.target_urls)
-        convs = [Conversation(task.question, targets=sources) if c is None else
-                 dataclasses.replace(c.then(prev, task.question), targets=sources)
-                 for c, prev in zip(conv, last, strict=True)]
-        play = await play_round(task, (frozen.a, frozen.b), (agent_a, agent_b),
-                                (convs[0], convs[1]), task.word_limit, client, role)
+        convs = [
+            Conversation(task.question, targets=sources)
+            if c is None
+            else dataclasses.replace(c.then(prev, task.question), targets=sources)
+            for c, prev in zip(conv, last, strict=True)
+        ]
+        play = await play_round(
+            task,
+            (frozen.a, frozen.b),
+            (agent_a, agent_b),
+            (convs[0], convs[1]),
+            task.word_limit,
+            client,
+            role,
+        )
         judged, void, answers, stable = play.judgment, play.void, play.answers, play.stable
-        score = add_round(score, None if void or judged is None else
-                          judged.reconciled.verdict)
-        rounds.append(RoundRecord(fr.index, fr.node, fr.depth, fr.width, fr.target_urls,
-                                  fr.task, stable[0], stable[1], judged, score, None,
-                                  void_reason=void))
+        score = add_round(score, None if void or judged is None else judged.reconciled.verdict)
+        rounds.append(
+            RoundRecord(
+                fr.index,
+                fr.node,
+                fr.depth,
+                fr.width,
+                fr.target_urls,
+                fr.task,
+                stable[0],
+                stable[1],
+                judged,
+                score,
+                None,
+                void_reason=void,
+            )
+        )
         if not void:
             for i in (0, 1):
                 answer = answers[i]
@@ -99,26 +128,48 @@ async def ask_again(frozen: MatchRecord, agent_a: Agent, agent_b: Agent, client:
     void_match = ""
     if score.rounds_void > max_void_rounds or score.rounds_scored == 0:
         void_match = f"{score.rounds_void} void round(s): {reasons}"
-    return MatchRecord(SCHEMA_VERSION, frozen.match_id, frozen.swiss_round, frozen.a,
-                       frozen.b, frozen.tree, frozen.seed, tuple(rounds), score,
-                       outcome(score, max_void_rounds=max_void_rounds), void_match)
+    return MatchRecord(
+        SCHEMA_VERSION,
+        frozen.match_id,
+        frozen.swiss_round,
+        frozen.a,
+        frozen.b,
+        frozen.tree,
+        frozen.seed,
+        tuple(rounds),
+        score,
+        outcome(score, max_void_rounds=max_void_rounds),
+        void_match,
+    )
 
 
-async def ask_all(frozen: Sequence[MatchRecord], agents: dict[str, Agent], client: ModelClient,
-                  config: TournamentConfig, pages: LivePages) -> list[MatchRecord]:
+async def ask_all(
+    frozen: Sequence[MatchRecord],
+    agents: dict[str, Agent],
+    client: ModelClient,
+    config: TournamentConfig,
+    pages: LivePages,
+) -> list[MatchRecord]:
     gate = asyncio.Semaphore(config.concurrency)
 
     async def one(m: MatchRecord) -> MatchRecord:
         async with gate:
-            return await ask_again(m, agents[m.a], agents[m.b], client,
-                                   config.match.examiner_role, pages,
-                                   config.match.max_void_rounds)
+            return await ask_again(
+                m,
+                agents[m.a],
+                agents[m.b],
+                client,
+                config.match.examiner_role,
+                pages,
+                config.match.max_void_rounds,
+            )
 
     return list(await asyncio.gather(*(one(m) for m in frozen)))
 
 
-def live_settings(config: TournamentConfig, provider: dict[str, Any] | None,
-                  web: dict[str, Any] | None, out: Path) -> LiveSettings:
+def live_settings(
+    config: TournamentConfig, provider: dict[str, Any] | None, web: dict[str, Any] | None, out: Path
+) -> LiveSettings:
     """The run's live block (or the default), the overrides, captures into `out`."""
     base = config.live or LiveSettings.model_validate({})
     update: dict[str, Any] = {"capture_root": out}
@@ -134,11 +185,18 @@ def live_settings(config: TournamentConfig, provider: dict[str, Any] | None,
         raise DrarenaError(f"--provider/--web: {field}: {err['msg']}") from None
 
 
-def drift_run(run_path: Path, out: Path, *, provider: dict[str, Any] | None = None,
-              web: dict[str, Any] | None = None, serve: bool = True, replay: bool = False,
-              model: str | None = None,
-              now: Callable[[], datetime] = lambda: datetime.now(UTC),
-              backend: Any = None) -> DriftRunResult:
+def drift_run(
+    run_path: Path,
+    out: Path,
+    *,
+    provider: dict[str, Any] | None = None,
+    web: dict[str, Any] | None = None,
+    serve: bool = True,
+    replay: bool = False,
+    model: str | None = None,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    backend: Any = None,
+) -> DriftRunResult:
     """Ask `run_path`'s questions again live into `out` (or, with `replay`, re-execute
     `out` offline). `backend`: the model backend (tests inject a scripted one)."""
     from drarena.arena.context import open_run
@@ -151,69 +209,90 @@ def drift_run(run_path: Path, out: Path, *, provider: dict[str, Any] | None = No
     if header is None:
         raise DrarenaError(f"{run_path}: no run.json (not a run folder)")
     if header.get("mode") == "live":
-        raise DrarenaError(f"{run_path}: a live run; drift-run compares a frozen run with "
-                           "the live web")
+        raise DrarenaError(
+            f"{run_path}: a live run; drift-run compares a frozen run with the live web"
+        )
     config = parse_config(header["config"], f"{run.header_path}: config")
     check_components(config)
     frozen = frozen_matches(run)
     saved = _read_json(out / HEADER) if replay else None
     if replay:
         if saved is None or not (out / REPORT_JSON).is_file():
-            raise DrarenaError(f"{out}: no finished drift-run to replay (no {HEADER} or "
-                               f"{REPORT_JSON})")
+            raise DrarenaError(
+                f"{out}: no finished drift-run to replay (no {HEADER} or {REPORT_JSON})"
+            )
         live = LiveSettings.model_validate(saved["live_settings"])
     else:
         if (out / REPORT_JSON).is_file():
-            raise DrarenaError(f"{out / REPORT_JSON} exists: replay it with --replay, or "
-                               "choose another --out")
+            raise DrarenaError(
+                f"{out / REPORT_JSON} exists: replay it with --replay, or choose another --out"
+            )
         live = live_settings(config, provider, web, out)
     live_config = config.model_copy(update={"offline": False, "live": live})
     captures = [Path(c["path"]) for c in saved["live"]["captures"]] if saved else []
     target = None if replay else capture_path(out, f"drift-{config.name}", now())
     names = {n for m in frozen for n in (m.a, m.b)}
-    with open_run(live_config, cache_path=out / "llm-cache.sqlite",
-                  cache_mode=CacheMode.REPLAY if replay else CacheMode.READ_WRITE,
-                  serve=serve, model=model,
-                  fixed_roles=None if saved is None else saved["bound_roles"], prepare=False,
-                  live_capture=target, live_replay=captures or None, agent_names=names,
-                  backend=backend) as ctx:
+    with open_run(
+        live_config,
+        cache_path=out / "llm-cache.sqlite",
+        cache_mode=CacheMode.REPLAY if replay else CacheMode.READ_WRITE,
+        serve=serve,
+        model=model,
+        fixed_roles=None if saved is None else saved["bound_roles"],
+        prepare=False,
+        live_capture=target,
+        live_replay=captures or None,
+        agent_names=names,
+        backend=backend,
+    ) as ctx:
         out.mkdir(parents=True, exist_ok=True)
         session, client = ctx.live, ctx.client
         assert session is not None
         new_header: dict[str, Any] = {
-            "created": now().isoformat(timespec="seconds"), "run": str(run_path),
+            "created": now().isoformat(timespec="seconds"),
+            "run": str(run_path),
             "frozen_config_digest": header.get("config_digest"),
             "frozen_snapshot_fingerprint": header.get("snapshot_fingerprint"),
             "live_settings": live.model_dump(mode="json"),
-            "bound_roles": {k: {"model": r.model, "api_base": r.api_base,
-                                "sampling": r.sampling.as_params()}
-                            for k, r in sorted(ctx.bound.roles.items())},
-            "live": header_block(live, [], target) if saved is None else saved["live"]}
+            "bound_roles": {
+                k: {"model": r.model, "api_base": r.api_base, "sampling": r.sampling.as_params()}
+                for k, r in sorted(ctx.bound.roles.items())
+            },
+            "live": header_block(live, [], target) if saved is None else saved["live"],
+        }
         if not replay:
             write_atomic(out / HEADER, json.dumps(new_header, indent=2, sort_keys=True) + "\n")
         try:
             with ctx.guard():
-                live_log = asyncio.run(ask_all(frozen, ctx.agents, client, live_config,
-                                               session.pages))
+                live_log = asyncio.run(
+                    ask_all(frozen, ctx.agents, client, live_config, session.pages)
+                )
         finally:
             closed = session.close()
             if not replay:
                 new_header["live"] = finish_block(new_header["live"], closed)
-                write_atomic(out / HEADER,
-                             json.dumps(new_header, indent=2, sort_keys=True) + "\n")
+                write_atomic(out / HEADER, json.dumps(new_header, indent=2, sort_keys=True) + "\n")
     names_all = config.agent_names()
     rating = config.rating
     report = build_report(
-        config.name, live.provider.model_dump(mode="json"), frozen, live_log,
+        config.name,
+        live.provider.model_dump(mode="json"),
+        frozen,
+        live_log,
         build_leaderboard(names_all, frozen, resamples=rating.resamples, seed=rating.seed),
-        build_leaderboard(names_all, live_log, resamples=rating.resamples, seed=rating.seed))
-    files = {REPORT_JSON: json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n",
-             LIVE_LOG: "".join(m.to_json() + "\n" for m in live_log),
-             REPORT_MD: to_markdown(report)}
+        build_leaderboard(names_all, live_log, resamples=rating.resamples, seed=rating.seed),
+    )
+    files = {
+        REPORT_JSON: json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n",
+        LIVE_LOG: "".join(m.to_json() + "\n" for m in live_log),
+        REPORT_MD: to_markdown(report),
+    }
     identical = None
     if replay:  # the answers, verdicts and comparison must come out the same
-        identical = all((out / name).read_text(encoding="utf-8") == files[name]
-                        for name in (REPORT_JSON, LIVE_LOG))
+        identical = all(
+            (out / name).read_text(encoding="utf-8") == files[name]
+            for name in (REPORT_JSON, LIVE_LOG)
+        )
     else:
         for name, text in files.items():
             write_atomic(out / name, text)

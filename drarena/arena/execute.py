@@ -41,26 +41,40 @@ def derived_digests(snapshot: Path) -> dict[str, str]:
     links, from `drarena extract`), so a replay can check it reads the same bytes."""
     from drarena.corpus.extract import DOCS_FILE, LINKS_FILE
 
-    return {name: file_sha256(snapshot / name) for name in (DOCS_FILE, LINKS_FILE)
-            if (snapshot / name).is_file()}
+    return {
+        name: file_sha256(snapshot / name)
+        for name in (DOCS_FILE, LINKS_FILE)
+        if (snapshot / name).is_file()
+    }
 
 
 def finish(run: RunDir, config: TournamentConfig, log: list[MatchRecord]) -> str:
     """The leaderboard files from the log; returns the leaderboard as Markdown. (report.html
     is the report room's: drarena.report.run.write_report, called by the commands.)"""
-    rows = build_leaderboard(config.agent_names(), log, resamples=config.rating.resamples,
-                             seed=config.rating.seed)
+    rows = build_leaderboard(
+        config.agent_names(), log, resamples=config.rating.resamples, seed=config.rating.seed
+    )
     write_leaderboard(run, rows)
     return to_markdown(rows)
 
 
-def execute(config: TournamentConfig, run: RunDir, *, serve: bool, cache_mode: CacheMode,
-            cache_path: Path | None = None, fixed_roles: dict[str, Any] | None = None,
-            newcomer: str | None = None, prepare: bool = True,
-            model: str | None = None, live_replay: Sequence[Path] | None = None,
-            now: Callable[[], datetime] = lambda: datetime.now(UTC),
-            backend: Any = None, replay_tools: bool | None = None,
-            header_extra: dict[str, Any] | None = None) -> RunResult:
+def execute(
+    config: TournamentConfig,
+    run: RunDir,
+    *,
+    serve: bool,
+    cache_mode: CacheMode,
+    cache_path: Path | None = None,
+    fixed_roles: dict[str, Any] | None = None,
+    newcomer: str | None = None,
+    prepare: bool = True,
+    model: str | None = None,
+    live_replay: Sequence[Path] | None = None,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    backend: Any = None,
+    replay_tools: bool | None = None,
+    header_extra: dict[str, Any] | None = None,
+) -> RunResult:
     """Play (or resume) the tournament of `config` into `run`. `backend`: the model
     backend (tests inject a scripted one; default litellm).
 
@@ -74,15 +88,25 @@ def execute(config: TournamentConfig, run: RunDir, *, serve: bool, cache_mode: C
         config = config.as_live()  # the default live block when the config has none
     old = run.header()
     if old is not None and newcomer is None and old.get("config_digest") != config_digest(config):
-        raise DrarenaError(f"{run.path} holds a run of another config; choose another `name` "
-                           "or delete the folder")
+        raise DrarenaError(
+            f"{run.path} holds a run of another config; choose another `name` or delete the folder"
+        )
     capture = None
     if config.live is not None and not config.offline and live_replay is None:
         capture = capture_path(config.live.capture_root, config.name, now())
-    with open_run(config, cache_path=cache_path or run.cache_path, cache_mode=cache_mode,
-                  serve=serve, model=model, fixed_roles=fixed_roles, prepare=prepare,
-                  live_capture=capture, live_replay=live_replay, replay_tools=replay_tools,
-                  backend=backend) as ctx:
+    with open_run(
+        config,
+        cache_path=cache_path or run.cache_path,
+        cache_mode=cache_mode,
+        serve=serve,
+        model=model,
+        fixed_roles=fixed_roles,
+        prepare=prepare,
+        live_capture=capture,
+        live_replay=live_replay,
+        replay_tools=replay_tools,
+        backend=backend,
+    ) as ctx:
         header = ctx.header()
         for key, value in (header_extra or {}).items():  # e.g. a replay's replay_of
             setattr(header, key, value)
@@ -99,8 +123,11 @@ def execute(config: TournamentConfig, run: RunDir, *, serve: bool, cache_mode: C
         if config.live is not None and ctx.live is not None:
             if live_replay is not None:
                 header.live = header_block(
-                    config.live, [{"path": str(p), "fingerprint": capture_fingerprint(p)}
-                                  for p in live_replay], None, replayed=True)
+                    config.live,
+                    [{"path": str(p), "fingerprint": capture_fingerprint(p)} for p in live_replay],
+                    None,
+                    replayed=True,
+                )
             else:
                 earlier = [] if old is None else old.get("live", {}).get("captures", [])
                 header.live = header_block(config.live, earlier, capture)
@@ -138,22 +165,28 @@ def check_replay_inputs(header: dict[str, Any], config: TournamentConfig, where:
 
     snap = config.snapshot
     if not (snap / "manifest.json").is_file():
-        raise DrarenaError(f"{where}: the run's snapshot {snap} is not here (a relative path "
-                           "is read from the current folder: replay from the folder the run "
-                           "was made in, e.g. the repository root)")
+        raise DrarenaError(
+            f"{where}: the run's snapshot {snap} is not here (a relative path "
+            "is read from the current folder: replay from the folder the run "
+            "was made in, e.g. the repository root)"
+        )
     with Snapshot.open(snap) as opened:
         fingerprint = opened.fingerprint
     if fingerprint != header.get("snapshot_fingerprint"):
-        raise DrarenaError(f"{where}: snapshot {snap} has fingerprint {fingerprint}, the run "
-                           f"used {header.get('snapshot_fingerprint')}")
+        raise DrarenaError(
+            f"{where}: snapshot {snap} has fingerprint {fingerprint}, the run "
+            f"used {header.get('snapshot_fingerprint')}"
+        )
     for name, digest in sorted(header.get("derived_digests", {}).items()):
         path = snap / name
         if not path.is_file() or file_sha256(path) != digest:
             state = "missing" if not path.is_file() else "not the file the run read"
-            raise DrarenaError(f"{where}: {path} is {state} ({digest[:23]}...); run "
-                               f"`drarena extract {snap}`")
-    trees_hint = (f"drarena trees {snap} --count {max(config.trees.count, 10)} "
-                  f"--seed {config.trees.seed}")
+            raise DrarenaError(
+                f"{where}: {path} is {state} ({digest[:23]}...); run `drarena extract {snap}`"
+            )
+    trees_hint = (
+        f"drarena trees {snap} --count {max(config.trees.count, 10)} --seed {config.trees.seed}"
+    )
     for tree, digest in sorted(header.get("trees", {}).items()):
         path = snap / TREES_DIR / f"{tree}.json"
         if not path.is_file() or file_sha256(path) != digest:
@@ -161,8 +194,10 @@ def check_replay_inputs(header: dict[str, Any], config: TournamentConfig, where:
             raise DrarenaError(f"{where}: tree {path} is {state}; run `{trees_hint}`")
     recorded = header.get("prompt_hashes")
     if recorded is not None and recorded != template_hashes():
-        raise DrarenaError(f"{where}: the Examiner's prompt templates differ from the run's "
-                           f"(made at drarena revision {header.get('git_revision', '?')})")
+        raise DrarenaError(
+            f"{where}: the Examiner's prompt templates differ from the run's "
+            f"(made at drarena revision {header.get('git_revision', '?')})"
+        )
 
 
 class NoModelBackend:
@@ -170,15 +205,18 @@ class NoModelBackend:
     loaded (litellm's import alone costs seconds) and a call that got here is a bug."""
 
     async def complete(self, request: Any) -> Any:
-        raise DrarenaError("replay: a model call reached the backend (the cache should have "
-                           "answered or refused it)")
+        raise DrarenaError(
+            "replay: a model call reached the backend (the cache should have "
+            "answered or refused it)"
+        )
 
     def is_retriable(self, exc: BaseException) -> bool:
         return False
 
 
-def replay(run: RunDir, out: RunDir, *, snapshot: Path | None = None
-           ) -> tuple[RunResult, list[str]]:
+def replay(
+    run: RunDir, out: RunDir, *, snapshot: Path | None = None
+) -> tuple[RunResult, list[str]]:
     """Re-execute `run` into `out` from its record alone (model cache and tool record: no
     model, index, JVM or encoder); returns the files that differ. `snapshot`: where the run's
     snapshot is on this machine (default: the path in its config)."""
@@ -193,22 +231,34 @@ def replay(run: RunDir, out: RunDir, *, snapshot: Path | None = None
     if config.offline:
         check_replay_inputs(header, config, run.header_path)
     prepare_replay_target(run.path, out.path)  # deletes nothing drarena did not write
-    result = execute(config, out, serve=False, cache_mode=CacheMode.REPLAY,
-                     cache_path=run.cache_path, fixed_roles=header["bound_roles"],
-                     prepare=False, live_replay=None if config.offline else
-                     live_captures(run.header_path, header),
-                     replay_tools="tool_record" in header, backend=NoModelBackend(),
-                     header_extra={REPLAY_MARK: str(run.path.resolve())})
+    result = execute(
+        config,
+        out,
+        serve=False,
+        cache_mode=CacheMode.REPLAY,
+        cache_path=run.cache_path,
+        fixed_roles=header["bound_roles"],
+        prepare=False,
+        live_replay=None if config.offline else live_captures(run.header_path, header),
+        replay_tools="tool_record" in header,
+        backend=NoModelBackend(),
+        header_extra={REPLAY_MARK: str(run.path.resolve())},
+    )
     if result.replay_misses:
         more = len(result.replay_misses) - 1
         raise DrarenaError(result.replay_misses[0] + (f" (and {more} more)" if more else ""))
     compared = ("matches.jsonl", "leaderboard.md", "leaderboard.csv", "leaderboard.json")
     missing = [name for name in compared if not (run.path / name).is_file()]
     if missing:  # an unfinished run: nothing to compare the replay with
-        raise DrarenaError(f"{run.path}: no {', '.join(missing)} to compare the replay with "
-                           f"(replayed into {out.path}); finish the run first")
-    differ = [name for name in compared
-              if (run.path / name).read_bytes() != (out.path / name).read_bytes()]
+        raise DrarenaError(
+            f"{run.path}: no {', '.join(missing)} to compare the replay with "
+            f"(replayed into {out.path}); finish the run first"
+        )
+    differ = [
+        name
+        for name in compared
+        if (run.path / name).read_bytes() != (out.path / name).read_bytes()
+    ]
     return result, differ
 
 
@@ -216,8 +266,9 @@ def live_captures(where: Path, header: dict[str, Any]) -> list[Path]:
     """The capture folders of a live run, in run order (one per part of a resumed run)."""
     captures = header.get("live", {}).get("captures", [])
     if not captures:
-        raise DrarenaError(f"{where}: a live run with no capture snapshot recorded; it cannot "
-                           "be replayed offline")
+        raise DrarenaError(
+            f"{where}: a live run with no capture snapshot recorded; it cannot be replayed offline"
+        )
     return [Path(c["path"]) for c in captures]
 
 

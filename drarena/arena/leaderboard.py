@@ -49,26 +49,29 @@ def games_of(matches: Sequence[MatchRecord]) -> list[Game]:
     return [Game(m.a, m.b, s) for m in matches if (s := m.score_a()) is not None]
 
 
-def check_agents(agents: Sequence[str], matches: Sequence[MatchRecord],
-                 where: str = "matches") -> None:
+def check_agents(
+    agents: Sequence[str], matches: Sequence[MatchRecord], where: str = "matches"
+) -> None:
     """Every match is between agents of the config (a log from another config is refused
     with one line rather than rated or failing with a KeyError)."""
     known = set(agents)
     for m in matches:
         for side in (m.a, m.b):
             if side not in known:
-                raise DrarenaError(f"{where}: match {m.match_id} has agent {side!r:.80}, not "
-                                   f"in the config's agents ({', '.join(sorted(known))})")
+                raise DrarenaError(
+                    f"{where}: match {m.match_id} has agent {side!r:.80}, not "
+                    f"in the config's agents ({', '.join(sorted(known))})"
+                )
 
 
-def build_leaderboard(agents: Sequence[str], matches: Sequence[MatchRecord], *,
-                      resamples: int = 1000, seed: int = 0) -> list[LeaderboardRow]:
+def build_leaderboard(
+    agents: Sequence[str], matches: Sequence[MatchRecord], *, resamples: int = 1000, seed: int = 0
+) -> list[LeaderboardRow]:
     """Time per answer is not here: it differs on every run, and these files must come out
     byte-identical from a replay. The report and `drarena tournament` show it from
     timings.jsonl."""
     check_agents(agents, matches)
-    ratings = {r.agent: r for r in rate(agents, games_of(matches), resamples=resamples,
-                                        seed=seed)}
+    ratings = {r.agent: r for r in rate(agents, games_of(matches), resamples=resamples, seed=seed)}
     rows = []
     for agent in agents:
         mine = [m for m in matches if agent in (m.a, m.b)]
@@ -99,23 +102,55 @@ def build_leaderboard(agents: Sequence[str], matches: Sequence[MatchRecord], *,
                     failures[rnd.judgment.reconciled.loser_failure_type.value] += 1
         lost_rounds = sum(failures.values())
         r = ratings[agent]
-        rows.append(LeaderboardRow(
-            rank=r.rank, agent=agent, rating=r.rating, lower=r.lower, upper=r.upper,
-            matches=len(mine), wins=wins, losses=losses, ties=ties,
-            void=len(mine) - len(decided),
-            avg_rounds=round(sum(len(m.rounds) for m in mine) / len(mine), 4) if mine else 0.0,
-            lost_rounds=lost_rounds,
-            failure_share={k: round(v / lost_rounds, 4) if lost_rounds else 0.0
-                           for k, v in failures.items()},
-            answers=answers, cited=cited, valid_citations=valid,
-            fabricated_citations=fabricated,
-            tokens_per_answer=round(tokens / answers, 2) if answers else 0.0))
+        rows.append(
+            LeaderboardRow(
+                rank=r.rank,
+                agent=agent,
+                rating=r.rating,
+                lower=r.lower,
+                upper=r.upper,
+                matches=len(mine),
+                wins=wins,
+                losses=losses,
+                ties=ties,
+                void=len(mine) - len(decided),
+                avg_rounds=round(sum(len(m.rounds) for m in mine) / len(mine), 4) if mine else 0.0,
+                lost_rounds=lost_rounds,
+                failure_share={
+                    k: round(v / lost_rounds, 4) if lost_rounds else 0.0
+                    for k, v in failures.items()
+                },
+                answers=answers,
+                cited=cited,
+                valid_citations=valid,
+                fabricated_citations=fabricated,
+                tokens_per_answer=round(tokens / answers, 2) if answers else 0.0,
+            )
+        )
     return sorted(rows, key=lambda row: (row.rank, -row.rating, row.agent))
 
 
-COLUMNS = ("rank", "agent", "rating", "lower", "upper", "matches", "wins", "losses", "ties",
-           "void", "avg_rounds", "depth_fail", "width_fail", "both_fail", "none_fail",
-           "cited", "valid_citations", "fabricated_citations", "tokens_per_answer")
+COLUMNS = (
+    "rank",
+    "agent",
+    "rating",
+    "lower",
+    "upper",
+    "matches",
+    "wins",
+    "losses",
+    "ties",
+    "void",
+    "avg_rounds",
+    "depth_fail",
+    "width_fail",
+    "both_fail",
+    "none_fail",
+    "cited",
+    "valid_citations",
+    "fabricated_citations",
+    "tokens_per_answer",
+)
 
 
 def _flat(row: LeaderboardRow) -> dict[str, object]:
@@ -140,8 +175,10 @@ def to_json(rows: Sequence[LeaderboardRow]) -> str:
 
 
 def to_markdown(rows: Sequence[LeaderboardRow]) -> str:
-    head = ("| rank | agent | rating | 95% interval | W-L-T | void | rounds/match | "
-            "lost by depth/width/both/none | citations valid/fabricated | tokens/answer |")
+    head = (
+        "| rank | agent | rating | 95% interval | W-L-T | void | rounds/match | "
+        "lost by depth/width/both/none | citations valid/fabricated | tokens/answer |"
+    )
     lines = [head, "|" + "---|" * 10]
     for r in rows:
         f = r.failure_share
@@ -149,7 +186,8 @@ def to_markdown(rows: Sequence[LeaderboardRow]) -> str:
             f"| {r.rank} | {r.agent} | {r.rating:.0f} | {r.lower:.0f} to {r.upper:.0f} | "
             f"{r.wins}-{r.losses}-{r.ties} | {r.void} | {r.avg_rounds:.2f} | "
             f"{f['DEPTH']:.0%}/{f['WIDTH']:.0%}/{f['BOTH']:.0%}/{f['NONE']:.0%} | "
-            f"{r.valid_citations}/{r.fabricated_citations} | {r.tokens_per_answer:.0f} |")
+            f"{r.valid_citations}/{r.fabricated_citations} | {r.tokens_per_answer:.0f} |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -113,15 +113,22 @@ class LiveTreeWalker(TreeWalker):
         except DrarenaError as exc:
             raise CannotExpand(f"live page {node.url}: {exc}", 1, 0) from None
         edge = self.tree.edge_to(node_id)
-        return TreePage(id=node.id, url=node.url, title=title or node.title, text=text,
-                        depth=node.depth, relation=edge.relation if edge else "root",
-                        anchor=edge.anchor if edge else "")
+        return TreePage(
+            id=node.id,
+            url=node.url,
+            title=title or node.title,
+            text=text,
+            depth=node.depth,
+            relation=edge.relation if edge else "root",
+            anchor=edge.anchor if edge else "",
+        )
 
     def _rich_children(self, node_id: str, exclude: set[str]) -> list[Any]:
         if self.live is None:
             return super()._rich_children(node_id, exclude)
-        return [c for c in self.tree.children(node_id)
-                if c.id not in exclude and self.content_rich(c)]
+        return [
+            c for c in self.tree.children(node_id) if c.id not in exclude and self.content_rich(c)
+        ]
 
 
 class ReplayWebs:
@@ -169,8 +176,9 @@ class ReplayWebs:
 class LiveSession:
     """The shared web of one live run (or of its offline replay) and what is built on it."""
 
-    def __init__(self, live: LiveSettings, *, capture_to: Path | None,
-                 replay_from: Sequence[Path] = ()) -> None:
+    def __init__(
+        self, live: LiveSettings, *, capture_to: Path | None, replay_from: Sequence[Path] = ()
+    ) -> None:
         from drarena.live.web import LiveWeb
 
         self.live = live
@@ -179,15 +187,20 @@ class LiveSession:
         if replay_from:
             missing = [str(p) for p in replay_from if not (p / "manifest.json").is_file()]
             if missing:
-                raise DrarenaError(f"{missing[0]}: capture snapshot missing or unfinished (no "
-                                   "manifest.json); this live run cannot be replayed offline")
-            webs = [LiveWeb(settings, capture_dir=None, replay_from=p, name="replay")
-                    for p in replay_from]
+                raise DrarenaError(
+                    f"{missing[0]}: capture snapshot missing or unfinished (no "
+                    "manifest.json); this live run cannot be replayed offline"
+                )
+            webs = [
+                LiveWeb(settings, capture_dir=None, replay_from=p, name="replay")
+                for p in replay_from
+            ]
             self.web: Any = webs[0] if len(webs) == 1 else ReplayWebs(webs)
         else:
             # the WARC file is named after the capture folder: <run>-live-<time>-00000.warc.gz
-            self.web = LiveWeb(settings, capture_dir=capture_to,
-                               name=capture_to.name if capture_to else "live")
+            self.web = LiveWeb(
+                settings, capture_dir=capture_to, name=capture_to.name if capture_to else "live"
+            )
         self.pages = LivePages(self.web)
         self._closed = False
 
@@ -195,9 +208,11 @@ class LiveSession:
     def replaying(self) -> bool:
         return self.capture_to is None
 
-    def retriever_factory(self, snapshot_dir: Path, index_root: Path
-                          ) -> Callable[[ComponentSpec], Any]:
+    def retriever_factory(
+        self, snapshot_dir: Path, index_root: Path
+    ) -> Callable[[ComponentSpec], Any]:
         """Frozen retrievers (bm25, dense, hybrid) become the live one, on the shared web."""
+
         def build(spec: ComponentSpec) -> Any:
             from drarena.search.base import LIVE, RETRIEVERS, build_retriever, frozen_kinds
 
@@ -242,8 +257,13 @@ class LiveSession:
         return {"path": str(folder), "fingerprint": capture_fingerprint(folder)}
 
 
-def header_block(live: LiveSettings, earlier: Sequence[dict[str, Any]],
-                 current: Path | None, *, replayed: bool = False) -> dict[str, Any]:
+def header_block(
+    live: LiveSettings,
+    earlier: Sequence[dict[str, Any]],
+    current: Path | None,
+    *,
+    replayed: bool = False,
+) -> dict[str, Any]:
     """The `live` block of run.json: provider, fetch settings, every capture of the run
     (one per part: a resumed run adds one), the current one `in progress` until closed."""
     captures = []
@@ -252,10 +272,13 @@ def header_block(live: LiveSettings, earlier: Sequence[dict[str, Any]],
             c = {**c, "status": "unfinished", "fingerprint": capture_fingerprint(Path(c["path"]))}
         captures.append(dict(c))
     if current is not None:
-        captures.append({"path": str(current), "fingerprint": None,
-                         "status": "in progress"})
-    return {"provider": live.provider.model_dump(mode="json"), "web": dict(live.web),
-            "captures": captures, "replayed": replayed}
+        captures.append({"path": str(current), "fingerprint": None, "status": "in progress"})
+    return {
+        "provider": live.provider.model_dump(mode="json"),
+        "web": dict(live.web),
+        "captures": captures,
+        "replayed": replayed,
+    }
 
 
 def finish_block(block: dict[str, Any], closed: dict[str, Any] | None) -> dict[str, Any]:
@@ -263,6 +286,11 @@ def finish_block(block: dict[str, Any], closed: dict[str, Any] | None) -> dict[s
     if closed is None:
         return block
     captures = [c for c in block["captures"] if c.get("status") != "in progress"]
-    captures.append({"path": closed["path"], "fingerprint": closed["fingerprint"],
-                     "status": "finished" if closed["fingerprint"] else "unfinished"})
+    captures.append(
+        {
+            "path": closed["path"],
+            "fingerprint": closed["fingerprint"],
+            "status": "finished" if closed["fingerprint"] else "unfinished",
+        }
+    )
     return {**block, "captures": captures}

@@ -46,8 +46,9 @@ class MatchSettings(BaseModel):
     max_void_rounds: int = Field(1, ge=0, description="more void rounds than this void the match")
     start_depth: int = Field(1, ge=1, description="depth of the first round's node")
     start_width: int = Field(2, ge=1, description="target pages in the first round")
-    page_budget_chars: int = Field(6000, ge=500,
-                                   description="page text in the task prompt, shared evenly")
+    page_budget_chars: int = Field(
+        6000, ge=500, description="page text in the task prompt, shared evenly"
+    )
     task_attempts: int = Field(2, ge=1, description="tries per task before the node is skipped")
     examiner_role: str = Field("examiner", description="model role of the Examiner")
 
@@ -91,11 +92,18 @@ class MatchRunner:
             index = len(rounds)
             depth = len(path) - 1
             rec, played = await self._play_round(index, path, depth, width, earlier, conv, last)
-            verdict = None if rec.void_reason or rec.judgment is None else (
-                rec.judgment.reconciled.verdict)
+            verdict = (
+                None
+                if rec.void_reason or rec.judgment is None
+                else (rec.judgment.reconciled.verdict)
+            )
             score = add_round(score, verdict)
-            stop = should_stop(score, max_rounds=s.max_rounds, gap_to_stop=s.gap_to_stop,
-                               max_void_rounds=s.max_void_rounds)
+            stop = should_stop(
+                score,
+                max_rounds=s.max_rounds,
+                gap_to_stop=s.gap_to_stop,
+                max_void_rounds=s.max_void_rounds,
+            )
             move: Transition | None = None
             if not stop:
                 path, width, move = self._move(rec, path, depth, width)
@@ -117,15 +125,24 @@ class MatchRunner:
             void = f"{score.rounds_void} void round(s): {reasons}"
         return self._record(tuple(rounds), score, void)
 
-    def _record(self, rounds: tuple[RoundRecord, ...], score: MatchScore,
-                void: str) -> MatchRecord:
-        return MatchRecord(SCHEMA_VERSION, self.match_id, self.swiss_round, self.a, self.b,
-                           self.walker.tree.id, self.seed, rounds, score,
-                           outcome(score, max_void_rounds=self.settings.max_void_rounds),
-                           void)
+    def _record(self, rounds: tuple[RoundRecord, ...], score: MatchScore, void: str) -> MatchRecord:
+        return MatchRecord(
+            SCHEMA_VERSION,
+            self.match_id,
+            self.swiss_round,
+            self.a,
+            self.b,
+            self.walker.tree.id,
+            self.seed,
+            rounds,
+            score,
+            outcome(score, max_void_rounds=self.settings.max_void_rounds),
+            void,
+        )
 
-    def _move(self, rec: RoundRecord, path: TreePath, depth: int, width: int
-              ) -> tuple[TreePath, int, Transition]:
+    def _move(
+        self, rec: RoundRecord, path: TreePath, depth: int, width: int
+    ) -> tuple[TreePath, int, Transition]:
         """Apply the transition table; a void round moves deeper to fresh pages (asking the
         same node again would replay the same failure from the cache)."""
         if rec.judgment is None or rec.void_reason:
@@ -145,20 +162,43 @@ class MatchRunner:
             # otherwise the tree ends here: stay, and let the width change do the work
         return new_path, planned.width, Transition(move, len(new_path) - 1, planned.width)
 
-    async def _play_round(self, index: int, path: TreePath, depth: int, width: int,
-                          earlier: list[str], conv: dict[str, Conversation | None],
-                          last: dict[str, str]
-                          ) -> tuple[RoundRecord, list[tuple[Conversation, Answer]] | None]:
+    async def _play_round(
+        self,
+        index: int,
+        path: TreePath,
+        depth: int,
+        width: int,
+        earlier: list[str],
+        conv: dict[str, Conversation | None],
+        last: dict[str, str],
+    ) -> tuple[RoundRecord, list[tuple[Conversation, Answer]] | None]:
         """The round's record, and for a played round each side's new conversation and
         answer (the caller commits them; a void round leaves the conversations as they were).
         """
         node = path[-1]
         empty_task = TaskOutcome(None, (), ())
 
-        def void(reason: str, task: TaskOutcome = empty_task, urls: tuple[str, ...] = (),
-                 a: Answer | None = None, b: Answer | None = None) -> RoundRecord:
-            return RoundRecord(index, node, depth, width, urls, task, a, b, None,
-                               MatchScore(0, 0, 0, 0), None, void_reason=reason)
+        def void(
+            reason: str,
+            task: TaskOutcome = empty_task,
+            urls: tuple[str, ...] = (),
+            a: Answer | None = None,
+            b: Answer | None = None,
+        ) -> RoundRecord:
+            return RoundRecord(
+                index,
+                node,
+                depth,
+                width,
+                urls,
+                task,
+                a,
+                b,
+                None,
+                MatchScore(0, 0, 0, 0),
+                None,
+                void_reason=reason,
+            )
 
         try:  # in live mode a page may be gone
             root = self.walker.page(self.walker.tree.root)
@@ -178,10 +218,17 @@ class MatchRunner:
         urls = tuple(t.url for t in targets)
         tree_urls = [n.url for n in self.walker.tree.nodes]
         task_out = await generate_task(
-            self.client, self.settings.examiner_role, root=root, chain=chain, targets=targets,
-            depth=depth, earlier_questions=earlier, tree_urls=tree_urls,
+            self.client,
+            self.settings.examiner_role,
+            root=root,
+            chain=chain,
+            targets=targets,
+            depth=depth,
+            earlier_questions=earlier,
+            tree_urls=tree_urls,
             page_budget_chars=self.settings.page_budget_chars,
-            max_attempts=self.settings.task_attempts)
+            max_attempts=self.settings.task_attempts,
+        )
         task = task_out.task
         if task is None:
             return void(f"task: {task_out.error}", task_out, urls), None
@@ -189,24 +236,44 @@ class MatchRunner:
         convs = []
         for side in ("a", "b"):
             current = conv[side]
-            convs.append(Conversation(task.question, targets=sources) if current is None
-                         else dataclasses.replace(current.then(last[side], task.question),
-                                                  targets=sources))
+            convs.append(
+                Conversation(task.question, targets=sources)
+                if current is None
+                else dataclasses.replace(current.then(last[side], task.question), targets=sources)
+            )
         limits = word_limit(width, depth)
-        play = await play_round(task, (self.a, self.b), (self.agent_a, self.agent_b),
-                                (convs[0], convs[1]), limits, self.client,
-                                self.settings.examiner_role)
+        play = await play_round(
+            task,
+            (self.a, self.b),
+            (self.agent_a, self.agent_b),
+            (convs[0], convs[1]),
+            limits,
+            self.client,
+            self.settings.examiner_role,
+        )
         for name, ans in zip((self.a, self.b), play.answers, strict=True):
             if ans is not None:
-                self.timings.append(AnswerTiming(self.match_id, index, name, ans.wall_s,
-                                                 ans.model_s))
+                self.timings.append(
+                    AnswerTiming(self.match_id, index, name, ans.wall_s, ans.model_s)
+                )
         a_ans, b_ans = play.stable
         if not play.played:
             return void(play.void, task_out, urls, a_ans, b_ans), None
         first, second = play.answers
         assert first is not None and second is not None
-        rec = RoundRecord(index, node, depth, width, urls, task_out, a_ans, b_ans, play.judgment,
-                          MatchScore(0, 0, 0, 0), None)
+        rec = RoundRecord(
+            index,
+            node,
+            depth,
+            width,
+            urls,
+            task_out,
+            a_ans,
+            b_ans,
+            play.judgment,
+            MatchScore(0, 0, 0, 0),
+            None,
+        )
         return rec, [(convs[0], first), (convs[1], second)]
 
 

@@ -39,8 +39,9 @@ class Rating(Record):
     rank: int
 
 
-def _neg_log_likelihood(theta: np.ndarray, ia: np.ndarray, ib: np.ndarray, s: np.ndarray,
-                        prior_games: float) -> tuple[float, np.ndarray]:
+def _neg_log_likelihood(
+    theta: np.ndarray, ia: np.ndarray, ib: np.ndarray, s: np.ndarray, prior_games: float
+) -> tuple[float, np.ndarray]:
     diff = theta[ia] - theta[ib]
     # log sigma(x) computed stably as -logaddexp(0, -x)
     nll = float(np.sum(s * np.logaddexp(0.0, -diff) + (1.0 - s) * np.logaddexp(0.0, diff)))
@@ -55,8 +56,9 @@ def _neg_log_likelihood(theta: np.ndarray, ia: np.ndarray, ib: np.ndarray, s: np
     return nll, grad
 
 
-def fit_strengths(agents: Sequence[str], games: Sequence[Game], *,
-                  prior_games: float = 1.0) -> np.ndarray:
+def fit_strengths(
+    agents: Sequence[str], games: Sequence[Game], *, prior_games: float = 1.0
+) -> np.ndarray:
     """Natural-log strengths theta (mean zero), in the order of `agents`."""
     index = {name: i for i, name in enumerate(agents)}
     if len(index) != len(agents):
@@ -67,8 +69,14 @@ def fit_strengths(agents: Sequence[str], games: Sequence[Game], *,
     ia = np.array([index[g.a] for g in games])
     ib = np.array([index[g.b] for g in games])
     s = np.array([g.score_a for g in games], dtype=float)
-    result = minimize(_neg_log_likelihood, theta0, args=(ia, ib, s, prior_games), jac=True,
-                      method="L-BFGS-B", options={"maxiter": 1000, "gtol": 1e-10})
+    result = minimize(
+        _neg_log_likelihood,
+        theta0,
+        args=(ia, ib, s, prior_games),
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": 1000, "gtol": 1e-10},
+    )
     theta: np.ndarray = np.asarray(result.x, dtype=float)
     centred: np.ndarray = theta - theta.mean()
     return centred
@@ -84,8 +92,15 @@ def interval_ranks(lower: Sequence[float], upper: Sequence[float]) -> list[int]:
     return [1 + sum(1 for lo in lower if lo > up) for up in upper]
 
 
-def rate(agents: Sequence[str], games: Sequence[Game], *, resamples: int = 1000,
-         seed: int = 0, prior_games: float = 1.0, level: float = 0.95) -> list[Rating]:
+def rate(
+    agents: Sequence[str],
+    games: Sequence[Game],
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    prior_games: float = 1.0,
+    level: float = 0.95,
+) -> list[Rating]:
     """Fit, bootstrap over games (seeded), and rank; sorted by rating, then name."""
     agents = sorted(agents)
     point = to_elo(fit_strengths(agents, games, prior_games=prior_games))
@@ -102,6 +117,14 @@ def rate(agents: Sequence[str], games: Sequence[Game], *, resamples: int = 1000,
     else:
         lower, upper = point.copy(), point.copy()
     ranks = interval_ranks(list(lower), list(upper))
-    rows = [Rating(a, round(float(point[i]), 6), round(float(lower[i]), 6),
-                   round(float(upper[i]), 6), ranks[i]) for i, a in enumerate(agents)]
+    rows = [
+        Rating(
+            a,
+            round(float(point[i]), 6),
+            round(float(lower[i]), 6),
+            round(float(upper[i]), 6),
+            ranks[i],
+        )
+        for i, a in enumerate(agents)
+    ]
     return sorted(rows, key=lambda r: (-r.rating, r.agent))

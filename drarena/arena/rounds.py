@@ -22,18 +22,27 @@ def stable_answer(answer: Answer) -> Answer:
     """The answer without what differs between a run and its replay (timings, cache hits)."""
     steps = tuple(
         dataclasses.replace(
-            s, model=None if s.model is None else dataclasses.replace(
-                s.model, latency_s=0.0, cached=False),
-            tools=tuple(dataclasses.replace(t, latency_s=0.0) for t in s.tools))
-        for s in answer.trajectory.steps)
-    return dataclasses.replace(answer, wall_s=0.0, model_s=0.0,
-                               trajectory=dataclasses.replace(answer.trajectory, steps=steps))
+            s,
+            model=None
+            if s.model is None
+            else dataclasses.replace(s.model, latency_s=0.0, cached=False),
+            tools=tuple(dataclasses.replace(t, latency_s=0.0) for t in s.tools),
+        )
+        for s in answer.trajectory.steps
+    )
+    return dataclasses.replace(
+        answer,
+        wall_s=0.0,
+        model_s=0.0,
+        trajectory=dataclasses.replace(answer.trajectory, steps=steps),
+    )
 
 
 def for_judge(answer: Answer) -> AnswerForJudge:
     """What the Examiner sees of an answer: the report and its citation counts."""
-    return AnswerForJudge(answer.report, answer.check.cited, answer.check.valid,
-                          answer.check.fabricated)
+    return AnswerForJudge(
+        answer.report, answer.check.cited, answer.check.valid, answer.check.fabricated
+    )
 
 
 def failure(answer: Answer | BaseException) -> str:
@@ -60,22 +69,30 @@ class RoundPlay:
         return not self.void and self.judgment is not None
 
 
-async def play_round(task: Task, names: tuple[str, str], agents: tuple[Agent, Agent],
-                     conversations: tuple[Conversation, Conversation],
-                     word_limit: tuple[int, int], client: ModelClient, examiner_role: str
-                     ) -> RoundPlay:
+async def play_round(
+    task: Task,
+    names: tuple[str, str],
+    agents: tuple[Agent, Agent],
+    conversations: tuple[Conversation, Conversation],
+    word_limit: tuple[int, int],
+    client: ModelClient,
+    examiner_role: str,
+) -> RoundPlay:
     """Both agents answer concurrently (a raising agent is a recorded failure, never a crash),
     then the Examiner judges both orders. A failed agent or judge makes the round void: it
     never scores as a tie or a win."""
-    got = await asyncio.gather(agents[0].answer(conversations[0], word_limit),
-                               agents[1].answer(conversations[1], word_limit),
-                               return_exceptions=True)
+    got = await asyncio.gather(
+        agents[0].answer(conversations[0], word_limit),
+        agents[1].answer(conversations[1], word_limit),
+        return_exceptions=True,
+    )
     answers = tuple(g if isinstance(g, Answer) else None for g in got)
     stable = tuple(None if a is None else stable_answer(a) for a in answers)
     pair = (answers[0], answers[1])
     stable_pair = (stable[0], stable[1])
-    problems = [f"agent {n} failed: {p}" for n, g in zip(names, got, strict=True)
-                if (p := failure(g))]
+    problems = [
+        f"agent {n} failed: {p}" for n, g in zip(names, got, strict=True) if (p := failure(g))
+    ]
     if problems:
         return RoundPlay(pair, stable_pair, None, "; ".join(problems))
     a, b = pair

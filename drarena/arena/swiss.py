@@ -30,8 +30,9 @@ def default_rounds(n_agents: int) -> int:
     return math.ceil(math.log2(n_agents)) + 1
 
 
-def _pair_without_repeats(order: list[str], played: Collection[frozenset[str]]
-                          ) -> list[tuple[str, str]] | None:
+def _pair_without_repeats(
+    order: list[str], played: Collection[frozenset[str]]
+) -> list[tuple[str, str]] | None:
     if not order:
         return []
     first, rest = order[0], order[1:]
@@ -44,9 +45,13 @@ def _pair_without_repeats(order: list[str], played: Collection[frozenset[str]]
     return None
 
 
-def pair_round(agents: Sequence[str], ratings: Mapping[str, float] | None,
-               played: Collection[frozenset[str]], byes: Collection[str],
-               rng: random.Random) -> Pairing:
+def pair_round(
+    agents: Sequence[str],
+    ratings: Mapping[str, float] | None,
+    played: Collection[frozenset[str]],
+    byes: Collection[str],
+    rng: random.Random,
+) -> Pairing:
     """Pairs for the next round. ratings=None means the first round: a seeded shuffle.
 
     Later rounds order agents by rating (then name) and pair each with the nearest-rated

@@ -52,16 +52,24 @@ def current_ratings(agents: Sequence[str], records: Sequence[MatchRecord]) -> di
     return {a: float(r) for a, r in zip(agents, elo, strict=True)}
 
 
-def plan_round(agents: Sequence[str], tree_ids: Sequence[str], swiss_round: int, seed: int,
-               earlier: Sequence[MatchRecord], byes: Sequence[str]) -> tuple[Pairing,
-                                                                      list[PlannedMatch]]:
+def plan_round(
+    agents: Sequence[str],
+    tree_ids: Sequence[str],
+    swiss_round: int,
+    seed: int,
+    earlier: Sequence[MatchRecord],
+    byes: Sequence[str],
+) -> tuple[Pairing, list[PlannedMatch]]:
     """Round `swiss_round` (0-based): pure function of the seed and earlier matches."""
     agents = sorted(agents)
     ratings = None if swiss_round == 0 else current_ratings(agents, earlier)
     played = {frozenset((m.a, m.b)) for m in earlier}
     pairing = pair_round(agents, ratings, played, set(byes), round_rng(seed, swiss_round))
-    planned = [PlannedMatch(f"r{swiss_round}-{a}-vs-{b}-{tree}", swiss_round, a, b, tree)
-               for a, b in pairing.pairs for tree in tree_ids]
+    planned = [
+        PlannedMatch(f"r{swiss_round}-{a}-vs-{b}-{tree}", swiss_round, a, b, tree)
+        for a, b in pairing.pairs
+        for tree in tree_ids
+    ]
     return pairing, planned
 
 
@@ -82,7 +90,8 @@ class Tournament:
     # live mode walks trees over today's pages (drarena.arena.live); None: the snapshot's
     walker_factory: Callable[[Tree, random.Random], TreeWalker] | None = None
     log: Callable[[str], None] = dataclasses.field(
-        default=lambda line: print(line, file=sys.stderr, flush=True))
+        default=lambda line: print(line, file=sys.stderr, flush=True)
+    )
 
     def n_rounds(self) -> int:
         return self.rounds or default_rounds(len(self.agents))
@@ -100,17 +109,20 @@ class Tournament:
             if pairing.bye:
                 byes.append(pairing.bye)
             pending = [p for p in planned if p.match_id not in done]
-            self.log(f"swiss round {r + 1}/{self.n_rounds()}: "
-                     + ", ".join(f"{a} vs {b}" for a, b in pairing.pairs)
-                     + (f"; bye {pairing.bye}" if pairing.bye else "")
-                     + f" ({len(planned) - len(pending)} of {len(planned)} matches on disk)")
+            self.log(
+                f"swiss round {r + 1}/{self.n_rounds()}: "
+                + ", ".join(f"{a} vs {b}" for a, b in pairing.pairs)
+                + (f"; bye {pairing.bye}" if pairing.bye else "")
+                + f" ({len(planned) - len(pending)} of {len(planned)} matches on disk)"
+            )
             await self._play_all(pending, done)
             log += [done[p.match_id] for p in planned]
             self.run.write_log(log)
         return log
 
-    async def _play_all(self, pending: Sequence[PlannedMatch],
-                        done: dict[str, MatchRecord]) -> None:
+    async def _play_all(
+        self, pending: Sequence[PlannedMatch], done: dict[str, MatchRecord]
+    ) -> None:
         gate = asyncio.Semaphore(self.concurrency)
 
         async def one(p: PlannedMatch) -> None:
@@ -118,21 +130,36 @@ class Tournament:
                 record = await self.play_match(p)
             self.run.save_match(record)
             done[p.match_id] = record
-            self.log(f"  {p.match_id}: {record.outcome.value} "
-                     f"{record.score.points_a}-{record.score.points_b} in "
-                     f"{len(record.rounds)} round(s)"
-                     + (f" [void: {record.void_reason[:120]}]" if record.void_reason else ""))
+            self.log(
+                f"  {p.match_id}: {record.outcome.value} "
+                f"{record.score.points_a}-{record.score.points_b} in "
+                f"{len(record.rounds)} round(s)"
+                + (f" [void: {record.void_reason[:120]}]" if record.void_reason else "")
+            )
 
         await asyncio.gather(*(one(p) for p in pending))
 
     async def play_match(self, p: PlannedMatch) -> MatchRecord:
         rng = match_rng(self.seed, p.a, p.b, p.tree)
-        walker = (self.walker_factory(self.trees[p.tree], rng) if self.walker_factory
-                  else TreeWalker(tree=self.trees[p.tree], pages=self.pages, rng=rng,
-                                  expander=self.expander))
-        runner = MatchRunner(p.match_id, p.swiss_round, p.a, p.b, self.agents[p.a],
-                             self.agents[p.b], walker, self.client, self.settings,
-                             match_seed(self.seed, p.a, p.b, p.tree))
+        walker = (
+            self.walker_factory(self.trees[p.tree], rng)
+            if self.walker_factory
+            else TreeWalker(
+                tree=self.trees[p.tree], pages=self.pages, rng=rng, expander=self.expander
+            )
+        )
+        runner = MatchRunner(
+            p.match_id,
+            p.swiss_round,
+            p.a,
+            p.b,
+            self.agents[p.a],
+            self.agents[p.b],
+            walker,
+            self.client,
+            self.settings,
+            match_seed(self.seed, p.a, p.b, p.tree),
+        )
         record = await runner.run()
         self.run.append_timings(runner.timings)
         return record
@@ -156,11 +183,17 @@ class Tournament:
             if not rivals:
                 break
             rival = min(rivals, key=lambda a: (abs(ratings[a] - ratings[newcomer]), a))
-            planned = [PlannedMatch(f"r{first + i}-{newcomer}-vs-{rival}-{tree}", first + i,
-                                    newcomer, rival, tree) for tree in sorted(self.trees)]
+            planned = [
+                PlannedMatch(
+                    f"r{first + i}-{newcomer}-vs-{rival}-{tree}", first + i, newcomer, rival, tree
+                )
+                for tree in sorted(self.trees)
+            ]
             pending = [p for p in planned if p.match_id not in done]
-            self.log(f"placement round {i + 1}: {newcomer} vs {rival} "
-                     f"({len(planned) - len(pending)} of {len(planned)} matches on disk)")
+            self.log(
+                f"placement round {i + 1}: {newcomer} vs {rival} "
+                f"({len(planned) - len(pending)} of {len(planned)} matches on disk)"
+            )
             await self._play_all(pending, done)
             log = [*log, *(done[p.match_id] for p in planned)]
             self.run.write_log(log)

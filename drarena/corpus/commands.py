@@ -13,9 +13,11 @@ from typing import Any
 
 def register(subparsers: Any) -> None:
     ext = subparsers.add_parser(
-        "extract", help="snapshot -> docs.jsonl + links.jsonl",
+        "extract",
+        help="snapshot -> docs.jsonl + links.jsonl",
         description="Extract main text (trafilatura), title and links of every HTML page of a "
-        "snapshot into <snapshot>/docs.jsonl and links.jsonl. Does nothing when up to date.")
+        "snapshot into <snapshot>/docs.jsonl and links.jsonl. Does nothing when up to date.",
+    )
     ext.add_argument("snapshot", type=Path, help="snapshot folder, e.g. snapshots/pydocs")
     ext.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
     ext.add_argument("--force", action="store_true", help="extract even when up to date")
@@ -23,21 +25,26 @@ def register(subparsers: Any) -> None:
     ext.set_defaults(func=cmd_extract)
 
     trees = subparsers.add_parser(
-        "trees", help="build Information Trees, or `trees show TREE`",
+        "trees",
+        help="build Information Trees, or `trees show TREE`",
         description="`drarena trees SNAPSHOT --count N --seed S` builds N seeded trees into "
         "<snapshot>/trees/ (extracting first if needed). `drarena trees show TREE` prints one "
-        "tree indented; with --dot it prints Graphviz DOT.")
+        "tree indented; with --dot it prints Graphviz DOT.",
+    )
     trees.add_argument("snapshot", type=Path, help="snapshot folder, or the word `show`")
     trees.add_argument("tree", type=Path, nargs="?", help="tree file (with `show`)")
     trees.add_argument("--count", type=int, default=10, help="number of trees (default 10)")
     trees.add_argument("--seed", type=int, default=1, help="seed (default 1)")
     trees.add_argument("--max-depth", type=int, default=None, help="depth cap (default 4)")
-    trees.add_argument("--max-width", type=int, default=None,
-                       help="children per node cap (default 6)")
-    trees.add_argument("--max-nodes", type=int, default=None,
-                       help="nodes per tree cap (default 150)")
-    trees.add_argument("--workers", type=int, default=None,
-                       help="extraction processes, when extraction is needed")
+    trees.add_argument(
+        "--max-width", type=int, default=None, help="children per node cap (default 6)"
+    )
+    trees.add_argument(
+        "--max-nodes", type=int, default=None, help="nodes per tree cap (default 150)"
+    )
+    trees.add_argument(
+        "--workers", type=int, default=None, help="extraction processes, when extraction is needed"
+    )
     trees.add_argument("--dot", action="store_true", help="with `show`: Graphviz DOT output")
     trees.add_argument("--no-progress", action="store_true", help="no progress bar")
     trees.set_defaults(func=cmd_trees)
@@ -46,23 +53,31 @@ def register(subparsers: Any) -> None:
 def cmd_extract(args: argparse.Namespace) -> int:
     from drarena.corpus.extract import extract_snapshot
 
-    result = extract_snapshot(args.snapshot, workers=args.workers, force=args.force,
-                              progress=not args.no_progress)
+    result = extract_snapshot(
+        args.snapshot, workers=args.workers, force=args.force, progress=not args.no_progress
+    )
     c = result.counts
     if result.up_to_date:
         print(f"{result.docs_path.parent}: up to date ({c['pages']} pages, {c['links']} links)")
         return 0
-    print(f"{result.docs_path}: {c['pages']} pages ({c['content_pages']} with unique content; "
-          f"near-empty {c['near_empty']}, duplicates {c['duplicates']}, unparsable "
-          f"{c['unparsable']}, fallback text {c['fallback_text']}, truncated {c['truncated']})")
-    print(f"{result.links_path}: {c['links']} links ({c['nav_links']} navigation, "
-          f"{c['in_snapshot_links']} in the snapshot, {c['self_links']} self-links left out)")
+    print(
+        f"{result.docs_path}: {c['pages']} pages ({c['content_pages']} with unique content; "
+        f"near-empty {c['near_empty']}, duplicates {c['duplicates']}, unparsable "
+        f"{c['unparsable']}, fallback text {c['fallback_text']}, truncated {c['truncated']})"
+    )
+    print(
+        f"{result.links_path}: {c['links']} links ({c['nav_links']} navigation, "
+        f"{c['in_snapshot_links']} in the snapshot, {c['self_links']} self-links left out)"
+    )
     skipped = ", ".join(f"{k} {v}" for k, v in c["skipped_responses"].items())
     if skipped:
         print(f"responses not extracted: {skipped}")
     if c["pages"] == 0:
-        print(f"warning: no HTML pages in {result.snapshot_dir} "
-              f"({c['responses']} responses); see {result.manifest_path}", file=sys.stderr)
+        print(
+            f"warning: no HTML pages in {result.snapshot_dir} "
+            f"({c['responses']} responses); see {result.manifest_path}",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -71,25 +86,32 @@ def cmd_trees(args: argparse.Namespace) -> int:
 
     if str(args.snapshot) == "show":
         if args.tree is None:
-            raise DrarenaError("trees show: give a tree file, e.g. snapshots/pydocs/trees/"
-                               "tree-000.json")
+            raise DrarenaError(
+                "trees show: give a tree file, e.g. snapshots/pydocs/trees/tree-000.json"
+            )
         return _show(args.tree, args.dot)
     if args.tree is not None:
-        raise DrarenaError(f"trees: unexpected argument {args.tree} (did you mean "
-                           f"`drarena trees show {args.tree}`?)")
+        raise DrarenaError(
+            f"trees: unexpected argument {args.tree} (did you mean "
+            f"`drarena trees show {args.tree}`?)"
+        )
     from drarena.corpus.trees import TreeParams, build_snapshot_trees, load_tree, summarize
 
     defaults = TreeParams()
     params = TreeParams(
-        count=args.count, seed=args.seed,
+        count=args.count,
+        seed=args.seed,
         max_depth=args.max_depth if args.max_depth is not None else defaults.max_depth,
         max_width=args.max_width if args.max_width is not None else defaults.max_width,
-        max_nodes=args.max_nodes if args.max_nodes is not None else defaults.max_nodes)
-    result = build_snapshot_trees(args.snapshot, params, workers=args.workers,
-                                  progress=not args.no_progress)
+        max_nodes=args.max_nodes if args.max_nodes is not None else defaults.max_nodes,
+    )
+    result = build_snapshot_trees(
+        args.snapshot, params, workers=args.workers, progress=not args.no_progress
+    )
     state = "up to date" if result.up_to_date else "written"
-    print(f"{result.out_dir}: {len(result.files)} trees {state} "
-          f"({result.candidates} root candidates)")
+    print(
+        f"{result.out_dir}: {len(result.files)} trees {state} ({result.candidates} root candidates)"
+    )
     print(summarize([load_tree(f) for f in result.files]))
     return 0
 

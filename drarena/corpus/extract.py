@@ -106,8 +106,9 @@ def is_html(response: ResponseLike) -> bool:
     ctype = response.content_type.lower()
     if "html" in ctype:
         return True
-    if ctype not in ("", "unk") and not ctype.startswith(("text/plain",
-                                                          "application/octet-stream")):
+    if ctype not in ("", "unk") and not ctype.startswith(
+        ("text/plain", "application/octet-stream")
+    ):
         return False
     return response.body[:512].lstrip().lower().startswith(_HTML_SNIFF)
 
@@ -164,8 +165,9 @@ def _extract_job(job: Job) -> PageExtract:
     try:
         return extract_page(body, url, content_type, max_bytes=max_bytes)
     except Exception as exc:  # a bug on one page must not lose the others; reported per page
-        return PageExtract(url=url, extractor="none",
-                           error=f"extraction failed: {type(exc).__name__}: {exc}"[:200])
+        return PageExtract(
+            url=url, extractor="none", error=f"extraction failed: {type(exc).__name__}: {exc}"[:200]
+        )
 
 
 def _pool_context() -> Any:
@@ -175,13 +177,18 @@ def _pool_context() -> Any:
     return ctx
 
 
-def run_extraction(jobs: Sequence[Job], workers: int,
-                   progress: bool = True) -> list[PageExtract]:
+def run_extraction(jobs: Sequence[Job], workers: int, progress: bool = True) -> list[PageExtract]:
     """extract_page over every job, in order, on `workers` processes (1: in this process)."""
     from tqdm import tqdm
 
-    bar = tqdm(total=len(jobs), desc="extract", unit="page", file=sys.stderr,
-               disable=not progress, mininterval=0.5)
+    bar = tqdm(
+        total=len(jobs),
+        desc="extract",
+        unit="page",
+        file=sys.stderr,
+        disable=not progress,
+        mininterval=0.5,
+    )
     results: list[PageExtract] = []
     with bar:
         if workers <= 1 or len(jobs) < 2:
@@ -197,8 +204,9 @@ def run_extraction(jobs: Sequence[Job], workers: int,
     return results
 
 
-def build_records(sel: Selection, pages: Sequence[PageExtract], rule: RepeatRule | None = None
-                  ) -> tuple[list[Doc], list[Link], dict[str, Any]]:
+def build_records(
+    sel: Selection, pages: Sequence[PageExtract], rule: RepeatRule | None = None
+) -> tuple[list[Doc], list[Link], dict[str, Any]]:
     """Docs with quality flags, links with navigation and in-snapshot flags, and the report."""
     rule = rule or RepeatRule()
     aliases_of: dict[str, list[str]] = {}
@@ -207,23 +215,40 @@ def build_records(sel: Selection, pages: Sequence[PageExtract], rule: RepeatRule
     ids = {p.canonical_url: doc_id(p.canonical_url) for p in sel.pages}
     docs: list[Doc] = []
     first_by_digest: dict[str, str] = {}
-    report: dict[str, Any] = {"near_empty": [], "duplicates": [], "unparsable": [],
-                              "fallback_text": [], "truncated": []}
+    report: dict[str, Any] = {
+        "near_empty": [],
+        "duplicates": [],
+        "unparsable": [],
+        "fallback_text": [],
+        "truncated": [],
+    }
     for response, page in zip(sel.pages, pages, strict=True):
         digest = text_digest(page.text)
         near_empty = len(page.text) < NEAR_EMPTY_CHARS
         dup = None if near_empty else first_by_digest.setdefault(digest, ids[page.url])
         dup = None if dup == ids[page.url] else dup
-        docs.append(Doc(
-            id=ids[page.url], url=page.url, title=page.title, contents=page.text,
-            record_id=response.record_id, payload_digest=response.payload_digest,
-            digest=digest, chars=len(page.text), link_chars=page.link_chars,
-            description=page.description, lang=page.lang,
-            warc_date=response.warc_date, encoding=page.encoding, extractor=page.extractor,
-            near_empty=near_empty, duplicate_of=dup,
-            truncated=page.truncated or response.truncated,
-            aliases=tuple(sorted(aliases_of.get(page.url, ()))),
-        ))
+        docs.append(
+            Doc(
+                id=ids[page.url],
+                url=page.url,
+                title=page.title,
+                contents=page.text,
+                record_id=response.record_id,
+                payload_digest=response.payload_digest,
+                digest=digest,
+                chars=len(page.text),
+                link_chars=page.link_chars,
+                description=page.description,
+                lang=page.lang,
+                warc_date=response.warc_date,
+                encoding=page.encoding,
+                extractor=page.extractor,
+                near_empty=near_empty,
+                duplicate_of=dup,
+                truncated=page.truncated or response.truncated,
+                aliases=tuple(sorted(aliases_of.get(page.url, ()))),
+            )
+        )
         if near_empty:
             report["near_empty"].append(page.url)
         if dup:
@@ -235,8 +260,12 @@ def build_records(sel: Selection, pages: Sequence[PageExtract], rule: RepeatRule
         if page.truncated or response.truncated:
             report["truncated"].append(page.url)
     repeated = repeated_pairs(
-        [[(sel.aliases.get(raw.target_url, raw.target_url), raw.anchor) for raw in p.links]
-         for p in pages], rule)
+        [
+            [(sel.aliases.get(raw.target_url, raw.target_url), raw.anchor) for raw in p.links]
+            for p in pages
+        ],
+        rule,
+    )
     links: list[Link] = []
     self_links = sum(p.self_links for p in pages)
     skipped_links: Counter[str] = Counter()
@@ -249,22 +278,39 @@ def build_records(sel: Selection, pages: Sequence[PageExtract], rule: RepeatRule
                 continue
             repeat = (target_url, normalize_anchor(raw.anchor)) in repeated
             reason = raw.furniture or ("repeated" if repeat else "")
-            links.append(Link(
-                source=ids[page.url], source_url=page.url, target_url=target_url,
-                target=ids.get(target_url), anchor=raw.anchor, context=raw.context,
-                ordinal=raw.ordinal, in_snapshot=target_url in ids, is_nav=bool(reason),
-                nav_reason=reason, fragment=raw.fragment, in_list=raw.in_list, hint=raw.hint,
-            ))
+            links.append(
+                Link(
+                    source=ids[page.url],
+                    source_url=page.url,
+                    target_url=target_url,
+                    target=ids.get(target_url),
+                    anchor=raw.anchor,
+                    context=raw.context,
+                    ordinal=raw.ordinal,
+                    in_snapshot=target_url in ids,
+                    is_nav=bool(reason),
+                    nav_reason=reason,
+                    fragment=raw.fragment,
+                    in_list=raw.in_list,
+                    hint=raw.hint,
+                )
+            )
     counts = {
-        "responses": sel.responses, "pages": len(docs),
+        "responses": sel.responses,
+        "pages": len(docs),
         "content_pages": sum(d.is_content for d in docs),
-        "near_empty": len(report["near_empty"]), "duplicates": len(report["duplicates"]),
-        "unparsable": len(report["unparsable"]), "fallback_text": len(report["fallback_text"]),
-        "truncated": len(report["truncated"]), "redirect_aliases": len(sel.aliases),
-        "links": len(links), "nav_links": sum(lk.is_nav for lk in links),
+        "near_empty": len(report["near_empty"]),
+        "duplicates": len(report["duplicates"]),
+        "unparsable": len(report["unparsable"]),
+        "fallback_text": len(report["fallback_text"]),
+        "truncated": len(report["truncated"]),
+        "redirect_aliases": len(sel.aliases),
+        "links": len(links),
+        "nav_links": sum(lk.is_nav for lk in links),
         "in_snapshot_links": sum(lk.in_snapshot for lk in links),
         "content_links_in_snapshot": sum(lk.in_snapshot and not lk.is_nav for lk in links),
-        "self_links": self_links, "skipped_links": dict(sorted(skipped_links.items())),
+        "self_links": self_links,
+        "skipped_links": dict(sorted(skipped_links.items())),
         "skipped_responses": dict(sorted(sel.skipped.items())),
     }
     return docs, links, {"counts": counts, **report}
@@ -283,9 +329,14 @@ def _params(max_page_bytes: int, decode_limit: int | None = None) -> dict[str, A
     import trafilatura
 
     rule = RepeatRule()
-    params = {"extract_version": EXTRACT_VERSION, "trafilatura": trafilatura.__version__,
-              "near_empty_chars": NEAR_EMPTY_CHARS, "max_page_bytes": max_page_bytes,
-              "nav_repeat_share": rule.share, "nav_repeat_min_pages": rule.min_pages}
+    params = {
+        "extract_version": EXTRACT_VERSION,
+        "trafilatura": trafilatura.__version__,
+        "near_empty_chars": NEAR_EMPTY_CHARS,
+        "max_page_bytes": max_page_bytes,
+        "nav_repeat_share": rule.share,
+        "nav_repeat_min_pages": rule.min_pages,
+    }
     if decode_limit is not None:  # bodies were decoded up to this many bytes
         params["max_decoded_bytes"] = decode_limit
     return params
@@ -315,15 +366,30 @@ def _up_to_date(out: Path, fingerprint: str, params: dict[str, Any]) -> dict[str
 def _result(out: Path, manifest: dict[str, Any], up_to_date: bool) -> ExtractResult:
     counts = manifest["counts"]
     return ExtractResult(
-        snapshot_dir=out, docs_path=out / DOCS_FILE, links_path=out / LINKS_FILE,
-        manifest_path=out / MANIFEST_FILE, fingerprint=manifest["snapshot_fingerprint"],
-        docs=counts["pages"], links=counts["links"], counts=counts, up_to_date=up_to_date)
+        snapshot_dir=out,
+        docs_path=out / DOCS_FILE,
+        links_path=out / LINKS_FILE,
+        manifest_path=out / MANIFEST_FILE,
+        fingerprint=manifest["snapshot_fingerprint"],
+        docs=counts["pages"],
+        links=counts["links"],
+        counts=counts,
+        up_to_date=up_to_date,
+    )
 
 
-def extract_responses(responses: Iterable[ResponseLike], out: Path, *, name: str,
-                      fingerprint: str, workers: int | None = None, force: bool = False,
-                      progress: bool = True, max_page_bytes: int = MAX_PAGE_BYTES,
-                      decode_limit: int | None = None) -> ExtractResult:
+def extract_responses(
+    responses: Iterable[ResponseLike],
+    out: Path,
+    *,
+    name: str,
+    fingerprint: str,
+    workers: int | None = None,
+    force: bool = False,
+    progress: bool = True,
+    max_page_bytes: int = MAX_PAGE_BYTES,
+    decode_limit: int | None = None,
+) -> ExtractResult:
     """The stage body over any source of responses; writes into `out`. `decode_limit`: the
     cap the responses' bodies were decoded with (a page cut there is flagged truncated)."""
     params = _params(max_page_bytes, decode_limit)
@@ -341,21 +407,32 @@ def extract_responses(responses: Iterable[ResponseLike], out: Path, *, name: str
         _write_lines(out / DOCS_FILE, (d.to_json() for d in docs))
         _write_lines(out / LINKS_FILE, (lk.to_json() for lk in links))
         manifest = {
-            "stage": "extract", "snapshot": name, "snapshot_fingerprint": fingerprint,
-            "params": params, **report,
-            "outputs": {DOCS_FILE: file_sha256(out / DOCS_FILE),
-                        LINKS_FILE: file_sha256(out / LINKS_FILE)},
+            "stage": "extract",
+            "snapshot": name,
+            "snapshot_fingerprint": fingerprint,
+            "params": params,
+            **report,
+            "outputs": {
+                DOCS_FILE: file_sha256(out / DOCS_FILE),
+                LINKS_FILE: file_sha256(out / LINKS_FILE),
+            },
         }
-        _write_lines(out / MANIFEST_FILE,
-                     [json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=False)])
+        _write_lines(
+            out / MANIFEST_FILE,
+            [json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=False)],
+        )
     except OSError as exc:
         raise DrarenaError(f"{out}: cannot write extraction output ({exc})") from None
     return _result(out, manifest, up_to_date=False)
 
 
-def extract_snapshot(snapshot_dir: Path, workers: int | None = None, force: bool = False,
-                     progress: bool = True, max_page_bytes: int = MAX_PAGE_BYTES
-                     ) -> ExtractResult:
+def extract_snapshot(
+    snapshot_dir: Path,
+    workers: int | None = None,
+    force: bool = False,
+    progress: bool = True,
+    max_page_bytes: int = MAX_PAGE_BYTES,
+) -> ExtractResult:
     """Extract a snapshot in place (docs.jsonl, links.jsonl, extract-manifest.json next to its
     WARC files). Does nothing when the outputs match the snapshot fingerprint."""
     from drarena.web.snapshot import Snapshot
@@ -366,10 +443,17 @@ def extract_snapshot(snapshot_dir: Path, workers: int | None = None, force: bool
         # kept for selection. The output is the same; many bombs cost what as many honest
         # pages of max_page_bytes do.
         snap.decode_limit = min(snap.decode_limit, max_page_bytes + 1)
-        return extract_responses(snap.iter_responses(), Path(snap.path), name=snap.name,
-                                 fingerprint=snap.fingerprint, workers=workers, force=force,
-                                 progress=progress, max_page_bytes=max_page_bytes,
-                                 decode_limit=snap.decode_limit)
+        return extract_responses(
+            snap.iter_responses(),
+            Path(snap.path),
+            name=snap.name,
+            fingerprint=snap.fingerprint,
+            workers=workers,
+            force=force,
+            progress=progress,
+            max_page_bytes=max_page_bytes,
+            decode_limit=snap.decode_limit,
+        )
 
 
 def _iter_jsonl(path: Path, what: str) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -21,14 +21,34 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 FURNITURE_TAGS = frozenset({"nav", "header", "footer", "aside"})
-FURNITURE_ROLES = frozenset({"navigation", "banner", "contentinfo", "complementary", "search",
-                             "menu", "menubar"})
+FURNITURE_ROLES = frozenset(
+    {"navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar"}
+)
 # Matched against whole tokens of class and id values split on space, '-' and '_'.
-FURNITURE_TOKENS = frozenset({
-    "nav", "navbar", "navigation", "navlinks", "menu", "menubar", "breadcrumb", "breadcrumbs",
-    "sidebar", "sphinxsidebar", "sidebarwrapper", "related", "footer", "masthead", "topbar",
-    "pagination", "pager", "sitemap", "skip", "toolbar",
-})
+FURNITURE_TOKENS = frozenset(
+    {
+        "nav",
+        "navbar",
+        "navigation",
+        "navlinks",
+        "menu",
+        "menubar",
+        "breadcrumb",
+        "breadcrumbs",
+        "sidebar",
+        "sphinxsidebar",
+        "sidebarwrapper",
+        "related",
+        "footer",
+        "masthead",
+        "topbar",
+        "pagination",
+        "pager",
+        "sitemap",
+        "skip",
+        "toolbar",
+    }
+)
 # A content container stops the climb: furniture outside the main content does not leak in.
 CONTENT_ROLES = frozenset({"main", "article"})
 _TOKEN_SPLIT = re.compile(r"[\s_\-]+")

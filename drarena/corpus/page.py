@@ -20,11 +20,39 @@ from drarena.web.urls import canonicalize_url
 
 MAX_PAGE_BYTES = 4 * 1024 * 1024  # larger bodies are cut here and flagged `truncated`
 CONTEXT_CHARS = 160  # surrounding text kept on each side of an anchor
-BLOCK_TAGS = frozenset({
-    "p", "li", "dd", "dt", "td", "th", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6",
-    "div", "section", "article", "pre", "caption", "figcaption", "table", "ul", "ol", "dl",
-    "body", "nav", "header", "footer", "aside", "main",
-})
+BLOCK_TAGS = frozenset(
+    {
+        "p",
+        "li",
+        "dd",
+        "dt",
+        "td",
+        "th",
+        "blockquote",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "div",
+        "section",
+        "article",
+        "pre",
+        "caption",
+        "figcaption",
+        "table",
+        "ul",
+        "ol",
+        "dl",
+        "body",
+        "nav",
+        "header",
+        "footer",
+        "aside",
+        "main",
+    }
+)
 SKIP_TEXT_TAGS = frozenset({"script", "style", "template"})
 _CHARSET_META = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.I)
 _PILCROW_EOL = re.compile(r"¶[ \t]*$", re.M)
@@ -76,8 +104,11 @@ def _usable_codec(name: str) -> str | None:
 def detect_encoding(body: bytes, content_type: str = "") -> str:
     """BOM, then the HTTP charset, then a <meta> charset, then UTF-8 if it decodes, else
     cp1252 (which the WHATWG spec uses for undeclared Latin-1)."""
-    for bom, name in ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16"),
-                      (codecs.BOM_UTF16_BE, "utf-16")):
+    for bom, name in (
+        (codecs.BOM_UTF8, "utf-8"),
+        (codecs.BOM_UTF16_LE, "utf-16"),
+        (codecs.BOM_UTF16_BE, "utf-16"),
+    ):
         if body.startswith(bom):
             return name
     declared = re.search(r"charset\s*=\s*([^\s;]+)", content_type, re.I)
@@ -106,7 +137,7 @@ def looks_binary(text: str, sample: int = 4096) -> bool:
 def _decode(body: bytes, content_type: str) -> tuple[str, str]:
     encoding = detect_encoding(body, content_type)
     if encoding == "utf-8" and body.startswith(codecs.BOM_UTF8):
-        body = body[len(codecs.BOM_UTF8):]
+        body = body[len(codecs.BOM_UTF8) :]
     return body.decode(encoding, errors="replace"), encoding
 
 
@@ -146,8 +177,12 @@ class _Ancestry:
         chain = self._memo.get(parent)
         if chain is None:
             tag = parent.tag.lower() if isinstance(parent.tag, str) else ""
-            here = (tag, parent.get("role") or "", parent.get("class") or "",
-                    parent.get("id") or "")
+            here = (
+                tag,
+                parent.get("role") or "",
+                parent.get("class") or "",
+                parent.get("id") or "",
+            )
             chain = (here, *self.of(parent))
             self._memo[parent] = chain
         return chain
@@ -221,8 +256,9 @@ def _resolve(href: str, base: str) -> tuple[str, str] | str:
     return target, fragment
 
 
-def _links(root: lxml.html.HtmlElement, page_canonical: str, base: str, max_links: int
-           ) -> tuple[list[RawLink], int, int, dict[str, int]]:
+def _links(
+    root: lxml.html.HtmlElement, page_canonical: str, base: str, max_links: int
+) -> tuple[list[RawLink], int, int, dict[str, int]]:
     links: list[RawLink] = []
     link_chars = 0
     skipped: dict[str, int] = {}
@@ -260,18 +296,24 @@ def _links(root: lxml.html.HtmlElement, page_canonical: str, base: str, max_link
             continue
         if not anchor:
             img = a.find(".//img")
-            anchor = norm_space(a.get("title") or (img.get("alt") if img is not None else "")
-                                or "")
+            anchor = norm_space(a.get("title") or (img.get("alt") if img is not None else "") or "")
         block = _block_of(a)
         if block not in blocks:
             blocks[block] = _text_with_anchor_spans(block)
         block_text, spans = blocks[block]
         start, end = spans.get(a, (0, 0))
-        links.append(RawLink(
-            target_url=target, fragment=fragment, anchor=anchor,
-            context=_window(block_text, start, end), ordinal=len(links), furniture=furniture,
-            in_list=any(tag == "li" for tag, _, _, _ in chain[:3]), hint=_hint(chain),
-        ))
+        links.append(
+            RawLink(
+                target_url=target,
+                fragment=fragment,
+                anchor=anchor,
+                context=_window(block_text, start, end),
+                ordinal=len(links),
+                furniture=furniture,
+                in_list=any(tag == "li" for tag, _, _, _ in chain[:3]),
+                hint=_hint(chain),
+            )
+        )
     return links, link_chars, self_links, skipped
 
 
@@ -280,8 +322,9 @@ def _main_text(root: lxml.html.HtmlElement, url: str) -> tuple[str, str]:
     import trafilatura
 
     try:
-        doc = trafilatura.bare_extraction(root, url=url, fast=True, include_tables=True,
-                                          with_metadata=False)
+        doc = trafilatura.bare_extraction(
+            root, url=url, fast=True, include_tables=True, with_metadata=False
+        )
         text = getattr(doc, "text", None) or ""
     except Exception:  # trafilatura raises assorted errors on pathological trees
         text = ""
@@ -294,28 +337,49 @@ def _main_text(root: lxml.html.HtmlElement, url: str) -> tuple[str, str]:
     return norm_space(node.text_content()), "fallback"
 
 
-def extract_page(body: bytes, url: str, content_type: str = "",
-                 max_bytes: int = MAX_PAGE_BYTES, max_links: int = 5000) -> PageExtract:
+def extract_page(
+    body: bytes,
+    url: str,
+    content_type: str = "",
+    max_bytes: int = MAX_PAGE_BYTES,
+    max_links: int = 5000,
+) -> PageExtract:
     """Text, title, metadata and links of one page. `url` is its canonical URL."""
     truncated = len(body) > max_bytes
     if truncated:
         body = body[:max_bytes]
     text, encoding = _decode(body, content_type)
     if looks_binary(text):
-        return PageExtract(url=url, encoding=encoding, extractor="none", truncated=truncated,
-                           error="binary content, not HTML text")
+        return PageExtract(
+            url=url,
+            encoding=encoding,
+            extractor="none",
+            truncated=truncated,
+            error="binary content, not HTML text",
+        )
     if not text.strip():
-        return PageExtract(url=url, encoding=encoding, extractor="none", truncated=truncated,
-                           error="empty body")
+        return PageExtract(
+            url=url, encoding=encoding, extractor="none", truncated=truncated, error="empty body"
+        )
     try:
         parser = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True)
         root = lxml.html.document_fromstring(text.encode("utf-8"), parser=parser)
     except (lxml.etree.ParserError, ValueError) as exc:
-        return PageExtract(url=url, encoding=encoding, extractor="none", truncated=truncated,
-                           error=f"unparsable HTML: {str(exc)[:80]}")
+        return PageExtract(
+            url=url,
+            encoding=encoding,
+            extractor="none",
+            truncated=truncated,
+            error=f"unparsable HTML: {str(exc)[:80]}",
+        )
     if not isinstance(root.tag, str):
-        return PageExtract(url=url, encoding=encoding, extractor="none", truncated=truncated,
-                           error="unparsable HTML: no element root")
+        return PageExtract(
+            url=url,
+            encoding=encoding,
+            extractor="none",
+            truncated=truncated,
+            error="unparsable HTML: no element root",
+        )
     base_el = root.find(".//base[@href]")
     base = url
     if base_el is not None:
@@ -330,7 +394,16 @@ def extract_page(body: bytes, url: str, content_type: str = "",
     lang = (html_el.get("lang") or html_el.get("xml:lang") or "").strip().lower()
     main, extractor = _main_text(root, url)
     return PageExtract(
-        url=url, title=title, text=main, description=description, lang=lang,
-        encoding=encoding, extractor=extractor, truncated=truncated, links=tuple(links),
-        link_chars=link_chars, self_links=self_links, skipped_links=skipped,
+        url=url,
+        title=title,
+        text=main,
+        description=description,
+        lang=lang,
+        encoding=encoding,
+        extractor=extractor,
+        truncated=truncated,
+        links=tuple(links),
+        link_chars=link_chars,
+        self_links=self_links,
+        skipped_links=skipped,
     )

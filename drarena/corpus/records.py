@@ -13,7 +13,13 @@ from drarena.records import Record
 
 # Relation types of tree edges (see drarena/corpus/relations.py for the rules).
 RELATIONS: tuple[str, ...] = (
-    "see_also", "example", "sequel", "broader", "subtopic", "reference", "mentions",
+    "see_also",
+    "example",
+    "sequel",
+    "broader",
+    "subtopic",
+    "reference",
+    "mentions",
 )
 
 

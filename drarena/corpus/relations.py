@@ -27,16 +27,25 @@ import posixpath
 import re
 from urllib.parse import urlsplit
 
-_SEE_ALSO = re.compile(r"\bsee also\b|\brelated\b|\bcompare\b|\bcf\.|\bsimilar to\b|"
-                       r"\balternative(ly)?\b", re.I)
-_EXAMPLE = re.compile(r"\bexamples?\b|\btutorials?\b|\bhow[- ]?tos?\b|\brecipes?\b|"
-                      r"\bguides?\b|\bwalkthrough\b", re.I)
-_EXAMPLE_PATH = re.compile(r"(^|/)(tutorials?|howtos?|how-to|examples?|recipes?|guides?)(/|$)",
-                           re.I)
-_SEQUEL = re.compile(r"^\s*(next|previous|prev|continue[sd]?|part \d+|chapter \d+|step \d+)\b",
-                     re.I)
+_SEE_ALSO = re.compile(
+    r"\bsee also\b|\brelated\b|\bcompare\b|\bcf\.|\bsimilar to\b|"
+    r"\balternative(ly)?\b",
+    re.I,
+)
+_EXAMPLE = re.compile(
+    r"\bexamples?\b|\btutorials?\b|\bhow[- ]?tos?\b|\brecipes?\b|"
+    r"\bguides?\b|\bwalkthrough\b",
+    re.I,
+)
+_EXAMPLE_PATH = re.compile(
+    r"(^|/)(tutorials?|howtos?|how-to|examples?|recipes?|guides?)(/|$)", re.I
+)
+_SEQUEL = re.compile(
+    r"^\s*(next|previous|prev|continue[sd]?|part \d+|chapter \d+|step \d+)\b", re.I
+)
 _CODE_LIKE = re.compile(r"\w[.:]\w|\w\(|\(\)|_|^<|^[A-Z][a-z]+[A-Z]")
 _INDEX_NAMES = frozenset({"", "index.html", "index.htm", "index.php", "index", "default.htm"})
+
 
 def _split(url: str) -> tuple[str, str, str]:
     """(host, folder with trailing '/', file name) of a URL."""
@@ -65,15 +74,26 @@ def url_relation(source_url: str, target_url: str) -> str:
     return ""
 
 
-def classify_relation(source_url: str, target_url: str, anchor: str, context: str = "",
-                      *, in_list: bool = False, hint: str = "", fragment: str = "") -> str:
+def classify_relation(
+    source_url: str,
+    target_url: str,
+    anchor: str,
+    context: str = "",
+    *,
+    in_list: bool = False,
+    hint: str = "",
+    fragment: str = "",
+) -> str:
     """The relation of one content link (see the module docstring for the rules)."""
     if hint == "see_also" or _SEE_ALSO.search(anchor) or _SEE_ALSO.search(context):
         return "see_also"
     t_path = urlsplit(target_url).path
     s_path = urlsplit(source_url).path
-    if hint == "example" or _EXAMPLE.search(anchor) or (
-            _EXAMPLE_PATH.search(t_path) and not _EXAMPLE_PATH.search(s_path)):
+    if (
+        hint == "example"
+        or _EXAMPLE.search(anchor)
+        or (_EXAMPLE_PATH.search(t_path) and not _EXAMPLE_PATH.search(s_path))
+    ):
         return "example"
     if _SEQUEL.search(anchor):
         return "sequel"

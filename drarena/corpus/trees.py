@@ -83,7 +83,8 @@ class LinkGraph:
     def root_candidates(self, params: TreeParams) -> list[str]:
         """Hub pages, most content children first, ties by id."""
         cands = [
-            d.id for d in self.docs.values()
+            d.id
+            for d in self.docs.values()
             if len(self.children(d.id)) >= params.min_root_links
             and d.chars >= params.min_root_chars
             and d.link_chars <= params.max_root_link_density * d.chars
@@ -92,17 +93,35 @@ class LinkGraph:
 
 
 def make_node(doc: Doc, depth: int, parent: str | None, expanded: bool = False) -> TreeNode:
-    return TreeNode(id=doc.id, url=doc.url, title=doc.title, digest=doc.digest, depth=depth,
-                    chars=doc.chars, parent=parent, expanded=expanded)
+    return TreeNode(
+        id=doc.id,
+        url=doc.url,
+        title=doc.title,
+        digest=doc.digest,
+        depth=depth,
+        chars=doc.chars,
+        parent=parent,
+        expanded=expanded,
+    )
 
 
 def make_edge(link: Link, source_url: str) -> TreeEdge:
     assert link.target is not None
-    return TreeEdge(source=link.source, target=link.target, anchor=link.anchor,
-                    context=link.context,
-                    relation=classify_relation(source_url, link.target_url, link.anchor,
-                                               link.context, in_list=link.in_list,
-                                               hint=link.hint, fragment=link.fragment))
+    return TreeEdge(
+        source=link.source,
+        target=link.target,
+        anchor=link.anchor,
+        context=link.context,
+        relation=classify_relation(
+            source_url,
+            link.target_url,
+            link.anchor,
+            link.context,
+            in_list=link.in_list,
+            hint=link.hint,
+            fragment=link.fragment,
+        ),
+    )
 
 
 def tree_rng(seed: int, root: str) -> random.Random:
@@ -134,8 +153,9 @@ def grow_tree(graph: LinkGraph, root: str, tree_id: str, params: TreeParams) -> 
             in_tree.add(child.id)
             queue.append(child)
     tree = Tree(id=tree_id, root=root, nodes=tuple(nodes), edges=tuple(edges))
-    return Tree(id=tree_id, root=root, nodes=tree.nodes, edges=tree.edges,
-                meta={"stats": tree_stats(tree)})
+    return Tree(
+        id=tree_id, root=root, nodes=tree.nodes, edges=tree.edges, meta={"stats": tree_stats(tree)}
+    )
 
 
 def tree_stats(tree: Tree) -> dict[str, Any]:
@@ -165,7 +185,8 @@ def build_trees(graph: LinkGraph, params: TreeParams) -> list[Tree]:
             f"(hub pages with >= {params.min_root_links} content links to other pages, "
             f">= {params.min_root_chars} chars of text and link density <= "
             f"{params.max_root_link_density})"
-            + (f"; ask for --count {len(cands)} or fewer" if cands else ""))
+            + (f"; ask for --count {len(cands)} or fewer" if cands else "")
+        )
     rng = random.Random(f"drarena-roots:{params.seed}")
     picked = sorted(rng.sample(range(len(cands)), params.count))
     return [grow_tree(graph, cands[i], f"tree-{k:03d}", params) for k, i in enumerate(picked)]
@@ -177,7 +198,8 @@ def build_trees(graph: LinkGraph, params: TreeParams) -> list[Tree]:
 def tree_to_json(tree: Tree) -> str:
     """node-link JSON (networkx.node_link_graph(data, edges="links") reads it)."""
     data = {
-        "directed": True, "multigraph": False,
+        "directed": True,
+        "multigraph": False,
         "graph": {"id": tree.id, "root": tree.root, **tree.meta},
         "nodes": [n.to_dict() for n in tree.nodes],
         "links": [e.to_dict() for e in tree.edges],
@@ -220,8 +242,9 @@ class TreesResult:
     up_to_date: bool
 
 
-def build_snapshot_trees(snapshot_dir: Path, params: TreeParams, workers: int | None = None,
-                         progress: bool = True) -> TreesResult:
+def build_snapshot_trees(
+    snapshot_dir: Path, params: TreeParams, workers: int | None = None, progress: bool = True
+) -> TreesResult:
     """Extract if needed, then write trees/<id>.json and trees/index.json. Does nothing when
     index.json records the same docs/links digests and parameters."""
     from drarena.corpus.extract import extract_snapshot, load_docs, load_links
@@ -229,8 +252,11 @@ def build_snapshot_trees(snapshot_dir: Path, params: TreeParams, workers: int | 
     params.check()
     extracted = extract_snapshot(Path(snapshot_dir), workers=workers, progress=progress)
     out = extracted.snapshot_dir / TREES_DIR
-    inputs = {"docs": file_sha256(extracted.docs_path), "links": file_sha256(extracted.links_path),
-              "snapshot_fingerprint": extracted.fingerprint}
+    inputs = {
+        "docs": file_sha256(extracted.docs_path),
+        "links": file_sha256(extracted.links_path),
+        "snapshot_fingerprint": extracted.fingerprint,
+    }
     header = {"tree_version": TREE_VERSION, "params": _params_dict(params), "inputs": inputs}
     index_path = out / TREES_INDEX
     if index_path.is_file():
@@ -239,9 +265,14 @@ def build_snapshot_trees(snapshot_dir: Path, params: TreeParams, workers: int | 
         except ValueError:
             old = {}
         files = tuple(out / t["file"] for t in old.get("trees", []))
-        if ({k: old.get(k) for k in header} == header and files
-                and all(f.is_file() and file_sha256(f) == t["digest"]
-                        for f, t in zip(files, old["trees"], strict=True))):
+        if (
+            {k: old.get(k) for k in header} == header
+            and files
+            and all(
+                f.is_file() and file_sha256(f) == t["digest"]
+                for f, t in zip(files, old["trees"], strict=True)
+            )
+        ):
             return TreesResult(out, files, int(old.get("candidates", 0)), up_to_date=True)
     graph = LinkGraph.build(load_docs(extracted.snapshot_dir), load_links(extracted.snapshot_dir))
     trees = build_trees(graph, params)
@@ -250,24 +281,40 @@ def build_snapshot_trees(snapshot_dir: Path, params: TreeParams, workers: int | 
         stale.unlink()
     entries = []
     for tree in trees:
-        tree = Tree(id=tree.id, root=tree.root, nodes=tree.nodes, edges=tree.edges,
-                    meta={**tree.meta, "seed": params.seed,
-                          "snapshot_fingerprint": extracted.fingerprint,
-                          "docs_digest": inputs["docs"]})
+        tree = Tree(
+            id=tree.id,
+            root=tree.root,
+            nodes=tree.nodes,
+            edges=tree.edges,
+            meta={
+                **tree.meta,
+                "seed": params.seed,
+                "snapshot_fingerprint": extracted.fingerprint,
+                "docs_digest": inputs["docs"],
+            },
+        )
         path = out / f"{tree.id}.json"
         path.write_text(tree_to_json(tree), encoding="utf-8")
         root = tree.nodes[0]
-        entries.append({"id": tree.id, "file": path.name, "digest": file_sha256(path),
-                        "root": root.id, "root_url": root.url, "root_title": root.title,
-                        "stats": tree.meta["stats"]})
+        entries.append(
+            {
+                "id": tree.id,
+                "file": path.name,
+                "digest": file_sha256(path),
+                "root": root.id,
+                "root_url": root.url,
+                "root_title": root.title,
+                "stats": tree.meta["stats"],
+            }
+        )
     candidates = len(graph.root_candidates(params))
     index = {**header, "candidates": candidates, "trees": entries}
     tmp = index_path.with_name(TREES_INDEX + ".tmp")
-    tmp.write_text(json.dumps(index, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
-                   encoding="utf-8")
+    tmp.write_text(
+        json.dumps(index, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     os.replace(tmp, index_path)
-    return TreesResult(out, tuple(out / e["file"] for e in entries), candidates,
-                       up_to_date=False)
+    return TreesResult(out, tuple(out / e["file"] for e in entries), candidates, up_to_date=False)
 
 
 def _params_dict(params: TreeParams) -> dict[str, Any]:
@@ -280,7 +327,9 @@ def summarize(trees: Sequence[Tree]) -> str:
     lines = []
     for tree in trees:
         s = tree.meta.get("stats") or tree_stats(tree)
-        lines.append(f"{tree.id}: {s['nodes']} nodes, depth {s['max_depth']}, "
-                     f"max branching {s['max_branching']}, per depth {s['nodes_per_depth']}  "
-                     f"{tree.nodes[0].url}")
+        lines.append(
+            f"{tree.id}: {s['nodes']} nodes, depth {s['max_depth']}, "
+            f"max branching {s['max_branching']}, per depth {s['nodes_per_depth']}  "
+            f"{tree.nodes[0].url}"
+        )
     return "\n".join(lines)

@@ -13,8 +13,10 @@ def _short(text: str, limit: int) -> str:
 def render_text(tree: Tree, width: int = 100) -> str:
     """One line per node, indented by depth: [relation] title (chars) url."""
     stats = tree.meta.get("stats", {})
-    lines = [f"{tree.id}: {len(tree.nodes)} nodes, depth {stats.get('max_depth', '?')}, "
-             f"per depth {stats.get('nodes_per_depth', '?')}"]
+    lines = [
+        f"{tree.id}: {len(tree.nodes)} nodes, depth {stats.get('max_depth', '?')}, "
+        f"per depth {stats.get('nodes_per_depth', '?')}"
+    ]
 
     def walk(node_id: str, indent: int) -> None:
         node = tree.node(node_id)
@@ -41,8 +43,12 @@ def _q(text: str) -> str:
 
 def render_dot(tree: Tree) -> str:
     """Graphviz DOT: nodes labelled by title, edges by relation and anchor text."""
-    out = [f"digraph {_q(tree.id)} {{", "  rankdir=LR;",
-           '  node [shape=box, fontsize=10, style="rounded"];', "  edge [fontsize=8];"]
+    out = [
+        f"digraph {_q(tree.id)} {{",
+        "  rankdir=LR;",
+        '  node [shape=box, fontsize=10, style="rounded"];',
+        "  edge [fontsize=8];",
+    ]
     for node in tree.nodes:
         title = _esc(_short(node.title or node.url, 48))
         label = f'"{title}\\n{node.chars} chars, depth {node.depth}"'  # \n: DOT line break

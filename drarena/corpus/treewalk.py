@@ -41,8 +41,9 @@ class Expander(Protocol):
     """Supplies new children of a tree node. Frozen mode reads the snapshot's link graph;
     live mode (later) crawls the node's links into the snapshot first."""
 
-    def expand(self, tree: Tree, parent: str, need: int, rng: random.Random
-               ) -> list[tuple[TreeNode, TreeEdge]]:
+    def expand(
+        self, tree: Tree, parent: str, need: int, rng: random.Random
+    ) -> list[tuple[TreeNode, TreeEdge]]:
         """Up to `need` new (child, edge) pairs under `parent`, none already in `tree`."""
         ...
 
@@ -55,21 +56,27 @@ class SnapshotExpander:
     graph: LinkGraph
     min_chars: int = CONTENT_RICH_CHARS
 
-    def expand(self, tree: Tree, parent: str, need: int, rng: random.Random
-               ) -> list[tuple[TreeNode, TreeEdge]]:
+    def expand(
+        self, tree: Tree, parent: str, need: int, rng: random.Random
+    ) -> list[tuple[TreeNode, TreeEdge]]:
         present = {n.id for n in tree.nodes}
         parent_node = tree.node(parent)
-        cands = [lk for lk in self.graph.children(parent)
-                 if lk.target not in present and lk.target is not None
-                 and self.graph.docs[lk.target].chars >= self.min_chars]
+        cands = [
+            lk
+            for lk in self.graph.children(parent)
+            if lk.target not in present
+            and lk.target is not None
+            and self.graph.docs[lk.target].chars >= self.min_chars
+        ]
         if len(cands) > need:
             keep = set(rng.sample(range(len(cands)), need))
             cands = [lk for i, lk in enumerate(cands) if i in keep]
         out = []
         for link in cands:
             assert link.target is not None
-            node = make_node(self.graph.docs[link.target], parent_node.depth + 1, parent,
-                             expanded=True)
+            node = make_node(
+                self.graph.docs[link.target], parent_node.depth + 1, parent, expanded=True
+            )
             out.append((node, make_edge(link, parent_node.url)))
         return out
 
@@ -90,8 +97,10 @@ class TreeWalker:
     def check_path(self, path: Sequence[str]) -> TreePath:
         path = tuple(path)
         if not path or path[0] != self.tree.root:
-            raise DrarenaError(f"tree {self.tree.id}: a path must start at the root "
-                               f"{self.tree.root}, got {list(path)[:3]}")
+            raise DrarenaError(
+                f"tree {self.tree.id}: a path must start at the root "
+                f"{self.tree.root}, got {list(path)[:3]}"
+            )
         for parent, child in itertools.pairwise(path):
             edge = self.tree.edge_to(child)
             if edge is None or edge.source != parent:
@@ -114,11 +123,18 @@ class TreeWalker:
             raise DrarenaError(
                 f"tree {self.tree.id}: node {node.url} (digest {node.digest[:19]}) is not in "
                 "docs.jsonl: the snapshot was re-extracted since the tree was built; "
-                "rebuild the trees")
+                "rebuild the trees"
+            )
         edge = self.tree.edge_to(node_id)
-        return TreePage(id=node.id, url=node.url, title=node.title, text=doc.contents,
-                        depth=node.depth, relation=edge.relation if edge else "root",
-                        anchor=edge.anchor if edge else "")
+        return TreePage(
+            id=node.id,
+            url=node.url,
+            title=node.title,
+            text=doc.contents,
+            depth=node.depth,
+            relation=edge.relation if edge else "root",
+            anchor=edge.anchor if edge else "",
+        )
 
     def content_rich(self, node: TreeNode) -> bool:
         return node.chars >= self.min_chars
@@ -138,8 +154,12 @@ class TreeWalker:
         if need == 0:
             return (self.page(current),)
         if len(path) < 2:
-            raise CannotExpand(f"tree {self.tree.id}: the root has no siblings; targets of "
-                               f"width {width} need a node at depth >= 1", need, 0)
+            raise CannotExpand(
+                f"tree {self.tree.id}: the root has no siblings; targets of "
+                f"width {width} need a node at depth >= 1",
+                need,
+                0,
+            )
         siblings = self._rich_children(path[-2], exclude={current})
         if len(siblings) < need:
             self._expand(path[-2], need - len(siblings))
@@ -148,7 +168,10 @@ class TreeWalker:
             raise CannotExpand(
                 f"tree {self.tree.id}: {self.tree.node(current).url} needs {need} siblings "
                 f"with content (>= {self.min_chars} chars); the tree and snapshot supply "
-                f"{len(siblings)}", need, len(siblings))
+                f"{len(siblings)}",
+                need,
+                len(siblings),
+            )
         picked = set(self.rng.sample(range(len(siblings)), need))
         chosen = [s for i, s in enumerate(siblings) if i in picked]
         return (self.page(current), *(self.page(s.id) for s in chosen))
@@ -162,11 +185,11 @@ class TreeWalker:
             frontier = [n for n in self.tree.nodes if n.depth == min_depth - 1]
             for node in frontier:
                 self._expand(node.id, 1)
-            nodes = [n for n in self.tree.nodes
-                     if n.depth == min_depth and self.content_rich(n)]
+            nodes = [n for n in self.tree.nodes if n.depth == min_depth and self.content_rich(n)]
         if not nodes:
-            raise CannotExpand(f"tree {self.tree.id}: no content-rich node at depth "
-                               f"{min_depth}", 1, 0)
+            raise CannotExpand(
+                f"tree {self.tree.id}: no content-rich node at depth {min_depth}", 1, 0
+            )
         return self.path_to(self.rng.choice(nodes).id)
 
     def descend(self, path: Sequence[str]) -> TreePath:
@@ -180,7 +203,10 @@ class TreeWalker:
         if not children:
             raise CannotExpand(
                 f"tree {self.tree.id}: {self.tree.node(path[-1]).url} has no child with "
-                f"content (>= {self.min_chars} chars) in the tree or the snapshot", 1, 0)
+                f"content (>= {self.min_chars} chars) in the tree or the snapshot",
+                1,
+                0,
+            )
         onward = [c for c in children if self.tree.children(c.id)]
         return (*path, self.rng.choice(onward or children).id)
 
@@ -193,28 +219,40 @@ class TreeWalker:
     # -- growth -----------------------------------------------------------------------------
 
     def _rich_children(self, node_id: str, exclude: set[str]) -> list[TreeNode]:
-        return [c for c in self.tree.children(node_id)
-                if c.id not in exclude and self.content_rich(c) and c.id in self.pages]
+        return [
+            c
+            for c in self.tree.children(node_id)
+            if c.id not in exclude and self.content_rich(c) and c.id in self.pages
+        ]
 
     def _expand(self, parent: str, need: int) -> int:
         if self.expander is None or need <= 0:
             return 0
         added = self.expander.expand(self.tree, parent, need, self.rng)
         if added:
-            self.tree = Tree(id=self.tree.id, root=self.tree.root,
-                             nodes=(*self.tree.nodes, *(n for n, _ in added)),
-                             edges=(*self.tree.edges, *(e for _, e in added)),
-                             meta=self.tree.meta)
+            self.tree = Tree(
+                id=self.tree.id,
+                root=self.tree.root,
+                nodes=(*self.tree.nodes, *(n for n, _ in added)),
+                edges=(*self.tree.edges, *(e for _, e in added)),
+                meta=self.tree.meta,
+            )
             self.expansions.append(f"{parent}: +{len(added)} of {need} needed")
         return len(added)
 
 
-def open_walker(tree_path: Path, snapshot_dir: Path, rng: random.Random,
-                min_chars: int = CONTENT_RICH_CHARS) -> TreeWalker:
+def open_walker(
+    tree_path: Path, snapshot_dir: Path, rng: random.Random, min_chars: int = CONTENT_RICH_CHARS
+) -> TreeWalker:
     """A walker over a saved tree, with frozen-mode expansion from the snapshot."""
     from drarena.corpus.extract import load_docs, load_links
 
     docs = load_docs(snapshot_dir)
     graph = LinkGraph.build(docs, load_links(snapshot_dir))
-    return TreeWalker(tree=load_tree(tree_path), pages={d.id: d for d in docs}, rng=rng,
-                      expander=SnapshotExpander(graph, min_chars), min_chars=min_chars)
+    return TreeWalker(
+        tree=load_tree(tree_path),
+        pages={d.id: d for d in docs},
+        rng=rng,
+        expander=SnapshotExpander(graph, min_chars),
+        min_chars=min_chars,
+    )

@@ -12,40 +12,75 @@ from drarena.errors import DrarenaError
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
-        "drift", help="how far a snapshot has drifted from the live web or a later snapshot",
+        "drift",
+        help="how far a snapshot has drifted from the live web or a later snapshot",
         description="Per page: gone, redirected, changed (similarity, sentences, numbers and "
-                    "dates) or unchanged; per tree: drifted nodes; with --run: the checklist "
-                    "items whose source sentences moved (stale ground truth).")
+        "dates) or unchanged; per tree: drifted nodes; with --run: the checklist "
+        "items whose source sentences moved (stale ground truth).",
+    )
     p.add_argument("snapshot", type=Path, help="snapshot folder, e.g. snapshots/pydocs")
-    p.add_argument("--against", default="live",
-                   help="'live' (re-fetch every page at its URL, the default) or the folder "
-                        "of a later snapshot")
-    p.add_argument("--run", type=Path, default=None,
-                   help="a run folder: flag its stale checklist items, write drift.json and "
-                        "drift.html into it and add a drift section to its report.html")
-    p.add_argument("--json", type=Path, default=None, dest="json_out", metavar="OUT",
-                   help="write the report as JSON here (and drift HTML next to it)")
+    p.add_argument(
+        "--against",
+        default="live",
+        help="'live' (re-fetch every page at its URL, the default) or the folder "
+        "of a later snapshot",
+    )
+    p.add_argument(
+        "--run",
+        type=Path,
+        default=None,
+        help="a run folder: flag its stale checklist items, write drift.json and "
+        "drift.html into it and add a drift section to its report.html",
+    )
+    p.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        dest="json_out",
+        metavar="OUT",
+        help="write the report as JSON here (and drift HTML next to it)",
+    )
     live = p.add_argument_group("live re-fetch (defaults: the snapshot's crawl spec)")
-    live.add_argument("--connect-to", action="append", default=[], metavar="HOST:PORT=HOST:PORT",
-                      help="connect to the second address for URLs of the first (curl "
-                           "--connect-to); repeatable")
-    live.add_argument("--allow-private", action="store_true",
-                      help="allow loopback and private addresses (refused by default)")
+    live.add_argument(
+        "--connect-to",
+        action="append",
+        default=[],
+        metavar="HOST:PORT=HOST:PORT",
+        help="connect to the second address for URLs of the first (curl --connect-to); repeatable",
+    )
+    live.add_argument(
+        "--allow-private",
+        action="store_true",
+        help="allow loopback and private addresses (refused by default)",
+    )
     live.add_argument("--ignore-robots", action="store_true", help="do not obey robots.txt")
     live.add_argument("--concurrency", type=int, default=None, help="pages fetched at once")
     live.add_argument("--per-host-concurrency", type=int, default=None)
-    live.add_argument("--delay", type=float, default=None,
-                      help="seconds between request starts per host")
+    live.add_argument(
+        "--delay", type=float, default=None, help="seconds between request starts per host"
+    )
     live.add_argument("--timeout", type=float, default=None, help="seconds per request")
     live.add_argument("--user-agent", default=None)
-    live.add_argument("--capture", type=Path, default=None, metavar="DIR",
-                      help="freeze every response fetched (and every failure) into a new "
-                           "snapshot in DIR, so this drift can be re-checked offline with "
-                           "--against DIR")
-    p.add_argument("--url", action="append", default=[], dest="urls", metavar="URL",
-                   help="compare only this page (repeatable)")
-    p.add_argument("--limit", type=int, default=None, help="compare only the first N pages "
-                                                           "(by URL)")
+    live.add_argument(
+        "--capture",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="freeze every response fetched (and every failure) into a new "
+        "snapshot in DIR, so this drift can be re-checked offline with "
+        "--against DIR",
+    )
+    p.add_argument(
+        "--url",
+        action="append",
+        default=[],
+        dest="urls",
+        metavar="URL",
+        help="compare only this page (repeatable)",
+    )
+    p.add_argument(
+        "--limit", type=int, default=None, help="compare only the first N pages (by URL)"
+    )
     p.add_argument("--workers", type=int, default=None, help="extraction processes")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_drift)
@@ -55,8 +90,9 @@ def parse_connect_to(values: list[str]) -> tuple[tuple[str, str], ...]:
     pairs = []
     for value in values:
         source, sep, target = value.partition("=")
-        ok = sep and all(a.rpartition(":")[0] and a.rpartition(":")[2].isdigit()
-                         for a in (source, target))
+        ok = sep and all(
+            a.rpartition(":")[0] and a.rpartition(":")[2].isdigit() for a in (source, target)
+        )
         if not ok:
             raise DrarenaError(f"--connect-to {value!r}: expected HOST:PORT=HOST:PORT")
         pairs.append((source.strip(), target.strip()))
@@ -82,17 +118,31 @@ def cmd_drift(args: argparse.Namespace) -> int:
     live = None
     if args.against == "live":
         live = live_defaults(
-            load_manifest(args.snapshot).spec, user_agent=args.user_agent,
-            timeout_s=args.timeout, concurrency=args.concurrency,
-            per_host_concurrency=args.per_host_concurrency, delay_s=args.delay,
-            allow_private=args.allow_private, connect_to=parse_connect_to(args.connect_to),
-            robots=False if args.ignore_robots else None)
+            load_manifest(args.snapshot).spec,
+            user_agent=args.user_agent,
+            timeout_s=args.timeout,
+            concurrency=args.concurrency,
+            per_host_concurrency=args.per_host_concurrency,
+            delay_s=args.delay,
+            allow_private=args.allow_private,
+            connect_to=parse_connect_to(args.connect_to),
+            robots=False if args.ignore_robots else None,
+        )
     elif args.connect_to or args.allow_private or args.capture:
-        raise DrarenaError("--connect-to, --allow-private and --capture apply to --against "
-                           "live only")
-    request = DriftRequest(args.snapshot, args.against, live, args.run, tuple(args.urls),
-                           args.limit, args.workers, progress=not args.no_progress,
-                           capture=args.capture)
+        raise DrarenaError(
+            "--connect-to, --allow-private and --capture apply to --against live only"
+        )
+    request = DriftRequest(
+        args.snapshot,
+        args.against,
+        live,
+        args.run,
+        tuple(args.urls),
+        args.limit,
+        args.workers,
+        progress=not args.no_progress,
+        capture=args.capture,
+    )
     report = run_drift(request)
     print(render_table(report))
     written = []
@@ -110,8 +160,10 @@ def cmd_drift(args: argparse.Namespace) -> int:
         from drarena.drift.report import drift_section, splice_section
 
         target = args.run / "report.html"
-        target.write_text(splice_section(target.read_text(encoding="utf-8"),
-                                         drift_section(report)), encoding="utf-8")
+        target.write_text(
+            splice_section(target.read_text(encoding="utf-8"), drift_section(report)),
+            encoding="utf-8",
+        )
         written.append(target)
     for path in written:
         print(f"wrote {path}", file=sys.stderr)

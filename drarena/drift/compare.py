@@ -49,10 +49,12 @@ def live_defaults(spec: dict[str, Any], **overrides: Any) -> LiveOptions:
     """The politeness the snapshot was crawled with; `overrides` (not None) win."""
     base = LiveOptions(user_agent=str(spec.get("user_agent") or "drarena-drift/0.1"))
     from_spec = {
-        "timeout_s": spec.get("timeout_s"), "max_bytes": spec.get("max_bytes"),
+        "timeout_s": spec.get("timeout_s"),
+        "max_bytes": spec.get("max_bytes"),
         "concurrency": spec.get("concurrency"),
         "per_host_concurrency": spec.get("per_host_concurrency"),
-        "delay_s": spec.get("per_host_delay_s"), "max_redirects": spec.get("max_redirects"),
+        "delay_s": spec.get("per_host_delay_s"),
+        "max_redirects": spec.get("max_redirects"),
         "robots": spec.get("robots"),
     }
     values = {k: v for k, v in from_spec.items() if v is not None}
@@ -60,8 +62,7 @@ def live_defaults(spec: dict[str, Any], **overrides: Any) -> LiveOptions:
     return dataclasses.replace(base, **values)
 
 
-def _select(docs: Sequence[Any], urls: Sequence[str], limit: int | None, where: Path
-            ) -> list[Any]:
+def _select(docs: Sequence[Any], urls: Sequence[str], limit: int | None, where: Path) -> list[Any]:
     from drarena.web.urls import canonicalize_url
 
     ordered = sorted(docs, key=lambda d: d.url)
@@ -88,29 +89,39 @@ def check_reachable(fetched: Sequence[Fetched]) -> None:
     kinds = Counter(f.failure for f in fetched)
     kind = kinds.most_common(1)[0][0]
     first = next(f for f in fetched if f.failure == kind)
-    hint = ("; pass --allow-private to fetch non-public addresses"
-            if kind == "private_address" else "")
-    raise DrarenaError(f"every one of {len(fetched)} pages failed ({kind}: {first.detail}; "
-                       f"first {first.url}){hint}")
+    hint = (
+        "; pass --allow-private to fetch non-public addresses" if kind == "private_address" else ""
+    )
+    raise DrarenaError(
+        f"every one of {len(fetched)} pages failed ({kind}: {first.detail}; "
+        f"first {first.url}){hint}"
+    )
 
 
-def _capture_writer(folder: Path, snap: Snapshot, options: LiveOptions, clock: Clock
-                    ) -> SnapshotWriter:
+def _capture_writer(
+    folder: Path, snap: Snapshot, options: LiveOptions, clock: Clock
+) -> SnapshotWriter:
     from drarena import __version__
     from drarena.web.urls import safe_file_name
 
     if folder.exists() and any(folder.iterdir()):
         raise DrarenaError(f"--capture {folder}: folder exists and is not empty")
     name = safe_file_name(folder.name, "capture snapshot name")
-    spec = {"kind": "drift-capture", "of": snap.name, "of_fingerprint": snap.fingerprint,
-            "user_agent": options.user_agent, "robots": options.robots,
-            "allow_private_addresses": options.allow_private,
-            "max_bytes": options.max_bytes}  # the capture decodes as the fetch did
+    spec = {
+        "kind": "drift-capture",
+        "of": snap.name,
+        "of_fingerprint": snap.fingerprint,
+        "user_agent": options.user_agent,
+        "robots": options.robots,
+        "allow_private_addresses": options.allow_private,
+        "max_bytes": options.max_bytes,
+    }  # the capture decodes as the fetch did
     return SnapshotWriter(folder, name, spec, {"drarena": __version__}, clock=clock)
 
 
-def _fetch_live(request: DriftRequest, snap: Snapshot, urls: list[str], clock: Clock
-                ) -> tuple[list[Fetched], LiveOptions]:
+def _fetch_live(
+    request: DriftRequest, snap: Snapshot, urls: list[str], clock: Clock
+) -> tuple[list[Fetched], LiveOptions]:
     options = request.live or live_defaults(snap.manifest.spec)
     writer = None
     if request.capture is not None:
@@ -123,8 +134,10 @@ def _fetch_live(request: DriftRequest, snap: Snapshot, urls: list[str], clock: C
     finally:
         if writer is not None:
             failed = sum(bool(f.failure) for f in fetched) if complete else 0
-            writer.close(complete=complete, counts=Counts(
-                pages=len(urls) if complete else 0, fetch_errors=failed))
+            writer.close(
+                complete=complete,
+                counts=Counts(pages=len(urls) if complete else 0, fetch_errors=failed),
+            )
     check_reachable(fetched)
     return fetched, options
 
@@ -134,8 +147,9 @@ def run_drift(request: DriftRequest, clock: Clock = utc_now) -> DriftReport:
 
     folder = Path(request.snapshot)
     with Snapshot.open(folder) as snap, contextlib.ExitStack() as stack:
-        matches = (load_run_matches(request.run, snap.fingerprint)
-                   if request.run is not None else None)
+        matches = (
+            load_run_matches(request.run, snap.fingerprint) if request.run is not None else None
+        )
         later = None
         if request.against != LIVE:
             if request.capture is not None:
@@ -155,8 +169,7 @@ def run_drift(request: DriftRequest, clock: Clock = utc_now) -> DriftReport:
             against_ref = SnapshotRef(later.name, str(later.path), later.fingerprint)
             settings = {}
         versions = to_versions(fetched, old, request.workers, request.progress)
-        pages = tuple(judge_page(d.url, d.id, d.title, d.contents, versions[d.url])
-                      for d in docs)
+        pages = tuple(judge_page(d.url, d.id, d.title, d.contents, versions[d.url]) for d in docs)
         by_url: dict[str, PageDiff] = {p.url: p for p in pages}
         trees = tuple(tree_impacts(load_snapshot_trees(folder), by_url))
         tasks = None
@@ -169,5 +182,10 @@ def run_drift(request: DriftRequest, clock: Clock = utc_now) -> DriftReport:
             created=clock().isoformat(timespec="seconds"),
             snapshot=SnapshotRef(snap.name, str(folder), snap.fingerprint),
             against=request.against if later is None else str(later.path),
-            against_snapshot=against_ref, options=settings, counts=count_verdicts(pages),
-            pages=pages, trees=trees, tasks=tasks)
+            against_snapshot=against_ref,
+            options=settings,
+            counts=count_verdicts(pages),
+            pages=pages,
+            trees=trees,
+            tasks=tasks,
+        )

@@ -25,13 +25,16 @@ MAX_PAIRING = 250_000  # old x new sentences in one replaced block paired one by
 _WS = re.compile(r"\s+")
 _SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 _WORD = re.compile(r"\w+(?:[.,:'-]\w+)*")
-_MONTHS = ("January|February|March|April|May|June|July|August|September|October|November|"
-           "December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec")
+_MONTHS = (
+    "January|February|March|April|May|June|July|August|September|October|November|"
+    "December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec"
+)
 _DATE = re.compile(
     rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b"
     rf"|\b(?:{_MONTHS})\.? \d{{1,2}}(?:st|nd|rd|th)?,? \d{{4}}\b"
     rf"|\b\d{{1,2}} (?:{_MONTHS}) \d{{4}}\b"
-    rf"|\b(?:{_MONTHS}) \d{{4}}\b")
+    rf"|\b(?:{_MONTHS}) \d{{4}}\b"
+)
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:[.,:]\d+)*%?")
 
 
@@ -44,8 +47,7 @@ class Verdict(StrEnum):
 
 
 # Failures that say nothing about the page, only about what we were allowed to do.
-POLICY_FAILURES = frozenset({"robots", "private_address", "bad_scheme", "bad_url",
-                             "not_compared"})
+POLICY_FAILURES = frozenset({"robots", "private_address", "bad_scheme", "bad_url", "not_compared"})
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -127,8 +129,11 @@ def _continues(previous: str, line: str) -> bool:
     """Extracted text keeps the source's hard line wraps: a line that starts in lower case
     (or with a digit or an opening bracket) after one that did not end a sentence is the
     same sentence going on."""
-    return (previous[-1] not in ".!?:" and not line.startswith("- ")
-            and (line[0].islower() or line[0].isdigit() or line[0] in "([{'\"‘“"))
+    return (
+        previous[-1] not in ".!?:"
+        and not line.startswith("- ")
+        and (line[0].islower() or line[0].isdigit() or line[0] in "([{'\"‘“")
+    )
 
 
 def sentences(text: str) -> tuple[str, ...]:
@@ -172,9 +177,15 @@ def _only_in(a: list[str], b: list[str]) -> tuple[str, ...]:
 def sentence_change(old: str, new: str, ratio: float) -> SentenceChange:
     nums_old, dates_old = figures(old)
     nums_new, dates_new = figures(new)
-    return SentenceChange(old, new, round(ratio, 4), _only_in(nums_old, nums_new),
-                          _only_in(nums_new, nums_old), _only_in(dates_old, dates_new),
-                          _only_in(dates_new, dates_old))
+    return SentenceChange(
+        old,
+        new,
+        round(ratio, 4),
+        _only_in(nums_old, nums_new),
+        _only_in(nums_new, nums_old),
+        _only_in(dates_old, dates_new),
+        _only_in(dates_new, dates_old),
+    )
 
 
 def _word_ratio(a: list[str], b: list[str]) -> float:
@@ -184,8 +195,9 @@ def _word_ratio(a: list[str], b: list[str]) -> float:
     return matcher.ratio()
 
 
-def _pair_block(old: Sequence[str], new: Sequence[str]
-                ) -> tuple[list[tuple[int, int, float]], set[int], set[int]]:
+def _pair_block(
+    old: Sequence[str], new: Sequence[str]
+) -> tuple[list[tuple[int, int, float]], set[int], set[int]]:
     """Greedy best-first pairing of a replaced block: (ratio desc, old index, new index)."""
     if len(old) * len(new) > MAX_PAIRING:
         return [], set(range(len(old))), set(range(len(new)))
@@ -277,31 +289,49 @@ def _same_url(a: str, b: str) -> bool:
 
 def judge_page(url: str, doc_id: str, title: str, old_text: str, now: NewVersion) -> PageDiff:
     """The verdict on one page given its snapshot text and what stands at its URL now."""
-    base = PageDiff(url, doc_id, title, Verdict.UNCHANGED, "", status=now.status,
-                    hops=now.hops)
+    base = PageDiff(url, doc_id, title, Verdict.UNCHANGED, "", status=now.status, hops=now.hops)
     replace = dataclasses.replace
     if now.failure in POLICY_FAILURES:
         return replace(base, verdict=Verdict.UNCHECKED, reason=f"{now.failure}: {now.detail}")
     if now.failure:
-        return replace(base, verdict=Verdict.GONE, reason=f"{now.failure}: {now.detail}",
-                       similarity=0.0)
+        return replace(
+            base, verdict=Verdict.GONE, reason=f"{now.failure}: {now.detail}", similarity=0.0
+        )
     if not _same_url(now.final_url, url):
         steps = " -> ".join(h.split(" ", 1)[0] for h in now.hops)
-        return replace(base, verdict=Verdict.REDIRECTED, target=now.final_url, similarity=0.0,
-                       reason=f"{steps} to {now.final_url}")
+        return replace(
+            base,
+            verdict=Verdict.REDIRECTED,
+            target=now.final_url,
+            similarity=0.0,
+            reason=f"{steps} to {now.final_url}",
+        )
     if now.status >= 400 or now.status < 200:
         return replace(base, verdict=Verdict.GONE, reason=f"HTTP {now.status}", similarity=0.0)
     if now.same_bytes:
         return replace(base, reason="same bytes")
     if now.text is None:
-        return replace(base, verdict=Verdict.CHANGED, similarity=0.0,
-                       removed=sentences(old_text),
-                       reason=f"no longer an HTML page ({now.content_type or 'no type'})")
+        return replace(
+            base,
+            verdict=Verdict.CHANGED,
+            similarity=0.0,
+            removed=sentences(old_text),
+            reason=f"no longer an HTML page ({now.content_type or 'no type'})",
+        )
     diff = compare_text(old_text, now.text)
     if diff.same:
         return replace(base, reason="same text")
-    reason = (f"similarity {diff.similarity:.4f}; {len(diff.changed)} sentence(s) changed, "
-              f"{len(diff.added)} added, {len(diff.removed)} removed"
-              f"{_figures_note(diff.changed)}")
-    return replace(base, verdict=Verdict.CHANGED, reason=reason, similarity=diff.similarity,
-                   added=diff.added, removed=diff.removed, changed=diff.changed)
+    reason = (
+        f"similarity {diff.similarity:.4f}; {len(diff.changed)} sentence(s) changed, "
+        f"{len(diff.added)} added, {len(diff.removed)} removed"
+        f"{_figures_note(diff.changed)}"
+    )
+    return replace(
+        base,
+        verdict=Verdict.CHANGED,
+        reason=reason,
+        similarity=diff.similarity,
+        added=diff.added,
+        removed=diff.removed,
+        changed=diff.changed,
+    )

@@ -19,8 +19,13 @@ from drarena.drift.stale import TaskImpact, TreeImpact
 from drarena.records import Record
 
 SCHEMA_VERSION = 1
-VERDICT_ORDER = (Verdict.GONE, Verdict.REDIRECTED, Verdict.CHANGED, Verdict.UNCHECKED,
-                 Verdict.UNCHANGED)
+VERDICT_ORDER = (
+    Verdict.GONE,
+    Verdict.REDIRECTED,
+    Verdict.CHANGED,
+    Verdict.UNCHECKED,
+    Verdict.UNCHANGED,
+)
 SECTION_BEGIN = "<!-- drift:begin -->"
 SECTION_END = "<!-- drift:end -->"
 
@@ -49,8 +54,10 @@ class DriftReport(Record):
 
     def drifted(self) -> list[PageDiff]:
         order = {v: i for i, v in enumerate(VERDICT_ORDER)}
-        return sorted((p for p in self.pages if p.verdict != Verdict.UNCHANGED),
-                      key=lambda p: (order[p.verdict], p.url))
+        return sorted(
+            (p for p in self.pages if p.verdict != Verdict.UNCHANGED),
+            key=lambda p: (order[p.verdict], p.url),
+        )
 
 
 def count_verdicts(pages: Sequence[PageDiff]) -> dict[str, int]:
@@ -60,8 +67,10 @@ def count_verdicts(pages: Sequence[PageDiff]) -> dict[str, int]:
 def write_json(report: DriftReport, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(report.to_dict(), indent=1, sort_keys=True, ensure_ascii=False)
-                   + "\n", encoding="utf-8")
+    tmp.write_text(
+        json.dumps(report.to_dict(), indent=1, sort_keys=True, ensure_ascii=False) + "\n",
+        encoding="utf-8",
+    )
     os.replace(tmp, path)
 
 
@@ -74,14 +83,16 @@ def read_json(path: Path) -> DriftReport:
 
 def _cut(text: str, width: int) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= width else text[:width - 3] + "..."
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]], widths: Sequence[int]) -> str:
     cells = [list(head), *[list(r) for r in rows]]
     sizes = [min(w, max(len(c[i]) for c in cells)) for i, w in enumerate(widths)]
-    return "\n".join("  ".join(_cut(c, sizes[i]).ljust(sizes[i]) for i, c in enumerate(row))
-                     .rstrip() for row in cells)
+    return "\n".join(
+        "  ".join(_cut(c, sizes[i]).ljust(sizes[i]) for i, c in enumerate(row)).rstrip()
+        for row in cells
+    )
 
 
 def against_label(report: DriftReport) -> str:
@@ -91,30 +102,59 @@ def against_label(report: DriftReport) -> str:
 
 def render_table(report: DriftReport) -> str:
     counts = ", ".join(f"{n} {v}" for v, n in report.counts.items())
-    lines = [f"drift of {report.snapshot.name} ({report.snapshot.fingerprint[:12]}) against "
-             f"{against_label(report)}: {len(report.pages)} pages: {counts}"]
+    lines = [
+        f"drift of {report.snapshot.name} ({report.snapshot.fingerprint[:12]}) against "
+        f"{against_label(report)}: {len(report.pages)} pages: {counts}"
+    ]
     drifted = report.drifted()
     if drifted:
-        lines += ["", _table(("verdict", "page", "reason"),
-                             [(p.verdict.value, p.url, p.reason) for p in drifted],
-                             (10, 60, 100))]
+        lines += [
+            "",
+            _table(
+                ("verdict", "page", "reason"),
+                [(p.verdict.value, p.url, p.reason) for p in drifted],
+                (10, 60, 100),
+            ),
+        ]
     hit = [t for t in report.trees if t.affected]
     if report.trees:
         lines += ["", f"trees: {len(hit)} of {len(report.trees)} have drifted nodes"]
         if hit:
-            lines.append(_table(("tree", "nodes", "changed", "gone", "redirected"),
-                                [(t.tree, str(t.nodes), str(t.changed), str(t.gone),
-                                  str(t.redirected)) for t in hit], (12, 6, 8, 6, 10)))
+            lines.append(
+                _table(
+                    ("tree", "nodes", "changed", "gone", "redirected"),
+                    [
+                        (t.tree, str(t.nodes), str(t.changed), str(t.gone), str(t.redirected))
+                        for t in hit
+                    ],
+                    (12, 6, 8, 6, 10),
+                )
+            )
     tasks = report.tasks
     if tasks is not None:
-        lines += ["", f"stale checklist items: {len(tasks.stale)} of {tasks.items} ({tasks.tasks}"
-                      f" tasks in {tasks.matches} matches of {tasks.run}; {tasks.unlocated} "
-                      f"unlocated, {tasks.unchecked} unchecked)"]
+        lines += [
+            "",
+            f"stale checklist items: {len(tasks.stale)} of {tasks.items} ({tasks.tasks}"
+            f" tasks in {tasks.matches} matches of {tasks.run}; {tasks.unlocated} "
+            f"unlocated, {tasks.unchecked} unchecked)",
+        ]
         if tasks.stale:
-            lines.append(_table(
-                ("match", "round", "item", "source", "reason"),
-                [(s.match_id, str(s.round), f"{s.checklist}[{s.index}] {s.item}",
-                  s.source_url, s.reason) for s in tasks.stale], (16, 5, 50, 50, 70)))
+            lines.append(
+                _table(
+                    ("match", "round", "item", "source", "reason"),
+                    [
+                        (
+                            s.match_id,
+                            str(s.round),
+                            f"{s.checklist}[{s.index}] {s.item}",
+                            s.source_url,
+                            s.reason,
+                        )
+                        for s in tasks.stale
+                    ],
+                    (16, 5, 50, 50, 70),
+                )
+            )
     return "\n".join(lines)
 
 
@@ -135,34 +175,46 @@ def _sentences(label: str, items: Sequence[str]) -> str:
 
 
 def _page_detail(p: PageDiff) -> str:
-    changed = "".join(f"<li><del>{_esc(c.old)}</del><br><ins>{_esc(c.new)}</ins></li>"
-                      for c in p.changed)
-    body = (f"<p class=muted>{_esc(' | '.join(p.hops))}</p>"
-            + (f"<p>changed sentences</p><ul>{changed}</ul>" if changed else "")
-            + _sentences("removed sentences", p.removed) + _sentences("added sentences", p.added))
-    return (f"<details><summary>{_esc(p.verdict.value)}: {_esc(p.url)}: {_esc(p.reason)}"
-            f"</summary>{body}</details>")
+    changed = "".join(
+        f"<li><del>{_esc(c.old)}</del><br><ins>{_esc(c.new)}</ins></li>" for c in p.changed
+    )
+    body = (
+        f"<p class=muted>{_esc(' | '.join(p.hops))}</p>"
+        + (f"<p>changed sentences</p><ul>{changed}</ul>" if changed else "")
+        + _sentences("removed sentences", p.removed)
+        + _sentences("added sentences", p.added)
+    )
+    return (
+        f"<details><summary>{_esc(p.verdict.value)}: {_esc(p.url)}: {_esc(p.reason)}"
+        f"</summary>{body}</details>"
+    )
 
 
 def drift_section(report: DriftReport) -> str:
     """The drift part of a page: counts, drifted pages, trees, stale checklist items."""
     counts = "".join(f"<td class=num>{n}</td>" for n in report.counts.values())
     heads = "".join(f"<th>{_esc(v)}</th>" for v in report.counts)
-    parts = [f"<h2>Drift against {_esc(against_label(report))}</h2>"
-             f"<p class=muted>snapshot {_esc(report.snapshot.name)} "
-             f"{_esc(report.snapshot.fingerprint)}, {_esc(report.created)}</p>"
-             f"<table><tr>{heads}</tr><tr>{counts}</tr></table>",
-             "".join(_page_detail(p) for p in report.drifted())]
+    parts = [
+        f"<h2>Drift against {_esc(against_label(report))}</h2>"
+        f"<p class=muted>snapshot {_esc(report.snapshot.name)} "
+        f"{_esc(report.snapshot.fingerprint)}, {_esc(report.created)}</p>"
+        f"<table><tr>{heads}</tr><tr>{counts}</tr></table>",
+        "".join(_page_detail(p) for p in report.drifted()),
+    ]
     hit = [t for t in report.trees if t.affected]
     if report.trees:
         rows = "".join(
             f"<tr><td>{_esc(t.tree)}</td><td class=num>{t.nodes}</td><td class=num>{t.changed}"
             f"</td><td class=num>{t.gone}</td><td class=num>{t.redirected}</td><td>"
             + "<br>".join(f"{_esc(n.verdict.value)}: {_esc(n.url)}" for n in t.affected)
-            + "</td></tr>" for t in hit)
-        parts.append(f"<h3>Trees ({len(hit)} of {len(report.trees)} drifted)</h3>"
-                     "<table><tr><th>tree</th><th>nodes</th><th>changed</th><th>gone</th>"
-                     f"<th>redirected</th><th>drifted nodes</th></tr>{rows}</table>")
+            + "</td></tr>"
+            for t in hit
+        )
+        parts.append(
+            f"<h3>Trees ({len(hit)} of {len(report.trees)} drifted)</h3>"
+            "<table><tr><th>tree</th><th>nodes</th><th>changed</th><th>gone</th>"
+            f"<th>redirected</th><th>drifted nodes</th></tr>{rows}</table>"
+        )
     tasks = report.tasks
     if tasks is not None:
         rows = "".join(
@@ -171,12 +223,16 @@ def drift_section(report: DriftReport) -> str:
             f"</td><td>{_esc(s.reason)}"
             + "".join(f"<br><del>{_esc(a)}</del>" for a in s.support)
             + "".join(f"<br><ins>{_esc(b)}</ins>" for b in s.now)
-            + "</td></tr>" for s in tasks.stale)
-        parts.append(f"<h3>Stale checklist items ({len(tasks.stale)} of {tasks.items})</h3>"
-                     f"<p class=muted>{tasks.tasks} tasks in {tasks.matches} matches; "
-                     f"{tasks.unlocated} items unlocated, {tasks.unchecked} unchecked</p>"
-                     "<table><tr><th>match</th><th>round</th><th>item</th><th>source</th>"
-                     f"<th>why stale</th></tr>{rows}</table>")
+            + "</td></tr>"
+            for s in tasks.stale
+        )
+        parts.append(
+            f"<h3>Stale checklist items ({len(tasks.stale)} of {tasks.items})</h3>"
+            f"<p class=muted>{tasks.tasks} tasks in {tasks.matches} matches; "
+            f"{tasks.unlocated} items unlocated, {tasks.unchecked} unchecked</p>"
+            "<table><tr><th>match</th><th>round</th><th>item</th><th>source</th>"
+            f"<th>why stale</th></tr>{rows}</table>"
+        )
     return f"{SECTION_BEGIN}<section id=drift>{''.join(parts)}</section>{SECTION_END}"
 
 
@@ -185,9 +241,11 @@ def render_page(report: DriftReport) -> str:
     from drarena.htmlpage import CSS
 
     title = f"drarena drift: {report.snapshot.name} against {against_label(report)}"
-    return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{_esc(title)}"
-            f"</title><style>{CSS}</style></head><body><h1>{_esc(title)}</h1>"
-            f"{drift_section(report)}</body></html>\n")
+    return (
+        f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{_esc(title)}"
+        f"</title><style>{CSS}</style></head><body><h1>{_esc(title)}</h1>"
+        f"{drift_section(report)}</body></html>\n"
+    )
 
 
 def splice_section(page: str, section: str) -> str:
@@ -195,6 +253,6 @@ def splice_section(page: str, section: str) -> str:
     start = page.find(SECTION_BEGIN)
     end = page.find(SECTION_END)
     if start != -1 and end > start:
-        return page[:start] + section + page[end + len(SECTION_END):]
+        return page[:start] + section + page[end + len(SECTION_END) :]
     at = page.rfind("</body>")
     return page + section if at == -1 else page[:at] + section + page[at:]

@@ -77,16 +77,21 @@ def _header(headers: Iterable[tuple[str, str]], name: str) -> str:
 class LiveSource:
     """Re-fetches pages over HTTP through drarena.web.fetch; one instance per drift run."""
 
-    def __init__(self, options: LiveOptions, progress: bool = True,
-                 capture: SnapshotWriter | None = None) -> None:
+    def __init__(
+        self, options: LiveOptions, progress: bool = True, capture: SnapshotWriter | None = None
+    ) -> None:
         from drarena.web.fetch import FetchPolicy
 
         self.options = options
         self.progress = progress
         self.capture = capture  # an opened writer: every exchange and failure goes into it
-        self.policy: FetchPolicy = FetchPolicy(options.user_agent, options.timeout_s,
-                                               options.max_bytes, options.allow_private,
-                                               options.connect_to)
+        self.policy: FetchPolicy = FetchPolicy(
+            options.user_agent,
+            options.timeout_s,
+            options.max_bytes,
+            options.allow_private,
+            options.connect_to,
+        )
         self._gates: dict[str, HostGate] = {}
         self._robots: dict[str, asyncio.Task[RobotFileParser | None]] = {}
 
@@ -100,8 +105,14 @@ class LiveSource:
 
         session = make_session(self.policy, max(1, self.options.concurrency) * 2)
         window = asyncio.Semaphore(max(1, self.options.concurrency))
-        bar = tqdm(total=len(urls), desc="drift fetch", unit="page", file=sys.stderr,
-                   disable=not self.progress, mininterval=0.5)
+        bar = tqdm(
+            total=len(urls),
+            desc="drift fetch",
+            unit="page",
+            file=sys.stderr,
+            disable=not self.progress,
+            mininterval=0.5,
+        )
 
         async def one(url: str) -> Fetched:
             async with window:
@@ -123,8 +134,9 @@ class LiveSource:
 
         key = url_host_port(url)
         if key not in self._gates:
-            self._gates[key] = HostGate(max(1, self.options.per_host_concurrency),
-                                        self.options.delay_s)
+            self._gates[key] = HostGate(
+                max(1, self.options.per_host_concurrency), self.options.delay_s
+            )
         return self._gates[key]
 
     async def _get(self, session: ClientSession, url: str) -> Exchange | FetchFailure:
@@ -186,42 +198,73 @@ class LiveSource:
         for _ in range(self.options.max_redirects + 1):
             if not await self._allowed(session, current):
                 if self.capture is not None:
-                    self.capture.write_failure(FetchFailure(current, "robots",
-                                                            "disallowed by robots.txt"))
+                    self.capture.write_failure(
+                        FetchFailure(current, "robots", "disallowed by robots.txt")
+                    )
                 where = "" if current == url else f" (at {current})"
-                return Fetched(url, current, 0, tuple(hops), "robots",
-                               f"disallowed by robots.txt{where}")
+                return Fetched(
+                    url, current, 0, tuple(hops), "robots", f"disallowed by robots.txt{where}"
+                )
             result = await self._get(session, current)
             if isinstance(result, FetchFailure):
                 return Fetched(url, current, 0, tuple(hops), result.kind, result.detail)
             hop = hop_from_exchange(result, self.options.max_bytes)
             hops.append(f"{hop.status} {current}")
             if not hop.location:
-                return Fetched(url, current, hop.status, tuple(hops), body=hop.body,
-                               content_type=_header(result.response_headers, "content-type"))
+                return Fetched(
+                    url,
+                    current,
+                    hop.status,
+                    tuple(hops),
+                    body=hop.body,
+                    content_type=_header(result.response_headers, "content-type"),
+                )
             target = hop.location
             if urlsplit(target).scheme not in ALLOWED_SCHEMES:
-                return Fetched(url, target, hop.status, tuple(hops), "bad_scheme",
-                               f"redirect to non-http(s) URL {target[:200]}")
+                return Fetched(
+                    url,
+                    target,
+                    hop.status,
+                    tuple(hops),
+                    "bad_scheme",
+                    f"redirect to non-http(s) URL {target[:200]}",
+                )
             try:
                 canonical = canonicalize_url(target)
             except ValueError:
-                return Fetched(url, target, hop.status, tuple(hops), "bad_url",
-                               f"redirect to malformed URL {target[:200]}")
+                return Fetched(
+                    url,
+                    target,
+                    hop.status,
+                    tuple(hops),
+                    "bad_url",
+                    f"redirect to malformed URL {target[:200]}",
+                )
             if canonical in seen:
-                return Fetched(url, target, hop.status, tuple(hops), "redirect_loop",
-                               f"redirect back to {canonical}")
+                return Fetched(
+                    url,
+                    target,
+                    hop.status,
+                    tuple(hops),
+                    "redirect_loop",
+                    f"redirect back to {canonical}",
+                )
             seen.add(canonical)
             current = target
-        return Fetched(url, current, 0, tuple(hops), "too_many_redirects",
-                       f"more than {self.options.max_redirects} redirects")
+        return Fetched(
+            url,
+            current,
+            0,
+            tuple(hops),
+            "too_many_redirects",
+            f"more than {self.options.max_redirects} redirects",
+        )
 
 
 # -- a later snapshot ---------------------------------------------------------------------
 
 
-def read_snapshot(snap: Snapshot, urls: Sequence[str], max_redirects: int = 5
-                  ) -> list[Fetched]:
+def read_snapshot(snap: Snapshot, urls: Sequence[str], max_redirects: int = 5) -> list[Fetched]:
     """What `snap` holds at each URL, its recorded redirects followed; a URL it never
     captured is `absent` (or the failure it recorded for it)."""
     failures: dict[str, tuple[str, str]] | None = None
@@ -235,24 +278,45 @@ def read_snapshot(snap: Snapshot, urls: Sequence[str], max_redirects: int = 5
             if stored is None:
                 if failures is None:
                     failures = {f.canonical_url: (f.kind, f.detail) for f in snap.iter_failures()}
-                kind, detail = failures.get(canonicalize_url(current),
-                                            ("absent", f"not in snapshot {snap.name}"))
+                kind, detail = failures.get(
+                    canonicalize_url(current), ("absent", f"not in snapshot {snap.name}")
+                )
                 result = Fetched(url, current, 0, tuple(hops), kind, detail)
                 break
             hops.append(f"{stored.status} {current}")
             target = stored.location
             if not target:
-                result = Fetched(url, current, stored.status, tuple(hops), body=stored.body,
-                                 content_type=stored.header("Content-Type")
-                                 or stored.content_type)
+                result = Fetched(
+                    url,
+                    current,
+                    stored.status,
+                    tuple(hops),
+                    body=stored.body,
+                    content_type=stored.header("Content-Type") or stored.content_type,
+                )
                 break
             if canonicalize_url(target) in {canonicalize_url(h.split(" ", 1)[1]) for h in hops}:
-                result = Fetched(url, target, stored.status, tuple(hops), "redirect_loop",
-                                 f"redirect back to {target}")
+                result = Fetched(
+                    url,
+                    target,
+                    stored.status,
+                    tuple(hops),
+                    "redirect_loop",
+                    f"redirect back to {target}",
+                )
                 break
             current = target
-        out.append(result or Fetched(url, current, 0, tuple(hops), "too_many_redirects",
-                                     f"more than {max_redirects} redirects"))
+        out.append(
+            result
+            or Fetched(
+                url,
+                current,
+                0,
+                tuple(hops),
+                "too_many_redirects",
+                f"more than {max_redirects} redirects",
+            )
+        )
     return out
 
 
@@ -271,8 +335,12 @@ def _is_html(fetched: Fetched) -> bool:
     return is_html(cast("ResponseLike", _Body(fetched.media_type, fetched.body)))
 
 
-def to_versions(fetched: Sequence[Fetched], old: Mapping[str, StoredResponse | None],
-                workers: int | None = None, progress: bool = True) -> dict[str, NewVersion]:
+def to_versions(
+    fetched: Sequence[Fetched],
+    old: Mapping[str, StoredResponse | None],
+    workers: int | None = None,
+    progress: bool = True,
+) -> dict[str, NewVersion]:
     """Extract every new 2xx HTML body that differs from the snapshot's; keyed by URL."""
     import os
 
@@ -286,13 +354,18 @@ def to_versions(fetched: Sequence[Fetched], old: Mapping[str, StoredResponse | N
         if item.failure or not 200 <= item.status < 300 or not _is_html(item):
             continue
         before = old.get(item.url)
-        if (before is not None and before.body == item.body and item.final_url == item.url
-                and (before.header("Content-Type") or before.content_type) == item.content_type):
+        if (
+            before is not None
+            and before.body == item.body
+            and item.final_url == item.url
+            and (before.header("Content-Type") or before.content_type) == item.content_type
+        ):
             same.add(item.url)
             continue
         todo.append(item)
-        jobs.append((item.body, canonicalize_url(item.final_url), item.content_type,
-                     MAX_PAGE_BYTES))
+        jobs.append(
+            (item.body, canonicalize_url(item.final_url), item.content_type, MAX_PAGE_BYTES)
+        )
     n = workers if workers is not None else min(4, os.cpu_count() or 1)
     pages = run_extraction(jobs, n if len(jobs) >= 16 else 1, progress=progress and bool(jobs))
     texts = {item.url: page for item, page in zip(todo, pages, strict=True)}
@@ -302,7 +375,14 @@ def to_versions(fetched: Sequence[Fetched], old: Mapping[str, StoredResponse | N
         text = page.text if page is not None and not page.error else None
         detail = page.error if page is not None and page.error else item.detail
         versions[item.url] = NewVersion(
-            url=item.url, final_url=item.final_url, status=item.status, hops=item.hops,
-            failure=item.failure, detail=detail, content_type=item.content_type, text=text,
-            same_bytes=item.url in same)
+            url=item.url,
+            final_url=item.final_url,
+            status=item.status,
+            hops=item.hops,
+            failure=item.failure,
+            detail=detail,
+            content_type=item.content_type,
+            text=text,
+            same_bytes=item.url in same,
+        )
     return versions

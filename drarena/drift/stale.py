@@ -24,9 +24,11 @@ SUPPORT_MIN = 0.5  # share of the item's content words a sentence must hold to s
 SUPPORT_SLACK = 0.1  # sentences within this of the best score also support the item
 SUPPORT_MAX = 3
 _TOKEN = re.compile(r"\w+")
-_STOP = ("a an and are as at be been but by can do does for from has have how if in into is "
-         "it its not of on or than that the their them then there these this those to was "
-         "were what when where which while who will with you your")
+_STOP = (
+    "a an and are as at be been but by can do does for from has have how if in into is "
+    "it its not of on or than that the their them then there these this those to was "
+    "were what when where which while who will with you your"
+)
 STOPWORDS = frozenset(_STOP.split(" "))
 AFFECTED = (Verdict.CHANGED, Verdict.GONE, Verdict.REDIRECTED)
 
@@ -98,13 +100,22 @@ def tree_impacts(trees: Iterable[Tree], diffs: Mapping[str, PageDiff]) -> list[T
             if diff is None or diff.verdict == Verdict.UNCHECKED:
                 unchecked += 1
             elif diff.verdict in AFFECTED:
-                affected.append(NodeImpact(node.id, node.url, node.depth, diff.verdict,
-                                           diff.reason))
+                affected.append(
+                    NodeImpact(node.id, node.url, node.depth, diff.verdict, diff.reason)
+                )
         affected.sort(key=lambda n: (n.url, n.node))
         count = {v: sum(n.verdict == v for n in affected) for v in AFFECTED}
-        out.append(TreeImpact(tree.id, len(tree.nodes), count[Verdict.CHANGED],
-                              count[Verdict.GONE], count[Verdict.REDIRECTED], unchecked,
-                              tuple(affected)))
+        out.append(
+            TreeImpact(
+                tree.id,
+                len(tree.nodes),
+                count[Verdict.CHANGED],
+                count[Verdict.GONE],
+                count[Verdict.REDIRECTED],
+                unchecked,
+                tuple(affected),
+            )
+        )
     return out
 
 
@@ -129,8 +140,9 @@ def support(item: str, page_sentences: Sequence[str]) -> tuple[str, ...]:
     return tuple(s for neg, _, s in scored[:SUPPORT_MAX] if -neg >= best - SUPPORT_SLACK)
 
 
-def _item_verdict(item: str, diff: PageDiff, old_text: str
-                  ) -> tuple[str, tuple[str, ...], tuple[str, ...]] | None:
+def _item_verdict(
+    item: str, diff: PageDiff, old_text: str
+) -> tuple[str, tuple[str, ...], tuple[str, ...]] | None:
     """(reason, moved support, what it became) when the item is stale, else None."""
     if diff.verdict == Verdict.GONE:
         return f"source page gone ({diff.reason})", (), ()
@@ -159,8 +171,12 @@ def _item_verdict(item: str, diff: PageDiff, old_text: str
     return "; ".join(notes), tuple(moved), tuple(now)
 
 
-def task_impacts(run_name: str, matches: Sequence[MatchRecord], diffs: Mapping[str, PageDiff],
-                 old_texts: Mapping[str, str]) -> TaskImpact:
+def task_impacts(
+    run_name: str,
+    matches: Sequence[MatchRecord],
+    diffs: Mapping[str, PageDiff],
+    old_texts: Mapping[str, str],
+) -> TaskImpact:
     """Every checklist item of every generated task, in match, round, depth-then-width order;
     only the stale ones are kept, the rest counted."""
     stale: list[StaleItem] = []
@@ -171,8 +187,9 @@ def task_impacts(run_name: str, matches: Sequence[MatchRecord], diffs: Mapping[s
             if task is None:
                 continue
             tasks += 1
-            listed = [("depth", i, c) for i, c in enumerate(task.checklist_depth)] + \
-                     [("width", i, c) for i, c in enumerate(task.checklist_width)]
+            listed = [("depth", i, c) for i, c in enumerate(task.checklist_depth)] + [
+                ("width", i, c) for i, c in enumerate(task.checklist_width)
+            ]
             for kind, index, check in listed:
                 items += 1
                 key = _key(check.source_url)
@@ -183,14 +200,27 @@ def task_impacts(run_name: str, matches: Sequence[MatchRecord], diffs: Mapping[s
                 old_text = old_texts.get(key, "")
                 found = _item_verdict(check.item, diff, old_text)
                 if found is None:
-                    if diff.verdict == Verdict.CHANGED and not support(check.item,
-                                                                       sentences(old_text)):
+                    if diff.verdict == Verdict.CHANGED and not support(
+                        check.item, sentences(old_text)
+                    ):
                         unlocated += 1
                     continue
                 reason, moved, now = found
-                stale.append(StaleItem(match.match_id, rnd.index, match.tree, kind, index,
-                                       check.item, check.source_url, diff.verdict, reason,
-                                       moved, now))
+                stale.append(
+                    StaleItem(
+                        match.match_id,
+                        rnd.index,
+                        match.tree,
+                        kind,
+                        index,
+                        check.item,
+                        check.source_url,
+                        diff.verdict,
+                        reason,
+                        moved,
+                        now,
+                    )
+                )
     return TaskImpact(run_name, len(matches), tasks, items, tuple(stale), unlocated, unchecked)
 
 
@@ -219,11 +249,14 @@ def load_run_matches(run_dir: Path, snapshot_fingerprint: str) -> list[MatchReco
         raise DrarenaError(f"{run.path}: no run.json (not a run folder)")
     played = header.get("snapshot_fingerprint")
     if played and played != snapshot_fingerprint:
-        raise DrarenaError(f"{run.path}: the run was played on snapshot {str(played)[:12]}..., "
-                           f"not on this one ({snapshot_fingerprint[:12]}...)")
+        raise DrarenaError(
+            f"{run.path}: the run was played on snapshot {str(played)[:12]}..., "
+            f"not on this one ({snapshot_fingerprint[:12]}...)"
+        )
     if run.matches_dir.is_dir() and any(run.matches_dir.glob("*.json")):
         return sorted(run.finished().values(), key=lambda m: m.match_id)
     if run.log_path.is_file():
         return run.read_log()
-    raise DrarenaError(f"{run.path}: no finished matches (neither matches/*.json nor "
-                       "matches.jsonl)")
+    raise DrarenaError(
+        f"{run.path}: no finished matches (neither matches/*.json nor matches.jsonl)"
+    )

@@ -88,8 +88,9 @@ def add_round(score: MatchScore, verdict: Verdict | None) -> MatchScore:
     if verdict is None:
         return dataclasses.replace(score, rounds_void=score.rounds_void + 1)
     pa, pb = round_points(verdict)
-    return MatchScore(score.points_a + pa, score.points_b + pb, score.rounds_scored + 1,
-                      score.rounds_void)
+    return MatchScore(
+        score.points_a + pa, score.points_b + pb, score.rounds_scored + 1, score.rounds_void
+    )
 
 
 class Outcome(StrEnum):
@@ -99,8 +100,9 @@ class Outcome(StrEnum):
     VOID = "VOID"
 
 
-def should_stop(score: MatchScore, *, max_rounds: int, gap_to_stop: int = 2,
-                max_void_rounds: int = 2) -> bool:
+def should_stop(
+    score: MatchScore, *, max_rounds: int, gap_to_stop: int = 2, max_void_rounds: int = 2
+) -> bool:
     """Stop on a decisive gap (after at least one scored round), at the round limit, or when
     too many rounds were void to trust the match."""
     if score.rounds_void > max_void_rounds:

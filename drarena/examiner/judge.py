@@ -51,32 +51,47 @@ def _items(items: tuple[ChecklistItem, ...], first: int) -> str:
 
 
 def _answer_block(label: str, answer: AnswerForJudge) -> str:
-    counts = (f"citations: {answer.cited} cited, {answer.valid} found in the archive, "
-              f"{answer.fabricated} not found (fabricated)")
+    counts = (
+        f"citations: {answer.cited} cited, {answer.valid} found in the archive, "
+        f"{answer.fabricated} not found (fabricated)"
+    )
     return quote_block(f"ANSWER {label}", f"({counts})\n\n{answer.report}")
 
 
 def judge_prompt(task: Task, first: AnswerForJudge, second: AnswerForJudge) -> str:
     return templates.render(
-        "judge", question=task.question, word_limit_instruction=task.word_limit_instruction,
+        "judge",
+        question=task.question,
+        word_limit_instruction=task.word_limit_instruction,
         checklist_depth=_items(task.checklist_depth, 1),
         checklist_width=_items(task.checklist_width, len(task.checklist_depth) + 1),
         n_items=len(task.checklist_depth) + len(task.checklist_width),
-        answer_a=_answer_block("A", first), answer_b=_answer_block("B", second))
+        answer_a=_answer_block("A", first),
+        answer_b=_answer_block("B", second),
+    )
 
 
-async def _judge_once(client: ModelClient, role: str, task: Task, first: AnswerForJudge,
-                      second: AnswerForJudge, order: str) -> JudgedOrder:
+async def _judge_once(
+    client: ModelClient,
+    role: str,
+    task: Task,
+    first: AnswerForJudge,
+    second: AnswerForJudge,
+    order: str,
+) -> JudgedOrder:
     messages = [{"role": "user", "content": judge_prompt(task, first, second)}]
     items = [i.item for i in (*task.checklist_depth, *task.checklist_width)]
-    value, completion = await complete_json(client, role, messages, judge_schema(len(items)),
-                                            name="verdict")
+    value, completion = await complete_json(
+        client, role, messages, judge_schema(len(items)), name="verdict"
+    )
     return JudgedOrder(order, parse_judgment(value, items), completion.key)
 
 
-async def judge_pair(client: ModelClient, role: str, task: Task, a: AnswerForJudge,
-                     b: AnswerForJudge) -> PairJudgment:
+async def judge_pair(
+    client: ModelClient, role: str, task: Task, a: AnswerForJudge, b: AnswerForJudge
+) -> PairJudgment:
     """Both orders concurrently; raises the model layer's DrarenaError if either fails."""
-    ab, ba = await asyncio.gather(_judge_once(client, role, task, a, b, "AB"),
-                                  _judge_once(client, role, task, b, a, "BA"))
+    ab, ba = await asyncio.gather(
+        _judge_once(client, role, task, a, b, "AB"), _judge_once(client, role, task, b, a, "BA")
+    )
     return PairJudgment(ab, ba, reconcile(ab.raw.judgment, ba.raw.judgment.swapped()))

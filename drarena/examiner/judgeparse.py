@@ -21,8 +21,12 @@ def judge_schema(n_items: int) -> dict[str, Any]:
 
     Each answer's checklist result is a list of exactly n booleans, in checklist order: short
     to generate, and constrained decoding cannot skip or invent an item."""
-    checks = {"type": "array", "items": {"type": "boolean"}, "minItems": n_items,
-              "maxItems": n_items}
+    checks = {
+        "type": "array",
+        "items": {"type": "boolean"},
+        "minItems": n_items,
+        "maxItems": n_items,
+    }
     return {
         "type": "object",
         "properties": {
@@ -33,8 +37,14 @@ def judge_schema(n_items: int) -> dict[str, Any]:
             "loser_failure_type": {"type": "string", "enum": [f.value for f in FailureType]},
             "reasoning": {"type": "string", "maxLength": REASONING_MAX_CHARS},
         },
-        "required": ["checklist_a", "checklist_b", "verdict", "tie_quality",
-                     "loser_failure_type", "reasoning"],
+        "required": [
+            "checklist_a",
+            "checklist_b",
+            "verdict",
+            "tie_quality",
+            "loser_failure_type",
+            "reasoning",
+        ],
         "additionalProperties": False,
     }
 
@@ -76,10 +86,12 @@ def parse_judgment(obj: dict[str, Any], items: Sequence[str] = ()) -> RawJudgmen
         quality = TieQuality.HIGH if obj.get("tie_quality") == "HIGH" else TieQuality.LOW
         failure = FailureType.NONE
     checks = {
-        side: tuple(CheckResult(item, bool(passed))
-                    for item, passed in zip(items, obj.get(f"checklist_{side}", []),
-                                            strict=False))
+        side: tuple(
+            CheckResult(item, bool(passed))
+            for item, passed in zip(items, obj.get(f"checklist_{side}", []), strict=False)
+        )
         for side in ("a", "b")
     }
-    return RawJudgment(Judgment(verdict, quality, failure), checks["a"], checks["b"],
-                       str(obj.get("reasoning", "")))
+    return RawJudgment(
+        Judgment(verdict, quality, failure), checks["a"], checks["b"], str(obj.get("reasoning", ""))
+    )

@@ -29,14 +29,21 @@ def task_schema(n_sources: int, n_targets: int = MAX_ITEMS) -> dict[str, Any]:
     length caps keep a rambling model's output bounded."""
     item = {
         "type": "object",
-        "properties": {"item": {"type": "string", "minLength": 1, "maxLength": ITEM_MAX_CHARS},
-                       "source": {"type": "integer", "minimum": 1, "maximum": n_sources}},
+        "properties": {
+            "item": {"type": "string", "minLength": 1, "maxLength": ITEM_MAX_CHARS},
+            "source": {"type": "integer", "minimum": 1, "maximum": n_sources},
+        },
         "required": ["item", "source"],
         "additionalProperties": False,
     }
+
     def items(most: int) -> dict[str, Any]:
-        return {"type": "array", "items": item, "minItems": 1,
-                "maxItems": max(1, min(most, MAX_ITEMS))}
+        return {
+            "type": "array",
+            "items": item,
+            "minItems": 1,
+            "maxItems": max(1, min(most, MAX_ITEMS)),
+        }
 
     return {
         "type": "object",
@@ -98,10 +105,16 @@ def forbidden_names(titles: Sequence[str], urls: Sequence[str]) -> list[str]:
     return names
 
 
-def check_task(raw: dict[str, Any], *, sources: Sequence[str], forbidden: Sequence[str],
-               tree_urls: Iterable[str], earlier_questions: Sequence[str],
-               word_limit: tuple[int, int], word_limit_instruction: str
-               ) -> tuple[Task | None, list[str]]:
+def check_task(
+    raw: dict[str, Any],
+    *,
+    sources: Sequence[str],
+    forbidden: Sequence[str],
+    tree_urls: Iterable[str],
+    earlier_questions: Sequence[str],
+    word_limit: tuple[int, int],
+    word_limit_instruction: str,
+) -> tuple[Task | None, list[str]]:
     """A Task, or None with the reasons it was rejected. `sources` are the URLs of the pages
     the prompt numbered 1..n; items cite them by number.
 
@@ -126,29 +139,42 @@ def check_task(raw: dict[str, Any], *, sources: Sequence[str], forbidden: Sequen
         for entry in raw.get(key) or []:
             item = str(entry.get("item", "")).strip() if isinstance(entry, dict) else ""
             number = entry.get("source") if isinstance(entry, dict) else None
-            url = (sources[number - 1] if isinstance(number, int) and 1 <= number <= len(sources)
-                   else "")
+            url = (
+                sources[number - 1]
+                if isinstance(number, int) and 1 <= number <= len(sources)
+                else ""
+            )
             if not item or _norm(item) in seen:
                 dropped += 1
                 continue
             seen.add(_norm(item))
             if not url:
-                reasons.append(f"{key} item {item[:60]!r} cites source {number!r}, not one of "
-                               f"the {len(sources)} pages shown")
+                reasons.append(
+                    f"{key} item {item[:60]!r} cites source {number!r}, not one of "
+                    f"the {len(sources)} pages shown"
+                )
                 continue
             if url not in urls:
-                reasons.append(f"{key} item {item[:60]!r} cites {url[:100]!r}, not a page of "
-                               "the tree")
+                reasons.append(
+                    f"{key} item {item[:60]!r} cites {url[:100]!r}, not a page of the tree"
+                )
             items.append(ChecklistItem(item, url))
         if dropped:
             notes.append(f"{key}: {dropped} empty or repeated item(s) dropped")
         if not items:
-            reasons.append(f"{key} is empty" + (" once repeated items are dropped"
-                                                 if dropped else ""))
+            reasons.append(
+                f"{key} is empty" + (" once repeated items are dropped" if dropped else "")
+            )
         lists[key] = tuple(items)
     if reasons:
         return None, list(dict.fromkeys(reasons))
-    task = Task(question, word_limit_instruction, word_limit,
-                lists["checklist_depth"], lists["checklist_width"],
-                str(raw.get("rationale", "")), tuple(notes))
+    task = Task(
+        question,
+        word_limit_instruction,
+        word_limit,
+        lists["checklist_depth"],
+        lists["checklist_width"],
+        str(raw.get("rationale", "")),
+        tuple(notes),
+    )
     return task, []

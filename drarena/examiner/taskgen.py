@@ -45,8 +45,9 @@ def word_limit_instruction(limits: tuple[int, int]) -> str:
     return f"Answer in {limits[0]} to {limits[1]} words."
 
 
-def _render_pages(pages: Sequence[TreePage], budget_chars: int, first: int
-                  ) -> tuple[str, list[str]]:
+def _render_pages(
+    pages: Sequence[TreePage], budget_chars: int, first: int
+) -> tuple[str, list[str]]:
     """Pages as quoted blocks numbered SOURCE first, first+1, ... (checklists cite them)."""
     fitted = fit_evenly([p.text for p in pages], budget_chars)
     blocks, cut = [], []
@@ -59,10 +60,19 @@ def _render_pages(pages: Sequence[TreePage], budget_chars: int, first: int
     return "\n\n".join(blocks) or "(none)", cut
 
 
-async def generate_task(client: ModelClient, role: str, *, root: TreePage,
-                        chain: Sequence[TreePage], targets: Sequence[TreePage], depth: int,
-                        earlier_questions: Sequence[str], tree_urls: Sequence[str],
-                        page_budget_chars: int, max_attempts: int = 2) -> TaskOutcome:
+async def generate_task(
+    client: ModelClient,
+    role: str,
+    *,
+    root: TreePage,
+    chain: Sequence[TreePage],
+    targets: Sequence[TreePage],
+    depth: int,
+    earlier_questions: Sequence[str],
+    tree_urls: Sequence[str],
+    page_budget_chars: int,
+    max_attempts: int = 2,
+) -> TaskOutcome:
     if not targets:
         raise DrarenaError("generate_task: no target pages")
     width = len(targets)
@@ -70,16 +80,23 @@ async def generate_task(client: ModelClient, role: str, *, root: TreePage,
     instruction = word_limit_instruction(limits)
     # the chain gets a third of the budget: it sets the logic, the targets hold the facts
     chain_text, cut_chain = _render_pages(chain, page_budget_chars // 3, 1)
-    target_text, cut_targets = _render_pages(targets, page_budget_chars - page_budget_chars // 3,
-                                             len(chain) + 1)
+    target_text, cut_targets = _render_pages(
+        targets, page_budget_chars - page_budget_chars // 3, len(chain) + 1
+    )
     sources = [p.url for p in (*chain, *targets)]
     prompt = templates.render(
-        "taskgen", root_topic=root.title or root.url, reasoning_chain=chain_text,
-        target_pages=target_text, width=width, n_sources=len(sources),
-        earlier_questions="\n".join(f"- {q}" for q in earlier_questions) or "(none)")
+        "taskgen",
+        root_topic=root.title or root.url,
+        reasoning_chain=chain_text,
+        target_pages=target_text,
+        width=width,
+        n_sources=len(sources),
+        earlier_questions="\n".join(f"- {q}" for q in earlier_questions) or "(none)",
+    )
     schema = task_schema(len(sources), len(targets))
-    forbidden = forbidden_names([root.title, *(t.title for t in targets)],
-                                [root.url, *(t.url for t in targets)])
+    forbidden = forbidden_names(
+        [root.title, *(t.title for t in targets)], [root.url, *(t.url for t in targets)]
+    )
     messages: list[dict[str, str]] = [{"role": "user", "content": prompt}]
     attempts: list[TaskAttempt] = []
     cut = tuple(cut_chain + cut_targets)
@@ -88,15 +105,28 @@ async def generate_task(client: ModelClient, role: str, *, root: TreePage,
             raw, completion = await complete_json(client, role, messages, schema, name="task")
         except DrarenaError as exc:
             return TaskOutcome(None, tuple(attempts), cut, error=str(exc))
-        task, reasons = check_task(raw, sources=sources, forbidden=forbidden,
-                                   tree_urls=tree_urls, earlier_questions=earlier_questions,
-                                   word_limit=limits, word_limit_instruction=instruction)
+        task, reasons = check_task(
+            raw,
+            sources=sources,
+            forbidden=forbidden,
+            tree_urls=tree_urls,
+            earlier_questions=earlier_questions,
+            word_limit=limits,
+            word_limit_instruction=instruction,
+        )
         attempts.append(TaskAttempt(completion.key, tuple(reasons)))
         if task is not None:
             return TaskOutcome(task, tuple(attempts), cut)
-        messages += [{"role": "assistant", "content": completion.text},
-                     {"role": "user", "content": "That task is invalid: " + "; ".join(reasons)
-                      + ". Write a corrected task as JSON only."}]
+        messages += [
+            {"role": "assistant", "content": completion.text},
+            {
+                "role": "user",
+                "content": "That task is invalid: "
+                + "; ".join(reasons)
+                + ". Write a corrected task as JSON only.",
+            },
+        ]
     last = "; ".join(attempts[-1].reasons) if attempts else "no attempt"
-    return TaskOutcome(None, tuple(attempts), cut,
-                       error=f"task rejected after {len(attempts)} tries: {last}")
+    return TaskOutcome(
+        None, tuple(attempts), cut, error=f"task rejected after {len(attempts)} tries: {last}"
+    )

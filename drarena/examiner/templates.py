@@ -21,10 +21,12 @@ TEMPLATE_NAMES = ("taskgen", "judge")
 def load(name: str) -> str:
     try:
         return (resources.files("drarena.examiner") / "prompts" / f"{name}.txt").read_text(
-            encoding="utf-8")
+            encoding="utf-8"
+        )
     except FileNotFoundError:
         raise DrarenaError(
-            f"prompt template {name!r} not found in drarena/examiner/prompts/") from None
+            f"prompt template {name!r} not found in drarena/examiner/prompts/"
+        ) from None
 
 
 def template_hash(name: str) -> str:
@@ -38,8 +40,11 @@ def template_hashes() -> dict[str, str]:
 def render(name: str, **values: object) -> str:
     """Substitute $names; a missing or unused variable is an error."""
     template = string.Template(load(name))
-    wanted = {m.group("named") or m.group("braced") for m in template.pattern.finditer(
-        template.template) if m.group("named") or m.group("braced")}
+    wanted = {
+        m.group("named") or m.group("braced")
+        for m in template.pattern.finditer(template.template)
+        if m.group("named") or m.group("braced")
+    }
     missing = sorted(wanted - set(values))
     extra = sorted(set(values) - wanted)
     if missing or extra:

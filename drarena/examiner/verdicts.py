@@ -90,8 +90,11 @@ def reconcile(first: Judgment, second_swapped_back: Judgment) -> Judgment:
     signed = s1 if abs(s1) <= abs(s2) else s2
     verdict = Verdict.from_signed(signed)
     if verdict == Verdict.TIE:
-        qualities = [j.tie_quality for j in (first, second_swapped_back)
-                     if j.verdict == Verdict.TIE and j.tie_quality is not None]
+        qualities = [
+            j.tie_quality
+            for j in (first, second_swapped_back)
+            if j.verdict == Verdict.TIE and j.tie_quality is not None
+        ]
         # A tie judged without a quality counts as LOW: only a stated HIGH escalates.
         high = bool(qualities) and TieQuality.LOW not in qualities
         quality = TieQuality.HIGH if high else TieQuality.LOW

@@ -26,8 +26,15 @@ from drarena.ledger.header import RUN_SCHEMA_VERSION, RunHeader
 from drarena.ledger.records import SCHEMA_VERSION, AnswerTiming, MatchRecord
 
 REPLAY_MARK = "replay_of"
-REPLAY_FILES = ("run.json", "matches.jsonl", "timings.jsonl", "leaderboard.md",
-                "leaderboard.csv", "leaderboard.json", "report.html")
+REPLAY_FILES = (
+    "run.json",
+    "matches.jsonl",
+    "timings.jsonl",
+    "leaderboard.md",
+    "leaderboard.csv",
+    "leaderboard.json",
+    "report.html",
+)
 
 
 def read_text(path: Path) -> str:
@@ -51,14 +58,15 @@ def _json_object(text: str, what: str) -> dict[str, Any]:
     return value
 
 
-def check_schema(version: Any, supported: int, where: str, key: str = "schema_version"
-                 ) -> None:
+def check_schema(version: Any, supported: int, where: str, key: str = "schema_version") -> None:
     """A file written by a newer drarena is refused rather than misread."""
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise DrarenaError(f"{where}: {key} must be a positive integer, got {version!r:.40}")
     if version > supported:
-        raise DrarenaError(f"{where}: {key} {version} is newer than this drarena supports "
-                           f"({supported}); use the drarena that wrote it")
+        raise DrarenaError(
+            f"{where}: {key} {version} is newer than this drarena supports "
+            f"({supported}); use the drarena that wrote it"
+        )
 
 
 def match_record(text: str, where: str) -> MatchRecord:
@@ -114,8 +122,10 @@ class RunDir:
             raise DrarenaError(f"{where}: {exc}") from None
         if not isinstance(value.get("config"), dict):
             raise DrarenaError(f"{where}: no `config` object (not a run header)")
-        for key, supported in (("run_schema_version", RUN_SCHEMA_VERSION),
-                               ("match_schema_version", SCHEMA_VERSION)):
+        for key, supported in (
+            ("run_schema_version", RUN_SCHEMA_VERSION),
+            ("match_schema_version", SCHEMA_VERSION),
+        ):
             check_schema(value.get(key, supported), supported, str(where), key)
         typed_header(value, str(where))  # a field of the wrong type: one line, here
         return value
@@ -127,8 +137,9 @@ class RunDir:
 
     def write_header(self, header: RunHeader | dict[str, Any]) -> None:
         """Write run.json through the RunHeader model (a dict is validated first)."""
-        typed = header if isinstance(header, RunHeader) else typed_header(
-            header, str(self.header_path))
+        typed = (
+            header if isinstance(header, RunHeader) else typed_header(header, str(self.header_path))
+        )
         self.create()
         write_atomic(self.header_path, typed.to_json())
 
@@ -143,8 +154,10 @@ class RunDir:
             try:
                 record = match_record(path.read_bytes().decode("utf-8"), str(path))
             except ValueError as exc:  # UnicodeDecodeError included; a newer schema passes
-                raise DrarenaError(f"{path}: damaged match record ({str(exc)[:200]}); delete "
-                                   "it to play the match again") from None
+                raise DrarenaError(
+                    f"{path}: damaged match record ({str(exc)[:200]}); delete "
+                    "it to play the match again"
+                ) from None
             done[record.match_id] = record
         return done
 
@@ -175,8 +188,9 @@ class RunDir:
                 try:
                     t = AnswerTiming.from_dict(_json_object(line, "a timing"))
                 except (ValueError, TypeError) as exc:
-                    raise DrarenaError(f"{self.timings_path}:{n}: bad timing "
-                                       f"({str(exc)[:200]})") from None
+                    raise DrarenaError(
+                        f"{self.timings_path}:{n}: bad timing ({str(exc)[:200]})"
+                    ) from None
                 seconds.setdefault(t.agent, []).append(t.wall_s)
         return seconds
 
@@ -189,8 +203,9 @@ def prepare_replay_target(source: Path, target: Path) -> None:
     src, dst = source.resolve(), target.resolve()
     if dst == src or dst.is_relative_to(src) or src.is_relative_to(dst):
         how = "is" if dst == src else ("is inside" if dst.is_relative_to(src) else "contains")
-        raise DrarenaError(f"--out {target}: {how} the run being replayed ({source}); "
-                           "choose a folder outside it")
+        raise DrarenaError(
+            f"--out {target}: {how} the run being replayed ({source}); choose a folder outside it"
+        )
     if not target.exists():
         return
     if not target.is_dir():
@@ -200,9 +215,11 @@ def prepare_replay_target(source: Path, target: Path) -> None:
     old = RunDir(target)
     header = old.header()
     if header is None or REPLAY_MARK not in header:
-        raise DrarenaError(f"--out {target}: not empty and not a folder `drarena replay` "
-                           "made (no replay_of in its run.json); nothing was deleted: choose "
-                           "a new or empty folder")
+        raise DrarenaError(
+            f"--out {target}: not empty and not a folder `drarena replay` "
+            "made (no replay_of in its run.json); nothing was deleted: choose "
+            "a new or empty folder"
+        )
     for name in REPLAY_FILES:
         for path in (target / name, target / (name + ".tmp")):
             path.unlink(missing_ok=True)

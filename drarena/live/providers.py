@@ -86,8 +86,9 @@ def _json_object(body: bytes, who: str, hint: str = "") -> dict[str, Any]:
     return data
 
 
-def _results(items: object, who: str, url_key: str, title_key: str, snippet_key: str
-             ) -> list[ProviderResult]:
+def _results(
+    items: object, who: str, url_key: str, title_key: str, snippet_key: str
+) -> list[ProviderResult]:
     if not isinstance(items, list):
         raise DrarenaError(f"{who}: `results` is not a list")
     out = []
@@ -121,8 +122,9 @@ class SearxngArgs(_Args):
     categories: list[str] = Field(default_factory=list)
     language: str = ""
     safesearch: Literal[0, 1, 2] | None = None
-    max_pages: int = Field(default=3, ge=1, le=10,
-                           description="result pages fetched at most per search")
+    max_pages: int = Field(
+        default=3, ge=1, le=10, description="result pages fetched at most per search"
+    )
 
     @field_validator("url")
     @classmethod
@@ -155,8 +157,9 @@ class SearxngProvider:
             params.append(("language", self.args.language))
         if self.args.safesearch is not None:
             params.append(("safesearch", str(self.args.safesearch)))
-        return ApiRequest(f"{self.args.url}/search?{urlencode(params)}",
-                          (("Accept", "application/json"),))
+        return ApiRequest(
+            f"{self.args.url}/search?{urlencode(params)}", (("Accept", "application/json"),)
+        )
 
     def parse(self, body: bytes) -> list[ProviderResult]:
         who = f"searxng at {self.args.url}"
@@ -176,11 +179,15 @@ def searxng(**args: Any) -> SearxngProvider:
 
 
 class BraveArgs(_Args):
-    api_key_env: str = Field(default="BRAVE_API_KEY", min_length=1,
-                             description="environment variable holding the API key")
+    api_key_env: str = Field(
+        default="BRAVE_API_KEY",
+        min_length=1,
+        description="environment variable holding the API key",
+    )
     endpoint: str = BRAVE_ENDPOINT
-    count: int = Field(default=20, ge=1, le=20,
-                       description="results per request (Brave's maximum 20)")
+    count: int = Field(
+        default=20, ge=1, le=20, description="results per request (Brave's maximum 20)"
+    )
     country: str = ""
     search_lang: str = ""
     safesearch: Literal["off", "moderate", "strict"] | None = None
@@ -211,12 +218,17 @@ class BraveProvider:
     def missing_key(self) -> str | None:
         if self.environ.get(self.args.api_key_env, "").strip():
             return None
-        return (f"search provider brave: environment variable {self.args.api_key_env} is not "
-                "set (the Brave Search API key)")
+        return (
+            f"search provider brave: environment variable {self.args.api_key_env} is not "
+            "set (the Brave Search API key)"
+        )
 
     def request(self, query: str, page: int, *, with_secrets: bool) -> ApiRequest:
-        params: list[tuple[str, str]] = [("q", query), ("count", str(self.args.count)),
-                                         ("offset", str(page - 1))]
+        params: list[tuple[str, str]] = [
+            ("q", query),
+            ("count", str(self.args.count)),
+            ("offset", str(page - 1)),
+        ]
         for name in ("country", "search_lang", "safesearch"):
             value = getattr(self.args, name)
             if value:
@@ -228,8 +240,11 @@ class BraveProvider:
                 raise DrarenaError(problem)
             key = self.environ[self.args.api_key_env].strip()
             headers = (*headers, ("X-Subscription-Token", key))
-        return ApiRequest(f"{self.args.endpoint}?{urlencode(params)}", headers,
-                          frozenset({"x-subscription-token"}))
+        return ApiRequest(
+            f"{self.args.endpoint}?{urlencode(params)}",
+            headers,
+            frozenset({"x-subscription-token"}),
+        )
 
     def parse(self, body: bytes) -> list[ProviderResult]:
         who = f"brave at {self.args.endpoint}"
@@ -240,12 +255,14 @@ class BraveProvider:
         return _results(web.get("results", []), who, "url", "title", "description")
 
     def http_error(self, status: int) -> str:
-        hint = {401: "the key was rejected", 403: "the key was rejected",
-                422: "the key or a parameter was rejected",
-                429: "rate limit or quota exceeded"}.get(status, "")
+        hint = {
+            401: "the key was rejected",
+            403: "the key was rejected",
+            422: "the key or a parameter was rejected",
+            429: "rate limit or quota exceeded",
+        }.get(status, "")
         key = f" (key from {self.args.api_key_env})" if status in (401, 403, 422) else ""
-        return (f"brave at {self.args.endpoint}: HTTP {status}"
-                + (f": {hint}{key}" if hint else ""))
+        return f"brave at {self.args.endpoint}: HTTP {status}" + (f": {hint}{key}" if hint else "")
 
 
 def brave(**args: Any) -> BraveProvider:
@@ -260,8 +277,9 @@ PROVIDERS.register("brave", "drarena.live.providers:brave")
 def build_provider(spec: ComponentSpec | Mapping[str, Any]) -> SearchProvider:
     """A provider from its {kind, args}; config errors as one line."""
     try:
-        parsed = spec if isinstance(spec, ComponentSpec) else ComponentSpec.model_validate(
-            dict(spec))
+        parsed = (
+            spec if isinstance(spec, ComponentSpec) else ComponentSpec.model_validate(dict(spec))
+        )
         return PROVIDERS.build(parsed)
     except RegistryError as exc:
         raise DrarenaError(str(exc)) from None

@@ -63,8 +63,9 @@ class LiveWebSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    user_agent: str = Field(default=f"drarena/{__version__} (deep-research arena; live mode)",
-                            min_length=1)
+    user_agent: str = Field(
+        default=f"drarena/{__version__} (deep-research arena; live mode)", min_length=1
+    )
     timeout_s: float = Field(default=20.0, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
     max_bytes: int = Field(default=2_000_000, ge=1, description="cap on one response body")
     per_host_concurrency: int = Field(default=2, ge=1)
@@ -72,8 +73,10 @@ class LiveWebSettings(BaseModel):
     respect_robots: bool = True
     allow_private_addresses: bool = False
     connect_to: dict[str, str] = Field(
-        default_factory=dict, description='"host:port" -> "host:port" actually connected to '
-        "(curl --connect-to); URLs and records keep the original origin")
+        default_factory=dict,
+        description='"host:port" -> "host:port" actually connected to '
+        "(curl --connect-to); URLs and records keep the original origin",
+    )
     max_redirects: int = Field(default=5, ge=0, le=20)
 
     @field_validator("connect_to")
@@ -87,9 +90,13 @@ class LiveWebSettings(BaseModel):
     def policy(self, *, trusted: bool = False) -> FetchPolicy:
         """`trusted`: a search provider's configured endpoint, which may be on loopback
         (a self-hosted SearXNG); pages found on the web never are."""
-        return FetchPolicy(self.user_agent, self.timeout_s, self.max_bytes,
-                           self.allow_private_addresses or trusted,
-                           tuple(sorted(self.connect_to.items())))
+        return FetchPolicy(
+            self.user_agent,
+            self.timeout_s,
+            self.max_bytes,
+            self.allow_private_addresses or trusted,
+            tuple(sorted(self.connect_to.items())),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,8 +155,10 @@ def check_url(url: str) -> str:
     url = url.strip()
     scheme = urlsplit(url).scheme.lower()
     if scheme not in ALLOWED_SCHEMES:
-        raise DrarenaError(f"{url[:200]}: scheme {scheme or '(none)'!r} is not http(s); "
-                           "live mode fetches web pages only")
+        raise DrarenaError(
+            f"{url[:200]}: scheme {scheme or '(none)'!r} is not http(s); "
+            "live mode fetches web pages only"
+        )
     try:
         canonical = canonicalize_url(url)
     except ValueError as exc:
@@ -192,13 +201,21 @@ def extract_response(response: StoredResponse) -> PageExtract:
     if response.content_type == "text/plain":
         encoding = detect_encoding(response.body, full_content_type(response))
         text = response.body.decode(encoding, errors="replace").strip()
-        return PageExtract(url=response.canonical_url, text=text, encoding=encoding,
-                           extractor="fallback", truncated=response.truncated)
+        return PageExtract(
+            url=response.canonical_url,
+            text=text,
+            encoding=encoding,
+            extractor="fallback",
+            truncated=response.truncated,
+        )
     raise DrarenaError(f"{where}: not a web page ({response.content_type or 'no content type'})")
 
 
-def _stop_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread,
-               sessions: dict[Any, aiohttp.ClientSession]) -> None:
+def _stop_loop(
+    loop: asyncio.AbstractEventLoop,
+    thread: threading.Thread,
+    sessions: dict[Any, aiohttp.ClientSession],
+) -> None:
     if not thread.is_alive():
         return
 
@@ -217,13 +234,20 @@ class LiveWeb:
     """Live mode (`capture_dir`: record into a new snapshot there; None: record nothing) or
     replay mode (`replay_from`: a capture snapshot; a miss is an error, no network)."""
 
-    def __init__(self, settings: LiveWebSettings | None = None, *,
-                 capture_dir: Path | None = None, replay_from: Path | None = None,
-                 clock: Clock = utc_now, new_id: IdFactory = new_record_id,
-                 name: str = "live") -> None:
+    def __init__(
+        self,
+        settings: LiveWebSettings | None = None,
+        *,
+        capture_dir: Path | None = None,
+        replay_from: Path | None = None,
+        clock: Clock = utc_now,
+        new_id: IdFactory = new_record_id,
+        name: str = "live",
+    ) -> None:
         if capture_dir is not None and replay_from is not None:
-            raise DrarenaError("live web: give capture_dir (live) or replay_from (replay), "
-                               "not both")
+            raise DrarenaError(
+                "live web: give capture_dir (live) or replay_from (replay), not both"
+            )
         self.settings = settings or LiveWebSettings()
         self.capture_dir = Path(capture_dir) if capture_dir is not None else None
         self.replay_from = Path(replay_from) if replay_from is not None else None
@@ -231,10 +255,15 @@ class LiveWeb:
         self.new_id = new_id
         self.name = safe_file_name(name, "capture name")
         self.providers: list[dict[str, Any]] = []
-        if self.capture_dir is not None and self.capture_dir.exists() and (
-                not self.capture_dir.is_dir() or any(self.capture_dir.iterdir())):
-            raise DrarenaError(f"{self.capture_dir}: capture folder exists and is not empty; "
-                               "a live run records into a new folder")
+        if (
+            self.capture_dir is not None
+            and self.capture_dir.exists()
+            and (not self.capture_dir.is_dir() or any(self.capture_dir.iterdir()))
+        ):
+            raise DrarenaError(
+                f"{self.capture_dir}: capture folder exists and is not empty; "
+                "a live run records into a new folder"
+            )
         self._snapshot = Snapshot.open(self.replay_from) if self.replay_from else None
         self._replay_failures: dict[str, Failure] | None = None
         self._writer: SnapshotWriter | None = None
@@ -271,10 +300,15 @@ class LiveWeb:
             self.providers.append(item)
 
     def capture_spec(self) -> dict[str, Any]:
-        return {"kind": "live-capture", "live": True, "name": self.name,
-                "providers": list(self.providers),
-                "settings": self.settings.model_dump(mode="json"),
-                "user_agent": self.settings.user_agent, "robots": self.settings.respect_robots}
+        return {
+            "kind": "live-capture",
+            "live": True,
+            "name": self.name,
+            "providers": list(self.providers),
+            "settings": self.settings.model_dump(mode="json"),
+            "user_agent": self.settings.user_agent,
+            "robots": self.settings.respect_robots,
+        }
 
     # -- public, synchronous -----------------------------------------------------------------
 
@@ -282,16 +316,17 @@ class LiveWeb:
         """The final response for `url`, redirects followed (every hop recorded)."""
         return self._submit(self._fetch_chain(url))
 
-    def fetch_api(self, url: str, headers: Mapping[str, str] | None = None, *,
-                  secret: Iterable[str] = ()) -> StoredResponse:
+    def fetch_api(
+        self, url: str, headers: Mapping[str, str] | None = None, *, secret: Iterable[str] = ()
+    ) -> StoredResponse:
         """A search provider's answer: no robots.txt, no redirects followed. Values of
         headers named in `secret` or looking secret (key, token, auth) are sent but recorded
         as [redacted]."""
         pairs = tuple(sorted((str(k), str(v)) for k, v in (headers or {}).items()))
         hidden = frozenset(s.lower() for s in secret) | frozenset(
-            k.lower() for k, _ in pairs if SECRET_HEADER.search(k))
-        outcome = self._submit(self._get(check_url(url), robots=False, api=pairs,
-                                         secret=hidden))
+            k.lower() for k, _ in pairs if SECRET_HEADER.search(k)
+        )
+        outcome = self._submit(self._get(check_url(url), robots=False, api=pairs, secret=hidden))
         if isinstance(outcome, Failure):
             raise DrarenaError(outcome.message())
         return outcome
@@ -342,8 +377,12 @@ class LiveWeb:
     def __enter__(self) -> LiveWeb:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
     # -- the loop thread ---------------------------------------------------------------------
@@ -355,12 +394,14 @@ class LiveWeb:
                 raise DrarenaError("live web: already closed")
             if self._loop is None:
                 self._loop = asyncio.new_event_loop()
-                self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
-                                                name=f"drarena-live-{self.name}")
+                self._thread = threading.Thread(
+                    target=self._loop.run_forever, daemon=True, name=f"drarena-live-{self.name}"
+                )
                 self._thread.start()
                 # a web nobody closed (`drarena ask`) still closes its sessions at exit
-                self._finalizer = weakref.finalize(self, _stop_loop, self._loop, self._thread,
-                                                   self._sessions)
+                self._finalizer = weakref.finalize(
+                    self, _stop_loop, self._loop, self._thread, self._sessions
+                )
             loop = self._loop
         if threading.current_thread() is self._thread:
             coro.close()
@@ -394,36 +435,50 @@ class LiveWeb:
             if current in chain:
                 raise DrarenaError(f"cannot fetch {url[:300]}: redirect loop at {current}")
             chain.add(current)
-        raise DrarenaError(f"cannot fetch {url[:300]}: more than "
-                           f"{self.settings.max_redirects} redirects")
+        raise DrarenaError(
+            f"cannot fetch {url[:300]}: more than {self.settings.max_redirects} redirects"
+        )
 
-    async def _get(self, url: str, *, robots: bool,
-                   api: tuple[tuple[str, str], ...] | None = None,
-                   secret: frozenset[str] = frozenset()) -> StoredResponse | Failure:
+    async def _get(
+        self,
+        url: str,
+        *,
+        robots: bool,
+        api: tuple[tuple[str, str], ...] | None = None,
+        secret: frozenset[str] = frozenset(),
+    ) -> StoredResponse | Failure:
         """One hop, at most once per canonical URL per run (`url` is canonical)."""
         future = self._cache.get(url)
         if future is None:
             future = self._cache[url] = asyncio.ensure_future(
-                self._obtain(url, robots, api, secret))
+                self._obtain(url, robots, api, secret)
+            )
         return await asyncio.shield(future)
 
-    async def _obtain(self, url: str, robots: bool, api: tuple[tuple[str, str], ...] | None,
-                      secret: frozenset[str]) -> StoredResponse | Failure:
+    async def _obtain(
+        self,
+        url: str,
+        robots: bool,
+        api: tuple[tuple[str, str], ...] | None,
+        secret: frozenset[str],
+    ) -> StoredResponse | Failure:
         if self._snapshot is not None:
             return self._replayed(url)
         if robots:
             parser, reason = await self._robots_for(url)
             if not parser.can_fetch(self.settings.user_agent, url):
                 return self._record_failure(FetchFailure(url, "robots", reason))
-        result = await fetch_once(self._session(api), url,
-                                  self.settings.policy(trusted=api is not None), self._gate(url))
+        result = await fetch_once(
+            self._session(api), url, self.settings.policy(trusted=api is not None), self._gate(url)
+        )
         if isinstance(result, FetchFailure):
             return self._record_failure(result)
         return self._record(result, secret)
 
     async def _probe(self, url: str, pairs: tuple[tuple[str, str], ...]) -> Probe:
-        result = await fetch_once(self._session(pairs), url, self.settings.policy(trusted=True),
-                                  self._gate(url))
+        result = await fetch_once(
+            self._session(pairs), url, self.settings.policy(trusted=True), self._gate(url)
+        )
         if isinstance(result, FetchFailure):
             return Probe(error=f"{result.kind}: {one_line(result.detail)}")
         hop = hop_from_exchange(result, self.settings.max_bytes)
@@ -461,8 +516,9 @@ class LiveWeb:
     def _gate(self, url: str) -> HostGate:
         key = url_host_port(url)
         if key not in self._gates:
-            self._gates[key] = HostGate(self.settings.per_host_concurrency,
-                                        self.settings.per_host_delay_s)
+            self._gates[key] = HostGate(
+                self.settings.per_host_concurrency, self.settings.per_host_delay_s
+            )
         return self._gates[key]
 
     # -- replay ------------------------------------------------------------------------------
@@ -473,13 +529,17 @@ class LiveWeb:
         if stored is not None:
             return stored
         if self._replay_failures is None:
-            self._replay_failures = {f.canonical_url: Failure(f.url, f.kind, f.detail)
-                                     for f in self._snapshot.iter_failures()}
+            self._replay_failures = {
+                f.canonical_url: Failure(f.url, f.kind, f.detail)
+                for f in self._snapshot.iter_failures()
+            }
         failure = self._replay_failures.get(url)
         if failure is not None:
             return failure
-        raise DrarenaError(f"{url[:300]}: not in the capture {self.replay_from} (replay "
-                           "answers only what the live run fetched)")
+        raise DrarenaError(
+            f"{url[:300]}: not in the capture {self.replay_from} (replay "
+            "answers only what the live run fetched)"
+        )
 
     # -- recording ---------------------------------------------------------------------------
 
@@ -494,16 +554,25 @@ class LiveWeb:
     def _open_writer(self) -> SnapshotWriter:
         if self._writer is None:
             assert self.capture_dir is not None
-            self._writer = SnapshotWriter(self.capture_dir, self.name, self.capture_spec(),
-                                          software_versions(), clock=self._writer_clock,
-                                          new_id=self._writer_id)
+            self._writer = SnapshotWriter(
+                self.capture_dir,
+                self.name,
+                self.capture_spec(),
+                software_versions(),
+                clock=self._writer_clock,
+                new_id=self._writer_id,
+            )
             self._writer.open()
         return self._writer
 
     def _record(self, exchange: Exchange, secret: frozenset[str]) -> StoredResponse:
         if secret:
-            exchange = replace(exchange, request_headers=tuple(
-                (k, REDACTED if k.lower() in secret else v) for k, v in exchange.request_headers))
+            exchange = replace(
+                exchange,
+                request_headers=tuple(
+                    (k, REDACTED if k.lower() in secret else v) for k, v in exchange.request_headers
+                ),
+            )
         hop = hop_from_exchange(exchange, self.settings.max_bytes)
         self._tally.add_hop(hop)
         moment = self.clock()
@@ -524,11 +593,20 @@ class LiveWeb:
             warc_file, offset = str(where["filename"]), int(where["offset"])
             self._tally.revisits += revisit
         return StoredResponse(
-            url=exchange.url, canonical_url=canonicalize_url(exchange.url),
-            status=exchange.status, headers=exchange.response_headers, body=hop.body,
-            content_type=hop.content_type, record_id=record_id, payload_digest=digest,
-            warc_date=warc_date(moment), warc_file=warc_file, offset=offset,
-            truncated=hop.truncated, revisit=revisit)
+            url=exchange.url,
+            canonical_url=canonicalize_url(exchange.url),
+            status=exchange.status,
+            headers=exchange.response_headers,
+            body=hop.body,
+            content_type=hop.content_type,
+            record_id=record_id,
+            payload_digest=digest,
+            warc_date=warc_date(moment),
+            warc_file=warc_file,
+            offset=offset,
+            truncated=hop.truncated,
+            revisit=revisit,
+        )
 
     def _record_failure(self, failure: FetchFailure) -> Failure:
         self._tally.add_hop(Hop(failure.url, failure=failure.kind))

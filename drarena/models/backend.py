@@ -37,8 +37,7 @@ class Backend(Protocol):
         """Send one chat completion; `request` holds model, messages, sampling, transport."""
         ...
 
-    def is_retriable(self, exc: BaseException) -> bool:
-        ...
+    def is_retriable(self, exc: BaseException) -> bool: ...
 
 
 def _import_litellm() -> Any:
@@ -57,9 +56,16 @@ class LiteLLMBackend:
         self._litellm = _import_litellm()
         lt = self._litellm
         self._retriable: tuple[type[BaseException], ...] = (
-            lt.RateLimitError, lt.Timeout, lt.APIConnectionError, lt.InternalServerError,
-            lt.ServiceUnavailableError, lt.BadGatewayError, TimeoutError, ConnectionError,
-            TransientModelError)
+            lt.RateLimitError,
+            lt.Timeout,
+            lt.APIConnectionError,
+            lt.InternalServerError,
+            lt.ServiceUnavailableError,
+            lt.BadGatewayError,
+            TimeoutError,
+            ConnectionError,
+            TransientModelError,
+        )
 
     def is_retriable(self, exc: BaseException) -> bool:
         if isinstance(exc, self._retriable):
@@ -74,9 +80,11 @@ class LiteLLMBackend:
         choice = response.choices[0]
         message = choice.message
         calls = tuple(
-            ToolCall(id=str(c.id), name=str(c.function.name),
-                     arguments=str(c.function.arguments or ""))
-            for c in (message.tool_calls or ()))
+            ToolCall(
+                id=str(c.id), name=str(c.function.name), arguments=str(c.function.arguments or "")
+            )
+            for c in (message.tool_calls or ())
+        )
         usage = getattr(response, "usage", None)
         hidden = getattr(response, "_hidden_params", None) or {}
         cost = hidden.get("response_cost")

@@ -110,23 +110,36 @@ class ModelClient:
     ) -> Completion:
         spec = self.role(role)
         sampling = spec.sampling.as_params()
-        key = request_key(model=spec.model, messages=messages, sampling=sampling, tools=tools,
-                          tool_choice=tool_choice, response_format=response_format)
+        key = request_key(
+            model=spec.model,
+            messages=messages,
+            sampling=sampling,
+            tools=tools,
+            tool_choice=tool_choice,
+            response_format=response_format,
+        )
         started = self._clock()
         if self._cache is not None:
             hit = self._cache.get(key)
             if hit is not None:
-                done = Completion.from_content(hit, role=role, key=key, cached=True,
-                                               latency_s=self._clock() - started)
+                done = Completion.from_content(
+                    hit, role=role, key=key, cached=True, latency_s=self._clock() - started
+                )
                 self._add(role, calls=1, cached_calls=1)
                 return done
             if self._mode is CacheMode.REPLAY:
-                miss = (f"replay: no cached answer for role {role!r} ({spec.model}), key "
-                        f"{key[:16]}, last message {_preview(messages)!r}")
+                miss = (
+                    f"replay: no cached answer for role {role!r} ({spec.model}), key "
+                    f"{key[:16]}, last message {_preview(messages)!r}"
+                )
                 self.replay_misses.append(miss)  # callers may catch it; the run still knows
                 raise ReplayMissError(miss)
-        request: dict[str, Any] = {"model": spec.model, "messages": list(messages), **sampling,
-                                   "timeout": spec.timeout_s}
+        request: dict[str, Any] = {
+            "model": spec.model,
+            "messages": list(messages),
+            **sampling,
+            "timeout": spec.timeout_s,
+        }
         # api_base is chosen per attempt in _call_with_retries (one of the role's endpoints).
         if spec.api_key_env:
             request["api_key"] = os.environ.get(spec.api_key_env, "")
@@ -140,29 +153,45 @@ class ModelClient:
         # Servers draw tool-call ids at random (vLLM: chatcmpl-tool-<random>); the ids go back
         # into the conversation and so into every later cache key. Ids derived from the
         # request make a re-run of the same requests produce the same keys and records.
-        tool_calls = tuple(dataclasses.replace(call, id=f"call-{key[:16]}-{i}")
-                           for i, call in enumerate(reply.tool_calls))
+        tool_calls = tuple(
+            dataclasses.replace(call, id=f"call-{key[:16]}-{i}")
+            for i, call in enumerate(reply.tool_calls)
+        )
         completion = Completion(
-            role=role, model=reply.model, text=reply.text, tool_calls=tool_calls,
-            finish_reason=reply.finish_reason, prompt_tokens=reply.prompt_tokens,
-            completion_tokens=reply.completion_tokens, latency_s=self._clock() - started,
-            cost_usd=reply.cost_usd, cached=False, key=key)
+            role=role,
+            model=reply.model,
+            text=reply.text,
+            tool_calls=tool_calls,
+            finish_reason=reply.finish_reason,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+            latency_s=self._clock() - started,
+            cost_usd=reply.cost_usd,
+            cached=False,
+            key=key,
+        )
         if self._cache is not None and self._mode is CacheMode.READ_WRITE:
-            stored = {k: v for k, v in request.items()
-                      if k not in ("timeout", "api_base", "api_key")}
+            stored = {
+                k: v for k, v in request.items() if k not in ("timeout", "api_base", "api_key")
+            }
             content = {**completion.content, "recorded_latency_s": completion.latency_s}
             if not self._cache.put(key, spec.model, stored, content):
                 # A concurrent identical call stored its answer first; use that one, so this
                 # run returns exactly what a replay of it will.
                 first = self._cache.get(key)
                 if first is not None:
-                    completion = Completion.from_content(first, role=role, key=key,
-                                                         cached=False,
-                                                         latency_s=completion.latency_s)
-        self._add(role, calls=1, prompt_tokens=reply.prompt_tokens,
-                  completion_tokens=reply.completion_tokens, latency_s=completion.latency_s,
-                  cost_usd=reply.cost_usd or 0.0,
-                  cost_unknown_calls=int(reply.cost_usd is None))
+                    completion = Completion.from_content(
+                        first, role=role, key=key, cached=False, latency_s=completion.latency_s
+                    )
+        self._add(
+            role,
+            calls=1,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+            latency_s=completion.latency_s,
+            cost_usd=reply.cost_usd or 0.0,
+            cost_unknown_calls=int(reply.cost_usd is None),
+        )
         return completion
 
     def _pick_endpoint(self, endpoints: Sequence[str], failed: str | None) -> str:
@@ -177,8 +206,9 @@ class ModelClient:
         """
         return min(endpoints, key=lambda base: (self._in_flight.get(base, 0), base == failed))
 
-    async def _call_with_retries(self, role: str, spec: ModelRole,
-                                 request: Mapping[str, Any]) -> BackendReply:
+    async def _call_with_retries(
+        self, role: str, spec: ModelRole, request: Mapping[str, Any]
+    ) -> BackendReply:
         policy = self.config.retry
         endpoints = spec.endpoints()
         endpoint = "the provider's default endpoint"
@@ -206,14 +236,15 @@ class ModelClient:
             retriable = self._backend.is_retriable(failure)
             if not retriable or attempt + 1 == policy.max_attempts:
                 self._add(role, failures=1)
-                why = (f"after {attempt + 1} attempt(s)" if retriable
-                       else "(not retriable)")
+                why = f"after {attempt + 1} attempt(s)" if retriable else "(not retriable)"
                 raise ModelCallError(
                     f"model call failed for role {role!r}: model {spec.model} at {endpoint} "
-                    f"{why}; last failure: {_brief(failure)}") from failure
+                    f"{why}; last failure: {_brief(failure)}"
+                ) from failure
             delay = policy.delay(attempt, self._rng.random())
-            log.warning("role %s: %s; retry %d in %.2f s", role, _brief(failure, 120),
-                        attempt + 1, delay)
+            log.warning(
+                "role %s: %s; retry %d in %.2f s", role, _brief(failure, 120), attempt + 1, delay
+            )
             self._add(role, retries=1)
             await self._sleep(delay)
         raise AssertionError("unreachable: the loop returns or raises")

@@ -12,12 +12,20 @@ from typing import Any
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "serve", help="start a local OpenAI-compatible vLLM server (CPU default or GPU)")
-    parser.add_argument("--model", default=None,
-                        help="HF id or folder; with a GPU runs `vllm serve MODEL`; "
-                             "default: the CPU SmolLM2-135M-Instruct folder")
-    parser.add_argument("--device", choices=("auto", "cpu", "gpu"), default="auto",
-                        help="auto = gpu when nvidia-smi finds one")
+        "serve", help="start a local OpenAI-compatible vLLM server (CPU default or GPU)"
+    )
+    parser.add_argument(
+        "--model",
+        default=None,
+        help="HF id or folder; with a GPU runs `vllm serve MODEL`; "
+        "default: the CPU SmolLM2-135M-Instruct folder",
+    )
+    parser.add_argument(
+        "--device",
+        choices=("auto", "cpu", "gpu"),
+        default="auto",
+        help="auto = gpu when nvidia-smi finds one",
+    )
     parser.add_argument("--port", type=int, default=0, help="0 = a free port")
     parser.set_defaults(func=serve_command)
 
@@ -36,8 +44,14 @@ def serve_command(args: argparse.Namespace) -> int:
         name = Path(args.model).name.lower()
         log_path = serve.REPO / ".cache" / "logs" / f"vllm-gpu-{port}.log"
         print(f"starting: {' '.join(serve.gpu_command(args.model, port))}", file=sys.stderr)
-        handle = serve.start_server(serve.gpu_command(args.model, port), dict(os.environ),
-                                    port, name, log_path, ready_timeout_s=1800.0)
+        handle = serve.start_server(
+            serve.gpu_command(args.model, port),
+            dict(os.environ),
+            port,
+            name,
+            log_path,
+            ready_timeout_s=1800.0,
+        )
     else:
         model_dir = Path(args.model) if args.model else None
         print("starting the CPU vLLM server (about 30-60 s)...", file=sys.stderr)
@@ -45,8 +59,11 @@ def serve_command(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started in background
     try:
-        print(f"api_base={handle.api_base} model={handle.litellm_model} "
-              f"(log {handle.log_path}); Ctrl-C stops it", flush=True)
+        print(
+            f"api_base={handle.api_base} model={handle.litellm_model} "
+            f"(log {handle.log_path}); Ctrl-C stops it",
+            flush=True,
+        )
         while handle.process is not None and handle.process.poll() is None:
             time.sleep(1.0)
         print("drarena serve: the server exited", file=sys.stderr)

@@ -59,17 +59,21 @@ class ModelRole(BaseModel):
 
     model: str = Field(description="litellm model string, e.g. 'openai/smollm2-135m'")
     api_base: str | None = Field(
-        default=None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+        default=None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1"
+    )
     api_bases: tuple[str, ...] | None = Field(
         default=None,
         description="several replicas serving the same model (instead of api_base): each "
-                    "attempt goes to the one with the fewest calls in flight; not in the "
-                    "cache key")
+        "attempt goes to the one with the fewest calls in flight; not in the "
+        "cache key",
+    )
     api_key_env: str | None = Field(
-        default=None, description="environment variable holding the API key")
+        default=None, description="environment variable holding the API key"
+    )
     sampling: Sampling = Field(default_factory=lambda: Sampling())
     timeout_s: float = Field(
-        default=120.0, gt=0.0, description="per-attempt timeout (not in the cache key)")
+        default=120.0, gt=0.0, description="per-attempt timeout (not in the cache key)"
+    )
 
     @field_validator("model")
     @classmethod
@@ -127,6 +131,7 @@ class ModelsConfig(BaseModel):
 
     roles: dict[str, ModelRole] = Field(description="'examiner' and one entry per agent")
     concurrency: int = Field(
-        default=4, ge=1, description="model calls in flight at once, all roles")
+        default=4, ge=1, description="model calls in flight at once, all roles"
+    )
     retry: RetryPolicy = Field(default_factory=lambda: RetryPolicy())
     cache: CacheConfig = Field(default_factory=lambda: CacheConfig())

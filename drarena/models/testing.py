@@ -48,6 +48,9 @@ def model_server() -> Iterator[ServerHandle]:
 @pytest.fixture(scope="session")
 def model_role(model_server: ServerHandle) -> ModelRole:
     """A greedy role on that server, short timeouts, small completions."""
-    return ModelRole(model=model_server.litellm_model, api_base=model_server.api_base,
-                     sampling=Sampling(temperature=0.0, max_tokens=128, seed=0),
-                     timeout_s=120.0)
+    return ModelRole(
+        model=model_server.litellm_model,
+        api_base=model_server.api_base,
+        sampling=Sampling(temperature=0.0, max_tokens=128, seed=0),
+        timeout_s=120.0,
+    )

@@ -21,8 +21,11 @@ class ToolCall(Record):
         return json.loads(self.arguments)
 
     def to_message(self) -> dict[str, Any]:
-        return {"id": self.id, "type": "function",
-                "function": {"name": self.name, "arguments": self.arguments}}
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -45,10 +48,15 @@ class Completion(Record):
     @property
     def content(self) -> dict[str, Any]:
         """What the cache stores and replays: the model's output, not how it was obtained."""
-        return {"text": self.text, "tool_calls": [t.to_dict() for t in self.tool_calls],
-                "finish_reason": self.finish_reason, "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens, "model": self.model,
-                "cost_usd": self.cost_usd}
+        return {
+            "text": self.text,
+            "tool_calls": [t.to_dict() for t in self.tool_calls],
+            "finish_reason": self.finish_reason,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "model": self.model,
+            "cost_usd": self.cost_usd,
+        }
 
     def assistant_message(self) -> dict[str, Any]:
         """The message to append to the conversation to continue it."""
@@ -58,16 +66,21 @@ class Completion(Record):
         return message
 
     @classmethod
-    def from_content(cls, content: dict[str, Any], *, role: str, key: str, cached: bool,
-                     latency_s: float) -> Completion:
+    def from_content(
+        cls, content: dict[str, Any], *, role: str, key: str, cached: bool, latency_s: float
+    ) -> Completion:
         return cls(
-            role=role, model=str(content["model"]), text=str(content["text"]),
+            role=role,
+            model=str(content["model"]),
+            text=str(content["text"]),
             tool_calls=tuple(ToolCall.from_dict(t) for t in content["tool_calls"]),
             finish_reason=str(content["finish_reason"]),
             prompt_tokens=int(content["prompt_tokens"]),
             completion_tokens=int(content["completion_tokens"]),
             latency_s=latency_s,
-            cost_usd=content.get("cost_usd"), cached=cached, key=key,
+            cost_usd=content.get("cost_usd"),
+            cached=cached,
+            key=key,
         )
 
 

@@ -18,15 +18,19 @@ from drarena.ledger.records import MatchRecord, RoundRecord
 
 
 def leaderboard_table(rows: Sequence[LeaderboardRow]) -> str:
-    head = ("<tr><th>rank</th><th>agent</th><th>rating</th><th>95% interval</th><th>W-L-T</th>"
-            "<th>void</th><th>rounds/match</th><th>citations valid/fabricated</th>"
-            "<th>tokens/answer</th></tr>")
+    head = (
+        "<tr><th>rank</th><th>agent</th><th>rating</th><th>95% interval</th><th>W-L-T</th>"
+        "<th>void</th><th>rounds/match</th><th>citations valid/fabricated</th>"
+        "<th>tokens/answer</th></tr>"
+    )
     body = "".join(
         f"<tr><td class=num>{r.rank}</td><td>{esc(r.agent)}</td><td class=num>{r.rating:.0f}"
         f"</td><td>{r.lower:.0f} to {r.upper:.0f}</td><td>{r.wins}-{r.losses}-{r.ties}</td>"
         f"<td class=num>{r.void}</td><td class=num>{r.avg_rounds:.2f}</td>"
         f"<td>{r.valid_citations}/{r.fabricated_citations}</td>"
-        f"<td class=num>{r.tokens_per_answer:.0f}</td></tr>" for r in rows)
+        f"<td class=num>{r.tokens_per_answer:.0f}</td></tr>"
+        for r in rows
+    )
     return f"<table>{head}{body}</table>"
 
 
@@ -44,14 +48,18 @@ def ratings_svg(rows: Sequence[LeaderboardRow]) -> str:
     parts = []
     for i, r in enumerate(rows):
         y = 15 + i * row_h
-        parts.append(f'<text x="4" y="{y + 4}">{esc(r.agent)}</text>'
-                     f'<line x1="{x(r.lower):.1f}" x2="{x(r.upper):.1f}" y1="{y}" y2="{y}" '
-                     f'stroke="#4a7" stroke-width="3"/>'
-                     f'<circle cx="{x(r.rating):.1f}" cy="{y}" r="4" fill="#264"/>'
-                     f'<text x="{x(r.upper) + 6:.1f}" y="{y + 4}">{r.rating:.0f}</text>')
+        parts.append(
+            f'<text x="4" y="{y + 4}">{esc(r.agent)}</text>'
+            f'<line x1="{x(r.lower):.1f}" x2="{x(r.upper):.1f}" y1="{y}" y2="{y}" '
+            f'stroke="#4a7" stroke-width="3"/>'
+            f'<circle cx="{x(r.rating):.1f}" cy="{y}" r="4" fill="#264"/>'
+            f'<text x="{x(r.upper) + 6:.1f}" y="{y + 4}">{r.rating:.0f}</text>'
+        )
     height = 25 + len(rows) * row_h
-    return (f'<svg width="{width}" height="{height}" role="img" '
-            f'aria-label="ratings with 95% intervals">{"".join(parts)}</svg>')
+    return (
+        f'<svg width="{width}" height="{height}" role="img" '
+        f'aria-label="ratings with 95% intervals">{"".join(parts)}</svg>'
+    )
 
 
 def win_matrix(agents: Sequence[str], matches: Sequence[MatchRecord]) -> str:
@@ -68,65 +76,88 @@ def win_matrix(agents: Sequence[str], matches: Sequence[MatchRecord]) -> str:
         cells = []
         for b in agents:
             vals = score.get((a, b))
-            cells.append("<td class=muted>-</td>" if not vals else
-                         f"<td class=num>{sum(vals):g}/{len(vals)}</td>")
+            cells.append(
+                "<td class=muted>-</td>"
+                if not vals
+                else f"<td class=num>{sum(vals):g}/{len(vals)}</td>"
+            )
         body += f"<tr><th>{esc(a)}</th>{''.join(cells)}</tr>"
     return f"<table>{head}{body}</table><p class=muted>points (win 1, tie 0.5) / matches</p>"
 
 
 def failure_table(rows: Sequence[LeaderboardRow]) -> str:
-    head = "<tr><th>agent</th><th>lost rounds</th>" + "".join(
-        f"<th>{f}</th>" for f in FAILURES) + "</tr>"
+    head = (
+        "<tr><th>agent</th><th>lost rounds</th>"
+        + "".join(f"<th>{f}</th>" for f in FAILURES)
+        + "</tr>"
+    )
     body = "".join(
         f"<tr><td>{esc(r.agent)}</td><td class=num>{r.lost_rounds}</td>"
-        + "".join(f"<td class=num>{r.failure_share[f]:.0%}</td>" for f in FAILURES) + "</tr>"
-        for r in rows)
+        + "".join(f"<td class=num>{r.failure_share[f]:.0%}</td>" for f in FAILURES)
+        + "</tr>"
+        for r in rows
+    )
     return f"<table>{head}{body}</table>"
 
 
 def _answer(answer: Answer | None, label: str) -> str:
     if answer is None:
         return f"<div><b>{esc(label)}</b><p class=void>no answer</p></div>"
-    cites = "".join(f"<li>[{c.n}] {esc(c.url)}{'' if c.valid is not False else ' (fabricated)'}"
-                    "</li>" for c in answer.citations)
+    cites = "".join(
+        f"<li>[{c.n}] {esc(c.url)}{'' if c.valid is not False else ' (fabricated)'}</li>"
+        for c in answer.citations
+    )
     tools = sum(len(s.tools) for s in answer.trajectory.steps)
-    return (f"<div><b>{esc(label)}</b> <span class=muted>{len(answer.trajectory.steps)} steps, "
-            f"{tools} tool calls, {answer.tokens} tokens"
-            f"{'; limit: ' + esc(answer.limit_hit) if answer.limit_hit else ''}</span>"
-            f"<pre>{esc(answer.report)}</pre><ol class=muted>{cites}</ol></div>")
+    return (
+        f"<div><b>{esc(label)}</b> <span class=muted>{len(answer.trajectory.steps)} steps, "
+        f"{tools} tool calls, {answer.tokens} tokens"
+        f"{'; limit: ' + esc(answer.limit_hit) if answer.limit_hit else ''}</span>"
+        f"<pre>{esc(answer.report)}</pre><ol class=muted>{cites}</ol></div>"
+    )
 
 
 def _judged(j: JudgedOrder) -> str:
     jd = j.raw.judgment
-    return (f"<li>order {esc(j.order)}: {esc(jd.verdict.value)}"
-            f"{' (' + esc(jd.tie_quality.value) + ')' if jd.tie_quality else ''}, loser failure "
-            f"{esc(jd.loser_failure_type.value)}<pre>{esc(j.raw.reasoning)}</pre></li>")
+    return (
+        f"<li>order {esc(j.order)}: {esc(jd.verdict.value)}"
+        f"{' (' + esc(jd.tie_quality.value) + ')' if jd.tie_quality else ''}, loser failure "
+        f"{esc(jd.loser_failure_type.value)}<pre>{esc(j.raw.reasoning)}</pre></li>"
+    )
 
 
 def _round(m: MatchRecord, r: RoundRecord) -> str:
     out = [f"<h4>round {r.index + 1}: depth {r.depth}, width {r.width}</h4>"]
     task = r.task.task
     if task is not None:
-        items = "".join(f"<li>[{kind}] {esc(i.item)} <span class=muted>{esc(i.source_url)}"
-                        "</span></li>" for kind, lst in (("depth", task.checklist_depth),
-                                                          ("width", task.checklist_width))
-                        for i in lst)
-        out.append(f"<p><b>Q:</b> {esc(task.question)} <span class=muted>"
-                   f"({esc(task.word_limit_instruction)})</span></p><ul>{items}</ul>")
+        items = "".join(
+            f"<li>[{kind}] {esc(i.item)} <span class=muted>{esc(i.source_url)}</span></li>"
+            for kind, lst in (("depth", task.checklist_depth), ("width", task.checklist_width))
+            for i in lst
+        )
+        out.append(
+            f"<p><b>Q:</b> {esc(task.question)} <span class=muted>"
+            f"({esc(task.word_limit_instruction)})</span></p><ul>{items}</ul>"
+        )
     elif r.task.error:
         out.append(f"<p class=void>task: {esc(r.task.error)}</p>")
-    out.append(f'<div class="pair">{_answer(r.answer_a, "A: " + m.a)}'
-               f'{_answer(r.answer_b, "B: " + m.b)}</div>')
+    out.append(
+        f'<div class="pair">{_answer(r.answer_a, "A: " + m.a)}'
+        f"{_answer(r.answer_b, 'B: ' + m.b)}</div>"
+    )
     if r.judgment is not None:
         rec = r.judgment.reconciled
-        out.append(f"<ul>{_judged(r.judgment.ab)}{_judged(r.judgment.ba)}</ul>"
-                   f"<p><b>reconciled:</b> {esc(rec.verdict.value)}"
-                   f"{' (' + esc(rec.tie_quality.value) + ')' if rec.tie_quality else ''}, "
-                   f"loser failure {esc(rec.loser_failure_type.value)}; score "
-                   f"{r.score.points_a}-{r.score.points_b}</p>")
+        out.append(
+            f"<ul>{_judged(r.judgment.ab)}{_judged(r.judgment.ba)}</ul>"
+            f"<p><b>reconciled:</b> {esc(rec.verdict.value)}"
+            f"{' (' + esc(rec.tie_quality.value) + ')' if rec.tie_quality else ''}, "
+            f"loser failure {esc(rec.loser_failure_type.value)}; score "
+            f"{r.score.points_a}-{r.score.points_b}</p>"
+        )
     if r.transition is not None:
-        out.append(f"<p>transition: {esc(r.transition.move.value)} to depth "
-                   f"{r.transition.depth}, width {r.transition.width}</p>")
+        out.append(
+            f"<p>transition: {esc(r.transition.move.value)} to depth "
+            f"{r.transition.depth}, width {r.transition.width}</p>"
+        )
     if r.void_reason:
         out.append(f"<p class=void>void: {esc(r.void_reason)}</p>")
     return "".join(out)
@@ -135,24 +166,38 @@ def _round(m: MatchRecord, r: RoundRecord) -> str:
 def match_viewer(matches: Sequence[MatchRecord]) -> str:
     parts = []
     for m in matches:
-        title = (f"{esc(m.match_id)}: {esc(m.a)} vs {esc(m.b)} on {esc(m.tree)}: "
-                 f"{esc(m.outcome.value)} {m.score.points_a}-{m.score.points_b}")
+        title = (
+            f"{esc(m.match_id)}: {esc(m.a)} vs {esc(m.b)} on {esc(m.tree)}: "
+            f"{esc(m.outcome.value)} {m.score.points_a}-{m.score.points_b}"
+        )
         rounds = "".join(_round(m, r) for r in m.rounds)
         void = f"<p class=void>{esc(m.void_reason)}</p>" if m.void_reason else ""
         parts.append(f"<details><summary>{title}</summary>{void}{rounds}</details>")
     return "".join(parts)
 
 
-def render_report(title: str, header: Mapping[str, Any], rows: Sequence[LeaderboardRow],
-                  matches: Sequence[MatchRecord],
-                  seconds: Mapping[str, Sequence[float]] | None = None) -> str:
+def render_report(
+    title: str,
+    header: Mapping[str, Any],
+    rows: Sequence[LeaderboardRow],
+    matches: Sequence[MatchRecord],
+    seconds: Mapping[str, Sequence[float]] | None = None,
+) -> str:
     agents = [r.agent for r in rows]
     void = [m for m in matches if m.score_a() is None]
     void_list = "".join(f"<li>{esc(m.match_id)}: {esc(m.void_reason)}</li>" for m in void)
-    timing = "".join(f"<li>{esc(a)}: {sum(v) / len(v):.1f} s per answer</li>"
-                     for a, v in sorted((seconds or {}).items()) if v)
-    meta = esc(", ".join(f"{k}: {header.get(k)}" for k in ("snapshot_fingerprint", "seed",
-                                                            "git_revision") if k in header))
+    timing = "".join(
+        f"<li>{esc(a)}: {sum(v) / len(v):.1f} s per answer</li>"
+        for a, v in sorted((seconds or {}).items())
+        if v
+    )
+    meta = esc(
+        ", ".join(
+            f"{k}: {header.get(k)}"
+            for k in ("snapshot_fingerprint", "seed", "git_revision")
+            if k in header
+        )
+    )
     return (
         f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{esc(title)}</title>"
         f"<style>{CSS}</style></head><body><h1>{esc(title)}</h1><p class=muted>{meta}</p>"
@@ -163,4 +208,5 @@ def render_report(title: str, header: Mapping[str, Any], rows: Sequence[Leaderbo
         f"<h2>Void matches ({len(void)})</h2><ul>{void_list or '<li>none</li>'}</ul>"
         f"<h2>Time per answer (this run; not part of the replayed record)</h2>"
         f"<ul>{timing or '<li>none recorded</li>'}</ul>"
-        f"<h2>Matches</h2>{match_viewer(matches)}</body></html>\n")
+        f"<h2>Matches</h2>{match_viewer(matches)}</body></html>\n"
+    )

@@ -18,8 +18,9 @@ from drarena.report.html import render_report
 
 def write_report(run: RunDir, config: TournamentConfig, log: list[MatchRecord]) -> Path:
     """Render and write <run>/report.html; every input is read before it is written."""
-    rows = build_leaderboard(config.agent_names(), log, resamples=config.rating.resamples,
-                             seed=config.rating.seed)
+    rows = build_leaderboard(
+        config.agent_names(), log, resamples=config.rating.resamples, seed=config.rating.seed
+    )
     header = run.header() or {}
     page = render_report(f"drarena: {config.name}", header, rows, log, run.answer_seconds())
     drift_json = run.path / "drift.json"

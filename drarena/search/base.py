@@ -36,8 +36,9 @@ class Retriever(Protocol):
         """The k best pages, by score descending then docid ascending."""
         ...
 
-    def open(self, url_or_docid: str, offset: int = 0,
-             max_chars: int = DEFAULT_PAGE_CHARS) -> PageText:
+    def open(
+        self, url_or_docid: str, offset: int = 0, max_chars: int = DEFAULT_PAGE_CHARS
+    ) -> PageText:
         """One page of a document's text, from offset."""
         ...
 
@@ -57,8 +58,9 @@ def frozen_kinds() -> list[str]:
     return [k for k in RETRIEVERS.kinds() if RETRIEVERS.traits(k) & {INDEX_BM25, INDEX_DENSE}]
 
 
-def build_retriever(spec: ComponentSpec | dict[str, Any], snapshot_dir: Path,
-                    index_root: Path) -> Retriever:
+def build_retriever(
+    spec: ComponentSpec | dict[str, Any], snapshot_dir: Path, index_root: Path
+) -> Retriever:
     """A retriever from its {kind, args} over one snapshot; config errors as DrarenaError."""
     try:
         return RETRIEVERS.build(spec, snapshot_dir=snapshot_dir, index_root=index_root)
@@ -84,8 +86,14 @@ def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
     return flat[: cut if cut > limit // 2 else limit] + " …"
 
 
-def search_pages(search_passages: Callable[[str, int], list[tuple[str, float]]], query: str,
-                 k: int, depth: int, passages: dict[str, Passage], total: int) -> list[Hit]:
+def search_pages(
+    search_passages: Callable[[str, int], list[tuple[str, float]]],
+    query: str,
+    k: int,
+    depth: int,
+    passages: dict[str, Passage],
+    total: int,
+) -> list[Hit]:
     """The k best pages by their best passage, fetching deeper while fewer than k pages came
     back: the first k distinct pages in passage order are exactly the top k by MaxP."""
     depth = min(max(depth, 5 * k), total)
@@ -97,8 +105,9 @@ def search_pages(search_passages: Callable[[str, int], list[tuple[str, float]]],
         depth = min(depth * 4, total)
 
 
-def rank_pages(scored: Iterable[tuple[str, float]], passages: dict[str, Passage],
-               k: int) -> list[Hit]:
+def rank_pages(
+    scored: Iterable[tuple[str, float]], passages: dict[str, Passage], k: int
+) -> list[Hit]:
     """Best passage per page (MaxP), sorted by score then docid, ranks from 1."""
     best: dict[str, tuple[float, str]] = {}
     for pid, score in sorted(scored, key=lambda item: (-item[1], item[0])):
@@ -109,10 +118,17 @@ def rank_pages(scored: Iterable[tuple[str, float]], passages: dict[str, Passage]
     hits = []
     for rank, (doc_id, (score, pid)) in enumerate(order, 1):
         p = passages[pid]
-        hits.append(Hit(docid=doc_id, url=p.url, title=p.title, snippet=snippet(p.text),
-                        score=float(score), rank=rank))
+        hits.append(
+            Hit(
+                docid=doc_id,
+                url=p.url,
+                title=p.title,
+                snippet=snippet(p.text),
+                score=float(score),
+                rank=rank,
+            )
+        )
     return hits
-
 
 
 class SearchData:
@@ -124,14 +140,14 @@ class SearchData:
 
     _cache: ClassVar[dict[tuple[str, str], SearchData]] = {}
 
-    def __init__(self, docs: DocStore, passages: dict[str, Passage],
-                 settings: PassageSettings) -> None:
+    def __init__(
+        self, docs: DocStore, passages: dict[str, Passage], settings: PassageSettings
+    ) -> None:
         self.docs = docs
         self.passages = passages
         self.settings = settings
 
-    def check_settings(self, settings: PassageSettings, folder: Path,
-                       layout: IndexLayout) -> None:
+    def check_settings(self, settings: PassageSettings, folder: Path, layout: IndexLayout) -> None:
         """An index must have been built from the passages this data holds."""
         if settings != self.settings:
             raise DrarenaError(
@@ -143,11 +159,11 @@ class SearchData:
     def load(cls, layout: IndexLayout) -> SearchData:
         from drarena.search.build import load_passages
 
-        manifest = require_fresh(layout.passages, PassagesManifest, layout.snapshot_dir,
-                                 layout, "passages")
+        manifest = require_fresh(
+            layout.passages, PassagesManifest, layout.snapshot_dir, layout, "passages"
+        )
         key = (str(layout.passages.resolve()), manifest.passages_sha256)
         if key not in cls._cache:
             docs = DocStore.from_snapshot(layout.snapshot_dir)
-            cls._cache[key] = cls(docs, {p.id: p for p in load_passages(layout)},
-                                  manifest.passages)
+            cls._cache[key] = cls(docs, {p.id: p for p in load_passages(layout)}, manifest.passages)
         return cls._cache[key]

@@ -55,11 +55,18 @@ class Bm25Retriever:
     def search(self, query: str, k: int = 10) -> list[Hit]:
         k = check_k(k)
         text = clean_query(query)
-        return search_pages(self.search_passages, text, k, self.args.depth, self.data.passages,
-                            len(self.data.passages))
+        return search_pages(
+            self.search_passages,
+            text,
+            k,
+            self.args.depth,
+            self.data.passages,
+            len(self.data.passages),
+        )
 
-    def open(self, url_or_docid: str, offset: int = 0,
-             max_chars: int = DEFAULT_PAGE_CHARS) -> PageText:
+    def open(
+        self, url_or_docid: str, offset: int = 0, max_chars: int = DEFAULT_PAGE_CHARS
+    ) -> PageText:
         return self.data.docs.open(url_or_docid, offset, max_chars)
 
 

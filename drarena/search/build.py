@@ -61,8 +61,9 @@ def _tmp_for(final: Path) -> Path:
     return tmp
 
 
-def build_passages(layout: IndexLayout, settings: PassageSettings,
-                   force: bool = False) -> tuple[StageResult, SourceState]:
+def build_passages(
+    layout: IndexLayout, settings: PassageSettings, force: bool = False
+) -> tuple[StageResult, SourceState]:
     """Cuts docs.jsonl into passages.jsonl (the JsonCollection both indexes read)."""
     state = current_state(layout.snapshot_dir, settings)
     old = read_manifest(layout.passages, PassagesManifest, strict=False)
@@ -72,24 +73,31 @@ def build_passages(layout: IndexLayout, settings: PassageSettings,
     docs = load_source_docs(layout.snapshot_dir)
     if not any(doc.indexed for doc in docs):
         raise DrarenaError(
-            f"{docs_file(layout.snapshot_dir)} holds no pages with text: nothing to index")
+            f"{docs_file(layout.snapshot_dir)} holds no pages with text: nothing to index"
+        )
     tmp = _tmp_for(layout.passages)
     count = 0
     try:
         with (tmp / PASSAGES_FILE).open("w", encoding="utf-8") as fh:
-            for passage in split_docs(tqdm(docs, desc="passages", unit="doc", file=sys.stderr),
-                                      settings):
+            for passage in split_docs(
+                tqdm(docs, desc="passages", unit="doc", file=sys.stderr), settings
+            ):
                 fh.write(passage.to_json() + "\n")
                 count += 1
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    write_manifest(tmp, PassagesManifest(
-        **state.model_dump(), doc_count=sum(d.indexed for d in docs), passage_count=count,
-        passages_sha256=file_sha256(tmp / PASSAGES_FILE)))
+    write_manifest(
+        tmp,
+        PassagesManifest(
+            **state.model_dump(),
+            doc_count=sum(d.indexed for d in docs),
+            passage_count=count,
+            passages_sha256=file_sha256(tmp / PASSAGES_FILE),
+        ),
+    )
     replace_folder(tmp, layout.passages)
-    return StageResult("passages", layout.passages, True, time.perf_counter() - start,
-                       count), state
+    return StageResult("passages", layout.passages, True, time.perf_counter() - start, count), state
 
 
 def load_passages(layout: IndexLayout) -> list[Passage]:
@@ -114,18 +122,26 @@ def build_bm25(layout: IndexLayout, state: SourceState, force: bool = False) -> 
         indexer = lucene.simple_indexer(tmp)
         with tqdm(total=len(passages), desc="bm25", unit="passage", file=sys.stderr) as bar:
             for i in range(0, len(passages), BM25_BATCH):
-                batch = passages[i:i + BM25_BATCH]
-                indexer.addRawDocuments([
-                    json.dumps({"id": p.id, "contents": p.indexed_text(state.passages)})
-                    for p in batch])
+                batch = passages[i : i + BM25_BATCH]
+                indexer.addRawDocuments(
+                    [
+                        json.dumps({"id": p.id, "contents": p.indexed_text(state.passages)})
+                        for p in batch
+                    ]
+                )
                 bar.update(len(batch))
         indexer.close()
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    write_manifest(tmp, Bm25Manifest(
-        **state.model_dump(), doc_count=len({p.doc_id for p in passages}),
-        passage_count=len(passages)))
+    write_manifest(
+        tmp,
+        Bm25Manifest(
+            **state.model_dump(),
+            doc_count=len({p.doc_id for p in passages}),
+            passage_count=len(passages),
+        ),
+    )
     replace_folder(tmp, layout.bm25)
     return StageResult("bm25", layout.bm25, True, time.perf_counter() - start, len(passages))
 
@@ -159,11 +175,18 @@ def lead_passages(passages: list[Passage], per_doc: int | None) -> list[Passage]
     return out
 
 
-def build_dense(layout: IndexLayout, state: SourceState, model: str = embed.DEFAULT_MODEL,
-                precision: embed.Precision | None = None, hnsw_threshold: int = HNSW_THRESHOLD,
-                per_doc: int | None = None, max_tokens: int | None = None,
-                threads: int | None = None, batch_size: int = 32,
-                force: bool = False) -> StageResult:
+def build_dense(
+    layout: IndexLayout,
+    state: SourceState,
+    model: str = embed.DEFAULT_MODEL,
+    precision: embed.Precision | None = None,
+    hnsw_threshold: int = HNSW_THRESHOLD,
+    per_doc: int | None = None,
+    max_tokens: int | None = None,
+    threads: int | None = None,
+    batch_size: int = 32,
+    force: bool = False,
+) -> StageResult:
     """Embeds the passages and writes `index` (FAISS), `docid` and manifest.json.
 
     per_doc keeps only each page's first passages (as BrowseComp-Plus embeds the first 512
@@ -179,9 +202,15 @@ def build_dense(layout: IndexLayout, state: SourceState, model: str = embed.DEFA
     folder = layout.dense(embed.model_slug(model))
     path = embed.model_path(model)
     old = read_manifest(folder, DenseManifest, strict=False)
-    if (old is not None and not force and old.same_source(state)
-            and old.model_path == str(path) and old.precision == precision
-            and old.passages_per_doc == per_doc and old.max_tokens_arg == max_tokens):
+    if (
+        old is not None
+        and not force
+        and old.same_source(state)
+        and old.model_path == str(path)
+        and old.precision == precision
+        and old.passages_per_doc == per_doc
+        and old.max_tokens_arg == max_tokens
+    ):
         return StageResult("dense", folder, False, 0.0, old.passage_count)
     passages = lead_passages(load_passages(layout), per_doc)
     start = time.perf_counter()
@@ -195,12 +224,19 @@ def build_dense(layout: IndexLayout, state: SourceState, model: str = embed.DEFA
         vectors = np.zeros((0, embed.dimension(encoder)), dtype=np.float32)
         chunks = []
         step = max(batch_size * 8, 1)
-        with tqdm(total=len(texts), desc=f"dense {folder.name} ({precision})", unit="passage",
-                  file=sys.stderr) as bar:
+        with tqdm(
+            total=len(texts),
+            desc=f"dense {folder.name} ({precision})",
+            unit="passage",
+            file=sys.stderr,
+        ) as bar:
             for i in range(0, len(texts), step):
-                chunks.append(embed.encode(encoder, texts[i:i + step], precision, batch_size,
-                                           max_tokens, threads))
-                bar.update(len(texts[i:i + step]))
+                chunks.append(
+                    embed.encode(
+                        encoder, texts[i : i + step], precision, batch_size, max_tokens, threads
+                    )
+                )
+                bar.update(len(texts[i : i + step]))
         if chunks:
             vectors = np.concatenate(chunks)
         index = make_faiss_index(vectors, hnsw_threshold)
@@ -210,20 +246,39 @@ def build_dense(layout: IndexLayout, state: SourceState, model: str = embed.DEFA
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     (tmp / "docid").write_text("".join(p.id + "\n" for p in passages), encoding="utf-8")
-    write_manifest(tmp, DenseManifest(
-        **state.model_dump(), doc_count=len({p.doc_id for p in passages}),
-        passage_count=len(passages), passages_per_doc=per_doc, model=model,
-        model_path=str(path), max_tokens_arg=max_tokens,
-        max_tokens=min(max_tokens or embed.max_tokens_of(encoder), embed.max_tokens_of(encoder)),
-        dimension=int(vectors.shape[1]), precision=precision,
-        backend=embed.backend_of(precision), faiss="hnsw" if hnsw else "flat",
-        hnsw_m=HNSW_M if hnsw else None, hnsw_ef_search=HNSW_EF_SEARCH if hnsw else None))
+    write_manifest(
+        tmp,
+        DenseManifest(
+            **state.model_dump(),
+            doc_count=len({p.doc_id for p in passages}),
+            passage_count=len(passages),
+            passages_per_doc=per_doc,
+            model=model,
+            model_path=str(path),
+            max_tokens_arg=max_tokens,
+            max_tokens=min(
+                max_tokens or embed.max_tokens_of(encoder), embed.max_tokens_of(encoder)
+            ),
+            dimension=int(vectors.shape[1]),
+            precision=precision,
+            backend=embed.backend_of(precision),
+            faiss="hnsw" if hnsw else "flat",
+            hnsw_m=HNSW_M if hnsw else None,
+            hnsw_ef_search=HNSW_EF_SEARCH if hnsw else None,
+        ),
+    )
     replace_folder(tmp, folder)
     return StageResult("dense", folder, True, time.perf_counter() - start, len(passages))
 
 
-def build_indexes(snapshot_dir: Path, index_root: Path, *, dense: bool = True,
-                  dense_per_doc: int | None = None, force: bool = False) -> list[StageResult]:
+def build_indexes(
+    snapshot_dir: Path,
+    index_root: Path,
+    *,
+    dense: bool = True,
+    dense_per_doc: int | None = None,
+    force: bool = False,
+) -> list[StageResult]:
     """Passages, BM25 and (with `dense`) the dense index of an extracted snapshot, each left
     alone when up to date: what `drarena index` does, as a library call (a tournament builds
     the indexes its retrievers read through this)."""

@@ -16,30 +16,59 @@ from drarena.errors import DrarenaError
 
 def register(subparsers: Any) -> None:
     idx = subparsers.add_parser(
-        "index", help="build the BM25 and dense indexes of a snapshot",
+        "index",
+        help="build the BM25 and dense indexes of a snapshot",
         description="Cut the snapshot's pages into passages, then build a Lucene BM25 index "
         "(index/<name>/bm25/) and a FAISS dense index (index/<name>/dense-<model>/). Extracts "
-        "the pages first when needed; up-to-date indexes are left alone.")
+        "the pages first when needed; up-to-date indexes are left alone.",
+    )
     idx.add_argument("snapshot", help="snapshot folder or name under snapshots/")
-    idx.add_argument("--dense-model", default=None,
-                     help="sentence-transformers model name or folder "
-                          "(default all-MiniLM-L6-v2, shipped offline)")
+    idx.add_argument(
+        "--dense-model",
+        default=None,
+        help="sentence-transformers model name or folder "
+        "(default all-MiniLM-L6-v2, shipped offline)",
+    )
     idx.add_argument("--no-dense", action="store_true", help="build the BM25 index only")
-    idx.add_argument("--dense-per-doc", type=int, default=None, metavar="N",
-                     help="embed only the first N passages of each page (default: all)")
-    idx.add_argument("--max-tokens", type=int, default=None, metavar="N",
-                     help="word pieces the encoder reads per passage (default: the model's)")
-    idx.add_argument("--encode-threads", type=int, default=None, metavar="N",
-                     help="torch threads while encoding (default: one per core; 1 can be "
-                          "faster on a busy machine)")
-    idx.add_argument("--precision", choices=("fp32", "bf16", "int8"), default=None,
-                     help="encoder: int8 (ONNX Runtime, the default when installed), fp32 "
-                          "(torch), bf16 (torch autocast; pays off on AMX/AVX512-BF16 CPUs)")
+    idx.add_argument(
+        "--dense-per-doc",
+        type=int,
+        default=None,
+        metavar="N",
+        help="embed only the first N passages of each page (default: all)",
+    )
+    idx.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help="word pieces the encoder reads per passage (default: the model's)",
+    )
+    idx.add_argument(
+        "--encode-threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="torch threads while encoding (default: one per core; 1 can be "
+        "faster on a busy machine)",
+    )
+    idx.add_argument(
+        "--precision",
+        choices=("fp32", "bf16", "int8"),
+        default=None,
+        help="encoder: int8 (ONNX Runtime, the default when installed), fp32 "
+        "(torch), bf16 (torch autocast; pays off on AMX/AVX512-BF16 CPUs)",
+    )
     idx.add_argument("--passage-words", type=int, default=None, help="passage length (160)")
-    idx.add_argument("--passage-stride", type=int, default=None,
-                     help="words between passage starts (120)")
-    idx.add_argument("--hnsw-threshold", type=int, default=None,
-                     help="passages from which FAISS uses HNSW instead of flat (100000)")
+    idx.add_argument(
+        "--passage-stride", type=int, default=None, help="words between passage starts (120)"
+    )
+    idx.add_argument(
+        "--hnsw-threshold",
+        type=int,
+        default=None,
+        help="passages from which FAISS uses HNSW instead of flat (100000)",
+    )
     idx.add_argument("--force", action="store_true", help="rebuild even when up to date")
     _common(idx)
     idx.set_defaults(func=cmd_index)
@@ -54,54 +83,74 @@ def register(subparsers: Any) -> None:
     srch.set_defaults(func=cmd_search)
 
     srv = subparsers.add_parser(
-        "serve-search", help="serve search + open over HTTP (native, SearXNG) and MCP",
+        "serve-search",
+        help="serve search + open over HTTP (native, SearXNG) and MCP",
         description="HTTP on 127.0.0.1: /search (add format=json for SearXNG's JSON), /open, "
-        "/health and MCP (streamable HTTP) at /mcp; or MCP over stdio with --stdio.")
+        "/health and MCP (streamable HTTP) at /mcp; or MCP over stdio with --stdio.",
+    )
     srv.add_argument("snapshot", help="snapshot folder or name under snapshots/")
     srv.add_argument("--port", type=int, default=8766, help="port (default 8766)")
     srv.add_argument("--host", default="127.0.0.1", help="loopback address (default 127.0.0.1)")
     srv.add_argument("--stdio", action="store_true", help="MCP over stdin/stdout instead")
-    srv.add_argument("--live-web", action="store_true",
-                     help="allow --retriever live, which fetches public pages for any caller "
-                          "(refused without it unless it replays a capture)")
+    srv.add_argument(
+        "--live-web",
+        action="store_true",
+        help="allow --retriever live, which fetches public pages for any caller "
+        "(refused without it unless it replays a capture)",
+    )
     _retriever_args(srv)
     _common(srv)
     srv.set_defaults(func=cmd_serve)
 
     diag = subparsers.add_parser(
-        "diagnose-retrievers", help="recall@k and MRR of each retriever on tree targets",
+        "diagnose-retrievers",
+        help="recall@k and MRR of each retriever on tree targets",
         description="Queries from the tree target pages (titles and key phrases; all pages "
         "when no trees exist), recall@k and MRR@k per retriever, TREC run files and qrels "
-        "(scored again by pyserini's trec_eval) under index/<name>/diagnostics/.")
+        "(scored again by pyserini's trec_eval) under index/<name>/diagnostics/.",
+    )
     diag.add_argument("snapshot", help="snapshot folder or name under snapshots/")
-    diag.add_argument("--retrievers", default="bm25,dense,hybrid",
-                      help="comma-separated kinds (default bm25,dense,hybrid)")
+    diag.add_argument(
+        "--retrievers",
+        default="bm25,dense,hybrid",
+        help="comma-separated kinds (default bm25,dense,hybrid)",
+    )
     diag.add_argument("--dense-model", default=None, help="model of the dense index")
     diag.add_argument("-k", type=int, default=10, help="cut-off (default 10)")
-    diag.add_argument("--max-pages", type=int, default=200,
-                      help="gold pages sampled (default 200)")
+    diag.add_argument("--max-pages", type=int, default=200, help="gold pages sampled (default 200)")
     diag.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
-    diag.add_argument("--out", type=Path, default=None,
-                      help="output folder (default index/<name>/diagnostics)")
+    diag.add_argument(
+        "--out", type=Path, default=None, help="output folder (default index/<name>/diagnostics)"
+    )
     _common(diag)
     diag.set_defaults(func=cmd_diagnose)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--index-root", type=Path, default=Path("index"),
-                        help="folder holding index/<name>/ (default ./index)")
+    parser.add_argument(
+        "--index-root",
+        type=Path,
+        default=Path("index"),
+        help="folder holding index/<name>/ (default ./index)",
+    )
 
 
 def _retriever_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--retriever", default="bm25",
-                        help="retriever kind (default bm25; see `drarena kinds`)")
+    parser.add_argument(
+        "--retriever", default="bm25", help="retriever kind (default bm25; see `drarena kinds`)"
+    )
     parser.add_argument("--dense-model", default=None, help="model of the dense index")
-    parser.add_argument("--retriever-args", default=None, metavar="JSON",
-                        help='extra args, e.g. \'{"k1": 1.2, "b": 0.75}\'')
+    parser.add_argument(
+        "--retriever-args",
+        default=None,
+        metavar="JSON",
+        help='extra args, e.g. \'{"k1": 1.2, "b": 0.75}\'',
+    )
 
 
-def retriever_spec(kind: str, dense_model: str | None = None,
-                   extra_json: str | None = None) -> dict[str, Any]:
+def retriever_spec(
+    kind: str, dense_model: str | None = None, extra_json: str | None = None
+) -> dict[str, Any]:
     """The {kind, args} a command line names."""
     args: dict[str, Any] = {}
     if extra_json:
@@ -115,8 +164,9 @@ def retriever_spec(kind: str, dense_model: str | None = None,
         if kind == "dense":
             args.setdefault("model", dense_model)
         elif kind == "hybrid":
-            args.setdefault("retrievers", [{"kind": "bm25"},
-                                           {"kind": "dense", "args": {"model": dense_model}}])
+            args.setdefault(
+                "retrievers", [{"kind": "bm25"}, {"kind": "dense", "args": {"model": dense_model}}]
+            )
     return {"kind": kind, "args": args}
 
 
@@ -142,8 +192,11 @@ def cmd_index(args: argparse.Namespace) -> int:
         from drarena.corpus.extract import extract_snapshot
 
         extract_snapshot(snapshot)
-    overrides = {k: v for k, v in (("words", args.passage_words),
-                                   ("stride", args.passage_stride)) if v is not None}
+    overrides = {
+        k: v
+        for k, v in (("words", args.passage_words), ("stride", args.passage_stride))
+        if v is not None
+    }
     try:
         settings = PassageSettings(**overrides)
     except ValidationError as exc:
@@ -158,11 +211,19 @@ def cmd_index(args: argparse.Namespace) -> int:
     passages, state = build.build_passages(layout, settings, force=args.force)
     results = [passages, build.build_bm25(layout, state, force=args.force)]
     if not args.no_dense:
-        results.append(build.build_dense(
-            layout, state, model=args.dense_model or embed.DEFAULT_MODEL,
-            precision=args.precision, per_doc=args.dense_per_doc, force=args.force,
-            max_tokens=args.max_tokens, threads=args.encode_threads,
-            hnsw_threshold=args.hnsw_threshold or build.HNSW_THRESHOLD))
+        results.append(
+            build.build_dense(
+                layout,
+                state,
+                model=args.dense_model or embed.DEFAULT_MODEL,
+                precision=args.precision,
+                per_doc=args.dense_per_doc,
+                force=args.force,
+                max_tokens=args.max_tokens,
+                threads=args.encode_threads,
+                hnsw_threshold=args.hnsw_threshold or build.HNSW_THRESHOLD,
+            )
+        )
     for r in results:
         what = f"built in {r.seconds:.1f} s" if r.built else "up to date"
         print(f"{r.stage:9} {r.path}  {r.count} passages  {what}")
@@ -191,8 +252,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from drarena.search import server
 
     server.check_loopback(args.host)
-    live = server.check_live(retriever_spec(args.retriever, args.dense_model,
-                                            args.retriever_args), args.live_web)
+    live = server.check_live(
+        retriever_spec(args.retriever, args.dense_model, args.retriever_args), args.live_web
+    )
     retriever, snapshot = _open_retriever(args)
     if args.stdio:
         server.serve_stdio(retriever, snapshot.name, live)
@@ -215,7 +277,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         raise DrarenaError(f"--retrievers: unknown kinds {unknown} (known: {', '.join(known)})")
     specs = [retriever_spec(k, args.dense_model) for k in kinds]
     out = args.out or args.index_root / snapshot.name / "diagnostics"
-    report = run_diagnostics(snapshot, args.index_root, specs, out, k=args.k,
-                             max_pages=args.max_pages, seed=args.seed)
+    report = run_diagnostics(
+        snapshot, args.index_root, specs, out, k=args.k, max_pages=args.max_pages, seed=args.seed
+    )
     print(report, file=sys.stdout)
     return 0

@@ -54,28 +54,37 @@ class DenseRetriever:
             )
         self._encoder: Any = (
             embed.load_int8(args.model, folder / embed.ONNX_FILE, threads=1)
-            if self.manifest.precision == "int8" else embed.load_encoder(args.model))
+            if self.manifest.precision == "int8"
+            else embed.load_encoder(args.model)
+        )
         self._lock = threading.Lock()
 
     def search_passages(self, query: str, depth: int) -> list[tuple[str, float]]:
         with self._lock:
-            vector = embed.encode(self._encoder, [query], self.manifest.precision,
-                                  max_tokens=self.manifest.max_tokens, threads=1)
+            vector = embed.encode(
+                self._encoder,
+                [query],
+                self.manifest.precision,
+                max_tokens=self.manifest.max_tokens,
+                threads=1,
+            )
             scores, rows = self._index.search(vector, int(depth))
-        return [(self._ids[r], float(s)) for s, r in zip(scores[0], rows[0], strict=True)
-                if r >= 0]
+        return [(self._ids[r], float(s)) for s, r in zip(scores[0], rows[0], strict=True) if r >= 0]
 
     def search(self, query: str, k: int = 10) -> list[Hit]:
         k = check_k(k)
         text = clean_query(query)
-        return search_pages(self.search_passages, text, k, self.args.depth, self.data.passages,
-                            len(self._ids))
+        return search_pages(
+            self.search_passages, text, k, self.args.depth, self.data.passages, len(self._ids)
+        )
 
-    def open(self, url_or_docid: str, offset: int = 0,
-             max_chars: int = DEFAULT_PAGE_CHARS) -> PageText:
+    def open(
+        self, url_or_docid: str, offset: int = 0, max_chars: int = DEFAULT_PAGE_CHARS
+    ) -> PageText:
         return self.data.docs.open(url_or_docid, offset, max_chars)
 
 
 def build(snapshot_dir: Path, index_root: Path, **args: Any) -> DenseRetriever:
-    return DenseRetriever(Path(snapshot_dir), Path(index_root),
-                          parse_args(DenseArgs, args, "dense"))
+    return DenseRetriever(
+        Path(snapshot_dir), Path(index_root), parse_args(DenseArgs, args, "dense")
+    )

@@ -87,8 +87,11 @@ def key_phrases(docs: Sequence[SourceDoc], n: int = KEY_PHRASE_WORDS) -> dict[st
     out: dict[str, str] = {}
     for doc in docs:
         title_words = set(tokens(doc.title))
-        weights = [(-tf * math.log((1 + total) / (1 + df[w])), w)
-                   for w, tf in counts[doc.id].items() if w not in title_words]
+        weights = [
+            (-tf * math.log((1 + total) / (1 + df[w])), w)
+            for w, tf in counts[doc.id].items()
+            if w not in title_words
+        ]
         out[doc.id] = " ".join(w for _, w in sorted(weights)[:n])
     return out
 
@@ -105,8 +108,9 @@ def gold_from_trees(tree_dir: Path) -> list[str]:
     return sorted(gold)
 
 
-def build_queries(docs: Sequence[SourceDoc], gold: Iterable[str], max_pages: int,
-                  seed: int = 0) -> list[Query]:
+def build_queries(
+    docs: Sequence[SourceDoc], gold: Iterable[str], max_pages: int, seed: int = 0
+) -> list[Query]:
     """Title and key-phrase queries for up to max_pages gold pages (a seeded sample)."""
     by_id = {d.id: d for d in docs if d.indexed}
     pages = sorted(g for g in set(gold) if g in by_id)
@@ -122,8 +126,9 @@ def build_queries(docs: Sequence[SourceDoc], gold: Iterable[str], max_pages: int
     return queries
 
 
-def evaluate(ranked: Mapping[str, Sequence[str]], queries: Sequence[Query], k: int,
-             name: str) -> Score:
+def evaluate(
+    ranked: Mapping[str, Sequence[str]], queries: Sequence[Query], k: int, name: str
+) -> Score:
     """recall@k and MRR@k of ranked docids per qid against each query's one gold page."""
     per_kind: dict[str, list[tuple[float, float]]] = {}
     for q in queries:
@@ -136,10 +141,15 @@ def evaluate(ranked: Mapping[str, Sequence[str]], queries: Sequence[Query], k: i
         return sum(values) / len(values) if values else 0.0
 
     return Score(
-        retriever=name, queries=len(every), k=k,
-        recall=mean([r for r, _ in every]), mrr=mean([m for _, m in every]),
-        by_kind={kind: (mean([r for r, _ in pairs]), mean([m for _, m in pairs]))
-                 for kind, pairs in sorted(per_kind.items())},
+        retriever=name,
+        queries=len(every),
+        k=k,
+        recall=mean([r for r, _ in every]),
+        mrr=mean([m for _, m in every]),
+        by_kind={
+            kind: (mean([r for r, _ in pairs]), mean([m for _, m in pairs]))
+            for kind, pairs in sorted(per_kind.items())
+        },
     )
 
 
@@ -178,8 +188,15 @@ def write_summary(path: Path, scores: Sequence[Score], meta: dict[str, object]) 
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
-def run_diagnostics(snapshot_dir: Path, index_root: Path, specs: Sequence[dict[str, Any]],
-                    out: Path, k: int = 10, max_pages: int = 200, seed: int = 0) -> str:
+def run_diagnostics(
+    snapshot_dir: Path,
+    index_root: Path,
+    specs: Sequence[dict[str, Any]],
+    out: Path,
+    k: int = 10,
+    max_pages: int = 200,
+    seed: int = 0,
+) -> str:
     """Queries, runs, qrels and summary under out; returns the printed table."""
     import sys
 
@@ -206,29 +223,47 @@ def run_diagnostics(snapshot_dir: Path, index_root: Path, specs: Sequence[dict[s
     for spec in specs:
         name = str(spec["kind"])
         retriever = build_retriever(spec, snapshot_dir, index_root)
-        runs = {q.qid: retriever.search(q.text, k)
-                for q in tqdm(queries, desc=f"diagnose {name}", unit="query", file=sys.stderr)}
-        score = evaluate({qid: [h.docid for h in hits] for qid, hits in runs.items()},
-                         queries, k, name)
+        runs = {
+            q.qid: retriever.search(q.text, k)
+            for q in tqdm(queries, desc=f"diagnose {name}", unit="query", file=sys.stderr)
+        }
+        score = evaluate(
+            {qid: [h.docid for h in hits] for qid, hits in runs.items()}, queries, k, name
+        )
         run_path = out / f"run.{name}.txt"
         write_run(run_path, runs, f"drarena-{name}")
         checked = lucene.trec_eval(out / "qrels.txt", run_path, [f"recall.{k}", "recip_rank"])
         rows.append((score, checked))
-    write_summary(out / "summary.json", [s for s, _ in rows],
-                  {"snapshot": snapshot_dir.name, "gold": source, "k": k, "seed": seed,
-                   "max_pages": max_pages,
-                   "trec_eval": {s.retriever: c for s, c in rows}})
+    write_summary(
+        out / "summary.json",
+        [s for s, _ in rows],
+        {
+            "snapshot": snapshot_dir.name,
+            "gold": source,
+            "k": k,
+            "seed": seed,
+            "max_pages": max_pages,
+            "trec_eval": {s.retriever: c for s, c in rows},
+        },
+    )
     pages = len({q.gold for q in queries})
     kinds = sorted({q.kind for q in queries})
-    lines = [f"gold: {pages} {source}; {len(queries)} queries ({', '.join(kinds)}); k={k}",
-             f"{'retriever':10} {'recall@' + str(k):>10} {'MRR@' + str(k):>8}  "
-             + "  ".join(f"{kind + ' R/MRR':>16}" for kind in kinds)
-             + f"  {'trec_eval R/MRR':>16}"]
+    lines = [
+        f"gold: {pages} {source}; {len(queries)} queries ({', '.join(kinds)}); k={k}",
+        f"{'retriever':10} {'recall@' + str(k):>10} {'MRR@' + str(k):>8}  "
+        + "  ".join(f"{kind + ' R/MRR':>16}" for kind in kinds)
+        + f"  {'trec_eval R/MRR':>16}",
+    ]
     for score, checked in rows:
-        per = "  ".join(f"{score.by_kind.get(kind, (0.0, 0.0))[0]:7.3f}/"
-                        f"{score.by_kind.get(kind, (0.0, 0.0))[1]:.3f}" for kind in kinds)
-        te = (f"{checked.get(f'recall_{k}', float('nan')):7.3f}/"
-              f"{checked.get('recip_rank', float('nan')):.3f}")
+        per = "  ".join(
+            f"{score.by_kind.get(kind, (0.0, 0.0))[0]:7.3f}/"
+            f"{score.by_kind.get(kind, (0.0, 0.0))[1]:.3f}"
+            for kind in kinds
+        )
+        te = (
+            f"{checked.get(f'recall_{k}', float('nan')):7.3f}/"
+            f"{checked.get('recip_rank', float('nan')):.3f}"
+        )
         lines.append(f"{score.retriever:10} {score.recall:10.3f} {score.mrr:8.3f}  {per}  {te}")
     lines.append(f"runs, qrels and summary.json in {out}")
     return "\n".join(lines)

@@ -79,9 +79,17 @@ def load_source_docs(snapshot_dir: Path) -> list[SourceDoc]:
     from drarena.corpus.extract import load_docs
 
     docs_file(snapshot_dir)
-    return [SourceDoc(id=d.id, url=d.url, title=d.title, contents=d.contents,
-                      aliases=tuple(d.aliases), indexed=d.is_content)
-            for d in load_docs(snapshot_dir)]
+    return [
+        SourceDoc(
+            id=d.id,
+            url=d.url,
+            title=d.title,
+            contents=d.contents,
+            aliases=tuple(d.aliases),
+            indexed=d.is_content,
+        )
+        for d in load_docs(snapshot_dir)
+    ]
 
 
 def clean_query(query: str, max_chars: int = MAX_QUERY_CHARS) -> str:
@@ -133,8 +141,9 @@ class DocStore:
             raise DrarenaError(f"unknown docid or URL {key[:200]!r} in snapshot {self.name}")
         return doc
 
-    def open(self, url_or_docid: str, offset: int = 0,
-             max_chars: int = DEFAULT_PAGE_CHARS) -> PageText:
+    def open(
+        self, url_or_docid: str, offset: int = 0, max_chars: int = DEFAULT_PAGE_CHARS
+    ) -> PageText:
         doc = self.get(url_or_docid)
         total = len(doc.contents)
         if not 0 <= offset <= total:
@@ -142,8 +151,15 @@ class DocStore:
         if not 1 <= max_chars <= MAX_PAGE_CHARS:
             raise DrarenaError(f"max_chars {max_chars} outside 1..{MAX_PAGE_CHARS}")
         end = page_end(doc.contents, offset, max_chars)
-        return PageText(doc.id, doc.url, doc.title, doc.contents[offset:end], offset,
-                        end if end < total else None, total)
+        return PageText(
+            doc.id,
+            doc.url,
+            doc.title,
+            doc.contents[offset:end],
+            offset,
+            end if end < total else None,
+            total,
+        )
 
 
 def page_end(text: str, offset: int, max_chars: int) -> int:

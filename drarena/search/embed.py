@@ -115,8 +115,9 @@ def check_precision(precision: str) -> Precision:
     if precision not in PRECISIONS:
         raise DrarenaError(f"precision {precision!r}: choose one of {', '.join(PRECISIONS)}")
     if precision == "int8" and not int8_available():
-        raise DrarenaError("precision int8 needs the onnx and onnxruntime packages "
-                           "(`make setup` installs them)")
+        raise DrarenaError(
+            "precision int8 needs the onnx and onnxruntime packages (`make setup` installs them)"
+        )
     return precision
 
 
@@ -130,11 +131,17 @@ def _check_mean_pooled(encoder: Any) -> None:
     else:  # older releases: one boolean attribute per mode
         mean = getattr(pooling, "pooling_mode_mean_tokens", False) is True and not any(
             getattr(pooling, f"pooling_mode_{other}", False)
-            for other in ("cls_token", "max_tokens", "mean_sqrt_len_tokens", "lasttoken"))
-    if kinds[:1] != ["Transformer"] or kinds[1:] not in (["Pooling"], ["Pooling", "Normalize"]) \
-            or not mean:
-        raise DrarenaError(f"precision int8 supports Transformer + mean Pooling (+ Normalize) "
-                           f"models, not {' + '.join(kinds)}; use fp32")
+            for other in ("cls_token", "max_tokens", "mean_sqrt_len_tokens", "lasttoken")
+        )
+    if (
+        kinds[:1] != ["Transformer"]
+        or kinds[1:] not in (["Pooling"], ["Pooling", "Normalize"])
+        or not mean
+    ):
+        raise DrarenaError(
+            f"precision int8 supports Transformer + mean Pooling (+ Normalize) "
+            f"models, not {' + '.join(kinds)}; use fp32"
+        )
 
 
 def export_int8(encoder: Any, path: Path) -> None:
@@ -158,8 +165,9 @@ def export_int8(encoder: Any, path: Path) -> None:
             self.model = transformer
 
         def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            hidden = self.model(input_ids=input_ids, attention_mask=attention_mask,
-                                token_type_ids=token_type_ids).last_hidden_state
+            hidden = self.model(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
             mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
             summed = (hidden * mask).sum(1) / torch.clamp(mask.sum(1), min=1e-9)
             return torch.nn.functional.normalize(summed, p=2, dim=1)
@@ -167,16 +175,31 @@ def export_int8(encoder: Any, path: Path) -> None:
     sample = encoder.tokenize(["a short text", "and a somewhat longer second text"])
     args = tuple(sample[name] for name in ONNX_INPUTS)
     axes = {name: {0: "batch", 1: "tokens"} for name in ONNX_INPUTS}
-    with tempfile.TemporaryDirectory(dir=path.parent) as tmp, torch.inference_mode(), \
-            warnings.catch_warnings():
+    with (
+        tempfile.TemporaryDirectory(dir=path.parent) as tmp,
+        torch.inference_mode(),
+        warnings.catch_warnings(),
+    ):
         warnings.simplefilter("ignore")
         fp32 = Path(tmp) / "encoder-fp32.onnx"
-        torch.onnx.export(Pooled().eval(), args, str(fp32), input_names=list(ONNX_INPUTS),
-                          output_names=["embedding"],
-                          dynamic_axes={**axes, "embedding": {0: "batch"}}, opset_version=17,
-                          dynamo=False)
-        quantize_dynamic(str(fp32), str(path), op_types_to_quantize=["MatMul"],
-                         weight_type=QuantType.QInt8, per_channel=True, reduce_range=True)
+        torch.onnx.export(
+            Pooled().eval(),
+            args,
+            str(fp32),
+            input_names=list(ONNX_INPUTS),
+            output_names=["embedding"],
+            dynamic_axes={**axes, "embedding": {0: "batch"}},
+            opset_version=17,
+            dynamo=False,
+        )
+        quantize_dynamic(
+            str(fp32),
+            str(path),
+            op_types_to_quantize=["MatMul"],
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            reduce_range=True,
+        )
 
 
 class OnnxEncoder:
@@ -193,8 +216,9 @@ class OnnxEncoder:
         # steal the cores the others need (torch's OpenMP showed the same, see encode()).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
-            self.session = onnxruntime.InferenceSession(str(path), options,
-                                                        providers=["CPUExecutionProvider"])
+            self.session = onnxruntime.InferenceSession(
+                str(path), options, providers=["CPUExecutionProvider"]
+            )
         except Exception as exc:  # ONNX Runtime's own exception types
             raise DrarenaError(f"{path}: ONNX Runtime cannot load it ({exc})") from None
         self.encoder = encoder
@@ -215,10 +239,9 @@ class OnnxEncoder:
                 if max_tokens is not None:
                     self.encoder.max_seq_length = min(max_tokens, default or max_tokens)
                 for i in range(0, len(texts), batch_size):
-                    batch = [texts[j] for j in order[i:i + batch_size]]
+                    batch = [texts[j] for j in order[i : i + batch_size]]
                     features = self.encoder.tokenize(batch)
-                    feeds = {name: features[name].numpy().astype(np.int64)
-                             for name in ONNX_INPUTS}
+                    feeds = {name: features[name].numpy().astype(np.int64) for name in ONNX_INPUTS}
                     chunks.append(self.session.run(None, feeds)[0])
             finally:
                 self.encoder.max_seq_length = default
@@ -233,25 +256,35 @@ def backend_of(precision: Precision) -> str:
     if precision == "int8":
         import onnxruntime
 
-        return (f"onnxruntime {onnxruntime.__version__}, int8 MatMul weights (dynamic, per "
-                f"channel, 7-bit), graph {ONNX_FILE}")
+        return (
+            f"onnxruntime {onnxruntime.__version__}, int8 MatMul weights (dynamic, per "
+            f"channel, 7-bit), graph {ONNX_FILE}"
+        )
     import torch
 
     return f"sentence-transformers on torch {torch.__version__}, " + (
-        "bfloat16 autocast" if precision == "bf16" else "float32")
+        "bfloat16 autocast" if precision == "bf16" else "float32"
+    )
 
 
 def load_int8(model: str, path: Path, threads: int | None = None) -> OnnxEncoder:
     """The int8 encoder of a dense index (path: its ONNX_FILE)."""
     if not path.is_file():
-        raise DrarenaError(f"{path} is missing: rebuild the dense index with `drarena index "
-                           f"--force`")
+        raise DrarenaError(
+            f"{path} is missing: rebuild the dense index with `drarena index --force`"
+        )
     return OnnxEncoder(load_encoder(model), path, threads)
 
 
-def encode(encoder: Any, texts: list[str], precision: Precision = "fp32",
-           batch_size: int = 32, max_tokens: int | None = None, threads: int | None = None,
-           progress: bool = False) -> np.ndarray:
+def encode(
+    encoder: Any,
+    texts: list[str],
+    precision: Precision = "fp32",
+    batch_size: int = 32,
+    max_tokens: int | None = None,
+    threads: int | None = None,
+    progress: bool = False,
+) -> np.ndarray:
     """Unit-length float32 embeddings (inner product = cosine), one row per text.
 
     max_tokens truncates each text to that many word pieces (None: the model's own limit);
@@ -267,7 +300,8 @@ def encode(encoder: Any, texts: list[str], precision: Precision = "fp32",
     import torch
 
     autocast: contextlib.AbstractContextManager[Any] = (
-        torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16"
+        torch.autocast("cpu", dtype=torch.bfloat16)
+        if precision == "bf16"
         else contextlib.nullcontext()
     )
     with _encode_lock:
@@ -279,8 +313,11 @@ def encode(encoder: Any, texts: list[str], precision: Precision = "fp32",
                 torch.set_num_threads(threads)
             with torch.inference_mode(), autocast:
                 vectors = encoder.encode(
-                    texts, batch_size=batch_size, show_progress_bar=progress,
-                    convert_to_numpy=True, normalize_embeddings=True,
+                    texts,
+                    batch_size=batch_size,
+                    show_progress_bar=progress,
+                    convert_to_numpy=True,
+                    normalize_embeddings=True,
                 )
         finally:
             encoder.max_seq_length = default

@@ -17,8 +17,9 @@ from drarena.search.docstore import DEFAULT_PAGE_CHARS, PageText, clean_query
 RRF_K = 60
 
 
-def rrf(rankings: Sequence[Sequence[str]], k: int = RRF_K,
-        weights: Sequence[float] | None = None) -> list[tuple[str, float]]:
+def rrf(
+    rankings: Sequence[Sequence[str]], k: int = RRF_K, weights: Sequence[float] | None = None
+) -> list[tuple[str, float]]:
     """Reciprocal rank fusion (Cormack et al., 2009): score(d) = sum_i w_i / (k + rank_i(d)).
 
     Ranks start at 1; an id repeated within one ranking counts at its first rank. The result
@@ -48,9 +49,11 @@ class HybridArgs(BaseModel):
 
     retrievers: list[ComponentSpec] = Field(
         default_factory=lambda: [ComponentSpec(kind="bm25"), ComponentSpec(kind="dense")],
-        min_length=1)
-    weights: list[float] | None = Field(default=None,
-                                        description="one per retriever; default all 1")
+        min_length=1,
+    )
+    weights: list[float] | None = Field(
+        default=None, description="one per retriever; default all 1"
+    )
     rrf_k: int = Field(default=RRF_K, ge=0, description="RRF constant: larger flattens rank gaps")
     depth: int = Field(default=50, ge=1, le=1000, description="pages taken from each retriever")
 
@@ -74,18 +77,30 @@ class HybridRetriever:
             for hit in run:
                 first.setdefault(hit.docid, hit)
         fused = rrf([[h.docid for h in run] for run in runs], self.args.rrf_k, self.args.weights)
-        return [Hit(docid=d, url=first[d].url, title=first[d].title, snippet=first[d].snippet,
-                    score=score, rank=rank) for rank, (d, score) in enumerate(fused[:k], 1)]
+        return [
+            Hit(
+                docid=d,
+                url=first[d].url,
+                title=first[d].title,
+                snippet=first[d].snippet,
+                score=score,
+                rank=rank,
+            )
+            for rank, (d, score) in enumerate(fused[:k], 1)
+        ]
 
-    def open(self, url_or_docid: str, offset: int = 0,
-             max_chars: int = DEFAULT_PAGE_CHARS) -> PageText:
+    def open(
+        self, url_or_docid: str, offset: int = 0, max_chars: int = DEFAULT_PAGE_CHARS
+    ) -> PageText:
         return self.members[0].open(url_or_docid, offset, max_chars)
 
 
 def build(snapshot_dir: Path, index_root: Path, **args: Any) -> HybridRetriever:
     parsed: HybridArgs = parse_args(HybridArgs, args, "hybrid")
     if parsed.weights is not None and len(parsed.weights) != len(parsed.retrievers):
-        raise DrarenaError(f"retriever hybrid: args.weights has {len(parsed.weights)} entries "
-                           f"for {len(parsed.retrievers)} retrievers")
+        raise DrarenaError(
+            f"retriever hybrid: args.weights has {len(parsed.weights)} entries "
+            f"for {len(parsed.retrievers)} retrievers"
+        )
     members = [build_retriever(spec, snapshot_dir, index_root) for spec in parsed.retrievers]
     return HybridRetriever(members, parsed)

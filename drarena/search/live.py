@@ -37,19 +37,21 @@ class LiveArgs(BaseModel):
 
     provider: ComponentSpec = Field(
         default_factory=lambda: ComponentSpec(kind="searxng", args={"url": DEFAULT_SEARXNG_URL}),
-        description="search provider {kind, args}: searxng or brave")
+        description="search provider {kind, args}: searxng or brave",
+    )
     settings: LiveWebSettings = Field(
         default_factory=lambda: LiveWebSettings(),
-        description="fetch settings of the private live web (ignored when one is passed)")
+        description="fetch settings of the private live web (ignored when one is passed)",
+    )
     replay_from: Path | None = Field(
-        None, description="answer from this capture snapshot instead of the network")
+        None, description="answer from this capture snapshot instead of the network"
+    )
 
 
 class LiveRetriever:
     """Search through a provider, read pages from the live web (or its replay)."""
 
-    def __init__(self, provider: SearchProvider, web: LiveWeb, *, owns_web: bool = False
-                 ) -> None:
+    def __init__(self, provider: SearchProvider, web: LiveWeb, *, owns_web: bool = False) -> None:
         self.provider = provider
         self.web = web
         self.name = "live"
@@ -65,8 +67,7 @@ class LiveRetriever:
         found: dict[str, tuple[str, str, str]] = {}
         for page in range(1, self.provider.max_pages + 1):
             request = self.provider.request(text, page, with_secrets=self.web.live)
-            response = self.web.fetch_api(request.url, dict(request.headers),
-                                          secret=request.secret)
+            response = self.web.fetch_api(request.url, dict(request.headers), secret=request.secret)
             if response.status != 200:
                 raise DrarenaError(self.provider.http_error(response.status))
             new = 0
@@ -80,16 +81,26 @@ class LiveRetriever:
                     new += 1
             if len(found) >= k or new == 0:
                 break
-        return [Hit(docid=docid, url=url, title=title, snippet=snippet(text_), score=1.0 / rank,
-                    rank=rank)
-                for rank, (docid, (url, title, text_)) in enumerate(list(found.items())[:k], 1)]
+        return [
+            Hit(
+                docid=docid,
+                url=url,
+                title=title,
+                snippet=snippet(text_),
+                score=1.0 / rank,
+                rank=rank,
+            )
+            for rank, (docid, (url, title, text_)) in enumerate(list(found.items())[:k], 1)
+        ]
 
-    def open(self, url_or_docid: str, offset: int = 0,
-             max_chars: int = DEFAULT_PAGE_CHARS) -> PageText:
+    def open(
+        self, url_or_docid: str, offset: int = 0, max_chars: int = DEFAULT_PAGE_CHARS
+    ) -> PageText:
         target = str(url_or_docid).strip()
         if not target.lower().startswith(("http://", "https://")):
-            raise DrarenaError(f"live open needs a URL (a live hit's docid is its URL), got "
-                               f"{target[:80]!r}")
+            raise DrarenaError(
+                f"live open needs a URL (a live hit's docid is its URL), got {target[:80]!r}"
+            )
         if not 1 <= max_chars <= MAX_PAGE_CHARS:
             raise DrarenaError(f"max_chars {max_chars} outside 1..{MAX_PAGE_CHARS}")
         page = self.web.page(target)
@@ -98,8 +109,15 @@ class LiveRetriever:
         if not 0 <= offset <= total:
             raise DrarenaError(f"offset {offset} outside page {page.url} (0..{total})")
         end = page_end(text, offset, max_chars)
-        return PageText(page.url, page.url, page.title, text[offset:end], offset,
-                        end if end < total else None, total)
+        return PageText(
+            page.url,
+            page.url,
+            page.title,
+            text[offset:end],
+            offset,
+            end if end < total else None,
+            total,
+        )
 
     def close(self) -> None:
         """Close the private live web (a shared one is closed by its owner)."""
@@ -107,8 +125,9 @@ class LiveRetriever:
             self.web.close()
 
 
-def build(snapshot_dir: Path, index_root: Path, *, web: LiveWeb | None = None,
-          **args: Any) -> LiveRetriever:
+def build(
+    snapshot_dir: Path, index_root: Path, *, web: LiveWeb | None = None, **args: Any
+) -> LiveRetriever:
     """Without `web`: a private live web that records nothing (or replays `replay_from`)."""
     parsed = parse_args(LiveArgs, args, "live")
     provider = build_provider(parsed.provider)

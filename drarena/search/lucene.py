@@ -154,12 +154,13 @@ class BulkSearcher:
 
         reader = autoclass("io.anserini.index.IndexReaderUtils").getReader(str(index_dir))
         if "lucene.version=9" not in reader.toString():  # SimpleSearcher's Lucene 8 path differs
-            raise DrarenaError(f"{index_dir}: not a Lucene 9 index; rebuild it with "
-                               "`drarena index --force`")
+            raise DrarenaError(
+                f"{index_dir}: not a Lucene 9 index; rebuild it with `drarena index --force`"
+            )
         searcher = autoclass("org.apache.lucene.search.IndexSearcher")(reader)
         searcher.setSimilarity(
-            autoclass("org.apache.lucene.search.similarities.BM25Similarity")(float(k1),
-                                                                              float(b)))
+            autoclass("org.apache.lucene.search.similarities.BM25Similarity")(float(k1), float(b))
+        )
         self._reader = reader
         self._searcher = searcher
         self._analyzer = autoclass("io.anserini.index.IndexCollection").DEFAULT_ANALYZER
@@ -204,8 +205,9 @@ class BulkSearcher:
         n = max(1, min(int(n), self.max_doc))
         want = min(n + 1, self.max_doc)
         while True:
-            top = self._json(self._mapper.writeValueAsString(
-                self._searcher.search(lucene_query, want)))["scoreDocs"]
+            top = self._json(
+                self._mapper.writeValueAsString(self._searcher.search(lucene_query, want))
+            )["scoreDocs"]
             if len(top) < want or want >= self.max_doc or top[-1]["score"] < top[n - 1]["score"]:
                 break
             want = min(want * 2, self.max_doc)
@@ -215,8 +217,9 @@ class BulkSearcher:
         scores = np.fromiter((h["score"] for h in top), dtype=np.float32, count=len(top))
         order = np.lexsort((self._id_rank[docs], -scores))[:n]
         ids = self.ids
-        return list(zip([ids[d] for d in docs[order].tolist()],
-                        anserini_scores(scores[order]), strict=True))
+        return list(
+            zip([ids[d] for d in docs[order].tolist()], anserini_scores(scores[order]), strict=True)
+        )
 
 
 def anserini_scores(scores: Any) -> list[float]:
@@ -277,9 +280,7 @@ def trec_eval(qrels: Path, run: Path, measures: list[str]) -> dict[str, float]:
     cmd = [str(java_executable()), "-cp", str(anserini_jar()), "trec_eval", "-c"]
     for measure in measures:
         cmd += ["-m", measure]
-    proc = subprocess.run(
-        [*cmd, str(qrels), str(run)], capture_output=True, text=True, check=False
-    )
+    proc = subprocess.run([*cmd, str(qrels), str(run)], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         detail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise DrarenaError(f"trec_eval failed on {run}: {detail}")

@@ -66,8 +66,10 @@ class DenseManifest(SourceState):
     max_tokens: int = Field(description="word pieces read per passage and query")
     max_tokens_arg: int | None = Field(description="the limit asked for (None: the model's)")
     precision: Literal["fp32", "bf16", "int8"]
-    backend: str = Field(default="sentence-transformers on torch",
-                         description="what encoded the passages (and must encode queries)")
+    backend: str = Field(
+        default="sentence-transformers on torch",
+        description="what encoded the passages (and must encode queries)",
+    )
     faiss: Literal["flat", "hnsw"] = Field(description="flat below the HNSW threshold")
     hnsw_m: int | None = None
     hnsw_ef_search: int | None = None
@@ -119,18 +121,18 @@ def read_manifest(folder: Path, model: type[M], strict: bool = True) -> M | None
 
 def write_manifest(folder: Path, manifest: BaseModel) -> None:
     data = json.loads(manifest.model_dump_json())
-    (folder / MANIFEST).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n",
-                                   encoding="utf-8")
+    (folder / MANIFEST).write_text(
+        json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
 
 
-def require_fresh(folder: Path, model: type[M], snapshot_dir: Path, layout: IndexLayout,
-                  what: str) -> M:
+def require_fresh(
+    folder: Path, model: type[M], snapshot_dir: Path, layout: IndexLayout, what: str
+) -> M:
     """The manifest of an index that matches the snapshot as it is now, else a clear error."""
     manifest = read_manifest(folder, model)
     if manifest is None:
-        raise DrarenaError(
-            f"no {what} index at {folder}: build it with {layout.rebuild_hint()}"
-        )
+        raise DrarenaError(f"no {what} index at {folder}: build it with {layout.rebuild_hint()}")
     now = current_state(snapshot_dir, manifest.passages)
     if manifest.snapshot_fingerprint != now.snapshot_fingerprint:
         raise DrarenaError(

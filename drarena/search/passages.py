@@ -101,8 +101,15 @@ def split_doc(doc: SourceDoc, settings: PassageSettings) -> list[Passage]:
         last = min(first + settings.words, len(spans)) - 1
         begin, end = spans[first][0], spans[last][1]
         out.append(
-            Passage(passage_id(doc.id, n), doc.id, doc.url, doc.title,
-                    doc.contents[begin:end], begin, end)
+            Passage(
+                passage_id(doc.id, n),
+                doc.id,
+                doc.url,
+                doc.title,
+                doc.contents[begin:end],
+                begin,
+                end,
+            )
         )
     return out
 

@@ -89,15 +89,24 @@ class LoopbackGuard:
         mcp = scope.get("path", "").startswith("/mcp")
         host = headers.get("host", "")
         if host.lower() not in self.hosts:
-            await self._refuse(scope, send, 421, mcp,
-                               f"Host {host[:80]!r} is not this server (127.0.0.1:{self.port}); "
-                               "requests for other names are refused (DNS rebinding)")
+            await self._refuse(
+                scope,
+                send,
+                421,
+                mcp,
+                f"Host {host[:80]!r} is not this server (127.0.0.1:{self.port}); "
+                "requests for other names are refused (DNS rebinding)",
+            )
             return
         origin = headers.get("origin")
         if origin is not None and origin.lower() not in self.origins:
-            await self._refuse(scope, send, 403, mcp,
-                               f"Origin {origin[:80]!r} is not this server; pages of other "
-                               "sites may not use it")
+            await self._refuse(
+                scope,
+                send,
+                403,
+                mcp,
+                f"Origin {origin[:80]!r} is not this server; pages of other sites may not use it",
+            )
             return
         if scope["type"] != "http" or scope.get("method") != "POST":
             await self.app(scope, receive, send)
@@ -111,15 +120,21 @@ class LoopbackGuard:
             chunks.append(message.get("body", b""))
             size += len(chunks[-1])
             if size > MAX_BODY_BYTES:
-                await self._refuse(scope, send, 413, mcp, f"request body over "
-                                   f"{MAX_BODY_BYTES} bytes")
+                await self._refuse(
+                    scope, send, 413, mcp, f"request body over {MAX_BODY_BYTES} bytes"
+                )
                 return
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
         if json_too_deep(body):
-            await self._refuse(scope, send, 400, mcp, f"request body is JSON nested deeper "
-                               f"than {MAX_JSON_DEPTH} levels")
+            await self._refuse(
+                scope,
+                send,
+                400,
+                mcp,
+                f"request body is JSON nested deeper than {MAX_JSON_DEPTH} levels",
+            )
             return
         sent = False
 
@@ -137,9 +152,17 @@ class LoopbackGuard:
         from starlette.responses import JSONResponse
 
         content: dict[str, Any] = (
-            {"jsonrpc": "2.0", "id": None, "error": {"code": PARSE_ERROR if status in (400, 413)
-                                                     else -32600, "message": message}}
-            if mcp else {"error": message})
+            {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {
+                    "code": PARSE_ERROR if status in (400, 413) else -32600,
+                    "message": message,
+                },
+            }
+            if mcp
+            else {"error": message}
+        )
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
             return
@@ -156,10 +179,12 @@ def check_live(spec: dict[str, Any], allowed: bool) -> bool:
     if spec.get("kind") != "live" or spec.get("args", {}).get("replay_from"):
         return False
     if not allowed:
-        raise DrarenaError("--retriever live fetches public web pages for any program on this "
-                           "machine that calls /search or /open; pass --live-web to serve it "
-                           "anyway (or replay a capture with --retriever-args "
-                           "'{\"replay_from\": \"snapshots/<capture>\"}')")
+        raise DrarenaError(
+            "--retriever live fetches public web pages for any program on this "
+            "machine that calls /search or /open; pass --live-web to serve it "
+            "anyway (or replay a capture with --retriever-args "
+            '\'{"replay_from": "snapshots/<capture>"}\')'
+        )
     return True
 
 
@@ -172,17 +197,39 @@ def searxng_results(query: str, hits: list[Hit], engine: str) -> dict[str, Any]:
     results = []
     for hit in hits:
         parts = urlsplit(hit.url)
-        results.append({
-            "url": hit.url, "title": hit.title, "content": hit.snippet, "score": hit.score,
-            "engine": engine, "engines": [engine], "positions": [hit.rank],
-            "category": "general", "template": "default.html", "publishedDate": None,
-            "parsed_url": [parts.scheme, parts.netloc, parts.path, "", parts.query,
-                           parts.fragment],
-            "docid": hit.docid,
-        })
-    return {"query": query, "number_of_results": len(results), "results": results,
-            "answers": [], "corrections": [], "infoboxes": [], "suggestions": [],
-            "unresponsive_engines": []}
+        results.append(
+            {
+                "url": hit.url,
+                "title": hit.title,
+                "content": hit.snippet,
+                "score": hit.score,
+                "engine": engine,
+                "engines": [engine],
+                "positions": [hit.rank],
+                "category": "general",
+                "template": "default.html",
+                "publishedDate": None,
+                "parsed_url": [
+                    parts.scheme,
+                    parts.netloc,
+                    parts.path,
+                    "",
+                    parts.query,
+                    parts.fragment,
+                ],
+                "docid": hit.docid,
+            }
+        )
+    return {
+        "query": query,
+        "number_of_results": len(results),
+        "results": results,
+        "answers": [],
+        "corrections": [],
+        "infoboxes": [],
+        "suggestions": [],
+        "unresponsive_engines": [],
+    }
 
 
 def _int(params: dict[str, str], name: str, default: int) -> int:
@@ -206,7 +253,7 @@ def handle_search(retriever: Retriever, params: dict[str, str]) -> dict[str, Any
         pageno = _int(params, "pageno", 1)
         if not 1 <= pageno <= MAX_PAGENO:
             raise DrarenaError(f"pageno must be in 1..{MAX_PAGENO}, got {pageno}")
-        hits = retriever.search(query, k * pageno)[k * (pageno - 1):]
+        hits = retriever.search(query, k * pageno)[k * (pageno - 1) :]
         return searxng_results(query, hits, f"drarena-{retriever.name}")
     return native_results(query, retriever.search(query, k), retriever.name)
 
@@ -215,32 +262,43 @@ def handle_open(retriever: Retriever, params: dict[str, str]) -> dict[str, Any]:
     target = params.get("id") or params.get("url") or params.get("docid") or ""
     if not target:
         raise DrarenaError("open needs id=<docid or url>")
-    page = retriever.open(target, _int(params, "offset", 0),
-                          _int(params, "max_chars", DEFAULT_PAGE_CHARS))
+    page = retriever.open(
+        target, _int(params, "offset", 0), _int(params, "max_chars", DEFAULT_PAGE_CHARS)
+    )
     return page.to_dict()
 
 
-def make_mcp(retriever: Retriever, snapshot: str, host: str = "127.0.0.1",
-             port: int = 8000) -> Any:
+def make_mcp(retriever: Retriever, snapshot: str, host: str = "127.0.0.1", port: int = 8000) -> Any:
     """A FastMCP server with `search` and `open` tools plus the HTTP routes above."""
     from mcp.server.fastmcp import FastMCP
     from starlette.requests import Request
     from starlette.responses import JSONResponse
 
     mcp = FastMCP(
-        "drarena-search", host=host, port=port, log_level="WARNING",
+        "drarena-search",
+        host=host,
+        port=port,
+        log_level="WARNING",
         instructions=f"Search and read the frozen web snapshot {snapshot!r} "
-                     f"({retriever.name} retriever). Use `search`, then `open` a docid.")
+        f"({retriever.name} retriever). Use `search`, then `open` a docid.",
+    )
 
-    @mcp.tool(name="search", description="Search the frozen web; returns ranked pages "
-              "(docid, url, title, snippet, score). Open a docid to read the page.")
+    @mcp.tool(
+        name="search",
+        description="Search the frozen web; returns ranked pages "
+        "(docid, url, title, snippet, score). Open a docid to read the page.",
+    )
     def search_tool(query: str, k: int = 10) -> list[dict[str, Any]]:
         return [h.to_dict() for h in retriever.search(query, k)]
 
-    @mcp.tool(name="open", description="Read a page of the frozen web by docid or URL, "
-              "max_chars characters from offset; next_offset continues, null at the end.")
-    def open_tool(url_or_docid: str, offset: int = 0,
-                  max_chars: int = DEFAULT_PAGE_CHARS) -> dict[str, Any]:
+    @mcp.tool(
+        name="open",
+        description="Read a page of the frozen web by docid or URL, "
+        "max_chars characters from offset; next_offset continues, null at the end.",
+    )
+    def open_tool(
+        url_or_docid: str, offset: int = 0, max_chars: int = DEFAULT_PAGE_CHARS
+    ) -> dict[str, Any]:
         return retriever.open(url_or_docid, offset, max_chars).to_dict()
 
     async def answer(request: Request, handler: Any) -> JSONResponse:
@@ -252,8 +310,9 @@ def make_mcp(retriever: Retriever, snapshot: str, host: str = "127.0.0.1",
                 except (ValueError, RecursionError):
                     return JSONResponse({"error": "request body is not JSON"}, status_code=400)
                 if not isinstance(body, dict):
-                    return JSONResponse({"error": "request body must be a JSON object"},
-                                        status_code=400)
+                    return JSONResponse(
+                        {"error": "request body must be a JSON object"}, status_code=400
+                    )
                 params.update({str(k): str(v) for k, v in body.items()})
             else:
                 form = await request.form()
@@ -284,12 +343,17 @@ def check_loopback(host: str) -> None:
 
 
 def live_banner(live: bool) -> str:
-    return ("; LIVE WEB: /search and /open fetch public pages for any caller on this machine "
-            "(--live-web)" if live else "")
+    return (
+        "; LIVE WEB: /search and /open fetch public pages for any caller on this machine "
+        "(--live-web)"
+        if live
+        else ""
+    )
 
 
-def serve_http(retriever: Retriever, snapshot: str, host: str, port: int,
-               live: bool = False) -> None:
+def serve_http(
+    retriever: Retriever, snapshot: str, host: str, port: int, live: bool = False
+) -> None:
     """Bound here (port 0: any free port) so the Host check knows the real port."""
     import socket
 
@@ -306,9 +370,12 @@ def serve_http(retriever: Retriever, snapshot: str, host: str, port: int,
         raise DrarenaError(f"--port {port}: cannot listen on {host} ({exc.strerror})") from None
     port = sock.getsockname()[1]
     app = LoopbackGuard(make_mcp(retriever, snapshot, host, port).streamable_http_app(), port)
-    print(f"serving {retriever.name} search over {snapshot} on http://{host}:{port} "
-          f"(/search, /open, /health, MCP at /mcp){live_banner(live)}", file=sys.stderr,
-          flush=True)
+    print(
+        f"serving {retriever.name} search over {snapshot} on http://{host}:{port} "
+        f"(/search, /open, /health, MCP at /mcp){live_banner(live)}",
+        file=sys.stderr,
+        flush=True,
+    )
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
 
 
@@ -318,8 +385,11 @@ def serve_stdio(retriever: Retriever, snapshot: str, live: bool = False) -> None
     from mcp.server.stdio import stdio_server
 
     if live:
-        print(f"serving {retriever.name} search over stdio{live_banner(live)}",
-              file=sys.stderr, flush=True)
+        print(
+            f"serving {retriever.name} search over stdio{live_banner(live)}",
+            file=sys.stderr,
+            flush=True,
+        )
     protocol_out = os.dup(1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
@@ -329,7 +399,6 @@ def serve_stdio(retriever: Retriever, snapshot: str, live: bool = False) -> None
         server = mcp._mcp_server
         with open(protocol_out, "w", encoding="utf-8", newline="\n") as out:
             async with stdio_server(stdout=anyio.wrap_file(out)) as (read_stream, write_stream):
-                await server.run(read_stream, write_stream,
-                                 server.create_initialization_options())
+                await server.run(read_stream, write_stream, server.create_initialization_options())
 
     anyio.run(run)

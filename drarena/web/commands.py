@@ -19,109 +19,215 @@ from typing import Any
 def register(subparsers: Any) -> None:
     # the old combined form `drarena snapshot SPEC` (deprecated: `drarena snapshot crawl`)
     snap = subparsers.add_parser(
-        "snapshot", help="crawl a spec into a WARC snapshot, or import/export archives",
+        "snapshot",
+        help="crawl a spec into a WARC snapshot, or import/export archives",
         usage="drarena snapshot SPEC [--out DIR] [--resume] [--install-local-site]\n"
-              "       drarena snapshot import NAME FILE_OR_DIR... [--out DIR] [--link|--copy]"
-              " [--host H]... [--prefix URL]... [--mime T]... [--status N]... [--jobs N]\n"
-              "       drarena snapshot export SNAPSHOT --wacz OUT.wacz",
+        "       drarena snapshot import NAME FILE_OR_DIR... [--out DIR] [--link|--copy]"
+        " [--host H]... [--prefix URL]... [--mime T]... [--status N]... [--jobs N]\n"
+        "       drarena snapshot export SNAPSHOT --wacz OUT.wacz",
         description="Freeze the pages a crawl spec names into snapshots/<name>/ (WARC + CDXJ + "
         "manifest.json). `import` builds the same layout from WARC files (gzipped or not), "
         "folders of them and WACZ packages made by any crawler; `export` writes a snapshot as a "
-        "WACZ package for ReplayWeb.page or pywb.")
-    snap.add_argument("spec", type=Path, help="crawl spec (e.g. corpus/pydocs.yaml), or "
-                      "`import` / `export`")
+        "WACZ package for ReplayWeb.page or pywb.",
+    )
+    snap.add_argument(
+        "spec", type=Path, help="crawl spec (e.g. corpus/pydocs.yaml), or `import` / `export`"
+    )
     snap.add_argument("args", nargs="*", help="import: NAME FILE_OR_DIR...; export: SNAPSHOT")
-    snap.add_argument("--out", type=Path, default=None,
-                      help="snapshot folder (default: snapshots/<name>)")
+    snap.add_argument(
+        "--out", type=Path, default=None, help="snapshot folder (default: snapshots/<name>)"
+    )
     snap.add_argument("--resume", action="store_true", help="continue an interrupted snapshot")
-    snap.add_argument("--install-local-site", action="store_true",
-                      help="apt-get install the spec's local_site.apt_package when missing")
+    snap.add_argument(
+        "--install-local-site",
+        action="store_true",
+        help="apt-get install the spec's local_site.apt_package when missing",
+    )
     snap.add_argument("--no-progress", action="store_true", help="no progress bar")
     imp = snap.add_argument_group("import")
     how = imp.add_mutually_exclusive_group()
-    how.add_argument("--link", dest="keep", action="store_const", const="link",
-                     help="hard-link valid WARC files into the snapshot (error if impossible)")
-    how.add_argument("--copy", dest="keep", action="store_const", const="copy",
-                     help="copy valid WARC files (default: hard link, else copy)")
-    imp.add_argument("--host", action="append", default=[],
-                     help="keep captures of this host (and subdomains; host:port for one port)")
-    imp.add_argument("--prefix", action="append", default=[],
-                     help="keep captures whose URL starts with this prefix")
-    imp.add_argument("--mime", action="append", default=[],
-                     help="keep captures of this media type (text/html, or text/*)")
-    imp.add_argument("--status", action="append", default=[],
-                     help="keep captures with this status (200) or class (2xx)")
-    imp.add_argument("--jobs", type=int, default=None,
-                     help="files imported at once, one process each (default: the CPU count, "
-                     "at most 4; the result is the same for any value)")
+    how.add_argument(
+        "--link",
+        dest="keep",
+        action="store_const",
+        const="link",
+        help="hard-link valid WARC files into the snapshot (error if impossible)",
+    )
+    how.add_argument(
+        "--copy",
+        dest="keep",
+        action="store_const",
+        const="copy",
+        help="copy valid WARC files (default: hard link, else copy)",
+    )
+    imp.add_argument(
+        "--host",
+        action="append",
+        default=[],
+        help="keep captures of this host (and subdomains; host:port for one port)",
+    )
+    imp.add_argument(
+        "--prefix",
+        action="append",
+        default=[],
+        help="keep captures whose URL starts with this prefix",
+    )
+    imp.add_argument(
+        "--mime",
+        action="append",
+        default=[],
+        help="keep captures of this media type (text/html, or text/*)",
+    )
+    imp.add_argument(
+        "--status",
+        action="append",
+        default=[],
+        help="keep captures with this status (200) or class (2xx)",
+    )
+    imp.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="files imported at once, one process each (default: the CPU count, "
+        "at most 4; the result is the same for any value)",
+    )
     exp = snap.add_argument_group("export")
     exp.add_argument("--wacz", type=Path, default=None, help="WACZ file to write")
     snap.set_defaults(func=cmd_snapshot, keep=None, intermixed="args")
 
     crawl = subparsers.add_parser(
-        "snapshot-crawl", help="crawl a spec into a WARC snapshot",
+        "snapshot-crawl",
+        help="crawl a spec into a WARC snapshot",
         description="Freeze the pages a crawl spec names into snapshots/<name>/ (WARC + CDXJ + "
-        "manifest.json).")
+        "manifest.json).",
+    )
     crawl.add_argument("spec", type=Path, help="crawl spec, e.g. corpus/pydocs.yaml")
-    crawl.add_argument("--out", type=Path, default=None,
-                       help="snapshot folder (default: snapshots/<name>)")
+    crawl.add_argument(
+        "--out", type=Path, default=None, help="snapshot folder (default: snapshots/<name>)"
+    )
     crawl.add_argument("--resume", action="store_true", help="continue an interrupted snapshot")
-    crawl.add_argument("--install-local-site", action="store_true",
-                       help="apt-get install the spec's local_site.apt_package when missing")
+    crawl.add_argument(
+        "--install-local-site",
+        action="store_true",
+        help="apt-get install the spec's local_site.apt_package when missing",
+    )
     crawl.add_argument("--no-progress", action="store_true", help="no progress bar")
     crawl.set_defaults(func=cmd_crawl)
 
     imp = subparsers.add_parser(
-        "snapshot-import", help="build a snapshot from WARC files, folders of them or WACZ",
+        "snapshot-import",
+        help="build a snapshot from WARC files, folders of them or WACZ",
         usage="drarena snapshot import NAME FILE_OR_DIR... [--out DIR] [--link|--copy]"
-              " [--host H]... [--prefix URL]... [--mime T]... [--status N]... [--jobs N]",
+        " [--host H]... [--prefix URL]... [--mime T]... [--status N]... [--jobs N]",
         description="Build the snapshot layout from WARC files (gzipped or not), folders of "
-        "them and WACZ packages made by any crawler.")
-    imp.add_argument("args", nargs="+", metavar="NAME FILE_OR_DIR",
-                     help="snapshot name, then the archives to import")
-    imp.add_argument("--out", type=Path, default=None,
-                     help="snapshot folder (default: snapshots/<name>)")
+        "them and WACZ packages made by any crawler.",
+    )
+    imp.add_argument(
+        "args",
+        nargs="+",
+        metavar="NAME FILE_OR_DIR",
+        help="snapshot name, then the archives to import",
+    )
+    imp.add_argument(
+        "--out", type=Path, default=None, help="snapshot folder (default: snapshots/<name>)"
+    )
     how = imp.add_mutually_exclusive_group()
-    how.add_argument("--link", dest="keep", action="store_const", const="link",
-                     help="hard-link valid WARC files into the snapshot (error if impossible)")
-    how.add_argument("--copy", dest="keep", action="store_const", const="copy",
-                     help="copy valid WARC files (default: hard link, else copy)")
-    imp.add_argument("--host", action="append", default=[],
-                     help="keep captures of this host (and subdomains; host:port for one port)")
-    imp.add_argument("--prefix", action="append", default=[],
-                     help="keep captures whose URL starts with this prefix")
-    imp.add_argument("--mime", action="append", default=[],
-                     help="keep captures of this media type (text/html, or text/*)")
-    imp.add_argument("--status", action="append", default=[],
-                     help="keep captures with this status (200) or class (2xx)")
-    imp.add_argument("--jobs", type=int, default=None,
-                     help="files imported at once, one process each (default: the CPU count, "
-                     "at most 4; the result is the same for any value)")
+    how.add_argument(
+        "--link",
+        dest="keep",
+        action="store_const",
+        const="link",
+        help="hard-link valid WARC files into the snapshot (error if impossible)",
+    )
+    how.add_argument(
+        "--copy",
+        dest="keep",
+        action="store_const",
+        const="copy",
+        help="copy valid WARC files (default: hard link, else copy)",
+    )
+    imp.add_argument(
+        "--host",
+        action="append",
+        default=[],
+        help="keep captures of this host (and subdomains; host:port for one port)",
+    )
+    imp.add_argument(
+        "--prefix",
+        action="append",
+        default=[],
+        help="keep captures whose URL starts with this prefix",
+    )
+    imp.add_argument(
+        "--mime",
+        action="append",
+        default=[],
+        help="keep captures of this media type (text/html, or text/*)",
+    )
+    imp.add_argument(
+        "--status",
+        action="append",
+        default=[],
+        help="keep captures with this status (200) or class (2xx)",
+    )
+    imp.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="files imported at once, one process each (default: the CPU count, "
+        "at most 4; the result is the same for any value)",
+    )
     imp.add_argument("--no-progress", action="store_true", help="no progress bar")
-    imp.set_defaults(func=cmd_import, keep=None, resume=False, install_local_site=False,
-                     wacz=None, intermixed="args")
+    imp.set_defaults(
+        func=cmd_import,
+        keep=None,
+        resume=False,
+        install_local_site=False,
+        wacz=None,
+        intermixed="args",
+    )
 
     exp = subparsers.add_parser(
-        "snapshot-export", help="write a snapshot as a WACZ package",
-        description="Write a snapshot as a WACZ package for ReplayWeb.page or pywb.")
+        "snapshot-export",
+        help="write a snapshot as a WACZ package",
+        description="Write a snapshot as a WACZ package for ReplayWeb.page or pywb.",
+    )
     exp.add_argument("args", nargs=1, metavar="SNAPSHOT", help="snapshot folder")
     exp.add_argument("--wacz", type=Path, default=None, help="WACZ file to write (required)")
-    exp.set_defaults(func=cmd_export, keep=None, host=[], prefix=[], mime=[], status=[],
-                     out=None, resume=False, install_local_site=False)
+    exp.set_defaults(
+        func=cmd_export,
+        keep=None,
+        host=[],
+        prefix=[],
+        mime=[],
+        status=[],
+        out=None,
+        resume=False,
+        install_local_site=False,
+    )
 
-    ver = subparsers.add_parser("verify", help="recompute a snapshot's digests",
-                                description="Check every file digest, record block digest "
-                                "and the fingerprint of a snapshot; exit 1 on any problem.")
+    ver = subparsers.add_parser(
+        "verify",
+        help="recompute a snapshot's digests",
+        description="Check every file digest, record block digest "
+        "and the fingerprint of a snapshot; exit 1 on any problem.",
+    )
     ver.add_argument("snapshot", type=Path, help="snapshot folder")
     ver.set_defaults(func=cmd_verify)
 
-    rep = subparsers.add_parser("replay-snapshot", help="serve a snapshot over HTTP on 127.0.0.1",
-                                description="Serve captured pages as they were captured "
-                                "(status, headers, body, redirects); 404 otherwise.")
+    rep = subparsers.add_parser(
+        "replay-snapshot",
+        help="serve a snapshot over HTTP on 127.0.0.1",
+        description="Serve captured pages as they were captured "
+        "(status, headers, body, redirects); 404 otherwise.",
+    )
     rep.add_argument("snapshot", type=Path, help="snapshot folder")
     rep.add_argument("--port", type=int, default=8765, help="port (default 8765, 0 = any)")
-    rep.add_argument("--origin", default=None,
-                     help="captured origin that request paths map to (default: first seed's)")
+    rep.add_argument(
+        "--origin",
+        default=None,
+        help="captured origin that request paths map to (default: first seed's)",
+    )
     rep.set_defaults(func=cmd_replay)
 
 
@@ -138,8 +244,10 @@ def _ensure_local_site(root: Path, package: str | None, install: bool) -> None:
     except ValueError as exc:
         raise DrarenaError(f"local_site.apt_package: {exc}") from None
     if not install:
-        raise DrarenaError(f"local_site.root {root} does not exist; install it with "
-                           f"`apt-get install {package}` or pass --install-local-site")
+        raise DrarenaError(
+            f"local_site.root {root} does not exist; install it with "
+            f"`apt-get install {package}` or pass --install-local-site"
+        )
     # `--` ends apt-get's options: the name can only ever be read as a package name
     apt = ["apt-get", "install", "-y", "--no-install-recommends", "--", package]
     if os.geteuid() != 0:
@@ -169,13 +277,16 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     if action == "export":
         return cmd_export(args)
     if args.args:
-        raise DrarenaError(f"snapshot {action}: unexpected arguments {' '.join(args.args)} "
-                           "(a crawl takes one spec; did you mean `snapshot import`?)")
-    used = [f"--{n}" for n in _IMPORT_ONLY if getattr(args, n)] + (
-        ["--wacz"] if args.wacz else [])
+        raise DrarenaError(
+            f"snapshot {action}: unexpected arguments {' '.join(args.args)} "
+            "(a crawl takes one spec; did you mean `snapshot import`?)"
+        )
+    used = [f"--{n}" for n in _IMPORT_ONLY if getattr(args, n)] + (["--wacz"] if args.wacz else [])
     if used:
-        raise DrarenaError(f"snapshot {action}: {', '.join(used)} only apply to "
-                           "`snapshot import` / `snapshot export`")
+        raise DrarenaError(
+            f"snapshot {action}: {', '.join(used)} only apply to "
+            "`snapshot import` / `snapshot export`"
+        )
     return cmd_crawl(args)
 
 
@@ -187,28 +298,46 @@ def cmd_import(args: argparse.Namespace) -> int:
     from drarena.web.scope import ImportScope
 
     if len(args.args) < 2:
-        raise DrarenaError("snapshot import: expected NAME FILE_OR_DIR... (e.g. "
-                           "`drarena snapshot import mysite crawl.warc.gz`)")
+        raise DrarenaError(
+            "snapshot import: expected NAME FILE_OR_DIR... (e.g. "
+            "`drarena snapshot import mysite crawl.warc.gz`)"
+        )
     if args.resume or args.install_local_site or args.wacz:
-        raise DrarenaError("snapshot import: --resume, --install-local-site and --wacz do not "
-                           "apply")
+        raise DrarenaError(
+            "snapshot import: --resume, --install-local-site and --wacz do not apply"
+        )
     try:
-        scope = ImportScope(hosts=tuple(args.host), prefixes=tuple(args.prefix),
-                            mimes=tuple(args.mime), statuses=tuple(args.status))
+        scope = ImportScope(
+            hosts=tuple(args.host),
+            prefixes=tuple(args.prefix),
+            mimes=tuple(args.mime),
+            statuses=tuple(args.status),
+        )
     except ValidationError as exc:
         err = exc.errors()[0]
-        option = {"hosts": "--host", "prefixes": "--prefix", "mimes": "--mime",
-                  "statuses": "--status"}.get(str(err["loc"][0]), str(err["loc"][0]))
-        raise DrarenaError(f"snapshot import: {option}: "
-                           f"{str(err['msg']).removeprefix('Value error, ')}") from None
+        option = {
+            "hosts": "--host",
+            "prefixes": "--prefix",
+            "mimes": "--mime",
+            "statuses": "--status",
+        }.get(str(err["loc"][0]), str(err["loc"][0]))
+        raise DrarenaError(
+            f"snapshot import: {option}: {str(err['msg']).removeprefix('Value error, ')}"
+        ) from None
     if args.jobs is None:
         args.jobs = max(1, min(os.cpu_count() or 1, 4))
     if args.jobs < 1:
         raise DrarenaError(f"snapshot import: --jobs {args.jobs}: must be at least 1")
     name, *inputs = args.args
-    result = import_archives(name, [Path(i) for i in inputs], args.out,
-                             keep=args.keep or "auto", scope=scope,
-                             progress=not args.no_progress, jobs=args.jobs)
+    result = import_archives(
+        name,
+        [Path(i) for i in inputs],
+        args.out,
+        keep=args.keep or "auto",
+        scope=scope,
+        progress=not args.no_progress,
+        jobs=args.jobs,
+    )
     print(result.summary())
     for item in result.files:
         for problem in item.get("damage", [])[:5]:
@@ -282,18 +411,23 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     except asyncio.CancelledError:
         if not terminated:
             raise
-        left = (f"{out} is left incomplete (continue it with --resume)"
-                if (out / "manifest.json").is_file() else "no snapshot was written")
+        left = (
+            f"{out} is left incomplete (continue it with --resume)"
+            if (out / "manifest.json").is_file()
+            else "no snapshot was written"
+        )
         print(f"drarena: terminated; {left}", file=sys.stderr)
         return 128 + signal.SIGTERM
     if manifest is None:
         print(f"{out}: up to date (complete snapshot of this spec)")
         return 0
     c = crawler.tally
-    print(f"{out}: {c.pages} pages, {c.responses} responses ({c.revisits} revisits), "
-          f"{c.redirects} redirects, {c.http_errors} HTTP errors, {c.fetch_errors} fetch errors, "
-          f"{c.robots_blocked} blocked by robots.txt, {c.bytes / 1e6:.1f} MB; "
-          f"fingerprint {manifest.fingerprint[:16]}")
+    print(
+        f"{out}: {c.pages} pages, {c.responses} responses ({c.revisits} revisits), "
+        f"{c.redirects} redirects, {c.http_errors} HTTP errors, {c.fetch_errors} fetch errors, "
+        f"{c.robots_blocked} blocked by robots.txt, {c.bytes / 1e6:.1f} MB; "
+        f"fingerprint {manifest.fingerprint[:16]}"
+    )
     return 0
 
 
@@ -306,8 +440,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"{args.snapshot}: {problem}")
     state = "complete" if report.complete else "INCOMPLETE (resume with --resume)"
     verdict = "OK" if report.ok else f"FAILED ({len(report.problems)} problem(s))"
-    print(f"{args.snapshot}: {verdict}: {report.files_checked} files, {report.records_checked} "
-          f"records, {state}, fingerprint {snap.fingerprint[:16]}")
+    print(
+        f"{args.snapshot}: {verdict}: {report.files_checked} files, {report.records_checked} "
+        f"records, {state}, fingerprint {snap.fingerprint[:16]}"
+    )
     return 0 if report.ok else 1
 
 
@@ -319,8 +455,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     with Snapshot.open(args.snapshot) as snap:
         origin = args.origin or default_origin(snap)
-        banner = (f"replaying {snap.name} ({len(snap)} captures of {origin}) on "
-                  "http://127.0.0.1:{port}/  (Ctrl-C stops)")
+        banner = (
+            f"replaying {snap.name} ({len(snap)} captures of {origin}) on "
+            "http://127.0.0.1:{port}/  (Ctrl-C stops)"
+        )
         try:
             asyncio.run(serve_forever(replay_app(snap, origin), "127.0.0.1", args.port, banner))
         except KeyboardInterrupt:

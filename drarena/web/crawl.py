@@ -84,20 +84,34 @@ def _canonical_or_none(url: str) -> str | None:
 def hop_from_exchange(exchange: Exchange, limit: int = MAX_DECODED_BYTES) -> Hop:
     """The hop of a fresh exchange, its body decoded up to `limit` bytes (the fetch's
     max_bytes: a compression bomb stops there and the hop is truncated)."""
-    message = HttpMessage(exchange.status, exchange.reason, exchange.response_headers,
-                          exchange.entity)
+    message = HttpMessage(
+        exchange.status, exchange.reason, exchange.response_headers, exchange.entity
+    )
     location = message.header("Location")
-    target = urljoin(exchange.url, location) if location and 300 <= exchange.status < 400 \
-        else None
+    target = urljoin(exchange.url, location) if location and 300 <= exchange.status < 400 else None
     ctype = message.header("Content-Type").split(";", 1)[0].strip().lower()
     decoded = decode_body(message, limit)
-    return Hop(exchange.url, exchange.status, target, decoded.body, ctype,
-               truncated=exchange.truncated or decoded.truncated, fresh=exchange)
+    return Hop(
+        exchange.url,
+        exchange.status,
+        target,
+        decoded.body,
+        ctype,
+        truncated=exchange.truncated or decoded.truncated,
+        fresh=exchange,
+    )
 
 
 def hop_from_stored(stored: StoredResponse) -> Hop:
-    return Hop(stored.url, stored.status, stored.location, stored.body, stored.content_type,
-               truncated=stored.truncated, revisit=stored.revisit)
+    return Hop(
+        stored.url,
+        stored.status,
+        stored.location,
+        stored.body,
+        stored.content_type,
+        truncated=stored.truncated,
+        revisit=stored.revisit,
+    )
 
 
 @dataclass
@@ -168,12 +182,19 @@ class Tally:
             self.http_errors += 1
 
     def freeze(self) -> Counts:
-        return Counts(pages=self.pages, responses=self.responses, revisits=self.revisits,
-                      redirects=self.redirects, http_errors=self.http_errors,
-                      fetch_errors=self.fetch_errors, robots_blocked=self.robots_blocked,
-                      truncated=self.truncated, bytes=self.bytes,
-                      statuses=dict(sorted(self.statuses.items())),
-                      errors=dict(sorted(self.errors.items())))
+        return Counts(
+            pages=self.pages,
+            responses=self.responses,
+            revisits=self.revisits,
+            redirects=self.redirects,
+            http_errors=self.http_errors,
+            fetch_errors=self.fetch_errors,
+            robots_blocked=self.robots_blocked,
+            truncated=self.truncated,
+            bytes=self.bytes,
+            statuses=dict(sorted(self.statuses.items())),
+            errors=dict(sorted(self.errors.items())),
+        )
 
 
 @dataclass
@@ -186,8 +207,7 @@ class Prior:
     @classmethod
     def load(cls, snap: Snapshot) -> Prior:
         order = {item.name: index for index, item in enumerate(snap.manifest.warc_files)}
-        found: list[StoredResponse | FailedFetch] = [*snap.iter_responses(),
-                                                     *snap.iter_failures()]
+        found: list[StoredResponse | FailedFetch] = [*snap.iter_responses(), *snap.iter_failures()]
         found.sort(key=lambda item: (order.get(item.warc_file, 0), item.offset))
         prior = cls()
         for item in found:
@@ -205,8 +225,12 @@ ProgressHook = Callable[[PageResult, Tally], None]
 def software_versions() -> dict[str, str]:
     from importlib.metadata import version
 
-    return {"drarena": __version__, "warcio": version("warcio"), "aiohttp": version("aiohttp"),
-            "python": platform.python_version()}
+    return {
+        "drarena": __version__,
+        "warcio": version("warcio"),
+        "aiohttp": version("aiohttp"),
+        "python": platform.python_version(),
+    }
 
 
 @dataclass
@@ -224,8 +248,12 @@ class Crawler:
 
     def __post_init__(self) -> None:
         self.scope = Scope(self.spec)
-        self.policy = FetchPolicy(self.spec.user_agent, self.spec.timeout_s,
-                                  self.spec.max_bytes, self.spec.allow_private_addresses)
+        self.policy = FetchPolicy(
+            self.spec.user_agent,
+            self.spec.timeout_s,
+            self.spec.max_bytes,
+            self.spec.allow_private_addresses,
+        )
         self.prior = Prior()
         self._gates: dict[str, HostGate] = {}
         self._robots: dict[str, asyncio.Task[tuple[RobotFileParser, list[Hop]]]] = {}
@@ -244,29 +272,42 @@ class Crawler:
     def _prepare_writer(self) -> SnapshotWriter | None:
         """None when an identical complete snapshot is already there (nothing to do)."""
         spec_dict = self.spec.model_dump(mode="json")
-        writer = SnapshotWriter(self.out, self.spec.name, spec_dict, software_versions(),
-                                clock=self.clock, new_id=self.new_id)
+        writer = SnapshotWriter(
+            self.out,
+            self.spec.name,
+            spec_dict,
+            software_versions(),
+            clock=self.clock,
+            new_id=self.new_id,
+        )
         if not (self.out / "manifest.json").exists():
             if self.resume and self.out.exists() and any(self.out.glob("*.warc.gz")):
-                raise DrarenaError(f"{self.out}: has WARC files but no manifest.json; "
-                                   "cannot resume")
+                raise DrarenaError(
+                    f"{self.out}: has WARC files but no manifest.json; cannot resume"
+                )
             return writer
         manifest: Manifest = load_manifest(self.out)
         if manifest.spec != spec_dict:
-            raise DrarenaError(f"{self.out}: holds a snapshot of a different spec; "
-                               "remove the folder or use another --out")
+            raise DrarenaError(
+                f"{self.out}: holds a snapshot of a different spec; "
+                "remove the folder or use another --out"
+            )
         if manifest.complete:
             return None
         if not self.resume:
-            raise DrarenaError(f"{self.out}: holds an interrupted snapshot; continue it with "
-                               "--resume or remove the folder")
+            raise DrarenaError(
+                f"{self.out}: holds an interrupted snapshot; continue it with "
+                "--resume or remove the folder"
+            )
         _cut_back(self.out, manifest.warc_files)
         with Snapshot.open(self.out) as snap:
             self.prior = Prior.load(snap)
             for stored in snap.iter_responses():
                 if not stored.revisit and stored.body:
-                    writer.payloads.setdefault(stored.payload_digest, StoredPayload(
-                        stored.url, stored.warc_date, stored.record_id))
+                    writer.payloads.setdefault(
+                        stored.payload_digest,
+                        StoredPayload(stored.url, stored.warc_date, stored.record_id),
+                    )
             cdxj = (self.out / "index.cdxj").read_text(encoding="utf-8").splitlines()
         sizes = {f.name: f.size for f in manifest.warc_files}
         cdxj = [line for line in cdxj if _covered(line, sizes)]
@@ -280,8 +321,7 @@ class Crawler:
     def _gate(self, url: str) -> HostGate:
         key = url_host_port(url)
         if key not in self._gates:
-            self._gates[key] = HostGate(self.spec.per_host_concurrency,
-                                        self.spec.per_host_delay_s)
+            self._gates[key] = HostGate(self.spec.per_host_concurrency, self.spec.per_host_delay_s)
         return self._gates[key]
 
     async def _get(self, session: ClientSession, url: str) -> Hop:
@@ -295,8 +335,9 @@ class Crawler:
             return Hop(url, failure=result.kind, fresh=result)
         return hop_from_exchange(result, self.spec.max_bytes)
 
-    async def _load_robots(self, session: ClientSession, origin: str
-                           ) -> tuple[RobotFileParser, list[Hop]]:
+    async def _load_robots(
+        self, session: ClientSession, origin: str
+    ) -> tuple[RobotFileParser, list[Hop]]:
         """RFC 9309: 4xx means no rules; 5xx or unreachable means disallow everything.
         A robots.txt we refused ourselves (private address) blocks nothing: the page is
         refused for the same reason and recorded with it."""
@@ -364,14 +405,23 @@ class Crawler:
             if problem is not None:
                 kind, detail = problem
                 stored = self.prior.take(target_canon) if target_canon else None
-                hops.append(Hop(target, failure=kind,
-                                fresh=None if stored else FetchFailure(target, kind, detail)))
+                hops.append(
+                    Hop(
+                        target,
+                        failure=kind,
+                        fresh=None if stored else FetchFailure(target, kind, detail),
+                    )
+                )
                 break
             current = target
         final = hops[-1]
         links: tuple[str, ...] = ()
-        if (not final.failure and final.status == 200 and final.content_type in HTML_TYPES
-                and depth < self.spec.max_depth):
+        if (
+            not final.failure
+            and final.status == 200
+            and final.content_type in HTML_TYPES
+            and depth < self.spec.max_depth
+        ):
             links = tuple(extract_links(final.body, final.url))
         return PageResult(url, depth, tuple(hops), links)
 
@@ -400,8 +450,7 @@ class Crawler:
         """gzip and hashing release the GIL, so writing overlaps with fetching; an
         interruption waits for the record being written, never leaving half of one."""
         loop = asyncio.get_running_loop()
-        job = loop.run_in_executor(self._pool, self._commit, writer,
-                                   self._robots_to_commit(), page)
+        job = loop.run_in_executor(self._pool, self._commit, writer, self._robots_to_commit(), page)
         try:
             await asyncio.shield(job)
         except asyncio.CancelledError:
@@ -417,9 +466,15 @@ class Crawler:
             writer.write_failure(hop.fresh)
         return hop.revisit
 
-    async def _run_level(self, session: ClientSession, writer: SnapshotWriter,
-                         level: list[str], depth: int, bar: tqdm[NoReturn] | None,
-                         seen: set[str]) -> list[str]:
+    async def _run_level(
+        self,
+        session: ClientSession,
+        writer: SnapshotWriter,
+        level: list[str],
+        depth: int,
+        bar: tqdm[NoReturn] | None,
+        seen: set[str],
+    ) -> list[str]:
         """Fetch one BFS level; commit in frontier order; return its links in that order."""
         window = max(self.spec.concurrency, 1)
         tasks: list[asyncio.Task[PageResult]] = []
@@ -427,17 +482,20 @@ class Crawler:
         try:
             for index in range(len(level)):
                 while len(tasks) < min(len(level), index + window):
-                    tasks.append(asyncio.ensure_future(
-                        self._fetch_page(session, level[len(tasks)], depth)))
+                    tasks.append(
+                        asyncio.ensure_future(self._fetch_page(session, level[len(tasks)], depth))
+                    )
                 page = await tasks[index]
                 await self._commit_in_thread(writer, page)
                 links.extend(page.links)
                 seen.update(c for hop in page.hops if (c := _canonical_or_none(hop.url)))
                 if bar is not None:
                     bar.update(1)
-                    bar.set_postfix(MB=f"{self.tally.bytes / 1e6:.1f}",
-                                    errors=self.tally.fetch_errors + self.tally.http_errors,
-                                    refresh=False)
+                    bar.set_postfix(
+                        MB=f"{self.tally.bytes / 1e6:.1f}",
+                        errors=self.tally.fetch_errors + self.tally.http_errors,
+                        refresh=False,
+                    )
                 if self.on_page is not None:
                     self.on_page(page, self.tally)
         finally:
@@ -458,8 +516,9 @@ class Crawler:
         if self.progress:
             from tqdm import tqdm
 
-            bar = tqdm(total=self.spec.max_pages, unit="page", desc=self.spec.name,
-                       dynamic_ncols=True)
+            bar = tqdm(
+                total=self.spec.max_pages, unit="page", desc=self.spec.name, dynamic_ncols=True
+            )
         session = make_session(self.policy, self.spec.concurrency * 2)
         try:
             seen: set[str] = set()
@@ -513,8 +572,10 @@ def _cut_back(folder: Path, files: tuple[FileDigest, ...]) -> None:
                 digest.update(chunk)
                 left -= len(chunk)
         if digest.hexdigest() != item.sha256:
-            raise DrarenaError(f"{path}: its first {item.size} bytes are not those the "
-                               "manifest records; cannot resume")
+            raise DrarenaError(
+                f"{path}: its first {item.size} bytes are not those the "
+                "manifest records; cannot resume"
+            )
         os.truncate(path, item.size)
 
 
@@ -528,7 +589,8 @@ def _covered(line: str, sizes: dict[str, int]) -> bool:
         return False
 
 
-def run_crawl(spec: CrawlSpec, out: Path, *, resume: bool = False, progress: bool = True
-              ) -> Manifest | None:
+def run_crawl(
+    spec: CrawlSpec, out: Path, *, resume: bool = False, progress: bool = True
+) -> Manifest | None:
     """Synchronous entry point; Ctrl-C leaves a valid snapshot marked incomplete."""
     return asyncio.run(Crawler(spec, out, resume=resume, progress=progress).run())

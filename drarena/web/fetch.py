@@ -39,8 +39,9 @@ class GuardedResolver(AbstractResolver):
         self._inner = DefaultResolver()
         self._allow_private = allow_private
 
-    async def resolve(self, host: str, port: int = 0,
-                      family: socket.AddressFamily = socket.AF_INET) -> list[ResolveResult]:
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
         results = await self._inner.resolve(host, port, family)
         if not self._allow_private:
             bad = [r["host"] for r in results if not is_public_address(r["host"])]
@@ -78,8 +79,12 @@ class HostGate:
             self._sem.release()
             raise
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         assert self._sem is not None
         self._sem.release()
 
@@ -124,17 +129,25 @@ def literal_address_refused(url: str, policy: FetchPolicy) -> str | None:
 
 def make_session(policy: FetchPolicy, total_connections: int) -> aiohttp.ClientSession:
     connector = aiohttp.TCPConnector(
-        resolver=GuardedResolver(policy.allow_private_addresses), limit=total_connections,
-        ttl_dns_cache=300)
+        resolver=GuardedResolver(policy.allow_private_addresses),
+        limit=total_connections,
+        ttl_dns_cache=300,
+    )
     return aiohttp.ClientSession(
-        connector=connector, auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar(),
-        headers={"User-Agent": policy.user_agent,
-                 "Accept": "text/html,application/xhtml+xml,*/*;q=0.8",
-                 "Accept-Encoding": "gzip, deflate"})
+        connector=connector,
+        auto_decompress=False,
+        cookie_jar=aiohttp.DummyCookieJar(),
+        headers={
+            "User-Agent": policy.user_agent,
+            "Accept": "text/html,application/xhtml+xml,*/*;q=0.8",
+            "Accept-Encoding": "gzip, deflate",
+        },
+    )
 
 
-async def fetch_once(session: aiohttp.ClientSession, url: str, policy: FetchPolicy,
-                     gate: HostGate) -> Exchange | FetchFailure:
+async def fetch_once(
+    session: aiohttp.ClientSession, url: str, policy: FetchPolicy, gate: HostGate
+) -> Exchange | FetchFailure:
     """GET `url` without following redirects; any failure comes back as a FetchFailure."""
     scheme = urlsplit(url).scheme
     if scheme not in ALLOWED_SCHEMES:
@@ -145,30 +158,45 @@ async def fetch_once(session: aiohttp.ClientSession, url: str, policy: FetchPoli
         return FetchFailure(url, "private_address", refused)
     timeout = aiohttp.ClientTimeout(total=policy.timeout_s)
     try:
-        async with gate, session.get(target, allow_redirects=False, timeout=timeout,
-                                     headers=extra_headers) as resp:
-            peer = resp.connection.transport.get_extra_info("peername") \
-                if resp.connection and resp.connection.transport else None
+        async with (
+            gate,
+            session.get(
+                target, allow_redirects=False, timeout=timeout, headers=extra_headers
+            ) as resp,
+        ):
+            peer = (
+                resp.connection.transport.get_extra_info("peername")
+                if resp.connection and resp.connection.transport
+                else None
+            )
             chunks: list[bytes] = []
             size = 0
             truncated = False
             async for chunk in resp.content.iter_chunked(1 << 16):
                 if size + len(chunk) > policy.max_bytes:
-                    chunks.append(chunk[:policy.max_bytes - size])
+                    chunks.append(chunk[: policy.max_bytes - size])
                     truncated = True
                     break
                 chunks.append(chunk)
                 size += len(chunk)
-            headers = tuple((k.decode("latin-1"), v.decode("latin-1"))
-                            for k, v in resp.raw_headers
-                            if k.decode("latin-1").lower() not in _DROP_RESPONSE_HEADERS)
+            headers = tuple(
+                (k.decode("latin-1"), v.decode("latin-1"))
+                for k, v in resp.raw_headers
+                if k.decode("latin-1").lower() not in _DROP_RESPONSE_HEADERS
+            )
             return Exchange(
                 url=url,
                 request_headers=tuple(resp.request_info.headers.items()),
-                status=resp.status, reason=resp.reason or "", response_headers=headers,
-                entity=b"".join(chunks), http_version=f"{resp.version.major}.{resp.version.minor}"
-                if resp.version else "1.1",
-                ip_address=str(peer[0]) if peer else "", truncated=truncated)
+                status=resp.status,
+                reason=resp.reason or "",
+                response_headers=headers,
+                entity=b"".join(chunks),
+                http_version=f"{resp.version.major}.{resp.version.minor}"
+                if resp.version
+                else "1.1",
+                ip_address=str(peer[0]) if peer else "",
+                truncated=truncated,
+            )
     except TimeoutError:
         return FetchFailure(url, "timeout", f"no complete response within {policy.timeout_s} s")
     except aiohttp.ClientConnectorError as exc:

@@ -60,14 +60,16 @@ WARC_SUFFIXES = (".warc", ".warc.gz", ".wacz")
 
 # --- inputs ----------------------------------------------------------------------------------
 
+
 def expand_inputs(inputs: Sequence[Path]) -> list[Path]:
     """Files as given, folders expanded to their WARC/WACZ files (sorted, recursive)."""
     out: list[Path] = []
     for item in inputs:
         path = Path(item)
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*")
-                           if p.is_file() and p.name.lower().endswith(WARC_SUFFIXES))
+            found = sorted(
+                p for p in path.rglob("*") if p.is_file() and p.name.lower().endswith(WARC_SUFFIXES)
+            )
             if not found:
                 raise DrarenaError(f"{path}: no .warc, .warc.gz or .wacz file in this folder")
             out.extend(found)
@@ -94,13 +96,15 @@ def sniff(path: Path) -> bool:
         head = zlib.decompressobj(wbits=31).decompress(lead, 16)
     except zlib.error:
         return True  # a damaged first member: the scan counts it and reads on
-    if head and not head.startswith(b"WARC/1."[:len(head)]):
-        raise DrarenaError(f"{path}: a gzip file, but not a WARC file (content starts with "
-                           f"{head[:16]!r})")
+    if head and not head.startswith(b"WARC/1."[: len(head)]):
+        raise DrarenaError(
+            f"{path}: a gzip file, but not a WARC file (content starts with {head[:16]!r})"
+        )
     return True
 
 
 # --- worker processes ------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class _Task:
@@ -133,15 +137,20 @@ def run_task(task: _Task, bar: Any = None) -> tuple[FileResult | RangeResult, Ta
     """Import one file, or index one range, into its own staging table (merged by the
     parent)."""
     staging = Staging(task.staging)
-    job = FileJob(task.build, task.scope, task.keep, staging, task.names,
-                  progress=Progress(bar=bar, shared=_SHARED))
+    job = FileJob(
+        task.build,
+        task.scope,
+        task.keep,
+        staging,
+        task.names,
+        progress=Progress(bar=bar, shared=_SHARED),
+    )
     try:
         result: FileResult | RangeResult
         if task.span is None or task.read_from is None:
             result = import_file(job, task.source, task.index)
         else:
-            result = index_range(job, task.read_from, task.source.gzipped, task.index,
-                                 *task.span)
+            result = index_range(job, task.read_from, task.source.gzipped, task.index, *task.span)
         job.progress.flush()
         staging.flush()
         staging.db.commit()
@@ -150,8 +159,9 @@ def run_task(task: _Task, bar: Any = None) -> tuple[FileResult | RangeResult, Ta
     return result, job.tally
 
 
-def _run_tasks(tasks: list[_Task], jobs: int,
-               bar: Any) -> list[tuple[FileResult | RangeResult, Tally]]:
+def _run_tasks(
+    tasks: list[_Task], jobs: int, bar: Any
+) -> list[tuple[FileResult | RangeResult, Tally]]:
     if jobs <= 1 or len(tasks) == 1:
         return [run_task(task, bar) for task in tasks]
     import multiprocessing
@@ -160,8 +170,9 @@ def _run_tasks(tasks: list[_Task], jobs: int,
     ctx = multiprocessing.get_context("spawn")
     shared = ctx.Array("q", 2)
     seen = 0
-    with ProcessPoolExecutor(min(jobs, len(tasks)), mp_context=ctx,
-                             initializer=_init_worker, initargs=(shared,)) as pool:
+    with ProcessPoolExecutor(
+        min(jobs, len(tasks)), mp_context=ctx, initializer=_init_worker, initargs=(shared,)
+    ) as pool:
         futures = [pool.submit(run_task, task) for task in tasks]
         pending = set(futures)
         while pending:
@@ -216,8 +227,10 @@ class _Hasher(threading.Thread):
     def run(self) -> None:
         digest = hashlib.sha256()
         try:
-            with self.path.open("rb") as fh, \
-                    (self.copy_to.open("xb") if self.copy_to else nullcontext()) as out:
+            with (
+                self.path.open("rb") as fh,
+                self.copy_to.open("xb") if self.copy_to else nullcontext() as out,
+            ):
                 while chunk := fh.read(1 << 20):
                     digest.update(chunk)
                     if out is not None:
@@ -244,8 +257,10 @@ class _Split:
         self.hasher = _Hasher(read_from, self.target if kept == "copy" else None)
 
     def tasks(self) -> list[_Task]:
-        return [replace(self.task, span=(a, b), part=k + 1, read_from=self.read_from)
-                for k, (a, b) in enumerate(itertools.pairwise(self.bounds))]
+        return [
+            replace(self.task, span=(a, b), part=k + 1, read_from=self.read_from)
+            for k, (a, b) in enumerate(itertools.pairwise(self.bounds))
+        ]
 
     def result(self, parts: list[RangeResult]) -> FileResult | None:
         """The file's result, or None when it must be imported whole."""
@@ -259,12 +274,25 @@ class _Split:
             return None
         src = self.task.source
         if src.declared_sha256 and sha != src.declared_sha256:
-            raise DrarenaError(f"{src.label}: changed while it was read (sha256 {sha[:12]}..., "
-                               f"declared {src.declared_sha256[:12]}...)")
+            raise DrarenaError(
+                f"{src.label}: changed while it was read (sha256 {sha[:12]}..., "
+                f"declared {src.declared_sha256[:12]}...)"
+            )
         size = self.target.stat().st_size
-        return FileResult(src, sha, size, self.kept, [FileDigest(
-            name=self.target.name, sha256=sha, size=size,
-            records=sum(p.records for p in parts))])
+        return FileResult(
+            src,
+            sha,
+            size,
+            self.kept,
+            [
+                FileDigest(
+                    name=self.target.name,
+                    sha256=sha,
+                    size=size,
+                    records=sum(p.records for p in parts),
+                )
+            ],
+        )
 
 
 def read_whole(task: _Task, bar: Any) -> tuple[FileResult | RangeResult, Tally]:
@@ -272,15 +300,19 @@ def read_whole(task: _Task, bar: Any) -> tuple[FileResult | RangeResult, Tally]:
     return run_task(task, bar)
 
 
-def _merge(tasks: list[_Task], done: list[tuple[FileResult | RangeResult, Tally]],
-           splits: dict[int, _Split], staging: Staging, tally: Tally,
-           bar: Any) -> list[FileResult]:
+def _merge(
+    tasks: list[_Task],
+    done: list[tuple[FileResult | RangeResult, Tally]],
+    splits: dict[int, _Split],
+    staging: Staging,
+    tally: Tally,
+    bar: Any,
+) -> list[FileResult]:
     """Per source, in order: its result, its counts and its staged lines, as one process
     would have made them."""
     results: list[FileResult] = []
     for index in sorted({t.index for t in tasks}):
-        mine = [(t, r, part) for t, (r, part) in zip(tasks, done, strict=True)
-                if t.index == index]
+        mine = [(t, r, part) for t, (r, part) in zip(tasks, done, strict=True) if t.index == index]
         result = mine[0][1]
         if index in splits:
             ranges = [r for _, r, _ in mine if isinstance(r, RangeResult)]
@@ -303,6 +335,7 @@ def _merge(tasks: list[_Task], done: list[tuple[FileResult | RangeResult, Tally]
 
 # --- the whole import --------------------------------------------------------------------------
 
+
 @dataclass(frozen=True, slots=True)
 class ImportResult:
     """What `import_archives` did (`up_to_date`: nothing, the snapshot already matched)."""
@@ -319,16 +352,25 @@ class ImportResult:
         skipped = ", ".join(f"{k} {v}" for k, v in c.skipped.items()) or "none"
         damaged = sum(int(f.get("damaged_records", 0)) for f in self.files)
         kept = ", ".join(sorted({str(f["kept"]) for f in self.files}))
-        return (f"{self.out}: {c.records} records from {len(self.files)} file(s) ({kept}); "
-                f"indexed {c.responses} captures ({c.revisits} revisits), {c.pages} pages, "
-                f"{c.redirects} redirects, {c.http_errors} HTTP errors; damaged records "
-                f"{damaged}; skipped: {skipped}; fingerprint {self.manifest.fingerprint[:16]}")
+        return (
+            f"{self.out}: {c.records} records from {len(self.files)} file(s) ({kept}); "
+            f"indexed {c.responses} captures ({c.revisits} revisits), {c.pages} pages, "
+            f"{c.redirects} redirects, {c.http_errors} HTTP errors; damaged records "
+            f"{damaged}; skipped: {skipped}; fingerprint {self.manifest.fingerprint[:16]}"
+        )
 
 
-def import_archives(name: str, inputs: Sequence[Path], out: Path | None = None, *,
-                    keep: str = "auto", scope: ImportScope | None = None,
-                    progress: bool = True, jobs: int = 1,
-                    clock: Callable[[], datetime] = utc_now) -> ImportResult:
+def import_archives(
+    name: str,
+    inputs: Sequence[Path],
+    out: Path | None = None,
+    *,
+    keep: str = "auto",
+    scope: ImportScope | None = None,
+    progress: bool = True,
+    jobs: int = 1,
+    clock: Callable[[], datetime] = utc_now,
+) -> ImportResult:
     """Build snapshot `out` (default snapshots/NAME) from WARC files, folders and WACZ files;
     `jobs` > 1 imports that many files at once in worker processes (same result)."""
     safe_file_name(name, "snapshot name")
@@ -349,15 +391,16 @@ def import_archives(name: str, inputs: Sequence[Path], out: Path | None = None, 
     mark = build / BUILD_MARK
     if build.exists() or build.is_symlink():
         if not mark.is_file() or build.is_symlink():  # not a build folder drarena made
-            raise DrarenaError(f"{build}: exists and was not made by drarena snapshot import; "
-                               "remove it or pass another --out")
+            raise DrarenaError(
+                f"{build}: exists and was not made by drarena snapshot import; "
+                "remove it or pass another --out"
+            )
         shutil.rmtree(build)  # an interrupted import's leftovers
     build.mkdir(parents=True)
     mark.touch()
     try:
         sources = _sources(files, build)
-        manifest, results = _run(name, sources, build, scope, keep, progress, started, clock,
-                                 jobs)
+        manifest, results = _run(name, sources, build, scope, keep, progress, started, clock, jobs)
         mark.unlink()
         os.replace(build, out)
     except BaseException:
@@ -385,23 +428,40 @@ def _sources(files: list[Path], build: Path) -> list[Source]:
                 try:
                     gz = sniff(dest)
                 except DrarenaError as exc:
-                    raise DrarenaError(f"{path}: {member.name}: "
-                                       f"{str(exc).split(': ', 1)[-1]}") from None
-                sources.append(Source(dest, f"{path.resolve()}#{member.name}", gz, True,
-                                      member.sha256))
+                    raise DrarenaError(
+                        f"{path}: {member.name}: {str(exc).split(': ', 1)[-1]}"
+                    ) from None
+                sources.append(
+                    Source(dest, f"{path.resolve()}#{member.name}", gz, True, member.sha256)
+                )
     return sources
 
 
-def _run(name: str, sources: list[Source], build: Path, scope: ImportScope, keep: str,
-         progress: bool, started: str, clock: Callable[[], datetime],
-         jobs: int) -> tuple[Manifest, list[FileResult]]:
+def _run(
+    name: str,
+    sources: list[Source],
+    build: Path,
+    scope: ImportScope,
+    keep: str,
+    progress: bool,
+    started: str,
+    clock: Callable[[], datetime],
+    jobs: int,
+) -> tuple[Manifest, list[FileResult]]:
     total = sum(s.path.stat().st_size for s in sources)
     bar = None
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=total, desc=f"import {name}", unit="B", unit_scale=True,
-                   unit_divisor=1000, file=sys.stderr, mininterval=0.5)
+        bar = tqdm(
+            total=total,
+            desc=f"import {name}",
+            unit="B",
+            unit_scale=True,
+            unit_divisor=1000,
+            file=sys.stderr,
+            mininterval=0.5,
+        )
     names = plan_names(name, sources)
     staging = Staging(build / ".staging.sqlite")
     tally = Tally()
@@ -436,20 +496,33 @@ def _run(name: str, sources: list[Source], build: Path, scope: ImportScope, keep
             leftover.unlink()  # staging tables; WACZ members that were copied, not moved
     if lines == 0:
         skipped = ", ".join(f"{k} {v}" for k, v in sorted(tally.skipped.items()) if v)
-        raise DrarenaError(f"{', '.join(s.label for s in sources)}: nothing importable: "
-                           f"{tally.records} records, none an HTTP capture in scope "
-                           f"({skipped or 'no records'})")
+        raise DrarenaError(
+            f"{', '.join(s.label for s in sources)}: nothing importable: "
+            f"{tally.records} records, none an HTTP capture in scope "
+            f"({skipped or 'no records'})"
+        )
     warc_files = tuple(d for r in results for d in r.outputs)
-    spec = {"import": {"sources": [r.record() for r in results],
-                       "scope": scope.model_dump(mode="json") if scope.active else None,
-                       "keep": keep}}
+    spec = {
+        "import": {
+            "sources": [r.record() for r in results],
+            "scope": scope.model_dump(mode="json") if scope.active else None,
+            "keep": keep,
+        }
+    }
     manifest = Manifest(
-        name=name, complete=True, spec=spec,
+        name=name,
+        complete=True,
+        spec=spec,
         software={"drarena": __version__, "python": sys.version.split()[0]},
-        started_at=started, ended_at=warc_date(clock()), warc_files=warc_files,
-        cdxj=FileDigest(name=CDXJ_NAME, sha256=sha256_file(cdxj), size=cdxj.stat().st_size,
-                        records=lines),
-        counts=tally.freeze(), fingerprint=fingerprint(warc_files))
+        started_at=started,
+        ended_at=warc_date(clock()),
+        warc_files=warc_files,
+        cdxj=FileDigest(
+            name=CDXJ_NAME, sha256=sha256_file(cdxj), size=cdxj.stat().st_size, records=lines
+        ),
+        counts=tally.freeze(),
+        fingerprint=fingerprint(warc_files),
+    )
     write_manifest(build, manifest)
     return manifest, results
 
@@ -457,16 +530,20 @@ def _run(name: str, sources: list[Source], build: Path, scope: ImportScope, keep
 def _up_to_date(out: Path, name: str, files: list[Path], scope: ImportScope) -> ImportResult:
     manifest = load_manifest(out)
     spec = manifest.spec.get("import") if isinstance(manifest.spec, dict) else None
-    same = isinstance(spec, dict) and manifest.name == name and spec.get("scope") == (
-        scope.model_dump(mode="json") if scope.active else None)
+    same = (
+        isinstance(spec, dict)
+        and manifest.name == name
+        and spec.get("scope") == (scope.model_dump(mode="json") if scope.active else None)
+    )
     if same:
         recorded = spec["sources"] if isinstance(spec, dict) else []
         wanted = {str(p.resolve()) for p in files}
         paths = {str(s["path"]).split("#")[0] for s in recorded}
         same = paths == wanted and all(
-            "#" in str(s["path"]) or (Path(s["path"]).is_file()
-                                      and sha256_file(Path(s["path"])) == s["sha256"])
-            for s in recorded)
+            "#" in str(s["path"])
+            or (Path(s["path"]).is_file() and sha256_file(Path(s["path"])) == s["sha256"])
+            for s in recorded
+        )
     if not same:
         raise DrarenaError(f"{out}: already holds a different snapshot; remove it or pass --out")
     return ImportResult(out, manifest, True)

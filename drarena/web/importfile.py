@@ -67,7 +67,8 @@ class Staging:
             "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-4000;"
             "PRAGMA temp_store=FILE;"
             "CREATE TABLE cdx(file INT, line TEXT, digest TEXT, revisit INT);"
-            "CREATE TABLE dropped(file INT, digest TEXT, offset INT, length INT, cap TEXT);")
+            "CREATE TABLE dropped(file INT, digest TEXT, offset INT, length INT, cap TEXT);"
+        )
         self._rows: list[tuple[int, str, str, int]] = []
         self._dropped: list[tuple[int, str, int, int, str]] = []
 
@@ -115,20 +116,28 @@ class Staging:
         response carrying it (file, offset, length, capture)."""
         self._index()
         self.db.execute("CREATE INDEX IF NOT EXISTS dropped_digest ON dropped(digest)")
-        query = ("SELECT d.file, d.offset, d.length, d.digest, d.cap FROM dropped d WHERE "
-                 "d.rowid IN (SELECT MIN(rowid) FROM dropped WHERE digest IN (SELECT r.digest "
-                 "FROM cdx r WHERE r.revisit = 1 AND NOT EXISTS (SELECT 1 FROM cdx c WHERE "
-                 "c.digest = r.digest AND c.revisit = 0)) GROUP BY digest) ORDER BY d.rowid")
+        query = (
+            "SELECT d.file, d.offset, d.length, d.digest, d.cap FROM dropped d WHERE "
+            "d.rowid IN (SELECT MIN(rowid) FROM dropped WHERE digest IN (SELECT r.digest "
+            "FROM cdx r WHERE r.revisit = 1 AND NOT EXISTS (SELECT 1 FROM cdx c WHERE "
+            "c.digest = r.digest AND c.revisit = 0)) GROUP BY digest) ORDER BY d.rowid"
+        )
         for file, offset, length, digest, blob in self.db.execute(query).fetchall():
             url, ts, mime, status, size = json.loads(blob)
-            yield file, offset, length, Capture(url, surt(url), ts, mime, status, digest,
-                                                False, False, size)
+            yield (
+                file,
+                offset,
+                length,
+                Capture(url, surt(url), ts, mime, status, digest, False, False, size),
+            )
 
     def unresolved(self) -> int:
         self._index()
-        row = self.db.execute("SELECT COUNT(*) FROM cdx r WHERE r.revisit = 1 AND NOT EXISTS "
-                              "(SELECT 1 FROM cdx c WHERE c.digest = r.digest AND "
-                              "c.revisit = 0)").fetchone()
+        row = self.db.execute(
+            "SELECT COUNT(*) FROM cdx r WHERE r.revisit = 1 AND NOT EXISTS "
+            "(SELECT 1 FROM cdx c WHERE c.digest = r.digest AND "
+            "c.revisit = 0)"
+        ).fetchone()
         return int(row[0])
 
     def write_sorted(self, path: Path) -> int:
@@ -137,8 +146,9 @@ class Staging:
         count = 0
         with path.open("x", encoding="utf-8") as out:  # never through a file already there
             for (line,) in self.db.execute(
-                    "SELECT line FROM cdx r WHERE r.revisit = 0 OR EXISTS (SELECT 1 FROM cdx c "
-                    "WHERE c.digest = r.digest AND c.revisit = 0) ORDER BY line"):
+                "SELECT line FROM cdx r WHERE r.revisit = 0 OR EXISTS (SELECT 1 FROM cdx c "
+                "WHERE c.digest = r.digest AND c.revisit = 0) ORDER BY line"
+            ):
                 out.write(line + "\n")
                 count += 1
         return count
@@ -148,6 +158,7 @@ class Staging:
 
 
 # --- one file ----------------------------------------------------------------------------------
+
 
 @dataclass
 class FileResult:
@@ -162,9 +173,15 @@ class FileResult:
     damage: list[str] = field(default_factory=list)
 
     def record(self) -> dict[str, Any]:
-        return {"path": self.source.label, "sha256": self.sha256, "size": self.size,
-                "kept": self.kept, "as": [f.name for f in self.outputs],
-                "damaged_records": self.damaged, "damage": self.damage[:20]}
+        return {
+            "path": self.source.label,
+            "sha256": self.sha256,
+            "size": self.size,
+            "kept": self.kept,
+            "as": [f.name for f in self.outputs],
+            "damaged_records": self.damaged,
+            "damage": self.damage[:20],
+        }
 
 
 class _Rewrite(Exception):
@@ -238,8 +255,9 @@ class _Pairer:
     def response_kept(self, head: RecordHead) -> list[bytes]:
         rid = head.header("WARC-Record-ID")
         links = set(_concurrent(head))
-        out = [key for key, (req, _) in self.pending.items()
-               if key in links or rid in _concurrent(req)]
+        out = [
+            key for key, (req, _) in self.pending.items() if key in links or rid in _concurrent(req)
+        ]
         self.kept[rid] = None
         if len(self.kept) > 4 * _PENDING_REQUESTS:
             self.kept.popitem(last=False)
@@ -268,13 +286,19 @@ class FileJob:
     progress: Progress = field(default_factory=Progress)
 
 
-def _index_found(job: FileJob, local: Tally, index: int, name: str, found: Capture | str,
-                 offset: int, length: int) -> None:
+def _index_found(
+    job: FileJob,
+    local: Tally,
+    index: int,
+    name: str,
+    found: Capture | str,
+    offset: int,
+    length: int,
+) -> None:
     """Stage a capture's CDXJ line at (offset, length) of `name`, or count what was skipped."""
     if isinstance(found, Capture):
         local.add(found)
-        job.staging.add(index, cdxj_line(found, name, offset, length), found.digest,
-                        found.revisit)
+        job.staging.add(index, cdxj_line(found, name, offset, length), found.digest, found.revisit)
     elif found != "request":
         local.skipped[found] += 1
 
@@ -288,10 +312,14 @@ def plan_names(name: str, sources: Sequence[Source]) -> list[dict[str, str]]:
     manifest.json, docs.jsonl, ...) has another suffix, so a kept file, often a hard link
     to the user's own, can never be the one a later write lands on (an input named
     index.cdxj would otherwise be overwritten through its link)."""
-    made = [{"copy": f"{name}-{i:05d}.warc{'.gz' if s.gzipped else ''}",
-             "rewrite": f"{name}-{i:05d}.warc.gz",
-             "originals": f"{name}-{i:05d}-originals.warc{'.gz' if s.gzipped else ''}"}
-            for i, s in enumerate(sources)]
+    made = [
+        {
+            "copy": f"{name}-{i:05d}.warc{'.gz' if s.gzipped else ''}",
+            "rewrite": f"{name}-{i:05d}.warc.gz",
+            "originals": f"{name}-{i:05d}-originals.warc{'.gz' if s.gzipped else ''}",
+        }
+        for i, s in enumerate(sources)
+    ]
     taken = {v for i, m in enumerate(made) for v in m.values()}
     for i, src in enumerate(sources):
         own = Path(src.label.split("#")[-1]).name
@@ -350,8 +378,7 @@ def _keep(job: FileJob, src: Source, index: int) -> FileResult:
                     raise _Rewrite("damage")
                 records += 1
                 job.progress.records += 1
-                _index_found(job, local, index, name, classify(item), item.offset,
-                             item.length)
+                _index_found(job, local, index, name, classify(item), item.offset, item.length)
     except (_Rewrite, MultiRecordMember) as exc:
         if copy_to is not None:
             copy_to.close()
@@ -365,15 +392,19 @@ def _keep(job: FileJob, src: Source, index: int) -> FileResult:
     job.tally.merge(local)
     sha = digest.hexdigest()
     if src.declared_sha256 and sha != src.declared_sha256:
-        raise DrarenaError(f"{src.label}: changed while it was read (sha256 {sha[:12]}..., "
-                           f"declared {src.declared_sha256[:12]}...)")
+        raise DrarenaError(
+            f"{src.label}: changed while it was read (sha256 {sha[:12]}..., "
+            f"declared {src.declared_sha256[:12]}...)"
+        )
     size = target.stat().st_size
-    return FileResult(src, sha, size, kept, [FileDigest(name=name, sha256=sha, size=size,
-                                                        records=records)])
+    return FileResult(
+        src, sha, size, kept, [FileDigest(name=name, sha256=sha, size=size, records=records)]
+    )
 
 
-def _scan(win: Window, name: str, gzipped: bool, start: int = 0,
-          stop: int | None = None) -> Iterator[RecordHead | Damage]:
+def _scan(
+    win: Window, name: str, gzipped: bool, start: int = 0, stop: int | None = None
+) -> Iterator[RecordHead | Damage]:
     if gzipped:
         return iter_members(win, name, scan_member, start, stop)
     return iter_plain(win, name, start=start, stop=stop)  # type: ignore[return-value]
@@ -390,8 +421,9 @@ class RangeResult:
     trouble: str = ""
 
 
-def index_range(job: FileJob, read_from: Path, gzipped: bool, index: int, start: int,
-                stop: int) -> RangeResult:
+def index_range(
+    job: FileJob, read_from: Path, gzipped: bool, index: int, start: int, stop: int
+) -> RangeResult:
     """Index the records of a kept file whose member (record) starts in [start, stop): the
     lines `_keep` would stage for them, with the same offsets."""
     name = job.names["keep"]
@@ -409,8 +441,7 @@ def index_range(job: FileJob, read_from: Path, gzipped: bool, index: int, start:
                 job.progress.records += 1
                 job.progress.advance(item.offset + item.length - reached)
                 reached = item.offset + item.length
-                _index_found(job, local, index, name, classify(item), item.offset,
-                             item.length)
+                _index_found(job, local, index, name, classify(item), item.offset, item.length)
         except MultiRecordMember:
             return RangeResult(records, reached, "multi")
     local.records = records
@@ -431,8 +462,9 @@ def place(src: Source, target: Path, keep: str) -> tuple[str, Path]:
         return "hardlink", src.path
     except OSError as exc:
         if keep == "link":
-            raise DrarenaError(f"{src.path}: cannot hard-link into {target.parent} ({exc}); "
-                               "use --copy") from None
+            raise DrarenaError(
+                f"{src.path}: cannot hard-link into {target.parent} ({exc}); use --copy"
+            ) from None
         return "copy", src.path
 
 
@@ -484,14 +516,16 @@ def _copy_records(job: FileJob, src: Source, index: int, kept: str) -> FileResul
                     local.skipped[found] += 1
                 elif not isinstance(found, Capture):
                     local.skipped[found] += 1
-                elif scope.allows(found.url, _canonical(found.url), _scope_mime(item, found),
-                                  found.status):
+                elif scope.allows(
+                    found.url, _canonical(found.url), _scope_mime(item, found), found.status
+                ):
                     for request in pairer.response_kept(item):
                         write(request)
                     at = write(_pread(fd, item.offset, item.length))
                     local.add(found)
-                    job.staging.add(index, cdxj_line(found, name, at, item.length),
-                                    found.digest, found.revisit)
+                    job.staging.add(
+                        index, cdxj_line(found, name, at, item.length), found.digest, found.revisit
+                    )
                 else:
                     local.skipped["out-of-scope"] += 1
                     if not found.revisit:
@@ -505,8 +539,9 @@ def _copy_records(job: FileJob, src: Source, index: int, kept: str) -> FileResul
     local.records = records
     job.tally.merge(local)
     size = src.path.stat().st_size
-    out_digest = FileDigest(name=name, sha256=sha256_file(target), size=target.stat().st_size,
-                            records=written)
+    out_digest = FileDigest(
+        name=name, sha256=sha256_file(target), size=target.stat().st_size, records=written
+    )
     return FileResult(src, digest.hexdigest(), size, kept, [out_digest], damaged, damage)
 
 
@@ -553,8 +588,7 @@ def _rewrite(job: FileJob, src: Source, index: int) -> FileResult:
         packer = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)
         return packer.compress(data) + packer.flush()
 
-    with src.path.open("rb") as raw, gzip.GzipFile(fileobj=raw) as stream, \
-            target.open("xb") as out:
+    with src.path.open("rb") as raw, gzip.GzipFile(fileobj=raw) as stream, target.open("xb") as out:
         last = 0
 
         def write(member: bytes) -> int:
@@ -580,18 +614,23 @@ def _rewrite(job: FileJob, src: Source, index: int) -> FileResult:
                 records += 1
                 job.progress.records += 1
                 found = classify(item)
-                keep = (not scope.active or found == "warcinfo"
-                        or (isinstance(found, Capture)
-                            and scope.allows(found.url, _canonical(found.url),
-                                             _scope_mime(item, found), found.status)))
+                keep = (
+                    not scope.active
+                    or found == "warcinfo"
+                    or (
+                        isinstance(found, Capture)
+                        and scope.allows(
+                            found.url, _canonical(found.url), _scope_mime(item, found), found.status
+                        )
+                    )
+                )
                 if found == "request" and scope.active:
                     member = pack(win.get(item.offset, item.length))
                     if pairer.request(item, member):
                         write(member)
                     continue
                 if not keep:
-                    local.skipped["out-of-scope" if isinstance(found, Capture) else
-                                  str(found)] += 1
+                    local.skipped["out-of-scope" if isinstance(found, Capture) else str(found)] += 1
                     continue
                 for request in pairer.response_kept(item):
                     write(request)
@@ -599,8 +638,9 @@ def _rewrite(job: FileJob, src: Source, index: int) -> FileResult:
                 if isinstance(found, Capture):
                     local.add(found)
                     length = out.tell() - at
-                    job.staging.add(index, cdxj_line(found, name, at, length), found.digest,
-                                    found.revisit)
+                    job.staging.add(
+                        index, cdxj_line(found, name, at, length), found.digest, found.revisit
+                    )
                 elif found != "request":
                     local.skipped[found] += 1
         except _STREAM_ERRORS as exc:
@@ -612,10 +652,18 @@ def _rewrite(job: FileJob, src: Source, index: int) -> FileResult:
     local.skipped["damaged"] += damaged
     local.records = records
     job.tally.merge(local)
-    out_digest = FileDigest(name=name, sha256=sha256_file(target), size=target.stat().st_size,
-                            records=written)
-    return FileResult(src, sha256_file(src.path), src.path.stat().st_size,
-                      "rewritten-per-record", [out_digest], damaged, damage)
+    out_digest = FileDigest(
+        name=name, sha256=sha256_file(target), size=target.stat().st_size, records=written
+    )
+    return FileResult(
+        src,
+        sha256_file(src.path),
+        src.path.stat().st_size,
+        "rewritten-per-record",
+        [out_digest],
+        damaged,
+        damage,
+    )
 
 
 class _UntilDamage:
@@ -642,8 +690,14 @@ class _UntilDamage:
         return b"".join(parts)
 
 
-def add_originals(staging: Staging, tally: Tally, build: Path, sources: list[Source],
-                   names: list[dict[str, str]], results: list[FileResult]) -> None:
+def add_originals(
+    staging: Staging,
+    tally: Tally,
+    build: Path,
+    sources: list[Source],
+    names: list[dict[str, str]],
+    results: list[FileResult],
+) -> None:
     """Copy, from the sources, the out-of-scope originals of kept revisits (so they resolve)."""
     outs: dict[int, tuple[BinaryIO, list[int]]] = {}
     try:
@@ -665,5 +719,8 @@ def add_originals(staging: Staging, tally: Tally, build: Path, sources: list[Sou
             out.close()
     for file, (_, count) in sorted(outs.items()):
         path = build / names[file]["originals"]
-        results[file].outputs.append(FileDigest(name=path.name, sha256=sha256_file(path),
-                                                size=path.stat().st_size, records=count[0]))
+        results[file].outputs.append(
+            FileDigest(
+                name=path.name, sha256=sha256_file(path), size=path.stat().st_size, records=count[0]
+            )
+        )

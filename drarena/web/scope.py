@@ -73,15 +73,18 @@ class ImportScope(BaseModel):
     def allows(self, url: str, canonical: str, mime: str, status: int) -> bool:
         if self.hosts and not self._host_ok(url):
             return False
-        if self.prefixes and not any(url.startswith(p) or canonical.startswith(p)
-                                     for p in self.prefixes):
+        if self.prefixes and not any(
+            url.startswith(p) or canonical.startswith(p) for p in self.prefixes
+        ):
             return False
-        if self.mimes and not any(mime == m or (m.endswith("/*") and mime.startswith(m[:-1]))
-                                  for m in self.mimes):
+        if self.mimes and not any(
+            mime == m or (m.endswith("/*") and mime.startswith(m[:-1])) for m in self.mimes
+        ):
             return False
         code = f"{status:03d}"
-        return not self.statuses or any(s == code or (s.endswith("xx") and code[0] == s[0])
-                                        for s in self.statuses)
+        return not self.statuses or any(
+            s == code or (s.endswith("xx") and code[0] == s[0]) for s in self.statuses
+        )
 
     def _host_ok(self, url: str) -> bool:
         try:
@@ -99,6 +102,7 @@ class ImportScope(BaseModel):
 
 
 # --- what a record gives -------------------------------------------------------------------
+
 
 class Capture(NamedTuple):
     """An indexable record: what its CDXJ line says (a NamedTuple: built once per record)."""
@@ -147,14 +151,26 @@ def classify(head: RecordHead) -> Capture | str:
             return "broken"
         status = int(line.group(1))
         found = _CONTENT_TYPE.search(head.http_head)
-        mime = "warc/revisit" if kind == "revisit" else (
-            found.group(1).decode("latin-1").strip().lower() or "unk" if found else "unk")
+        mime = (
+            "warc/revisit"
+            if kind == "revisit"
+            else (found.group(1).decode("latin-1").strip().lower() or "unk" if found else "unk")
+        )
     digest = head.header("WARC-Payload-Digest") or head.entity_digest
     if not digest:
         return "revisit-unresolved"  # a revisit that names no payload cannot be resolved
     stamp = _NOT_DIGIT.sub("", head.header("WARC-Date"))[:14]
-    return Capture(url, key, stamp, mime, status, digest, kind == "revisit",
-                   bool(head.header("WARC-Truncated")), head.block_length)
+    return Capture(
+        url,
+        key,
+        stamp,
+        mime,
+        status,
+        digest,
+        kind == "revisit",
+        bool(head.header("WARC-Truncated")),
+        head.block_length,
+    )
 
 
 def media_type(value: str) -> str:
@@ -164,11 +180,20 @@ def media_type(value: str) -> str:
 def cdxj_line(cap: Capture, filename: str, offset: int, length: int) -> str:
     """The line a drarena crawl writes for the same capture (writer.py's fields and order)."""
     if _PLAIN.fullmatch(cap.url + cap.mime + cap.digest + filename):  # nothing to escape
-        return (f'{cap.key} {cap.timestamp} {{"url": "{cap.url}", "mime": "{cap.mime}", '
-                f'"status": "{cap.status}", "digest": "{cap.digest}", "length": "{length}", '
-                f'"offset": "{offset}", "filename": "{filename}"}}')
-    fields = {"url": cap.url, "mime": cap.mime, "status": str(cap.status), "digest": cap.digest,
-              "length": str(length), "offset": str(offset), "filename": filename}
+        return (
+            f'{cap.key} {cap.timestamp} {{"url": "{cap.url}", "mime": "{cap.mime}", '
+            f'"status": "{cap.status}", "digest": "{cap.digest}", "length": "{length}", '
+            f'"offset": "{offset}", "filename": "{filename}"}}'
+        )
+    fields = {
+        "url": cap.url,
+        "mime": cap.mime,
+        "status": str(cap.status),
+        "digest": cap.digest,
+        "length": str(length),
+        "offset": str(offset),
+        "filename": filename,
+    }
     return f"{cap.key} {cap.timestamp} {json.dumps(fields, ensure_ascii=False)}"
 
 
@@ -200,15 +225,30 @@ class Tally:
         self.truncated += cap.truncated
 
     def merge(self, other: Tally) -> None:
-        for name in ("records", "responses", "revisits", "pages", "redirects", "http_errors",
-                     "truncated", "bytes"):
+        for name in (
+            "records",
+            "responses",
+            "revisits",
+            "pages",
+            "redirects",
+            "http_errors",
+            "truncated",
+            "bytes",
+        ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.statuses.update(other.statuses)
         self.skipped.update(other.skipped)
 
     def freeze(self) -> Counts:
-        return Counts(pages=self.pages, responses=self.responses + self.revisits,
-                      revisits=self.revisits, redirects=self.redirects,
-                      http_errors=self.http_errors, truncated=self.truncated, bytes=self.bytes,
-                      statuses=dict(sorted(self.statuses.items())), records=self.records,
-                      skipped=dict(sorted((k, v) for k, v in self.skipped.items() if v)))
+        return Counts(
+            pages=self.pages,
+            responses=self.responses + self.revisits,
+            revisits=self.revisits,
+            redirects=self.redirects,
+            http_errors=self.http_errors,
+            truncated=self.truncated,
+            bytes=self.bytes,
+            statuses=dict(sorted(self.statuses.items())),
+            records=self.records,
+            skipped=dict(sorted((k, v) for k, v in self.skipped.items() if v)),
+        )

@@ -23,9 +23,19 @@ from drarena.errors import DrarenaError
 from drarena.web.snapshot import Snapshot
 
 # Hop-by-hop and coding headers: the replayed body is the decoded payload, sent afresh.
-_SKIP_REPLAY_HEADERS = frozenset({
-    "connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding",
-    "proxy-connection", "upgrade", "te", "trailer"})
+_SKIP_REPLAY_HEADERS = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "content-length",
+        "content-encoding",
+        "proxy-connection",
+        "upgrade",
+        "te",
+        "trailer",
+    }
+)
 
 
 def default_origin(snap: Snapshot) -> str:
@@ -52,7 +62,7 @@ def replay_app(snap: Snapshot, origin: str | None = None) -> web.Application:
             here = f"{request.scheme}://{request.host}"
             location = stored.location
             if location.startswith(base + "/") or location == base:
-                location = here + location[len(base):]
+                location = here + location[len(base) :]
             headers = [(k, location if k.lower() == "location" else v) for k, v in headers]
         response = web.Response(status=stored.status, body=stored.body)
         for key, value in headers:
@@ -80,9 +90,11 @@ def static_app(root: Path) -> web.Application:
         if not path.is_file():
             return web.Response(status=404, text="not found\n")
         ctype, _ = mimetypes.guess_type(path.name)
-        return web.Response(body=path.read_bytes(),
-                            content_type=ctype or "application/octet-stream",
-                            charset="utf-8" if ctype and ctype.startswith("text/") else None)
+        return web.Response(
+            body=path.read_bytes(),
+            content_type=ctype or "application/octet-stream",
+            charset="utf-8" if ctype and ctype.startswith("text/") else None,
+        )
 
     app = web.Application()
     app.router.add_get("/{tail:.*}", handle)
@@ -98,8 +110,7 @@ MAX_HEAD_BYTES = 64 * 1024
 MAX_CONNECTIONS = 256
 KEEPALIVE_TIMEOUT_S = 75.0  # an idle keep-alive connection after a response (aiohttp's run_app)
 _HEAD_ENDS = (b"\r\n\r\n", b"\n\n")
-_BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n"
-         b"\r\n")
+_BUSY = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
 
 class _HeadGuard(asyncio.Protocol):
@@ -108,8 +119,13 @@ class _HeadGuard(asyncio.Protocol):
     the size cap, or the connection is aborted. aiohttp alone waits on such a connection for
     as long as its keep-alive timeout (an hour by default, and not at all in older versions)."""
 
-    def __init__(self, inner: asyncio.Protocol, timeout_s: float, max_head: int,
-                 live: weakref.WeakSet[_HeadGuard]) -> None:
+    def __init__(
+        self,
+        inner: asyncio.Protocol,
+        timeout_s: float,
+        max_head: int,
+        live: weakref.WeakSet[_HeadGuard],
+    ) -> None:
         self.inner, self.timeout_s, self.max_head, self.live = inner, timeout_s, max_head, live
         live.add(self)  # counted from its creation (weakly: a failed accept frees it)
         self.transport: asyncio.Transport | None = None
@@ -178,15 +194,21 @@ class _Busy(asyncio.Protocol):
 
 
 @asynccontextmanager
-async def serving(app: web.Application, host: str = "127.0.0.1", port: int = 0, *,
-                  header_timeout_s: float = HEADER_TIMEOUT_S,
-                  max_head_bytes: int = MAX_HEAD_BYTES,
-                  max_connections: int = MAX_CONNECTIONS) -> AsyncIterator[int]:
+async def serving(
+    app: web.Application,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    header_timeout_s: float = HEADER_TIMEOUT_S,
+    max_head_bytes: int = MAX_HEAD_BYTES,
+    max_connections: int = MAX_CONNECTIONS,
+) -> AsyncIterator[int]:
     """Run `app` on host:port for the duration of the block; yields the bound port. Each
     connection must finish each request head within `header_timeout_s` of its first byte
     (or of connecting) and within `max_head_bytes`; at most `max_connections` at once."""
-    runner = web.AppRunner(app, access_log=None, handler_cancellation=True,
-                           keepalive_timeout=KEEPALIVE_TIMEOUT_S)
+    runner = web.AppRunner(
+        app, access_log=None, handler_cancellation=True, keepalive_timeout=KEEPALIVE_TIMEOUT_S
+    )
     await runner.setup()
     handlers = runner.server
     assert handlers is not None

@@ -206,8 +206,9 @@ class Snapshot:
         return self.manifest.fingerprint
 
     def warc_paths(self) -> list[Path]:
-        return [self.path / safe_file_name(f.name, "WARC file name")
-                for f in self.manifest.warc_files]
+        return [
+            self.path / safe_file_name(f.name, "WARC file name") for f in self.manifest.warc_files
+        ]
 
     def close(self) -> None:
         for mm in self._maps.values():
@@ -217,8 +218,12 @@ class Snapshot:
     def __enter__(self) -> Snapshot:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
     def __len__(self) -> int:
@@ -266,14 +271,23 @@ class Snapshot:
         for record in self.iter_records():
             if record.type != "metadata":
                 continue
-            fields = dict(line.split(": ", 1) for line in
-                          record.block.decode("utf-8", "replace").split("\r\n") if ": " in line)
+            fields = dict(
+                line.split(": ", 1)
+                for line in record.block.decode("utf-8", "replace").split("\r\n")
+                if ": " in line
+            )
             if "drarena-fetch-error" not in fields:
                 continue
             url = _target(record)
-            yield FailedFetch(url, canonicalize_url(url), fields["drarena-fetch-error"],
-                              fields.get("drarena-detail", ""), record.header("WARC-Date"),
-                              record.warc_file, record.offset)
+            yield FailedFetch(
+                url,
+                canonicalize_url(url),
+                fields["drarena-fetch-error"],
+                fields.get("drarena-detail", ""),
+                record.header("WARC-Date"),
+                record.warc_file,
+                record.offset,
+            )
 
     # -- lookup -------------------------------------------------------------------------------
 
@@ -292,12 +306,21 @@ class Snapshot:
             url, filename, offset = data["url"], data["filename"], int(data["offset"])
             if not isinstance(url, str) or not isinstance(filename, str) or offset < 0:
                 raise ValueError("url and filename must be strings, offset a count")
-            return _Entry(url, str(data.get("mime", "")), int(data.get("status", 0)),
-                          str(data.get("digest", "")), filename, offset, timestamp,
-                          canonicalize_url(url))
+            return _Entry(
+                url,
+                str(data.get("mime", "")),
+                int(data.get("status", 0)),
+                str(data.get("digest", "")),
+                filename,
+                offset,
+                timestamp,
+                canonicalize_url(url),
+            )
         except (ValueError, KeyError, TypeError, OverflowError, RecursionError) as exc:
-            raise DrarenaError(f"{self.path / CDXJ_NAME}: line {index + 1}: not a valid CDXJ "
-                               f"line ({type(exc).__name__}: {str(exc)[:100]})") from None
+            raise DrarenaError(
+                f"{self.path / CDXJ_NAME}: line {index + 1}: not a valid CDXJ "
+                f"line ({type(exc).__name__}: {str(exc)[:100]})"
+            ) from None
 
     def lookup(self, url: str) -> StoredResponse | None:
         """The latest capture of `url` (canonicalized), or None if it was not captured."""
@@ -314,14 +337,18 @@ class Snapshot:
             if record.type == "revisit":
                 body = self._resolve_digest(entry.digest)
                 if body is None:
-                    raise DrarenaError(f"{self.path}: the payload {entry.digest} of the revisit "
-                                       f"of {entry.url} is not in the snapshot")
+                    raise DrarenaError(
+                        f"{self.path}: the payload {entry.digest} of the revisit "
+                        f"of {entry.url} is not in the snapshot"
+                    )
                 return self._response(record, body)
             return self._response(record, None)
         except ValueError as exc:  # the index points at a record that is not a response
-            raise DrarenaError(f"{self.path / entry.filename}: the record at offset "
-                               f"{entry.offset} for {entry.url} is not an HTTP response "
-                               f"({str(exc)[:100]})") from None
+            raise DrarenaError(
+                f"{self.path / entry.filename}: the record at offset "
+                f"{entry.offset} for {entry.url} is not an HTTP response "
+                f"({str(exc)[:100]})"
+            ) from None
 
     def __contains__(self, url: object) -> bool:
         if not isinstance(url, str):
@@ -345,25 +372,35 @@ class Snapshot:
             path = self.path / item.name
             actual = sha256_file(path)
             if actual != item.sha256:
-                problems.append(f"{item.name}: sha256 mismatch (manifest {item.sha256[:12]}..., "
-                                f"file {actual[:12]}...)")
+                problems.append(
+                    f"{item.name}: sha256 mismatch (manifest {item.sha256[:12]}..., "
+                    f"file {actual[:12]}...)"
+                )
             for part in iter_file(path, self.record_limit):
                 if isinstance(part, Damage):
-                    problems.append(f"{item.name}: {part.records} damaged record(s) at offset "
-                                    f"{part.offset}: {part.reason}")
+                    problems.append(
+                        f"{item.name}: {part.records} damaged record(s) at offset "
+                        f"{part.offset}: {part.reason}"
+                    )
                     continue
                 records += 1
                 expected = part.header("WARC-Block-Digest")
                 if expected.startswith("sha1:") and sha1_b32(part.block) != expected:
-                    problems.append(f"{item.name}: block digest mismatch in record at offset "
-                                    f"{part.offset}")
+                    problems.append(
+                        f"{item.name}: block digest mismatch in record at offset {part.offset}"
+                    )
         cdxj = self.path / CDXJ_NAME
         if sha256_file(cdxj) != self.manifest.cdxj.sha256:
             problems.append(f"{CDXJ_NAME}: sha256 mismatch with manifest")
         if fingerprint(self.manifest.warc_files) != self.manifest.fingerprint:
             problems.append("manifest.json: fingerprint does not match its file digests")
-        return VerifyReport(self.path, len(self.manifest.warc_files) + 1, records,
-                            tuple(problems), self.manifest.complete)
+        return VerifyReport(
+            self.path,
+            len(self.manifest.warc_files) + 1,
+            records,
+            tuple(problems),
+            self.manifest.complete,
+        )
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -380,8 +417,9 @@ class Snapshot:
         try:
             records = read_member(self._map(filename), offset, filename, self.record_limit)
         except _READ_ERRORS as exc:
-            raise DrarenaError(f"{self.path / filename}: damaged record at offset {offset} "
-                               f"({exc})") from None
+            raise DrarenaError(
+                f"{self.path / filename}: damaged record at offset {offset} ({exc})"
+            ) from None
         return records[0]
 
     def _resolve_digest(self, digest: str) -> DecodedBody | None:
@@ -416,16 +454,24 @@ class Snapshot:
         else:
             message = parse_http_response(record.block)
         is_revisit = record.type == "revisit"
-        body = revisit_body if is_revisit and revisit_body is not None \
+        body = (
+            revisit_body
+            if is_revisit and revisit_body is not None
             else decode_body(message, self.decode_limit)
+        )
         url = _target(record)
         return StoredResponse(
-            url=url, canonical_url=canonicalize_url(url), status=message.status,
-            headers=message.headers, body=body.body,
+            url=url,
+            canonical_url=canonicalize_url(url),
+            status=message.status,
+            headers=message.headers,
+            body=body.body,
             content_type=_media_type(message.header("Content-Type")),
             record_id=record.header("WARC-Record-ID"),
             payload_digest=record.header("WARC-Payload-Digest") or sha1_b32(message.entity),
-            warc_date=record.header("WARC-Date"), warc_file=record.warc_file,
+            warc_date=record.header("WARC-Date"),
+            warc_file=record.warc_file,
             offset=record.offset,
             truncated=bool(record.header("WARC-Truncated")) or body.truncated,
-            revisit=is_revisit)
+            revisit=is_revisit,
+        )

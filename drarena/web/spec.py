@@ -28,8 +28,10 @@ MAX_TIMEOUT_S = 600.0  # timeout_s: ten minutes for one response is already a ha
 def check_debian_package(name: str) -> str:
     """`name` if it is a Debian binary package name (as apt-get takes it after `--`)."""
     if len(name) > 128 or not DEBIAN_PACKAGE.fullmatch(name):
-        raise ValueError(f"{name!r} is not a Debian package name (lower-case letters, digits, "
-                         "'+', '-', '.'; no version, path or option)")
+        raise ValueError(
+            f"{name!r} is not a Debian package name (lower-case letters, digits, "
+            "'+', '-', '.'; no version, path or option)"
+        )
     return name
 
 
@@ -41,13 +43,17 @@ class Scope(_Strict):
     """Which URLs the crawl may follow. Empty `hosts` means the seeds' hosts."""
 
     hosts: tuple[str, ...] = Field(
-        default=(), description="allowed `host` or `host:port`; a bare host matches any port")
+        default=(), description="allowed `host` or `host:port`; a bare host matches any port"
+    )
     prefixes: tuple[str, ...] = Field(
-        default=(), description="if set, a URL must start with one of these (canonical form)")
+        default=(), description="if set, a URL must start with one of these (canonical form)"
+    )
     include: tuple[str, ...] = Field(
-        default=(), description="if set, a URL must match one of these regexes (re.search)")
+        default=(), description="if set, a URL must match one of these regexes (re.search)"
+    )
     exclude: tuple[str, ...] = Field(
-        default=(), description="a URL matching any of these regexes is skipped")
+        default=(), description="a URL matching any of these regexes is skipped"
+    )
 
     @field_validator("include", "exclude")
     @classmethod
@@ -77,7 +83,8 @@ class LocalSite(_Strict):
     host: str = Field(default="127.0.0.1", description="loopback address to bind")
     port: int = Field(default=8765, ge=1, le=65535, description="port the seeds point at")
     apt_package: str | None = Field(
-        default=None, description="Debian package that provides `root` (installed on request)")
+        default=None, description="Debian package that provides `root` (installed on request)"
+    )
 
     @field_validator("apt_package")
     @classmethod
@@ -110,20 +117,32 @@ class CrawlSpec(_Strict):
     scope: Scope = Field(default_factory=Scope, description="which links to follow")
     max_pages: int = Field(default=300, ge=1, description="page fetches (redirect chains = 1)")
     max_depth: int = Field(default=3, ge=0, description="link hops from a seed")
-    per_host_delay_s: float = Field(default=1.0, ge=0, le=MAX_DELAY_S, allow_inf_nan=False,
-                                    description="pause between requests (at most 60 s)")
+    per_host_delay_s: float = Field(
+        default=1.0,
+        ge=0,
+        le=MAX_DELAY_S,
+        allow_inf_nan=False,
+        description="pause between requests (at most 60 s)",
+    )
     per_host_concurrency: int = Field(default=2, ge=1, le=64, description="parallel requests")
     concurrency: int = Field(default=16, ge=1, le=256, description="pages in flight overall")
     max_bytes: int = Field(default=5_000_000, ge=1024, description="body cap per response")
-    timeout_s: float = Field(default=30.0, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False,
-                             description="per-request total timeout (at most 600 s)")
+    timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=MAX_TIMEOUT_S,
+        allow_inf_nan=False,
+        description="per-request total timeout (at most 600 s)",
+    )
     robots: bool = Field(default=True, description="obey robots.txt")
     user_agent: str = Field(default="drarena/0.1 (frozen-web crawler)", min_length=1)
     allow_private_addresses: bool = Field(
-        default=False, description="allow private/loopback/link-local hosts (tests, local sites)")
+        default=False, description="allow private/loopback/link-local hosts (tests, local sites)"
+    )
     max_redirects: int = Field(default=5, ge=0, le=30, description="hops per redirect chain")
     local_site: LocalSite | None = Field(
-        default=None, description="serve a local folder on loopback while crawling")
+        default=None, description="serve a local folder on loopback while crawling"
+    )
 
     @field_validator("seeds")
     @classmethod

@@ -108,12 +108,15 @@ class WaczExport:
     bytes: int
 
     def summary(self) -> str:
-        return (f"{self.path}: WACZ {WACZ_VERSION} of snapshot {self.snapshot} "
-                f"({self.warc_files} WARC file(s), {self.captures} captures, {self.pages} pages, "
-                f"{self.bytes / 1e6:.1f} MB; fingerprint {self.fingerprint[:16]})")
+        return (
+            f"{self.path}: WACZ {WACZ_VERSION} of snapshot {self.snapshot} "
+            f"({self.warc_files} WARC file(s), {self.captures} captures, {self.pages} pages, "
+            f"{self.bytes / 1e6:.1f} MB; fingerprint {self.fingerprint[:16]})"
+        )
 
 
 # --- export ----------------------------------------------------------------------------------
+
 
 def export_wacz(snapshot_dir: Path, out: Path, *, title: str | None = None) -> WaczExport:
     """Write the snapshot as a WACZ package at `out` (atomically: `out.part`, then renamed)."""
@@ -122,8 +125,9 @@ def export_wacz(snapshot_dir: Path, out: Path, *, title: str | None = None) -> W
     out = Path(out)
     with Snapshot.open(snapshot_dir) as snap:
         manifest = snap.manifest
-        index_bytes, captures = _replay_index(snap.path / CDXJ_NAME, manifest.cdxj.sha256,
-                                              {f.name for f in manifest.warc_files})
+        index_bytes, captures = _replay_index(
+            snap.path / CDXJ_NAME, manifest.cdxj.sha256, {f.name for f in manifest.warc_files}
+        )
         pages = _pages(snap)
         pages_bytes = _pages_jsonl(pages, title or manifest.name)
         moment = _zip_time(manifest.ended_at)
@@ -136,28 +140,37 @@ def export_wacz(snapshot_dir: Path, out: Path, *, title: str | None = None) -> W
                     path = f"archive/{item.name}"
                     _store_file(zf, snap.path / item.name, path, moment, item.sha256)
                     resources.append(_resource(path, item.sha256, item.size))
-                resources.append(_resource(INDEX_PATH, hashlib.sha256(index_bytes).hexdigest(),
-                                           len(index_bytes)))
-                resources.append(_resource(PAGES_PATH, hashlib.sha256(pages_bytes).hexdigest(),
-                                           len(pages_bytes)))
+                resources.append(
+                    _resource(INDEX_PATH, hashlib.sha256(index_bytes).hexdigest(), len(index_bytes))
+                )
+                resources.append(
+                    _resource(PAGES_PATH, hashlib.sha256(pages_bytes).hexdigest(), len(pages_bytes))
+                )
                 main = _main_page(pages, manifest.spec.get("seeds"))
                 package: dict[str, Any] = {
                     "profile": "data-package",
                     "wacz_version": WACZ_VERSION,
                     "title": title or manifest.name,
-                    "description": (f"drarena snapshot {manifest.name}: {len(pages)} pages, "
-                                    f"fingerprint {manifest.fingerprint}"),
+                    "description": (
+                        f"drarena snapshot {manifest.name}: {len(pages)} pages, "
+                        f"fingerprint {manifest.fingerprint}"
+                    ),
                     "created": manifest.ended_at,
                     "software": f"drarena {__version__}",
                     **({"mainPageUrl": main.url, "mainPageDate": main.ts} if main else {}),
-                    "drarena": {"snapshot": manifest.name, "fingerprint": manifest.fingerprint,
-                                "started_at": manifest.started_at,
-                                "ended_at": manifest.ended_at},
+                    "drarena": {
+                        "snapshot": manifest.name,
+                        "fingerprint": manifest.fingerprint,
+                        "started_at": manifest.started_at,
+                        "ended_at": manifest.ended_at,
+                    },
                     "resources": resources,
                 }
                 package_bytes = (json.dumps(package, indent=2, ensure_ascii=False) + "\n").encode()
-                digest = {"path": DATAPACKAGE,
-                          "hash": "sha256:" + hashlib.sha256(package_bytes).hexdigest()}
+                digest = {
+                    "path": DATAPACKAGE,
+                    "hash": "sha256:" + hashlib.sha256(package_bytes).hexdigest(),
+                }
                 _store_bytes(zf, DIGEST, (json.dumps(digest, indent=2) + "\n").encode(), moment)
                 _store_bytes(zf, DATAPACKAGE, package_bytes, moment)
                 _store_bytes(zf, INDEX_PATH, index_bytes, moment)
@@ -165,8 +178,15 @@ def export_wacz(snapshot_dir: Path, out: Path, *, title: str | None = None) -> W
             tmp.replace(out)
         finally:
             tmp.unlink(missing_ok=True)
-        return WaczExport(out, manifest.name, manifest.fingerprint, len(manifest.warc_files),
-                          captures, len(pages), out.stat().st_size)
+        return WaczExport(
+            out,
+            manifest.name,
+            manifest.fingerprint,
+            len(manifest.warc_files),
+            captures,
+            len(pages),
+            out.stat().st_size,
+        )
 
 
 def _replay_index(cdxj: Path, expected: str, warc_names: set[str]) -> tuple[bytes, int]:
@@ -175,8 +195,9 @@ def _replay_index(cdxj: Path, expected: str, warc_names: set[str]) -> tuple[byte
     binary search would miss.)"""
     raw = cdxj.read_bytes()
     if hashlib.sha256(raw).hexdigest() != expected:
-        raise DrarenaError(f"{cdxj}: sha256 differs from the snapshot manifest; run "
-                           f"`drarena verify {cdxj.parent}`")
+        raise DrarenaError(
+            f"{cdxj}: sha256 differs from the snapshot manifest; run `drarena verify {cdxj.parent}`"
+        )
     lines = []
     for number, line in enumerate(raw.decode("utf-8").splitlines(), 1):
         try:
@@ -186,11 +207,11 @@ def _replay_index(cdxj: Path, expected: str, warc_names: set[str]) -> tuple[byte
             if not isinstance(name, str) or not isinstance(url, str):
                 raise TypeError("filename and url must be strings")
         except (ValueError, KeyError, TypeError):
-            raise DrarenaError(f"{cdxj}: line {number}: not a CDXJ line with url and "
-                               "filename") from None
+            raise DrarenaError(
+                f"{cdxj}: line {number}: not a CDXJ line with url and filename"
+            ) from None
         if name not in warc_names:
-            raise DrarenaError(f"{cdxj}: line {number}: {name} is not a WARC file of the "
-                               "manifest")
+            raise DrarenaError(f"{cdxj}: line {number}: {name} is not a WARC file of the manifest")
         lines.append(f"{replay_key(url, key)} {stamp} {blob}")
     lines.sort()  # code point order = UTF-8 byte order, as `LC_ALL=C sort` leaves pywb's files
     return "".join(line + "\n" for line in lines).encode(), len(lines)
@@ -221,17 +242,21 @@ def _pages(snap: Snapshot) -> list[WaczPage]:
         if response.status != 200 or not response.is_html or response.canonical_url in seen:
             continue
         seen.add(response.canonical_url)
-        found = _TITLE.search(response.body[:1 << 16])
-        title = " ".join(html.unescape(found.group(1).decode("utf-8", "replace")).split()) \
-            if found else ""
+        found = _TITLE.search(response.body[: 1 << 16])
+        title = (
+            " ".join(html.unescape(found.group(1).decode("utf-8", "replace")).split())
+            if found
+            else ""
+        )
         page_id = hashlib.sha256(f"{response.url} {response.warc_date}".encode()).hexdigest()
         pages.append(WaczPage(response.url, response.warc_date, title, page_id[:16]))
     return pages
 
 
 def _pages_jsonl(pages: list[WaczPage], title: str) -> bytes:
-    lines = [json.dumps({"format": "json-pages-1.0", "id": "pages", "title": title},
-                        ensure_ascii=False)]
+    lines = [
+        json.dumps({"format": "json-pages-1.0", "id": "pages", "title": title}, ensure_ascii=False)
+    ]
     for page in pages:
         entry = {"id": page.id, "url": page.url, "ts": page.ts}
         if page.title:
@@ -258,8 +283,10 @@ def _zip_time(stamp: str) -> tuple[int, int, int, int, int, int]:
         moment = datetime.fromisoformat(stamp)
     except ValueError:
         return (1980, 1, 1, 0, 0, 0)
-    return max((1980, 1, 1, 0, 0, 0), (moment.year, moment.month, moment.day, moment.hour,
-                                       moment.minute, moment.second))
+    return max(
+        (1980, 1, 1, 0, 0, 0),
+        (moment.year, moment.month, moment.day, moment.hour, moment.minute, moment.second),
+    )
 
 
 def _zip_info(name: str, moment: tuple[int, int, int, int, int, int], size: int) -> zipfile.ZipInfo:
@@ -271,13 +298,19 @@ def _zip_info(name: str, moment: tuple[int, int, int, int, int, int], size: int)
     return info
 
 
-def _store_bytes(zf: zipfile.ZipFile, name: str, data: bytes,
-                 moment: tuple[int, int, int, int, int, int]) -> None:
+def _store_bytes(
+    zf: zipfile.ZipFile, name: str, data: bytes, moment: tuple[int, int, int, int, int, int]
+) -> None:
     zf.writestr(_zip_info(name, moment, len(data)), data)
 
 
-def _store_file(zf: zipfile.ZipFile, src: Path, name: str,
-                moment: tuple[int, int, int, int, int, int], expected: str) -> None:
+def _store_file(
+    zf: zipfile.ZipFile,
+    src: Path,
+    name: str,
+    moment: tuple[int, int, int, int, int, int],
+    expected: str,
+) -> None:
     """Stream `src` into the zip, checking it against the manifest's sha256 on the way."""
     digest = hashlib.sha256()
     with src.open("rb") as fh, zf.open(_zip_info(name, moment, src.stat().st_size), "w") as dst:
@@ -285,22 +318,33 @@ def _store_file(zf: zipfile.ZipFile, src: Path, name: str,
             digest.update(block)
             dst.write(block)
     if digest.hexdigest() != expected:
-        raise DrarenaError(f"{src}: sha256 differs from the snapshot manifest; run "
-                           f"`drarena verify {src.parent}`")
+        raise DrarenaError(
+            f"{src}: sha256 differs from the snapshot manifest; run `drarena verify {src.parent}`"
+        )
 
 
 # --- reading ---------------------------------------------------------------------------------
 
+
 class WaczPackage:
     """An opened WACZ file: its datapackage.json, declared members, streamed checks and copies."""
 
-    def __init__(self, path: Path, zf: zipfile.ZipFile, package: dict[str, Any],
-                 package_bytes: bytes, resources: tuple[WaczMember, ...]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        zf: zipfile.ZipFile,
+        package: dict[str, Any],
+        package_bytes: bytes,
+        resources: tuple[WaczMember, ...],
+    ) -> None:
         self.path = path
         self.datapackage = package
         self.resources = resources
-        self.warcs = tuple(r for r in resources if r.name.startswith("archive/")
-                           and r.name.endswith((".warc", ".warc.gz")))
+        self.warcs = tuple(
+            r
+            for r in resources
+            if r.name.startswith("archive/") and r.name.endswith((".warc", ".warc.gz"))
+        )
         self._zip = zf
         self._package_bytes = package_bytes
 
@@ -342,8 +386,12 @@ class WaczPackage:
     def __enter__(self) -> WaczPackage:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
     @property
@@ -354,8 +402,10 @@ class WaczPackage:
         """(offset in the .wacz file, length) of a stored member's bytes: what a range read gets."""
         info = self._zip.getinfo(member.name)
         if info.compress_type != zipfile.ZIP_STORED:
-            raise DrarenaError(f"{self.path}: {member.name} is compressed in the zip, so it has "
-                               "no byte range of its own")
+            raise DrarenaError(
+                f"{self.path}: {member.name} is compressed in the zip, so it has "
+                "no byte range of its own"
+            )
         with self.path.open("rb") as fh:
             fh.seek(info.header_offset)
             head = fh.read(30)
@@ -382,11 +432,15 @@ class WaczPackage:
                 continue
             actual = f"{member.algorithm}:{digest.hexdigest()}"
             if actual != member.hash:
-                problems.append(f"{member.name}: hash mismatch: {DATAPACKAGE} says {member.hash}, "
-                                f"content is {actual}")
+                problems.append(
+                    f"{member.name}: hash mismatch: {DATAPACKAGE} says {member.hash}, "
+                    f"content is {actual}"
+                )
             if size != member.size:
-                problems.append(f"{member.name}: size mismatch: {DATAPACKAGE} says {member.size} "
-                                f"bytes, content is {size}")
+                problems.append(
+                    f"{member.name}: size mismatch: {DATAPACKAGE} says {member.size} "
+                    f"bytes, content is {size}"
+                )
         declared = {m.name for m in self.resources} | {DATAPACKAGE, DIGEST}
         for name in sorted(set(self._zip.namelist()) - declared):
             if not name.endswith("/"):
@@ -406,8 +460,10 @@ class WaczPackage:
                     out.write(block)
             actual = f"{member.algorithm}:{digest.hexdigest()}"
             if check and actual != member.hash:
-                raise DrarenaError(f"{self.path}: {member.name}: hash mismatch: {DATAPACKAGE} "
-                                   f"says {member.hash}, content is {actual}")
+                raise DrarenaError(
+                    f"{self.path}: {member.name}: hash mismatch: {DATAPACKAGE} "
+                    f"says {member.hash}, content is {actual}"
+                )
             tmp.replace(dest)
         except _Oversized as exc:
             raise DrarenaError(f"{self.path}: {member.name}: {exc}") from None
@@ -434,8 +490,14 @@ class WaczPackage:
                     continue
                 if not isinstance(data.get("url"), str):
                     raise DrarenaError(f"{self.path}: {PAGES_PATH}: line {number}: no url")
-                out.append(WaczPage(data["url"], str(data.get("ts", "")),
-                                    str(data.get("title") or ""), str(data.get("id") or "")))
+                out.append(
+                    WaczPage(
+                        data["url"],
+                        str(data.get("ts", "")),
+                        str(data.get("title") or ""),
+                        str(data.get("id") or ""),
+                    )
+                )
         except (_Oversized, zipfile.BadZipFile, OSError, EOFError) as exc:  # CRC, cut short
             raise DrarenaError(f"{self.path}: {PAGES_PATH}: {exc}") from None
         return out
@@ -459,8 +521,15 @@ class WaczPackage:
             declared = json.loads(_read_small(self._zip, DIGEST, _DIGEST_MAX))["hash"]
             algo = declared.partition(":")[0]
             actual = f"{algo}:{hashlib.new(algo, self._package_bytes).hexdigest()}"
-        except (KeyError, TypeError, ValueError, AttributeError, zipfile.BadZipFile, OSError,
-                EOFError) as exc:
+        except (
+            KeyError,
+            TypeError,
+            ValueError,
+            AttributeError,
+            zipfile.BadZipFile,
+            OSError,
+            EOFError,
+        ) as exc:
             return [f"{DIGEST}: not a valid digest file ({exc!r})"]
         except _Oversized as exc:
             return [f"{DIGEST}: {exc}"]
@@ -481,27 +550,35 @@ def _inflate_cap(info: zipfile.ZipInfo) -> int:
     return MAX_INFLATE_RATIO * info.compress_size + _INFLATE_SLACK
 
 
-def _inflated(zf: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int | None = None
-              ) -> Iterator[bytes]:
+def _inflated(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int | None = None
+) -> Iterator[bytes]:
     """A member's decoded bytes in chunks (zipfile inflates at most a chunk per read), checked
     against the cap twice: as the zip header declares it (refused before anything is read)
     and as the bytes actually come (a header can lie)."""
     ratio = _inflate_cap(info)
     limit = ratio if cap is None else min(cap, ratio)
-    why = (f"{MAX_INFLATE_RATIO}x its compressed size" if limit == ratio
-           else "the most this member may hold")
+    why = (
+        f"{MAX_INFLATE_RATIO}x its compressed size"
+        if limit == ratio
+        else "the most this member may hold"
+    )
     if info.file_size > limit:
-        raise _Oversized(f"the zip header says it expands from {info.compress_size} to "
-                         f"{info.file_size} bytes, past its cap of {limit} ({why}); refused "
-                         "as a decompression bomb")
+        raise _Oversized(
+            f"the zip header says it expands from {info.compress_size} to "
+            f"{info.file_size} bytes, past its cap of {limit} ({why}); refused "
+            "as a decompression bomb"
+        )
     seen = 0
     with zf.open(info) as fh:
         while block := fh.read(_CHUNK):
             seen += len(block)
             if seen > limit:
-                raise _Oversized(f"expands past its cap of {limit} bytes ({why}) although its "
-                                 f"zip header says {info.file_size}; refused as a "
-                                 "decompression bomb")
+                raise _Oversized(
+                    f"expands past its cap of {limit} bytes ({why}) although its "
+                    f"zip header says {info.file_size}; refused as a "
+                    "decompression bomb"
+                )
             yield block
 
 
@@ -527,8 +604,10 @@ def _lines(zf: zipfile.ZipFile, name: str) -> Iterator[bytes]:
 def _overlap(zf: zipfile.ZipFile) -> str:
     """Members whose data overlap in the file: how zip bombs multiply one compressed kernel
     (a real zip never shares bytes between members). "" when there are none."""
-    spans = sorted((info.header_offset, info.header_offset + 30 + info.compress_size,
-                    info.filename) for info in zf.infolist())
+    spans = sorted(
+        (info.header_offset, info.header_offset + 30 + info.compress_size, info.filename)
+        for info in zf.infolist()
+    )
     for (_, end, first), (start, _, second) in itertools.pairwise(spans):
         if start < end:
             return f"members {first} and {second} overlap in the zip; refused as a zip bomb"

@@ -128,13 +128,16 @@ class SnapshotWriter:
         file_name = safe_file_name(f"{self.name}-{index:05d}.warc.gz")
         path = self.folder / file_name
         if path.exists():
-            raise DrarenaError(f"{path}: already exists and is not in the manifest; "
-                               "remove it or start a fresh snapshot")
+            raise DrarenaError(
+                f"{path}: already exists and is not in the manifest; "
+                "remove it or start a fresh snapshot"
+            )
         self.started_at = self.started_at or warc_date(self.clock())
         handle = path.open("xb")
         buffer = BytesIO()
-        self._file = _OpenFile(file_name, handle,
-                               WARCWriter(buffer, gzip=False, warc_version="1.1"), buffer)
+        self._file = _OpenFile(
+            file_name, handle, WARCWriter(buffer, gzip=False, warc_version="1.1"), buffer
+        )
         self._cdxj = list(self.prior_cdxj)
         info = {
             "software": " ".join(f"{k}/{v}" for k, v in sorted(self.software.items())),
@@ -147,9 +150,13 @@ class SnapshotWriter:
         }
         payload = "".join(f"{k}: {v}\r\n" for k, v in info.items() if v).encode()
         record = self._file.writer.create_warc_record(
-            "", "warcinfo", payload=BytesIO(payload), length=len(payload),
+            "",
+            "warcinfo",
+            payload=BytesIO(payload),
+            length=len(payload),
             warc_content_type="application/warc-fields",
-            warc_headers_dict=self._warc_headers({"WARC-Filename": file_name}))
+            warc_headers_dict=self._warc_headers({"WARC-Filename": file_name}),
+        )
         self._write(record)
 
     # -- records ------------------------------------------------------------------------------
@@ -184,15 +191,20 @@ class SnapshotWriter:
         parts = urlsplit(exchange.url)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         request = writer.create_warc_record(
-            exchange.url, "request",
+            exchange.url,
+            "request",
             http_headers=StatusAndHeaders(
                 f"{exchange.method} {target} HTTP/{exchange.http_version}",
-                list(exchange.request_headers), is_http_request=True),
-            warc_headers_dict=self._warc_headers(
-                {"WARC-Concurrent-To": response_id, **ip}, date))
-        http_headers = StatusAndHeaders(f"{exchange.status} {exchange.reason}".strip(),
-                                        list(exchange.response_headers),
-                                        protocol=f"HTTP/{exchange.http_version}")
+                list(exchange.request_headers),
+                is_http_request=True,
+            ),
+            warc_headers_dict=self._warc_headers({"WARC-Concurrent-To": response_id, **ip}, date),
+        )
+        http_headers = StatusAndHeaders(
+            f"{exchange.status} {exchange.reason}".strip(),
+            list(exchange.response_headers),
+            protocol=f"HTTP/{exchange.http_version}",
+        )
         digest = sha1_b32(exchange.entity)
         extra = {"WARC-Record-ID": response_id, "WARC-Date": date, **ip}
         if exchange.truncated:
@@ -201,35 +213,61 @@ class SnapshotWriter:
         if first is not None:
             extra["WARC-Refers-To"] = first.record_id
             response = writer.create_revisit_record(
-                exchange.url, digest, first.url, first.date,
-                http_headers=http_headers, warc_headers_dict=extra)
+                exchange.url,
+                digest,
+                first.url,
+                first.date,
+                http_headers=http_headers,
+                warc_headers_dict=extra,
+            )
             mime = "warc/revisit"
         else:
             # The digest is computed once here; warcio then skips its own payload hash.
             response = writer.create_warc_record(
-                exchange.url, "response", payload=BytesIO(exchange.entity),
-                length=len(exchange.entity), http_headers=http_headers,
-                warc_headers_dict={**extra, "WARC-Payload-Digest": digest})
+                exchange.url,
+                "response",
+                payload=BytesIO(exchange.entity),
+                length=len(exchange.entity),
+                http_headers=http_headers,
+                warc_headers_dict={**extra, "WARC-Payload-Digest": digest},
+            )
             mime = _media_type(exchange.response_headers)
             if exchange.entity:
                 self.payloads[digest] = StoredPayload(exchange.url, date, response_id)
         offset, length = self._write(response)
         self._write(request)
-        self._cdxj.append(_cdxj_line(exchange.url, date, {
-            "url": exchange.url, "mime": mime, "status": str(exchange.status),
-            "digest": digest, "length": str(length), "offset": str(offset),
-            "filename": self._file.name}))
+        self._cdxj.append(
+            _cdxj_line(
+                exchange.url,
+                date,
+                {
+                    "url": exchange.url,
+                    "mime": mime,
+                    "status": str(exchange.status),
+                    "digest": digest,
+                    "length": str(length),
+                    "offset": str(offset),
+                    "filename": self._file.name,
+                },
+            )
+        )
         return digest, first is not None
 
     def write_failure(self, failure: FetchFailure) -> None:
         """A fetch without a response, as a `metadata` record the reader and resume understand."""
         assert self._file is not None, "SnapshotWriter.open() first"
-        fields = (f"drarena-fetch-error: {failure.kind}\r\n"
-                  f"drarena-detail: {_one_line(failure.detail)}\r\n").encode()
+        fields = (
+            f"drarena-fetch-error: {failure.kind}\r\n"
+            f"drarena-detail: {_one_line(failure.detail)}\r\n"
+        ).encode()
         record = self._file.writer.create_warc_record(
-            failure.url, "metadata", payload=BytesIO(fields), length=len(fields),
+            failure.url,
+            "metadata",
+            payload=BytesIO(fields),
+            length=len(fields),
             warc_content_type="application/warc-fields",
-            warc_headers_dict=self._warc_headers({}))
+            warc_headers_dict=self._warc_headers({}),
+        )
         self._write(record)
 
     # -- finishing ---------------------------------------------------------------------------
@@ -241,8 +279,12 @@ class SnapshotWriter:
         written first, so it never lacks a line for a record the manifest covers."""
         assert self._file is not None, "SnapshotWriter.open() first"
         self._file.handle.flush()
-        current = FileDigest(name=self._file.name, sha256=self._file.digest.hexdigest(),
-                             size=self._file.handle.tell(), records=self._file.records)
+        current = FileDigest(
+            name=self._file.name,
+            sha256=self._file.digest.hexdigest(),
+            size=self._file.handle.tell(),
+            records=self._file.records,
+        )
         return self._write_index((*self.prior_files, current), False, counts, self.started_at)
 
     def close(self, *, complete: bool, counts: Counts) -> Manifest:
@@ -251,26 +293,44 @@ class SnapshotWriter:
         self._file.handle.flush()
         self._file.handle.close()
         path = self.folder / self._file.name
-        files = (*self.prior_files,
-                 FileDigest(name=self._file.name, sha256=sha256_file(path),
-                            size=path.stat().st_size, records=self._file.records))
+        files = (
+            *self.prior_files,
+            FileDigest(
+                name=self._file.name,
+                sha256=sha256_file(path),
+                size=path.stat().st_size,
+                records=self._file.records,
+            ),
+        )
         manifest = self._write_index(files, complete, counts, warc_date(self.clock()))
         self._file = None
         return manifest
 
-    def _write_index(self, files: tuple[FileDigest, ...], complete: bool, counts: Counts,
-                     ended_at: str) -> Manifest:
+    def _write_index(
+        self, files: tuple[FileDigest, ...], complete: bool, counts: Counts, ended_at: str
+    ) -> Manifest:
         cdxj_path = self.folder / CDXJ_NAME
         lines = sorted(self._cdxj)
         tmp = cdxj_path.with_name(CDXJ_NAME + ".tmp")
         tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
         tmp.replace(cdxj_path)
         manifest = Manifest(
-            name=self.name, complete=complete, spec=self.spec, software=self.software,
-            started_at=self.started_at, ended_at=ended_at, warc_files=files,
-            cdxj=FileDigest(name=CDXJ_NAME, sha256=sha256_file(cdxj_path),
-                            size=cdxj_path.stat().st_size, records=len(lines)),
-            counts=counts, fingerprint=fingerprint(files))
+            name=self.name,
+            complete=complete,
+            spec=self.spec,
+            software=self.software,
+            started_at=self.started_at,
+            ended_at=ended_at,
+            warc_files=files,
+            cdxj=FileDigest(
+                name=CDXJ_NAME,
+                sha256=sha256_file(cdxj_path),
+                size=cdxj_path.stat().st_size,
+                records=len(lines),
+            ),
+            counts=counts,
+            fingerprint=fingerprint(files),
+        )
         write_manifest(self.folder, manifest)
         return manifest
 

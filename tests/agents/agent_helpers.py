@@ -16,8 +16,10 @@ from drarena.records import Hit
 from drarena.search.docstore import PageText
 
 PAGES = {
-    "http://site.test/asyncio": ("asyncio", "asyncio is a library to write concurrent code "
-                                 "using the async/await syntax. " * 60),
+    "http://site.test/asyncio": (
+        "asyncio",
+        "asyncio is a library to write concurrent code using the async/await syntax. " * 60,
+    ),
     "http://site.test/json": ("json", "json encodes and decodes JSON documents. " * 5),
 }
 
@@ -36,8 +38,9 @@ class MemoryRetrieverForTests:
 
     name = "memory"
 
-    def __init__(self, pages: dict[str, tuple[str, str]] | None = None,
-                 fail_search: bool = False) -> None:
+    def __init__(
+        self, pages: dict[str, tuple[str, str]] | None = None, fail_search: bool = False
+    ) -> None:
         self.pages = PAGES if pages is None else pages
         self.fail_search = fail_search
         self.queries: list[str] = []
@@ -47,26 +50,46 @@ class MemoryRetrieverForTests:
         if self.fail_search:
             raise DrarenaError("bm25: the index is unreadable")
         words = set(query.lower().split())
-        scored = sorted(((sum(w in text.lower() for w in words), url)
-                         for url, (_, text) in self.pages.items()), key=lambda s: (-s[0], s[1]))
-        return [Hit(docid=f"doc-{url.rsplit('/', 1)[1]}", url=url, title=self.pages[url][0],
-                    snippet=self.pages[url][1][:80], score=float(score), rank=rank)
-                for rank, (score, url) in enumerate(scored[:k], 1) if score > 0]
+        scored = sorted(
+            ((sum(w in text.lower() for w in words), url) for url, (_, text) in self.pages.items()),
+            key=lambda s: (-s[0], s[1]),
+        )
+        return [
+            Hit(
+                docid=f"doc-{url.rsplit('/', 1)[1]}",
+                url=url,
+                title=self.pages[url][0],
+                snippet=self.pages[url][1][:80],
+                score=float(score),
+                rank=rank,
+            )
+            for rank, (score, url) in enumerate(scored[:k], 1)
+            if score > 0
+        ]
 
     def open(self, url_or_docid: str, offset: int = 0, max_chars: int = 4000) -> PageText:
         for url, (title, text) in self.pages.items():
             if url_or_docid in (url, f"doc-{url.rsplit('/', 1)[1]}"):
                 end = min(offset + max_chars, len(text))
-                return PageText(f"doc-{url.rsplit('/', 1)[1]}", url, title, text[offset:end],
-                                offset, end if end < len(text) else None, len(text))
+                return PageText(
+                    f"doc-{url.rsplit('/', 1)[1]}",
+                    url,
+                    title,
+                    text[offset:end],
+                    offset,
+                    end if end < len(text) else None,
+                    len(text),
+                )
         raise DrarenaError(f"unknown docid or URL {url_or_docid!r} in snapshot memory")
 
 
-def scripted_context(steps: list[Step], retriever: Any = None,
-                     known: set[str] | None = None) -> tuple[AgentContext, ScriptedBackendForTests]:
+def scripted_context(
+    steps: list[Step], retriever: Any = None, known: set[str] | None = None
+) -> tuple[AgentContext, ScriptedBackendForTests]:
     backend = ScriptedBackendForTests(steps)
-    config = ModelsConfig(roles={"agent": ModelRole(model="scripted")},
-                          retry=RetryPolicy(max_attempts=1))
+    config = ModelsConfig(
+        roles={"agent": ModelRole(model="scripted")}, retry=RetryPolicy(max_attempts=1)
+    )
     client = ModelClient(config, backend=backend)
     known_urls = set(PAGES) if known is None else known
     ticks = {"t": 0.0}
@@ -76,6 +99,10 @@ def scripted_context(steps: list[Step], retriever: Any = None,
         return ticks["t"]
 
     retriever = retriever if retriever is not None else MemoryRetrieverForTests()
-    context = AgentContext(client=client, url_checker=known_urls.__contains__, clock=clock,
-                           retriever_factory=lambda spec: retriever)
+    context = AgentContext(
+        client=client,
+        url_checker=known_urls.__contains__,
+        clock=clock,
+        retriever_factory=lambda spec: retriever,
+    )
     return context, backend

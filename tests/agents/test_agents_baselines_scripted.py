@@ -20,7 +20,8 @@ NAMED = {"type": "function", "function": {"name": "answer"}}
 async def test_closed_book_one_named_answer_call_no_evidence() -> None:
     context, backend = scripted_context([tool("answer", ANSWER)])
     answer = await build_agent({"kind": "closed_book"}, context).answer(
-        Conversation("What is asyncio?"), (10, 50))
+        Conversation("What is asyncio?"), (10, 50)
+    )
     assert answer.agent == "closed_book" and answer.check.valid == 1
     (request,) = backend.requests
     assert request["tool_choice"] == NAMED
@@ -32,8 +33,9 @@ async def test_closed_book_one_named_answer_call_no_evidence() -> None:
 async def test_rag_retrieves_once_and_puts_pages_in_context() -> None:
     retriever = MemoryRetrieverForTests()
     context, backend = scripted_context([tool("answer", ANSWER)], retriever=retriever)
-    answer = await build_agent({"kind": "rag", "args": {"k": 2, "context_chars": 1000}},
-                               context).answer(Conversation("asyncio json"), (10, 50))
+    answer = await build_agent(
+        {"kind": "rag", "args": {"k": 2, "context_chars": 1000}}, context
+    ).answer(Conversation("asyncio json"), (10, 50))
     assert retriever.queries == ["asyncio json"]
     first = answer.trajectory.steps[0]
     assert first.model is None
@@ -42,16 +44,19 @@ async def test_rag_retrieves_once_and_puts_pages_in_context() -> None:
     assert first.note == "1 of 2 pages cut to fit"
     prompt = backend.requests[0]["messages"][-1]["content"]
     assert prompt.count("<<<BEGIN page") == 2 and prompt.index("<<<BEGIN") < prompt.index(
-        "Question: asyncio json")
+        "Question: asyncio json"
+    )
     assert answer.trajectory.steps[1].model is not None
 
 
 async def test_rag_with_a_failing_search_still_answers() -> None:
-    context, backend = scripted_context([tool("answer", ANSWER)],
-                                        retriever=MemoryRetrieverForTests(fail_search=True))
+    context, backend = scripted_context(
+        [tool("answer", ANSWER)], retriever=MemoryRetrieverForTests(fail_search=True)
+    )
     answer = await build_agent({"kind": "rag"}, context).answer(Conversation("q"), (1, 5))
     assert answer.trajectory.steps[0].tools[0].error == (
-        "search failed: bm25: the index is unreadable")
+        "search failed: bm25: the index is unreadable"
+    )
     assert "(the search found no pages)" in backend.requests[0]["messages"][-1]["content"]
     assert answer.report.startswith("asyncio")
 
@@ -60,7 +65,8 @@ async def test_oracle_reads_the_target_pages() -> None:
     context, backend = scripted_context([tool("answer", ANSWER)])
     targets = (SourcePage(ASYNCIO, "asyncio", "TARGET TEXT about the event loop"),)
     answer = await build_agent({"kind": "oracle"}, context).answer(
-        Conversation("What is asyncio?", targets=targets), (10, 50))
+        Conversation("What is asyncio?", targets=targets), (10, 50)
+    )
     assert "TARGET TEXT about the event loop" in backend.requests[0]["messages"][-1]["content"]
     assert answer.trajectory.steps[0].tools[0].urls == (ASYNCIO,)
     assert answer.error is None
@@ -74,27 +80,28 @@ async def test_oracle_without_targets_says_so() -> None:
 
 
 async def test_invalid_answer_is_repaired_once_then_plain_text_is_kept() -> None:
-    context, backend = scripted_context([tool("answer", '{"report": 3}'),
-                                         tool("answer", ANSWER)])
-    answer = await build_agent({"kind": "closed_book"}, context).answer(Conversation("q"),
-                                                                        (1, 5))
+    context, backend = scripted_context([tool("answer", '{"report": 3}'), tool("answer", ANSWER)])
+    answer = await build_agent({"kind": "closed_book"}, context).answer(Conversation("q"), (1, 5))
     assert answer.trajectory.steps[0].tools[0].error == "'report' must be a non-empty string"
     assert answer.error is None and len(backend.requests) == 2
 
-    context, _ = scripted_context([reply("Plain words [1].\n\n[1]: http://x.test/a"),
-                                   reply("Still plain [1].\n[1]: http://x.test/a")])
-    answer = await build_agent({"kind": "closed_book"}, context).answer(Conversation("q"),
-                                                                        (1, 5))
-    assert answer.error == ("no answer call in the reply (reply: 'Still plain [1]. [1]: "
-                            "http://x.test/a')")
+    context, _ = scripted_context(
+        [
+            reply("Plain words [1].\n\n[1]: http://x.test/a"),
+            reply("Still plain [1].\n[1]: http://x.test/a"),
+        ]
+    )
+    answer = await build_agent({"kind": "closed_book"}, context).answer(Conversation("q"), (1, 5))
+    assert answer.error == (
+        "no answer call in the reply (reply: 'Still plain [1]. [1]: http://x.test/a')"
+    )
     assert answer.report == "Still plain [1]."
     assert answer.check.fabricated_urls == ("http://x.test/a",)
 
 
 async def test_model_failure_is_an_answer_with_the_error() -> None:
     context, _ = scripted_context([ValueError("400 bad request")])
-    answer = await build_agent({"kind": "closed_book"}, context).answer(Conversation("q"),
-                                                                        (1, 5))
+    answer = await build_agent({"kind": "closed_book"}, context).answer(Conversation("q"), (1, 5))
     assert answer.report == "" and answer.error is not None
     assert "400 bad request" in answer.error
 
@@ -118,13 +125,18 @@ async def test_word_limit_is_checked() -> None:
 
 
 async def test_answer_call_cut_into_text_by_the_token_limit_is_kept() -> None:
-    cut = BackendReply(model="scripted", finish_reason="length", prompt_tokens=5,
-                       completion_tokens=160, cost_usd=None, tool_calls=(),
-                       text='<tool_call>\n{"name": "answer", "arguments": {"report": "Sorted '
-                            'takes a key [1] and so on and on')
+    cut = BackendReply(
+        model="scripted",
+        finish_reason="length",
+        prompt_tokens=5,
+        completion_tokens=160,
+        cost_usd=None,
+        tool_calls=(),
+        text='<tool_call>\n{"name": "answer", "arguments": {"report": "Sorted '
+        "takes a key [1] and so on and on",
+    )
     context, backend = scripted_context([cut])
-    answer = await build_agent({"kind": "closed_book"}, context).answer(Conversation("q"),
-                                                                        (1, 5))
+    answer = await build_agent({"kind": "closed_book"}, context).answer(Conversation("q"), (1, 5))
     assert answer.error is None and len(backend.requests) == 1
     assert answer.report == "Sorted takes a key [1] and so on and on"
     assert answer.trajectory.steps[0].note == CUT_NOTE

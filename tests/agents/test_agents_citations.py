@@ -32,7 +32,8 @@ def test_markers_and_clean_urls() -> None:
 
 def test_split_references_from_plain_text() -> None:
     body, urls = cite.split_references(
-        "Text [1] and [3].\n\n[1]: http://a.test/one\n[3] <http://a.test/three>\n")
+        "Text [1] and [3].\n\n[1]: http://a.test/one\n[3] <http://a.test/three>\n"
+    )
     assert body == "Text [1] and [3]."
     assert urls == ["http://a.test/one", "", "http://a.test/three"]
     assert cite.split_references("no refs [1]") == ("no refs [1]", [])
@@ -40,18 +41,27 @@ def test_split_references_from_plain_text() -> None:
 
 def test_resolve_counts_unresolved_markers() -> None:
     citations, unresolved = cite.resolve("A [1], B [4].", ["http://a.test/1", "http://a.test/2"])
-    assert citations == (Citation(1, "http://a.test/1", True),
-                         Citation(2, "http://a.test/2", False))
+    assert citations == (
+        Citation(1, "http://a.test/1", True),
+        Citation(2, "http://a.test/2", False),
+    )
     assert unresolved == 1
 
 
 def test_check_flags_unknown_urls_and_counts_distinct() -> None:
-    citations, _ = cite.resolve("[1][2][3]", ["http://a.test/ok", "http://b.test/made-up",
-                                              "http://a.test/ok"])
+    citations, _ = cite.resolve(
+        "[1][2][3]", ["http://a.test/ok", "http://b.test/made-up", "http://a.test/ok"]
+    )
     marked, counts = cite.check(citations, 0, {"http://a.test/ok"}.__contains__)
     assert [c.valid for c in marked] == [True, False, True]
-    assert counts == CitationCheck(cited=2, valid=1, fabricated=1, unresolved=0, checked=True,
-                                   fabricated_urls=("http://b.test/made-up",))
+    assert counts == CitationCheck(
+        cited=2,
+        valid=1,
+        fabricated=1,
+        unresolved=0,
+        checked=True,
+        fabricated_urls=("http://b.test/made-up",),
+    )
     _, unchecked = cite.check(citations, 0, None)
     assert unchecked.checked is False and unchecked.cited == 2 and unchecked.fabricated == 0
 
@@ -75,13 +85,26 @@ def test_snapshot_checker_on_the_committed_snapshot() -> None:
 
 def test_answer_round_trips_through_json() -> None:
     answer = Answer(
-        agent="react", report="r [1]", citations=(Citation(1, "http://a.test/", True, True),),
+        agent="react",
+        report="r [1]",
+        citations=(Citation(1, "http://a.test/", True, True),),
         check=CitationCheck(1, 1, 0, 0, True, ()),
-        trajectory=Trajectory((
-            Step(0, ModelCall("k" * 64, 10, 5, 0.5, False, "tool_calls"),
-                 (ToolEvent("c1", "search", '{"query": "q"}', ("d1",), ("http://a.test/",)),)),
-            Step(1, None, (), error="no tool call", note="x"))),
-        wall_s=1.0, model_s=0.5, prompt_tokens=10, completion_tokens=5, limit_hit="steps")
+        trajectory=Trajectory(
+            (
+                Step(
+                    0,
+                    ModelCall("k" * 64, 10, 5, 0.5, False, "tool_calls"),
+                    (ToolEvent("c1", "search", '{"query": "q"}', ("d1",), ("http://a.test/",)),),
+                ),
+                Step(1, None, (), error="no tool call", note="x"),
+            )
+        ),
+        wall_s=1.0,
+        model_s=0.5,
+        prompt_tokens=10,
+        completion_tokens=5,
+        limit_hit="steps",
+    )
     again = Answer.from_json(answer.to_json())
     assert again == answer and again.to_json() == answer.to_json()
     assert again.trajectory.errors() == ["no tool call"]

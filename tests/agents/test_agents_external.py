@@ -51,8 +51,9 @@ def search_url() -> Iterator[str]:
 
 def command_agent(command: list[str], **args: Any) -> Any:
     context = AgentContext(url_checker=set(PAGES).__contains__)
-    return build_agent({"kind": "command", "args": {"command": command, **args}}, context,
-                       name="ext")
+    return build_agent(
+        {"kind": "command", "args": {"command": command, **args}}, context, name="ext"
+    )
 
 
 async def test_example_agent_searches_the_frozen_web(search_url: str) -> None:
@@ -69,49 +70,65 @@ async def test_example_agent_searches_the_frozen_web(search_url: str) -> None:
 
 async def test_example_agent_without_a_search_server() -> None:
     answer = await command_agent([sys.executable, str(EXAMPLE)]).answer(
-        Conversation("anything"), (1, 10))
+        Conversation("anything"), (1, 10)
+    )
     assert answer.error is None and "Nothing found in the archive." in answer.report
     assert answer.citations == ()
 
 
 async def test_request_format_on_stdin() -> None:
-    echo = ("import json,sys; r=json.load(sys.stdin); "
-            "print(json.dumps({'report': json.dumps(r, sort_keys=True)}))")
+    echo = (
+        "import json,sys; r=json.load(sys.stdin); "
+        "print(json.dumps({'report': json.dumps(r, sort_keys=True)}))"
+    )
     conversation = Conversation("first?").then("answer one", "second?")
-    answer = await command_agent([sys.executable, "-c", echo], search_url="http://s.test"
-                                 ).answer(conversation, (5, 9))
+    answer = await command_agent([sys.executable, "-c", echo], search_url="http://s.test").answer(
+        conversation, (5, 9)
+    )
     assert json.loads(answer.report) == {
-        "protocol": 1, "question": "second?", "search_url": "http://s.test",
-        "history": [{"question": "first?", "answer": "answer one"}], "word_limit": [5, 9]}
+        "protocol": 1,
+        "question": "second?",
+        "search_url": "http://s.test",
+        "history": [{"question": "first?", "answer": "answer one"}],
+        "word_limit": [5, 9],
+    }
 
 
-@pytest.mark.parametrize(("script", "expected"), [
-    ("import sys; sys.stderr.write('Traceback: boom'); sys.exit(3)",
-     "exited with status 3; stderr: 'Traceback: boom'"),
-    ("print('thinking...'); print('the answer is 42')", "stdout is not a JSON answer"),
-    ("print(json.dumps({'answer': 'x'}))", "stdout is not a JSON answer (report: Field "),
-    ("pass", "stdout is empty"),
-])
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        (
+            "import sys; sys.stderr.write('Traceback: boom'); sys.exit(3)",
+            "exited with status 3; stderr: 'Traceback: boom'",
+        ),
+        ("print('thinking...'); print('the answer is 42')", "stdout is not a JSON answer"),
+        ("print(json.dumps({'answer': 'x'}))", "stdout is not a JSON answer (report: Field "),
+        ("pass", "stdout is empty"),
+    ],
+)
 async def test_crash_and_garbage_become_recorded_errors(script: str, expected: str) -> None:
     answer = await command_agent([sys.executable, "-c", f"import json\n{script}"]).answer(
-        Conversation("q"), (1, 5))
+        Conversation("q"), (1, 5)
+    )
     assert answer.report == "" and answer.error is not None
     assert expected in answer.error
     assert answer.trajectory.steps[0].error == answer.error
 
 
 async def test_logs_before_the_answer_line_are_tolerated() -> None:
-    script = "print('log line'); print('{\"report\": \"ok [1]\", \"citations\": [\"http://x.test/\"]}')"
+    script = 'print(\'log line\'); print(\'{"report": "ok [1]", "citations": ["http://x.test/"]}\')'
     answer = await command_agent([sys.executable, "-c", script]).answer(Conversation("q"), (1, 5))
     assert answer.report == "ok [1]" and answer.check.fabricated_urls == ("http://x.test/",)
 
 
 async def test_hanging_agent_is_killed_at_the_time_limit(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
-    script = (f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); "
-              "time.sleep(120)")
+    script = (
+        f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
+    )
     answer = await command_agent([sys.executable, "-c", script], timeout_s=1.5).answer(
-        Conversation("q"), (1, 5))
+        Conversation("q"), (1, 5)
+    )
     assert answer.error == "external agent ext: no answer within 1.5 s (killed)"
     with pytest.raises(ProcessLookupError):
         os.kill(int(pid_file.read_text()), 0)
@@ -123,6 +140,7 @@ async def test_missing_command() -> None:
 
 
 # --- HTTP adapter ---------------------------------------------------------------------------
+
 
 @pytest.fixture
 async def agent_service() -> AsyncIterator[tuple[str, list[dict[str, Any]]]]:
@@ -136,14 +154,30 @@ async def agent_service() -> AsyncIterator[tuple[str, list[dict[str, Any]]]]:
         mode = request.match_info["mode"]
         if mode == "broken":
             return web.json_response({"error": {"message": "agent crashed"}}, status=500)
-        text = "" if mode == "empty" else (
-            "Asyncio runs coroutines [1]; see also [2].\n\n[1]: http://site.test/asyncio\n"
-            "[2]: http://made-up.test/page")
-        return web.json_response({
-            "id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": text}}],
-            "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}})
+        text = (
+            ""
+            if mode == "empty"
+            else (
+                "Asyncio runs coroutines [1]; see also [2].\n\n[1]: http://site.test/asyncio\n"
+                "[2]: http://made-up.test/page"
+            )
+        )
+        return web.json_response(
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": text},
+                    }
+                ],
+                "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+            }
+        )
 
     app = web.Application()
     app.router.add_post("/{mode}/v1/chat/completions", handle)
@@ -157,9 +191,10 @@ async def agent_service() -> AsyncIterator[tuple[str, list[dict[str, Any]]]]:
 
 
 def http_agent(base: str, mode: str) -> Any:
-    config = ModelsConfig(roles={"svc": ModelRole(model="openai/deep-agent",
-                                                  api_base=f"{base}/{mode}/v1")},
-                          retry=RetryPolicy(max_attempts=1))
+    config = ModelsConfig(
+        roles={"svc": ModelRole(model="openai/deep-agent", api_base=f"{base}/{mode}/v1")},
+        retry=RetryPolicy(max_attempts=1),
+    )
     context = AgentContext(client=ModelClient(config), url_checker=set(PAGES).__contains__)
     return build_agent({"kind": "http", "args": {"role": "svc"}}, context, name="svc")
 
@@ -169,8 +204,7 @@ async def test_http_agent_answer_and_citation_check(agent_service: Any) -> None:
     conversation = Conversation("first?").then("one", "What is asyncio?")
     answer = await http_agent(base, "good").answer(conversation, (10, 40))
     assert answer.report == "Asyncio runs coroutines [1]; see also [2]."
-    assert answer.check.valid == 1 and answer.check.fabricated_urls == (
-        "http://made-up.test/page",)
+    assert answer.check.valid == 1 and answer.check.fabricated_urls == ("http://made-up.test/page",)
     assert answer.prompt_tokens == 11 and answer.completion_tokens == 7
     assert [m["role"] for m in seen[0]["messages"]] == ["system", "user", "assistant", "user"]
     assert "tools" not in seen[0]
@@ -188,6 +222,7 @@ async def test_http_agent_faults(agent_service: Any) -> None:
 
 # --- hardening: empty command, environment allow-list, output cap ---------------------------
 
+
 @pytest.mark.parametrize("command", [[], "", "   ", [""]])
 def test_empty_command_is_one_line(command: Any) -> None:
     with pytest.raises(DrarenaError, match=r"^agent command: args\.command: .*") as info:
@@ -199,16 +234,24 @@ async def test_parent_environment_stays_out(monkeypatch: pytest.MonkeyPatch) -> 
     """A secret in drarena's environment reaches the agent only when the config names it."""
     monkeypatch.setenv("DRARENA_TEST_SECRET", "s3cret")
     monkeypatch.setenv("LC_TEST_LOCALE", "kept")
-    show = ("import json, os; print(json.dumps({'report': json.dumps({k: os.environ.get(k) "
-            "for k in ('DRARENA_TEST_SECRET', 'LC_TEST_LOCALE', 'EXTRA', 'DRARENA_SEARCH_URL')}"
-            "), 'citations': []})); assert os.environ.get('PATH')")
-    seen = await command_agent([sys.executable, "-c", show], env={"EXTRA": "x"},
-                               search_url="http://127.0.0.1:9/").answer(Conversation("q"), (1, 5))
+    show = (
+        "import json, os; print(json.dumps({'report': json.dumps({k: os.environ.get(k) "
+        "for k in ('DRARENA_TEST_SECRET', 'LC_TEST_LOCALE', 'EXTRA', 'DRARENA_SEARCH_URL')}"
+        "), 'citations': []})); assert os.environ.get('PATH')"
+    )
+    seen = await command_agent(
+        [sys.executable, "-c", show], env={"EXTRA": "x"}, search_url="http://127.0.0.1:9/"
+    ).answer(Conversation("q"), (1, 5))
     assert seen.error is None, seen.error
-    assert json.loads(seen.report) == {"DRARENA_TEST_SECRET": None, "LC_TEST_LOCALE": "kept",
-                                       "EXTRA": "x", "DRARENA_SEARCH_URL": "http://127.0.0.1:9/"}
-    passed = await command_agent([sys.executable, "-c", show],
-                                 pass_env=["DRARENA_TEST_SECRET"]).answer(Conversation("q"), (1, 5))
+    assert json.loads(seen.report) == {
+        "DRARENA_TEST_SECRET": None,
+        "LC_TEST_LOCALE": "kept",
+        "EXTRA": "x",
+        "DRARENA_SEARCH_URL": "http://127.0.0.1:9/",
+    }
+    passed = await command_agent(
+        [sys.executable, "-c", show], pass_env=["DRARENA_TEST_SECRET"]
+    ).answer(Conversation("q"), (1, 5))
     assert json.loads(passed.report)["DRARENA_TEST_SECRET"] == "s3cret"
 
 
@@ -220,23 +263,29 @@ def test_pass_env_names_are_validated() -> None:
 async def test_stdout_flood_is_cut_at_the_cap(tmp_path: Path) -> None:
     """64 MiB on stdout: drarena reads 4 MiB + 1 byte, kills the agent, records why."""
     pid_file = tmp_path / "pid"
-    flood = (f"import os, sys; open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
-             "block = b'x' * (1 << 20)\n"
-             "for _ in range(64): sys.stdout.buffer.write(block)\n"
-             "sys.stdout.flush()\n")
+    flood = (
+        f"import os, sys; open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "block = b'x' * (1 << 20)\n"
+        "for _ in range(64): sys.stdout.buffer.write(block)\n"
+        "sys.stdout.flush()\n"
+    )
     answer = await command_agent([sys.executable, "-c", flood]).answer(Conversation("q"), (1, 5))
-    assert answer.error == ("external agent ext: stdout passed its cap of 4194304 bytes "
-                            "(4194305 bytes read; killed)")
+    assert answer.error == (
+        "external agent ext: stdout passed its cap of 4194304 bytes (4194305 bytes read; killed)"
+    )
     assert answer.report == "" and answer.trajectory.steps[0].error == answer.error
     with pytest.raises(ProcessLookupError):
         os.kill(int(pid_file.read_text()), 0)
 
 
 async def test_stderr_keeps_a_bounded_tail() -> None:
-    noisy = ("import sys\nfor i in range(20000): sys.stderr.write(f'log line {i}\\n')\n"
-             "sys.stderr.write('the real problem'); sys.exit(2)")
-    answer = await command_agent([sys.executable, "-c", noisy],
-                                 max_stdout_bytes=1000).answer(Conversation("q"), (1, 5))
+    noisy = (
+        "import sys\nfor i in range(20000): sys.stderr.write(f'log line {i}\\n')\n"
+        "sys.stderr.write('the real problem'); sys.exit(2)"
+    )
+    answer = await command_agent([sys.executable, "-c", noisy], max_stdout_bytes=1000).answer(
+        Conversation("q"), (1, 5)
+    )
     assert answer.error is not None and answer.error.endswith("the real problem'")
     assert "exited with status 2" in answer.error and len(answer.error) < 600
 
@@ -244,8 +293,9 @@ async def test_stderr_keeps_a_bounded_tail() -> None:
 # --- network namespace (frozen mode) ----------------------------------------------------------
 
 NETNS = sandbox.probe()
-needs_netns = pytest.mark.skipif(not NETNS.available, reason=f"no network namespace here: "
-                                                              f"{NETNS.reason}")
+needs_netns = pytest.mark.skipif(
+    not NETNS.available, reason=f"no network namespace here: {NETNS.reason}"
+)
 PROBE = """
 import errno, json, os, socket, sys, urllib.request
 request = json.load(sys.stdin)
@@ -270,8 +320,7 @@ print(json.dumps({"report": json.dumps(out), "citations": []}))
 
 
 @needs_netns
-async def test_frozen_mode_agent_has_only_loopback_and_the_bridged_search(
-        search_url: str) -> None:
+async def test_frozen_mode_agent_has_only_loopback_and_the_bridged_search(search_url: str) -> None:
     """Under the frozen-mode guard: a public address is unreachable at once (not a timeout),
     a name lookup fails, and the search server on the host's loopback answers through the
     bridge at its usual URL."""
@@ -297,8 +346,10 @@ async def test_example_agent_in_the_namespace(search_url: str) -> None:
 
 async def test_without_the_guard_the_agent_shares_the_host_network() -> None:
     """Live mode (no guard): the agent is not moved (it may use the live web)."""
-    show = ("import json, os; print(json.dumps({'report': "
-            "os.readlink('/proc/self/ns/net'), 'citations': []}))")
+    show = (
+        "import json, os; print(json.dumps({'report': "
+        "os.readlink('/proc/self/ns/net'), 'citations': []}))"
+    )
     answer = await command_agent([sys.executable, "-c", show]).answer(Conversation("q"), (1, 5))
     assert answer.report == os.readlink("/proc/self/ns/net")
 
@@ -306,11 +357,13 @@ async def test_without_the_guard_the_agent_shares_the_host_network() -> None:
 @needs_netns
 async def test_namespace_agent_killed_at_the_time_limit(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
-    script = (f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); "
-              "time.sleep(120)")
+    script = (
+        f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
+    )
     with NetworkGuard():
         answer = await command_agent([sys.executable, "-c", script], timeout_s=3).answer(
-            Conversation("q"), (1, 5))
+            Conversation("q"), (1, 5)
+        )
     assert answer.error == "external agent ext: no answer within 3 s (killed)"
     assert not_running(int(pid_file.read_text()))
 
@@ -333,19 +386,31 @@ def test_isolation_note_for_the_run_header() -> None:
 
 # --- http agents in frozen mode ---------------------------------------------------------------
 
+
 def frozen_config(api_base: str | None, **args: Any) -> Any:
     from drarena.arena.config import parse_config
 
     role: dict[str, Any] = {"model": "openai/deep-agent"}
     if api_base is not None:
         role["api_base"] = api_base
-    return parse_config({
-        "name": "t", "snapshot": "snapshots/pydocs",
-        "models": {"roles": {"examiner": {"model": "served"}, "agent": {"model": "served"},
-                             "svc": role}},
-        "agents": [{"name": "a", "kind": "oracle"},
-                   {"name": "deep", "kind": "http", "args": {"role": "svc", **args}}]},
-        "t.yaml")
+    return parse_config(
+        {
+            "name": "t",
+            "snapshot": "snapshots/pydocs",
+            "models": {
+                "roles": {
+                    "examiner": {"model": "served"},
+                    "agent": {"model": "served"},
+                    "svc": role,
+                }
+            },
+            "agents": [
+                {"name": "a", "kind": "oracle"},
+                {"name": "deep", "kind": "http", "args": {"role": "svc", **args}},
+            ],
+        },
+        "t.yaml",
+    )
 
 
 def test_frozen_mode_refuses_a_remote_http_agent_unless_named() -> None:
@@ -355,13 +420,18 @@ def test_frozen_mode_refuses_a_remote_http_agent_unless_named() -> None:
         check_components(frozen_config("http://agents.example.com:8000/v1"))
     assert str(info.value) == (
         "agents.deep.args.allow_hosts: frozen mode refuses the http agent's endpoint "
-        "agents.example.com (models.roles.svc.api_base); name the host there to allow it")
-    check_components(frozen_config("http://agents.example.com:8000/v1",
-                                   allow_hosts=["Agents.Example.com"]))
+        "agents.example.com (models.roles.svc.api_base); name the host there to allow it"
+    )
+    check_components(
+        frozen_config("http://agents.example.com:8000/v1", allow_hosts=["Agents.Example.com"])
+    )
     check_components(frozen_config("http://127.0.0.1:8000/v1"))
     check_components(frozen_config("http://agents.example.com/v1").as_live())
-    with pytest.raises(DrarenaError, match=r"^agents\.deep\.args\.role: role 'svc' has no "
-                                           r"api_base"):
+    with pytest.raises(
+        DrarenaError,
+        match=r"^agents\.deep\.args\.role: role 'svc' has no "
+        r"api_base",
+    ):
         check_components(frozen_config(None))
 
 
@@ -369,23 +439,37 @@ def test_unknown_model_role_of_a_command_agent_is_one_line() -> None:
     from drarena.arena.config import parse_config
     from drarena.arena.session import check_components
 
-    config = parse_config({
-        "name": "t", "snapshot": "snapshots/pydocs",
-        "models": {"roles": {"examiner": {"model": "served"}, "agent": {"model": "served"}}},
-        "agents": [{"name": "a", "kind": "oracle"},
-                   {"name": "ext", "kind": "command",
-                    "args": {"command": ["true"], "model_role": "judge"}}]}, "t.yaml")
+    config = parse_config(
+        {
+            "name": "t",
+            "snapshot": "snapshots/pydocs",
+            "models": {"roles": {"examiner": {"model": "served"}, "agent": {"model": "served"}}},
+            "agents": [
+                {"name": "a", "kind": "oracle"},
+                {
+                    "name": "ext",
+                    "kind": "command",
+                    "args": {"command": ["true"], "model_role": "judge"},
+                },
+            ],
+        },
+        "t.yaml",
+    )
     with pytest.raises(DrarenaError) as info:
         check_components(config)
-    assert str(info.value) == ("agents.ext.args.model_role: no role 'judge' in models.roles "
-                               "(have agent, examiner)")
+    assert str(info.value) == (
+        "agents.ext.args.model_role: no role 'judge' in models.roles (have agent, examiner)"
+    )
 
 
 def test_allow_hosts_are_host_names() -> None:
     from drarena.arena.session import check_components
 
-    with pytest.raises(DrarenaError, match=r"^agents\.deep \(http\): args\.allow_hosts: "
-                                           r".*not a host name"):
+    with pytest.raises(
+        DrarenaError,
+        match=r"^agents\.deep \(http\): args\.allow_hosts: "
+        r".*not a host name",
+    ):
         check_components(frozen_config("http://a.test/v1", allow_hosts=["http://a.test/"]))
 
 
@@ -407,11 +491,15 @@ async def test_model_role_is_bridged_into_the_namespace(agent_service: Any) -> N
     """`model_role`: the role's loopback endpoint reaches the agent as DRARENA_MODEL_API_BASE
     and answers through its own bridge (the search URL is not the only port)."""
     base, seen = agent_service
-    config = ModelsConfig(roles={"svc": ModelRole(model="openai/deep-agent",
-                                                  api_base=f"{base}/good/v1")})
+    config = ModelsConfig(
+        roles={"svc": ModelRole(model="openai/deep-agent", api_base=f"{base}/good/v1")}
+    )
     context = AgentContext(client=ModelClient(config), url_checker=set(PAGES).__contains__)
-    agent = build_agent({"kind": "command", "args": {"command": [sys.executable, "-c", CHAT],
-                                                     "model_role": "svc"}}, context, name="ext")
+    agent = build_agent(
+        {"kind": "command", "args": {"command": [sys.executable, "-c", CHAT], "model_role": "svc"}},
+        context,
+        name="ext",
+    )
     with NetworkGuard():
         answer = await agent.answer(Conversation("q"), (1, 5))
     assert answer.error is None, answer.error
@@ -420,7 +508,8 @@ async def test_model_role_is_bridged_into_the_namespace(agent_service: Any) -> N
 
 
 async def test_without_a_namespace_the_agent_falls_back_and_the_header_says_why(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Where the kernel refuses a namespace (simulated: no unshare on PATH), a frozen-mode
     agent still runs, on the host network with the allow-listed environment, and the note
     for run.json names the reason."""
@@ -428,9 +517,10 @@ async def test_without_a_namespace_the_agent_falls_back_and_the_header_says_why(
     monkeypatch.setattr(sandbox, "probe", sandbox.probe.__wrapped__)  # not the cached answer
     assert sandbox.isolation_note(True, True) == "none: unshare not found (util-linux)"
     monkeypatch.setenv("DRARENA_TEST_SECRET", "s3cret")
-    show = ("import json, os; print(json.dumps({'report': json.dumps([os.readlink("
-            "'/proc/self/ns/net'), os.environ.get('DRARENA_TEST_SECRET')]), 'citations': []}))")
+    show = (
+        "import json, os; print(json.dumps({'report': json.dumps([os.readlink("
+        "'/proc/self/ns/net'), os.environ.get('DRARENA_TEST_SECRET')]), 'citations': []}))"
+    )
     with NetworkGuard():
-        answer = await command_agent([sys.executable, "-c", show]).answer(Conversation("q"),
-                                                                          (1, 5))
+        answer = await command_agent([sys.executable, "-c", show]).answer(Conversation("q"), (1, 5))
     assert json.loads(answer.report) == [os.readlink("/proc/self/ns/net"), None]

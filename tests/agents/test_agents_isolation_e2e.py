@@ -42,7 +42,8 @@ print(json.dumps({"report": "Report strength=1 from " + request["question"], "ci
 
 @pytest.mark.skipif(not NETNS.available, reason=f"no network namespace here: {NETNS.reason}")
 def test_frozen_tournament_runs_command_agents_in_a_namespace(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("DRARENA_TEST_SECRET", "s3cret")
     site = LiveSiteForTests().start()
     try:
@@ -51,18 +52,41 @@ def test_frozen_tournament_runs_command_agents_in_a_namespace(
         site.stop()
     probe_out = tmp_path / "probe.jsonl"
     role = {"model": "openai/scripted-for-tests"}
-    config = parse_config({
-        "name": "iso", "snapshot": str(snapshot), "runs_root": str(tmp_path / "runs"),
-        "index_root": str(tmp_path / "index"), "seed": 1, "swiss_rounds": 1,
-        "trees": {"count": 1}, "match": {"max_rounds": 1}, "rating": {"resamples": 20},
-        "models": {"retry": {"max_attempts": 1}, "roles": {"examiner": role, "agent": role}},
-        "agents": [{"name": "oracle", "kind": "oracle"},
-                   {"name": "probe", "kind": "command",
-                    "args": {"command": [sys.executable, "-c", AGENT],
-                             "env": {"PROBE_OUT": str(probe_out)}}}]}, "test")
+    config = parse_config(
+        {
+            "name": "iso",
+            "snapshot": str(snapshot),
+            "runs_root": str(tmp_path / "runs"),
+            "index_root": str(tmp_path / "index"),
+            "seed": 1,
+            "swiss_rounds": 1,
+            "trees": {"count": 1},
+            "match": {"max_rounds": 1},
+            "rating": {"resamples": 20},
+            "models": {"retry": {"max_attempts": 1}, "roles": {"examiner": role, "agent": role}},
+            "agents": [
+                {"name": "oracle", "kind": "oracle"},
+                {
+                    "name": "probe",
+                    "kind": "command",
+                    "args": {
+                        "command": [sys.executable, "-c", AGENT],
+                        "env": {"PROBE_OUT": str(probe_out)},
+                    },
+                },
+            ],
+        },
+        "test",
+    )
     run = RunDir(tmp_path / "runs" / "iso")
-    execute(config, run, serve=False, cache_mode=CacheMode.READ_WRITE, prepare=False,
-            backend=scripted_models({"fact number": 3}))
+    execute(
+        config,
+        run,
+        serve=False,
+        cache_mode=CacheMode.READ_WRITE,
+        prepare=False,
+        backend=scripted_models({"fact number": 3}),
+    )
     assert json.loads(run.header_path.read_text())["agent_isolation"] == "netns"
     seen = [json.loads(line) for line in probe_out.read_text().splitlines()]
     assert seen, "the command agent never ran"

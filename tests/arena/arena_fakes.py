@@ -28,12 +28,20 @@ for _c in range(1, 5):
 def make_tree() -> tuple[Tree, dict[str, Doc]]:
     docs, nodes, edges = {}, [], []
     for node_id, parent in LAYOUT.items():
-        depth = 0 if parent is None else node_id.count("c") + node_id.count("g") + \
-            node_id.count("h")
+        depth = (
+            0 if parent is None else node_id.count("c") + node_id.count("g") + node_id.count("h")
+        )
         text = f"Page {node_id} about topic {node_id}. " * 40
-        doc = Doc(id=node_id, url=f"{BASE}{node_id}.html", title=f"Title {node_id}",
-                  contents=text, record_id="<urn:x>", payload_digest="sha1:x", digest=f"d{node_id}",
-                  chars=len(text))
+        doc = Doc(
+            id=node_id,
+            url=f"{BASE}{node_id}.html",
+            title=f"Title {node_id}",
+            contents=text,
+            record_id="<urn:x>",
+            payload_digest="sha1:x",
+            digest=f"d{node_id}",
+            chars=len(text),
+        )
         docs[node_id] = doc
         nodes.append(TreeNode(node_id, doc.url, doc.title, doc.digest, depth, doc.chars, parent))
         if parent:
@@ -52,10 +60,17 @@ class ScriptedAgentForTests:
         self.seen.append(conversation)
         if self.fail:
             raise RuntimeError("agent crashed")
-        return Answer(agent=self.name, report=f"{self.report} {len(conversation.history) + 1}",
-                      citations=(),
-                      check=CitationCheck(), trajectory=Trajectory(), wall_s=1.5, model_s=1.0,
-                      prompt_tokens=10, completion_tokens=5)
+        return Answer(
+            agent=self.name,
+            report=f"{self.report} {len(conversation.history) + 1}",
+            citations=(),
+            check=CitationCheck(),
+            trajectory=Trajectory(),
+            wall_s=1.5,
+            model_s=1.0,
+            prompt_tokens=10,
+            completion_tokens=5,
+        )
 
 
 def examiner_step(verdicts: list[dict[str, str]]) -> Any:
@@ -68,19 +83,32 @@ def examiner_step(verdicts: list[dict[str, str]]) -> Any:
         if name == "task":
             block = prompt.split("B. TARGET PAGES", 1)[1]
             numbers = [int(n) for n in re.findall(r"<<<BEGIN SOURCE (\d+)>>>", block)]
-            return reply(json.dumps({
-                # a pure function of the prompt, as a model at temperature 0 would be
-                "question": f"Question {hashlib.sha256(prompt.encode()).hexdigest()[:10]} "
-                            "about the shared topic?",
-                "checklist_depth": [{"item": f"entity {n}", "source": n} for n in numbers],
-                "checklist_width": [{"item": f"detail {n}", "source": n} for n in numbers],
-                "rationale": "r"}))
+            return reply(
+                json.dumps(
+                    {
+                        # a pure function of the prompt, as a model at temperature 0 would be
+                        "question": f"Question {hashlib.sha256(prompt.encode()).hexdigest()[:10]} "
+                        "about the shared topic?",
+                        "checklist_depth": [{"item": f"entity {n}", "source": n} for n in numbers],
+                        "checklist_width": [{"item": f"detail {n}", "source": n} for n in numbers],
+                        "rationale": "r",
+                    }
+                )
+            )
         v = queue.pop(0)
         n = int(re.search(r"CHECKLIST \((\d+) items", prompt).group(1))
-        return reply(json.dumps({"checklist_a": [True] * n, "checklist_b": [False] * n,
-                                 "reasoning": "r", "tie_quality": v.get("q", "NA"),
-                                 "loser_failure_type": v.get("f", "NONE"),
-                                 "verdict": v["v"]}))
+        return reply(
+            json.dumps(
+                {
+                    "checklist_a": [True] * n,
+                    "checklist_b": [False] * n,
+                    "reasoning": "r",
+                    "tie_quality": v.get("q", "NA"),
+                    "loser_failure_type": v.get("f", "NONE"),
+                    "verdict": v["v"],
+                }
+            )
+        )
 
     return step
 
@@ -98,13 +126,23 @@ def strength_examiner() -> Any:
         if request["response_format"]["json_schema"]["name"] == "task":
             return tasks(request)
         prompt = request["messages"][0]["content"]
-        found = [re.search(rf"BEGIN ANSWER {side}>>>.*?strength=(\d+)", prompt, re.S)
-                 for side in "AB"]
+        found = [
+            re.search(rf"BEGIN ANSWER {side}>>>.*?strength=(\d+)", prompt, re.S) for side in "AB"
+        ]
         a, b = (int(m.group(1)) if m else 0 for m in found)
         verdict = "TIE" if a == b else ("A_MUCH_BETTER" if a > b else "B_MUCH_BETTER")
         n = int(re.search(r"CHECKLIST \((\d+) items", prompt).group(1))
-        return reply(json.dumps({"checklist_a": [a > b] * n, "checklist_b": [b > a] * n,
-                                 "reasoning": "r", "tie_quality": "HIGH",
-                                 "loser_failure_type": "DEPTH", "verdict": verdict}))
+        return reply(
+            json.dumps(
+                {
+                    "checklist_a": [a > b] * n,
+                    "checklist_b": [b > a] * n,
+                    "reasoning": "r",
+                    "tie_quality": "HIGH",
+                    "loser_failure_type": "DEPTH",
+                    "verdict": verdict,
+                }
+            )
+        )
 
     return step

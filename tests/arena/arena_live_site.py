@@ -27,8 +27,9 @@ SEARCH_HITS = ("c1", "c2", "c3")
 
 
 def page_text(node: str) -> str:
-    return " ".join(f"Page {node} about topic {node}, fact number {i} of the {node} "
-                    f"section." for i in range(14))
+    return " ".join(
+        f"Page {node} about topic {node}, fact number {i} of the {node} section." for i in range(14)
+    )
 
 
 class LiveSiteForTests:
@@ -53,9 +54,11 @@ class LiveSiteForTests:
         links = "".join(f'<li><a href="/{k}.html">Section {k}</a></li>' for k in kids)
         text = self.edits.get(node, page_text(node))
         paras = "".join(f"<p>{s.strip()}.</p>" for s in text.split(".") if s.strip())
-        return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Title {node}"
-                f"</title></head><body><article><h1>Title {node}</h1>{paras}<ul>{links}</ul>"
-                "</article></body></html>")
+        return (
+            f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Title {node}"
+            f"</title></head><body><article><h1>Title {node}</h1>{paras}<ul>{links}</ul>"
+            "</article></body></html>"
+        )
 
     def _app(self) -> web.Application:
         async def handle(request: web.Request) -> web.StreamResponse:
@@ -65,12 +68,26 @@ class LiveSiteForTests:
                 if request.query.get("format") != "json":
                     return web.Response(status=403, text="format not enabled")
                 page = int(request.query.get("pageno", "1"))
-                results = [] if page > 1 else [
-                    {"url": self.url(n), "title": f"Title {n}", "content": page_text(n)[:120],
-                     "engine": "site"} for n in SEARCH_HITS]
-                return web.json_response({"query": request.query.get("q", ""),
-                                          "number_of_results": len(results),
-                                          "results": results})
+                results = (
+                    []
+                    if page > 1
+                    else [
+                        {
+                            "url": self.url(n),
+                            "title": f"Title {n}",
+                            "content": page_text(n)[:120],
+                            "engine": "site",
+                        }
+                        for n in SEARCH_HITS
+                    ]
+                )
+                return web.json_response(
+                    {
+                        "query": request.query.get("q", ""),
+                        "number_of_results": len(results),
+                        "results": results,
+                    }
+                )
             node = path.removesuffix(".html")
             if path.endswith(".html") and node in LAYOUT:
                 return web.Response(text=self._html(node), content_type="text/html")
@@ -106,8 +123,12 @@ def live_web_settings() -> dict[str, Any]:
     return {"allow_private_addresses": True, "per_host_delay_s": 0.0, "timeout_s": 10.0}
 
 
-def freeze(site: LiveSiteForTests, folder: Path, tree_ids: tuple[str, ...] = ("t1",),
-           keep: set[str] | None = None) -> Path:
+def freeze(
+    site: LiveSiteForTests,
+    folder: Path,
+    tree_ids: tuple[str, ...] = ("t1",),
+    keep: set[str] | None = None,
+) -> Path:
     """The site as it is now, captured with the real LiveWeb into a snapshot, extracted,
     and one hand-shaped tree per id over its pages (the arena_fakes layout; only the nodes
     in `keep` when given)."""
@@ -116,33 +137,42 @@ def freeze(site: LiveSiteForTests, folder: Path, tree_ids: tuple[str, ...] = ("t
     from drarena.corpus.trees import make_node, tree_to_json
     from drarena.live.web import LiveWeb, LiveWebSettings
 
-    with LiveWeb(LiveWebSettings.model_validate(live_web_settings()), capture_dir=folder,
-                 name="site") as live:
+    with LiveWeb(
+        LiveWebSettings.model_validate(live_web_settings()), capture_dir=folder, name="site"
+    ) as live:
         for node in LAYOUT:
             live.page(site.url(node))
     extract_snapshot(folder, workers=1, progress=False)
     docs = {d.url: d for d in load_docs(folder)}
     ids = {node: docs[site.url(node)].id for node in LAYOUT}
-    depth = {node: 0 if p is None else sum(node.count(c) for c in "cgh")
-             for node, p in LAYOUT.items()}
+    depth = {
+        node: 0 if p is None else sum(node.count(c) for c in "cgh") for node, p in LAYOUT.items()
+    }
     layout = {n: p for n, p in LAYOUT.items() if keep is None or n in keep}
-    nodes = tuple(make_node(docs[site.url(n)], depth[n], None if p is None else ids[p])
-                  for n, p in layout.items())
-    edges = tuple(TreeEdge(ids[p], ids[n], f"Section {n}", "ctx", "subtopic")
-                  for n, p in layout.items() if p is not None)
+    nodes = tuple(
+        make_node(docs[site.url(n)], depth[n], None if p is None else ids[p])
+        for n, p in layout.items()
+    )
+    edges = tuple(
+        TreeEdge(ids[p], ids[n], f"Section {n}", "ctx", "subtopic")
+        for n, p in layout.items()
+        if p is not None
+    )
     trees_dir = folder / "trees"
     trees_dir.mkdir()
     entries = []
     for tree_id in tree_ids:
         (trees_dir / f"{tree_id}.json").write_text(
-            tree_to_json(Tree(tree_id, ids["r"], nodes, edges)), encoding="utf-8")
+            tree_to_json(Tree(tree_id, ids["r"], nodes, edges)), encoding="utf-8"
+        )
         entries.append({"id": tree_id, "file": f"{tree_id}.json"})
     (trees_dir / "index.json").write_text(json.dumps({"trees": entries}), encoding="utf-8")
     return folder
 
 
-def scripted_models(strength: Mapping[str, int] | None = None,
-                    interrupt_at: int | None = None) -> ScriptedBackendForTests:
+def scripted_models(
+    strength: Mapping[str, int] | None = None, interrupt_at: int | None = None
+) -> ScriptedBackendForTests:
     """Examiner as arena_fakes (tasks from the prompt; verdicts from `strength=N` in the
     answers, stronger wins MUCH_BETTER); agents answer with an `answer` call whose report
     says `strength=N`, N from `strength` by the first key found in the agent's prompt
@@ -171,11 +201,19 @@ def scripted_models(strength: Mapping[str, int] | None = None,
 def verdict(prompt: str) -> BackendReply:
     import re
 
-    found = [re.search(rf"BEGIN ANSWER {side}>>>.*?strength=(\d+)", prompt, re.S)
-             for side in "AB"]
+    found = [re.search(rf"BEGIN ANSWER {side}>>>.*?strength=(\d+)", prompt, re.S) for side in "AB"]
     a, b = (int(m.group(1)) if m else 0 for m in found)
     v = "TIE" if a == b else ("A_MUCH_BETTER" if a > b else "B_MUCH_BETTER")
     n = int(re.search(r"CHECKLIST \((\d+) items", prompt).group(1))  # type: ignore[union-attr]
-    return reply(json.dumps({"checklist_a": [a > b] * n, "checklist_b": [b > a] * n,
-                             "reasoning": "r", "tie_quality": "HIGH",
-                             "loser_failure_type": "DEPTH", "verdict": v}))
+    return reply(
+        json.dumps(
+            {
+                "checklist_a": [a > b] * n,
+                "checklist_b": [b > a] * n,
+                "reasoning": "r",
+                "tie_quality": "HIGH",
+                "loser_failure_type": "DEPTH",
+                "verdict": v,
+            }
+        )
+    )

@@ -13,10 +13,15 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def base() -> dict[str, Any]:
-    return {"name": "t", "snapshot": "snapshots/pydocs",
-            "models": {"roles": {"examiner": {"model": "served"}, "agent": {"model": "served"}}},
-            "agents": [{"name": "a", "kind": "oracle"},
-                       {"name": "b", "kind": "rag", "args": {"retriever": {"kind": "bm25"}}}]}
+    return {
+        "name": "t",
+        "snapshot": "snapshots/pydocs",
+        "models": {"roles": {"examiner": {"model": "served"}, "agent": {"model": "served"}}},
+        "agents": [
+            {"name": "a", "kind": "oracle"},
+            {"name": "b", "kind": "rag", "args": {"retriever": {"kind": "bm25"}}},
+        ],
+    }
 
 
 def test_demo_config_is_valid() -> None:
@@ -45,8 +50,10 @@ def test_bad_configs_name_the_field(mutate, message: str) -> None:
     ("mutate", "message"),
     [
         (lambda c: c["agents"][0].update(kind="wizard"), "agents.a.kind: unknown agent kind"),
-        (lambda c: c["agents"][1]["args"].update(retriever={"kind": "magic"}),
-         "agents.b.args.retriever: unknown retriever kind 'magic'"),
+        (
+            lambda c: c["agents"][1]["args"].update(retriever={"kind": "magic"}),
+            "agents.b.args.retriever: unknown retriever kind 'magic'",
+        ),
         (lambda c: c["agents"][0].update(args={"role": "judge"}), "agents.a.args.role: no role"),
         (lambda c: c["models"]["roles"].pop("examiner"), "match.examiner_role"),
     ],

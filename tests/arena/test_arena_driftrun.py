@@ -22,11 +22,19 @@ from drarena.ledger.folder import RunDir
 from drarena.models.config import CacheMode
 
 
-@pytest.mark.parametrize(("frozen", "live", "expected"), [
-    ("a", "a", Change.SAME), ("tie", "tie", Change.SAME), ("a", "b", Change.FLIPPED),
-    ("b", "a", Change.FLIPPED), ("tie", "b", Change.TIE_TO_WIN),
-    ("a", "tie", Change.WIN_TO_TIE), (None, "a", Change.VOID), ("b", None, Change.VOID),
-])
+@pytest.mark.parametrize(
+    ("frozen", "live", "expected"),
+    [
+        ("a", "a", Change.SAME),
+        ("tie", "tie", Change.SAME),
+        ("a", "b", Change.FLIPPED),
+        ("b", "a", Change.FLIPPED),
+        ("tie", "b", Change.TIE_TO_WIN),
+        ("a", "tie", Change.WIN_TO_TIE),
+        (None, "a", Change.VOID),
+        ("b", None, Change.VOID),
+    ],
+)
 def test_round_change_table(frozen: str | None, live: str | None, expected: Change) -> None:
     assert change(frozen, live) == expected
 
@@ -45,19 +53,26 @@ def test_rank_correlation_hand_checked() -> None:
 
 
 def row(agent: str, rank: int, rating: float) -> LeaderboardRow:
-    return LeaderboardRow(rank, agent, rating, rating - 50, rating + 50, 3, 1, 1, 1, 0, 1.0, 1,
-                          {}, 3, 0, 0, 0, 10.0)
+    return LeaderboardRow(
+        rank, agent, rating, rating - 50, rating + 50, 3, 1, 1, 1, 0, 1.0, 1, {}, 3, 0, 0, 0, 10.0
+    )
 
 
 def test_agent_moves_positions_ranks_and_ratings() -> None:
     frozen = [row("a", 1, 1600.0), row("b", 1, 1550.0), row("c", 3, 1400.0)]
     live = [row("c", 1, 1620.0), row("a", 2, 1500.0), row("b", 2, 1480.0)]
     moves = {m.agent: m for m in agent_moves(frozen, live)}
-    assert (moves["c"].frozen_position, moves["c"].live_position,
-            moves["c"].position_delta) == (3, 1, 2)
+    assert (moves["c"].frozen_position, moves["c"].live_position, moves["c"].position_delta) == (
+        3,
+        1,
+        2,
+    )
     assert (moves["c"].rank_delta, moves["c"].rating_delta) == (2, 220.0)
-    assert (moves["a"].position_delta, moves["a"].rank_delta,
-            moves["a"].rating_delta) == (-1, -1, -100.0)
+    assert (moves["a"].position_delta, moves["a"].rank_delta, moves["a"].rating_delta) == (
+        -1,
+        -1,
+        -100.0,
+    )
     assert (moves["b"].position_delta, moves["b"].rank_delta) == (-1, -1)
 
 
@@ -76,19 +91,37 @@ STRENGTH = {"EDITED": 1, "fact number": 3}
 
 
 def test_drift_run_flips_when_the_pages_changed_and_replays(
-        site: LiveSiteForTests, tmp_path: Path) -> None:
+    site: LiveSiteForTests, tmp_path: Path
+) -> None:
     snapshot = freeze(site, tmp_path / "frozen")
     role = {"model": "openai/scripted-for-tests"}
-    config = parse_config({
-        "name": "frozen", "snapshot": str(snapshot), "runs_root": str(tmp_path / "runs"),
-        "seed": 1, "swiss_rounds": 1, "trees": {"count": 1}, "match": {"max_rounds": 1},
-        "rating": {"resamples": 20},
-        "models": {"retry": {"max_attempts": 1}, "roles": {"examiner": role, "agent": role}},
-        "agents": [{"name": "oracle", "kind": "oracle"},
-                   {"name": "closed_book", "kind": "closed_book"}]}, "test")
+    config = parse_config(
+        {
+            "name": "frozen",
+            "snapshot": str(snapshot),
+            "runs_root": str(tmp_path / "runs"),
+            "seed": 1,
+            "swiss_rounds": 1,
+            "trees": {"count": 1},
+            "match": {"max_rounds": 1},
+            "rating": {"resamples": 20},
+            "models": {"retry": {"max_attempts": 1}, "roles": {"examiner": role, "agent": role}},
+            "agents": [
+                {"name": "oracle", "kind": "oracle"},
+                {"name": "closed_book", "kind": "closed_book"},
+            ],
+        },
+        "test",
+    )
     run = RunDir(tmp_path / "runs" / "frozen")
-    frozen = execute(config, run, serve=False, cache_mode=CacheMode.READ_WRITE, prepare=False,
-                     backend=scripted_models(STRENGTH))
+    frozen = execute(
+        config,
+        run,
+        serve=False,
+        cache_mode=CacheMode.READ_WRITE,
+        prepare=False,
+        backend=scripted_models(STRENGTH),
+    )
     [match] = frozen.log
     assert match.score.points_a != match.score.points_b  # decided on the frozen web
 
@@ -98,8 +131,15 @@ def test_drift_run_flips_when_the_pages_changed_and_replays(
     with pytest.raises(DrarenaError, match="no finished drift-run to replay"):
         drift_run(run.path, out, replay=True)
     provider = {"kind": "searxng", "args": {"url": site.base}}
-    result = drift_run(run.path, out, provider=provider, web=live_web_settings(),
-                       serve=False, now=lambda: NOW, backend=scripted_models(STRENGTH))
+    result = drift_run(
+        run.path,
+        out,
+        provider=provider,
+        web=live_web_settings(),
+        serve=False,
+        now=lambda: NOW,
+        backend=scripted_models(STRENGTH),
+    )
     report = result.report
     assert report.summary.rounds == report.summary.compared == 1
     assert report.summary.counts["flipped"] == 1 and report.summary.agreement == 0.0
@@ -123,14 +163,19 @@ def test_drift_run_flips_when_the_pages_changed_and_replays(
     assert again.identical is True and again.model_calls == 0
 
 
-def test_drift_run_refuses_what_it_cannot_compare(site: LiveSiteForTests,
-                                                  tmp_path: Path) -> None:
+def test_drift_run_refuses_what_it_cannot_compare(site: LiveSiteForTests, tmp_path: Path) -> None:
     with pytest.raises(DrarenaError, match=r"no run\.json"):
         drift_run(tmp_path, tmp_path / "out")
     snapshot = freeze(site, tmp_path / "frozen")
     data = config_data(tmp_path, snapshot, {"kind": "searxng", "args": {"url": site.base}})
     live_run = RunDir(tmp_path / "runs" / "live")
-    execute(parse_config(data, "test").as_live(), live_run, serve=False,
-            cache_mode=CacheMode.READ_WRITE, prepare=False, backend=scripted_models())
+    execute(
+        parse_config(data, "test").as_live(),
+        live_run,
+        serve=False,
+        cache_mode=CacheMode.READ_WRITE,
+        prepare=False,
+        backend=scripted_models(),
+    )
     with pytest.raises(DrarenaError, match="a live run; drift-run compares a frozen run"):
         drift_run(live_run.path, tmp_path / "out", serve=False)

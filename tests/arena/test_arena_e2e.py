@@ -20,21 +20,32 @@ from drarena.models.serve import ServerHandle
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 
-def test_tournament_replay_and_rank(pydocs_indexed: tuple[Path, Path],
-                                    model_server: ServerHandle, tmp_path: Path,
-                                    monkeypatch: pytest.MonkeyPatch,
-                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_tournament_replay_and_rank(
+    pydocs_indexed: tuple[Path, Path],
+    model_server: ServerHandle,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     snapshot, index_root = pydocs_indexed
     monkeypatch.setenv("DRARENA_MODEL_API_BASE", model_server.api_base)
     role = {"model": "served", "timeout_s": 900, "sampling": {"max_tokens": 384}}
     config = {
-        "name": "e2e", "snapshot": str(snapshot), "index_root": str(index_root),
-        "runs_root": str(tmp_path), "seed": 1, "swiss_rounds": 1, "concurrency": 1,
-        "trees": {"count": 1}, "match": {"max_rounds": 1, "page_budget_chars": 3000},
+        "name": "e2e",
+        "snapshot": str(snapshot),
+        "index_root": str(index_root),
+        "runs_root": str(tmp_path),
+        "seed": 1,
+        "swiss_rounds": 1,
+        "concurrency": 1,
+        "trees": {"count": 1},
+        "match": {"max_rounds": 1, "page_budget_chars": 3000},
         "rating": {"resamples": 200},
         "models": {"retry": {"max_attempts": 2}, "roles": {"examiner": role, "agent": role}},
-        "agents": [{"name": "oracle", "kind": "oracle"},
-                   {"name": "closed_book", "kind": "closed_book"}],
+        "agents": [
+            {"name": "oracle", "kind": "oracle"},
+            {"name": "closed_book", "kind": "closed_book"},
+        ],
     }
     path = tmp_path / "e2e.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -46,8 +57,9 @@ def test_tournament_replay_and_rank(pydocs_indexed: tuple[Path, Path],
     assert header["model_calls"] > 0
     assert header["snapshot_fingerprint"] == Snapshot.open(snapshot).fingerprint
     assert set(header["prompt_hashes"]) == {"taskgen", "judge"}
-    records = [MatchRecord.from_json(line) for line in
-               (run / "matches.jsonl").read_text().splitlines()]
+    records = [
+        MatchRecord.from_json(line) for line in (run / "matches.jsonl").read_text().splitlines()
+    ]
     assert len(records) == 1
     match = records[0]
     assert {match.a, match.b} == {"oracle", "closed_book"} and len(match.rounds) == 1
@@ -59,8 +71,9 @@ def test_tournament_replay_and_rank(pydocs_indexed: tuple[Path, Path],
             continue
         task = rnd.task.task
         assert task is not None and task.question
-        assert all(i.source_url in tree_urls
-                   for i in (*task.checklist_depth, *task.checklist_width))
+        assert all(
+            i.source_url in tree_urls for i in (*task.checklist_depth, *task.checklist_width)
+        )
         assert rnd.answer_a is not None and rnd.answer_b is not None
         assert rnd.judgment is not None
         assert (rnd.judgment.ab.order, rnd.judgment.ba.order) == ("AB", "BA")

@@ -37,19 +37,31 @@ def site() -> Iterator[LiveSiteForTests]:
         server.stop()
 
 
-def config_data(tmp: Path, snapshot: Path, provider: dict[str, Any], trees: int = 1
-                ) -> dict[str, Any]:
+def config_data(
+    tmp: Path, snapshot: Path, provider: dict[str, Any], trees: int = 1
+) -> dict[str, Any]:
     role = {"model": "openai/scripted-for-tests", "sampling": {"max_tokens": 64}}
     return {
-        "name": "live", "snapshot": str(snapshot), "index_root": str(tmp / "index"),
-        "runs_root": str(tmp / "runs"), "seed": 1, "swiss_rounds": 1, "concurrency": 1,
-        "trees": {"count": trees}, "match": {"max_rounds": 1}, "rating": {"resamples": 20},
+        "name": "live",
+        "snapshot": str(snapshot),
+        "index_root": str(tmp / "index"),
+        "runs_root": str(tmp / "runs"),
+        "seed": 1,
+        "swiss_rounds": 1,
+        "concurrency": 1,
+        "trees": {"count": trees},
+        "match": {"max_rounds": 1},
+        "rating": {"resamples": 20},
         "models": {"retry": {"max_attempts": 1}, "roles": {"examiner": role, "agent": role}},
-        "agents": [{"name": "rag", "kind": "rag",
-                    "args": {"retriever": {"kind": "bm25"}, "k": 2}},
-                   {"name": "closed_book", "kind": "closed_book"}],
-        "live": {"provider": provider, "web": live_web_settings(),
-                 "capture_root": str(tmp / "captures")},
+        "agents": [
+            {"name": "rag", "kind": "rag", "args": {"retriever": {"kind": "bm25"}, "k": 2}},
+            {"name": "closed_book", "kind": "closed_book"},
+        ],
+        "live": {
+            "provider": provider,
+            "web": live_web_settings(),
+            "capture_root": str(tmp / "captures"),
+        },
     }
 
 
@@ -58,15 +70,23 @@ def searxng(site: LiveSiteForTests) -> dict[str, Any]:
 
 
 def test_live_run_searches_reads_today_captures_and_replays_offline(
-        site: LiveSiteForTests, tmp_path: Path) -> None:
+    site: LiveSiteForTests, tmp_path: Path
+) -> None:
     snapshot = freeze(site, tmp_path / "frozen")
     for node in ("r", "c1", "c2", "c3", "c4"):  # the web today differs from the snapshot
         site.edit(node, f"EDITED TODAY: page {node} now says something else. " * 12)
     config = parse_config(config_data(tmp_path, snapshot, searxng(site)), "test").as_live()
     run = RunDir(tmp_path / "runs" / "live")
     backend = scripted_models()
-    result = execute(config, run, serve=False, cache_mode=CacheMode.READ_WRITE,
-                     prepare=False, now=lambda: NOW, backend=backend)
+    result = execute(
+        config,
+        run,
+        serve=False,
+        cache_mode=CacheMode.READ_WRITE,
+        prepare=False,
+        now=lambda: NOW,
+        backend=backend,
+    )
     assert result.model_calls > 0 and len(result.log) == 1
 
     header = run.header()
@@ -84,12 +104,16 @@ def test_live_run_searches_reads_today_captures_and_replays_offline(
     # all into the capture
     assert any("/search?" in u and "format=json" in u for u in urls)
     assert site.url("r") in urls and site.url("c1") in urls
-    task_prompts = [r["messages"][0]["content"] for r in backend.requests
-                    if (r.get("response_format") or {}).get("json_schema", {}).get("name")
-                    == "task"]
+    task_prompts = [
+        r["messages"][0]["content"]
+        for r in backend.requests
+        if (r.get("response_format") or {}).get("json_schema", {}).get("name") == "task"
+    ]
     assert task_prompts and all("EDITED TODAY" in p for p in task_prompts)
-    [match] = [MatchRecord.from_json(line) for line in
-               (run.path / "matches.jsonl").read_text().splitlines()]
+    [match] = [
+        MatchRecord.from_json(line)
+        for line in (run.path / "matches.jsonl").read_text().splitlines()
+    ]
     rnd = match.rounds[0]
     assert not rnd.void_reason and rnd.judgment is not None
     rag = rnd.answer_a if match.a == "rag" else rnd.answer_b
@@ -107,15 +131,23 @@ def test_live_run_searches_reads_today_captures_and_replays_offline(
     assert again["live"]["captures"][0]["fingerprint"] == capture["fingerprint"]
 
 
-def test_live_tree_expansion_crawls_into_the_capture(site: LiveSiteForTests,
-                                                     tmp_path: Path) -> None:
+def test_live_tree_expansion_crawls_into_the_capture(
+    site: LiveSiteForTests, tmp_path: Path
+) -> None:
     # the frozen tree holds the root and one child: width 2 needs a sibling it lacks
     snapshot = freeze(site, tmp_path / "frozen", keep={"r", "c1"})
     config = parse_config(config_data(tmp_path, snapshot, searxng(site)), "test").as_live()
     run = RunDir(tmp_path / "runs" / "live")
     backend = scripted_models()
-    execute(config, run, serve=False, cache_mode=CacheMode.READ_WRITE, prepare=False,
-            now=lambda: NOW, backend=backend)
+    execute(
+        config,
+        run,
+        serve=False,
+        cache_mode=CacheMode.READ_WRITE,
+        prepare=False,
+        now=lambda: NOW,
+        backend=backend,
+    )
     [match] = run.finished().values()
     rnd = match.rounds[0]
     assert not rnd.void_reason, rnd.void_reason
@@ -133,12 +165,20 @@ def test_live_tree_expansion_crawls_into_the_capture(site: LiveSiteForTests,
 
 
 def test_replay_of_a_live_run_without_its_capture_is_one_line(
-        site: LiveSiteForTests, tmp_path: Path) -> None:
+    site: LiveSiteForTests, tmp_path: Path
+) -> None:
     snapshot = freeze(site, tmp_path / "frozen")
     config = parse_config(config_data(tmp_path, snapshot, searxng(site)), "test").as_live()
     run = RunDir(tmp_path / "runs" / "live")
-    execute(config, run, serve=False, cache_mode=CacheMode.READ_WRITE, prepare=False,
-            now=lambda: NOW, backend=scripted_models())
+    execute(
+        config,
+        run,
+        serve=False,
+        cache_mode=CacheMode.READ_WRITE,
+        prepare=False,
+        now=lambda: NOW,
+        backend=scripted_models(),
+    )
     header = run.header()
     assert header is not None
     import shutil
@@ -149,15 +189,22 @@ def test_replay_of_a_live_run_without_its_capture_is_one_line(
 
 
 def test_interrupted_live_run_keeps_its_capture_and_resumes_into_a_new_one(
-        site: LiveSiteForTests, tmp_path: Path) -> None:
+    site: LiveSiteForTests, tmp_path: Path
+) -> None:
     snapshot = freeze(site, tmp_path / "frozen", ("t1", "t2"))
-    config = parse_config(config_data(tmp_path, snapshot, searxng(site), trees=2),
-                          "test").as_live()
+    config = parse_config(config_data(tmp_path, snapshot, searxng(site), trees=2), "test").as_live()
     run = RunDir(tmp_path / "runs" / "live")
     # match 1 takes 5 calls (task, two answers, two judgments): Ctrl-C inside match 2
     with pytest.raises(KeyboardInterrupt):
-        execute(config, run, serve=False, cache_mode=CacheMode.READ_WRITE, prepare=False,
-                now=lambda: NOW, backend=scripted_models(interrupt_at=7))
+        execute(
+            config,
+            run,
+            serve=False,
+            cache_mode=CacheMode.READ_WRITE,
+            prepare=False,
+            now=lambda: NOW,
+            backend=scripted_models(interrupt_at=7),
+        )
     header = run.header()
     assert header is not None
     [first] = header["live"]["captures"]
@@ -165,8 +212,15 @@ def test_interrupted_live_run_keeps_its_capture_and_resumes_into_a_new_one(
     assert len(run.finished()) == 1
 
     later = datetime(2026, 11, 29, 15, 5, 0, tzinfo=UTC)
-    execute(config, run, serve=False, cache_mode=CacheMode.READ_WRITE, prepare=False,
-            now=lambda: later, backend=scripted_models())
+    execute(
+        config,
+        run,
+        serve=False,
+        cache_mode=CacheMode.READ_WRITE,
+        prepare=False,
+        now=lambda: later,
+        backend=scripted_models(),
+    )
     header = run.header()
     assert header is not None
     paths = [c["path"] for c in header["live"]["captures"]]
@@ -186,21 +240,29 @@ def write_config(tmp: Path, data: dict[str, Any], offline: bool = True) -> Path:
 
 
 def test_preflight_unreachable_provider_is_one_line_before_anything(
-        site: LiveSiteForTests, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    site: LiveSiteForTests, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     snapshot = freeze(site, tmp_path / "frozen")
     dead = {"kind": "searxng", "args": {"url": f"http://127.0.0.1:{free_port()}"}}
     path = write_config(tmp_path, config_data(tmp_path, snapshot, dead))
     assert main(["tournament", str(path), "--live", "--no-serve"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
-    assert err.startswith("drarena: error: live.provider: search provider searxng at "
-                          "http://127.0.0.1:") and "unreachable" in err
+    assert (
+        err.startswith(
+            "drarena: error: live.provider: search provider searxng at http://127.0.0.1:"
+        )
+        and "unreachable" in err
+    )
     assert not (tmp_path / "runs").exists() and not (tmp_path / "captures").exists()
 
 
 def test_preflight_missing_api_key_is_one_line(
-        site: LiveSiteForTests, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    site: LiveSiteForTests,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     snapshot = freeze(site, tmp_path / "frozen")
     monkeypatch.delenv("DRARENA_TEST_BRAVE_KEY", raising=False)
     brave = {"kind": "brave", "args": {"api_key_env": "DRARENA_TEST_BRAVE_KEY"}}
@@ -248,6 +310,8 @@ def test_header_lists_every_part_even_one_killed_before_closing(tmp_path: Path) 
     assert [c["status"] for c in block["captures"]] == ["unfinished", "in progress"]
     done = finish_block(block, {"path": str(tmp_path / "b"), "fingerprint": "f"})
     assert [(c["path"], c["status"]) for c in done["captures"]] == [
-        (str(tmp_path / "a"), "unfinished"), (str(tmp_path / "b"), "finished")]
+        (str(tmp_path / "a"), "unfinished"),
+        (str(tmp_path / "b"), "finished"),
+    ]
     with pytest.raises(DrarenaError, match="a: capture snapshot missing or unfinished"):
         LiveSession(live, capture_to=None, replay_from=[tmp_path / "a"])

@@ -28,36 +28,59 @@ ORIGIN = "127.0.0.1:8765"  # the committed snapshot's origin
 
 
 @pytest.fixture
-def servers(pydocs_indexed: tuple[Path, Path], tmp_path: Path
-            ) -> Iterator[tuple[str, int, list[subprocess.Popen[str]]]]:
+def servers(
+    pydocs_indexed: tuple[Path, Path], tmp_path: Path
+) -> Iterator[tuple[str, int, list[subprocess.Popen[str]]]]:
     """(SearXNG-format search URL, replay port, the two processes)."""
     snapshot, index_root = pydocs_indexed
-    with serve_search(snapshot, index_root, tmp_path / "serve-search.log") as (url, search), \
-            replay_snapshot(REPO / "snapshots" / "pydocs", f"http://{ORIGIN}") as (port, pages):
+    with (
+        serve_search(snapshot, index_root, tmp_path / "serve-search.log") as (url, search),
+        replay_snapshot(REPO / "snapshots" / "pydocs", f"http://{ORIGIN}") as (port, pages),
+    ):
         yield url, port, [search, pages]
 
 
 def test_live_match_captures_and_replays_offline(
-        pydocs_indexed: tuple[Path, Path], servers: tuple[str, int, list[subprocess.Popen[str]]],
-        model_server: ServerHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    pydocs_indexed: tuple[Path, Path],
+    servers: tuple[str, int, list[subprocess.Popen[str]]],
+    model_server: ServerHandle,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     snapshot, index_root = pydocs_indexed
     search_url, replay_port, procs = servers
     monkeypatch.setenv("DRARENA_MODEL_API_BASE", model_server.api_base)
     role = {"model": "served", "timeout_s": 900, "sampling": {"max_tokens": 256}}
     config = {
-        "name": "live-e2e", "snapshot": str(snapshot), "index_root": str(index_root),
-        "runs_root": str(tmp_path), "seed": 1, "swiss_rounds": 1, "concurrency": 1,
-        "trees": {"count": 1}, "match": {"max_rounds": 1, "page_budget_chars": 3000},
+        "name": "live-e2e",
+        "snapshot": str(snapshot),
+        "index_root": str(index_root),
+        "runs_root": str(tmp_path),
+        "seed": 1,
+        "swiss_rounds": 1,
+        "concurrency": 1,
+        "trees": {"count": 1},
+        "match": {"max_rounds": 1, "page_budget_chars": 3000},
         "rating": {"resamples": 100},
         "models": {"retry": {"max_attempts": 2}, "roles": {"examiner": role, "agent": role}},
-        "agents": [{"name": "rag", "kind": "rag",
-                    "args": {"retriever": {"kind": "bm25"}, "k": 2, "context_chars": 1500}},
-                   {"name": "closed_book", "kind": "closed_book"}],
-        "live": {"provider": {"kind": "searxng", "args": {"url": search_url, "max_pages": 1}},
-                 "web": {"connect_to": {ORIGIN: f"127.0.0.1:{replay_port}"},
-                         "allow_private_addresses": True, "per_host_delay_s": 0.0},
-                 "capture_root": str(tmp_path / "captures")},
+        "agents": [
+            {
+                "name": "rag",
+                "kind": "rag",
+                "args": {"retriever": {"kind": "bm25"}, "k": 2, "context_chars": 1500},
+            },
+            {"name": "closed_book", "kind": "closed_book"},
+        ],
+        "live": {
+            "provider": {"kind": "searxng", "args": {"url": search_url, "max_pages": 1}},
+            "web": {
+                "connect_to": {ORIGIN: f"127.0.0.1:{replay_port}"},
+                "allow_private_addresses": True,
+                "per_host_delay_s": 0.0,
+            },
+            "capture_root": str(tmp_path / "captures"),
+        },
     }
     path = tmp_path / "live.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -77,8 +100,9 @@ def test_live_match_captures_and_replays_offline(
     assert f"capture: {folder} ({capture['fingerprint']})" in out
     assert any(u.startswith(search_url + "/search?") for u in urls)
     assert any(u.startswith(f"http://{ORIGIN}/") for u in urls)
-    [match] = [MatchRecord.from_json(line) for line in
-               (run / "matches.jsonl").read_text().splitlines()]
+    [match] = [
+        MatchRecord.from_json(line) for line in (run / "matches.jsonl").read_text().splitlines()
+    ]
     [rnd] = match.rounds
     if not rnd.void_reason:  # the CPU model may fail to write a task: then the round says so
         rag = rnd.answer_a if match.a == "rag" else rnd.answer_b
@@ -88,9 +112,11 @@ def test_live_match_captures_and_replays_offline(
     calls = header["model_calls"]
     size = sum(p.stat().st_size for p in folder.iterdir())
     with capsys.disabled():
-        print(f"\nlive match: {live_s:.0f} s, {calls} model calls, capture {len(urls)} URLs, "
-              f"{size / 1024:.0f} KiB; {match.outcome.value}"
-              + (f" (void: {rnd.void_reason[:200]})" if rnd.void_reason else ""))
+        print(
+            f"\nlive match: {live_s:.0f} s, {calls} model calls, capture {len(urls)} URLs, "
+            f"{size / 1024:.0f} KiB; {match.outcome.value}"
+            + (f" (void: {rnd.void_reason[:200]})" if rnd.void_reason else "")
+        )
 
     # offline: no search server, no page server, no model
     for p in procs:

@@ -15,29 +15,60 @@ from drarena.ledger.records import SCHEMA_VERSION, MatchRecord, RoundRecord
 
 
 def answer(agent: str, fabricated: int = 0) -> Answer:
-    return Answer(agent=agent, report="r", citations=(),
-                  check=CitationCheck(cited=2, valid=2 - fabricated, fabricated=fabricated,
-                                      checked=True),
-                  trajectory=Trajectory(), wall_s=0.0, model_s=0.0, prompt_tokens=90,
-                  completion_tokens=10)
+    return Answer(
+        agent=agent,
+        report="r",
+        citations=(),
+        check=CitationCheck(cited=2, valid=2 - fabricated, fabricated=fabricated, checked=True),
+        trajectory=Trajectory(),
+        wall_s=0.0,
+        model_s=0.0,
+        prompt_tokens=90,
+        completion_tokens=10,
+    )
 
 
 def rnd(a: str, b: str, verdict: Verdict, failure: FailureType) -> RoundRecord:
     j = Judgment(verdict, None, failure)
     raw = RawJudgment(j, (), (), "")
     pj = PairJudgment(JudgedOrder("AB", raw, "k1"), JudgedOrder("BA", raw, "k2"), j)
-    return RoundRecord(index=0, node="n", depth=1, width=2, target_urls=("u",),
-                       task=TaskOutcome(None, (), ()), answer_a=answer(a),
-                       answer_b=answer(b, fabricated=1), judgment=pj,
-                       score=MatchScore(0, 0, 1, 0), transition=None)
+    return RoundRecord(
+        index=0,
+        node="n",
+        depth=1,
+        width=2,
+        target_urls=("u",),
+        task=TaskOutcome(None, (), ()),
+        answer_a=answer(a),
+        answer_b=answer(b, fabricated=1),
+        judgment=pj,
+        score=MatchScore(0, 0, 1, 0),
+        transition=None,
+    )
 
 
-def match(i: int, a: str, b: str, outcome: Outcome, verdict: Verdict,
-          failure: FailureType = FailureType.DEPTH) -> MatchRecord:
+def match(
+    i: int,
+    a: str,
+    b: str,
+    outcome: Outcome,
+    verdict: Verdict,
+    failure: FailureType = FailureType.DEPTH,
+) -> MatchRecord:
     rounds = () if outcome == Outcome.VOID else (rnd(a, b, verdict, failure),)
-    return MatchRecord(SCHEMA_VERSION, f"m{i}", 1, a, b, "t", 0, rounds,
-                       MatchScore(0, 0, len(rounds), 0), outcome,
-                       "void: judge failed" if outcome == Outcome.VOID else "")
+    return MatchRecord(
+        SCHEMA_VERSION,
+        f"m{i}",
+        1,
+        a,
+        b,
+        "t",
+        0,
+        rounds,
+        MatchScore(0, 0, len(rounds), 0),
+        outcome,
+        "void: judge failed" if outcome == Outcome.VOID else "",
+    )
 
 
 MATCHES = [

@@ -20,13 +20,23 @@ from drarena.models.scripted import ScriptedBackendForTests, reply
 
 def runner(backend: ScriptedBackendForTests, a=None, b=None, **settings: Any) -> MatchRunner:
     tree, docs = make_tree()
-    client = ModelClient(ModelsConfig(roles={"examiner": {"model": "openai/scripted"}}),
-                         backend=backend)
+    client = ModelClient(
+        ModelsConfig(roles={"examiner": {"model": "openai/scripted"}}), backend=backend
+    )
     seed = match_seed(7, "A", "B", tree.id)
     walker = TreeWalker(tree=tree, pages=docs, rng=random.Random(seed))
-    return MatchRunner("m1", 1, "A", "B", a or ScriptedAgentForTests("A"),
-                       b or ScriptedAgentForTests("B"), walker, client,
-                       MatchSettings(**settings), seed)
+    return MatchRunner(
+        "m1",
+        1,
+        "A",
+        "B",
+        a or ScriptedAgentForTests("A"),
+        b or ScriptedAgentForTests("B"),
+        walker,
+        client,
+        MatchSettings(**settings),
+        seed,
+    )
 
 
 AB = {"v": "A_MUCH_BETTER", "f": "DEPTH"}
@@ -45,9 +55,14 @@ async def test_decisive_first_round_ends_the_match() -> None:
 
 async def test_transitions_follow_the_table_and_conversations_continue() -> None:
     a, b = ScriptedAgentForTests("A"), ScriptedAgentForTests("B")
-    verdicts = [{"v": "A_BETTER", "f": "DEPTH"}, {"v": "B_BETTER", "f": "DEPTH"},  # A +1
-                {"v": "TIE", "q": "LOW"}, {"v": "TIE", "q": "LOW"},  # low tie
-                {"v": "B_BETTER", "f": "WIDTH"}, {"v": "A_BETTER", "f": "WIDTH"}]  # B +1
+    verdicts = [
+        {"v": "A_BETTER", "f": "DEPTH"},
+        {"v": "B_BETTER", "f": "DEPTH"},  # A +1
+        {"v": "TIE", "q": "LOW"},
+        {"v": "TIE", "q": "LOW"},  # low tie
+        {"v": "B_BETTER", "f": "WIDTH"},
+        {"v": "A_BETTER", "f": "WIDTH"},
+    ]  # B +1
     r = runner(examiner(verdicts), a, b, max_rounds=3)
     record = await r.run()
     moves = [rd.transition.move if rd.transition else None for rd in record.rounds]
@@ -65,8 +80,9 @@ async def test_transitions_follow_the_table_and_conversations_continue() -> None
 
 async def test_failed_judge_voids_the_round_and_the_match() -> None:
     task = examiner_step([])  # tasks succeed; every judge reply is garbage (3 tries x 2)
-    backend = ScriptedBackendForTests([task, *[reply("not json")] * 6, task,
-                                       *[reply("not json")] * 6])
+    backend = ScriptedBackendForTests(
+        [task, *[reply("not json")] * 6, task, *[reply("not json")] * 6]
+    )
     record = await runner(backend, max_rounds=3, max_void_rounds=1).run()
     assert record.outcome == Outcome.VOID and record.score.rounds_scored == 0
     assert all("judge failed" in rd.void_reason for rd in record.rounds)
@@ -74,8 +90,9 @@ async def test_failed_judge_voids_the_round_and_the_match() -> None:
 
 
 async def test_crashing_agent_voids_the_round_never_a_win() -> None:
-    record = await runner(examiner([]), b=ScriptedAgentForTests("B", fail=True),
-                          max_rounds=2, max_void_rounds=1).run()
+    record = await runner(
+        examiner([]), b=ScriptedAgentForTests("B", fail=True), max_rounds=2, max_void_rounds=1
+    ).run()
     assert record.outcome == Outcome.VOID
     assert "agent B failed: RuntimeError: agent crashed" in record.rounds[0].void_reason
     assert record.rounds[0].answer_a is not None and record.rounds[0].judgment is None

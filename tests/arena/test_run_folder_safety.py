@@ -29,12 +29,21 @@ STRENGTH = {"fact number": 3}
 def config_data(tmp: Path, snapshot: Path, name: str = "demo") -> dict[str, Any]:
     role = {"model": "openai/scripted-for-tests"}
     return {
-        "name": name, "snapshot": str(snapshot), "runs_root": str(tmp / "runs"),
-        "index_root": str(tmp / "index"), "seed": 1, "swiss_rounds": 1,
-        "trees": {"count": 1}, "match": {"max_rounds": 1}, "rating": {"resamples": 20},
+        "name": name,
+        "snapshot": str(snapshot),
+        "runs_root": str(tmp / "runs"),
+        "index_root": str(tmp / "index"),
+        "seed": 1,
+        "swiss_rounds": 1,
+        "trees": {"count": 1},
+        "match": {"max_rounds": 1},
+        "rating": {"resamples": 20},
         "models": {"retry": {"max_attempts": 1}, "roles": {"examiner": role, "agent": role}},
-        "agents": [{"name": "oracle", "kind": "oracle"},
-                   {"name": "closed_book", "kind": "closed_book"}]}
+        "agents": [
+            {"name": "oracle", "kind": "oracle"},
+            {"name": "closed_book", "kind": "closed_book"},
+        ],
+    }
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +57,14 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         site.stop()
     config = parse_config(config_data(tmp, snapshot), "test")
     run = RunDir(tmp / "runs" / "demo")
-    execute(config, run, serve=False, cache_mode=CacheMode.READ_WRITE, prepare=False,
-            backend=scripted_models(STRENGTH))
+    execute(
+        config,
+        run,
+        serve=False,
+        cache_mode=CacheMode.READ_WRITE,
+        prepare=False,
+        backend=scripted_models(STRENGTH),
+    )
     return snapshot, run.path
 
 
@@ -62,8 +77,9 @@ def demo(made: tuple[Path, Path], tmp_path: Path) -> Path:
 
 
 def contents(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
 
 
 def one_line_error(capsys: pytest.CaptureFixture[str], *words: str) -> str:
@@ -78,8 +94,9 @@ def one_line_error(capsys: pytest.CaptureFixture[str], *words: str) -> str:
 # --- drarena replay --out ------------------------------------------------------------------
 
 
-def test_replay_keeps_a_folder_it_did_not_make(demo: Path, tmp_path: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_replay_keeps_a_folder_it_did_not_make(
+    demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     scratch = tmp_path / "scratch"
     (scratch / "sub").mkdir(parents=True)
     (scratch / "notes.txt").write_text("keep\n")
@@ -89,18 +106,24 @@ def test_replay_keeps_a_folder_it_did_not_make(demo: Path, tmp_path: Path,
 
 
 @pytest.mark.parametrize("where", ["same", "same-spelled-otherwise", "inside", "containing"])
-def test_replay_refuses_the_source_run_as_target(demo: Path, where: str,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_replay_refuses_the_source_run_as_target(
+    demo: Path, where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     before = contents(demo.parent)
-    out = {"same": demo, "same-spelled-otherwise": demo / ".." / "demo",
-           "inside": demo / "matches", "containing": demo.parent}[where]
+    out = {
+        "same": demo,
+        "same-spelled-otherwise": demo / ".." / "demo",
+        "inside": demo / "matches",
+        "containing": demo.parent,
+    }[where]
     assert main(["run", "replay", str(demo), "--out", str(out)]) == 2
     one_line_error(capsys, "run being replayed")
     assert contents(demo.parent) == before  # the run and its model cache untouched
 
 
 def test_replay_marks_its_folder_and_replaces_only_its_own_files(
-        demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "replayed"
     assert main(["replay", str(demo), "--out", str(out)]) == 0
     assert "identical" in capsys.readouterr().out
@@ -112,8 +135,9 @@ def test_replay_marks_its_folder_and_replaces_only_its_own_files(
     assert "identical" in capsys.readouterr().out
     assert (out / "notes.txt").read_text() == "mine\n"
     assert not (out / "matches" / "stale.json.tmp").exists()
-    assert len((out / "timings.jsonl").read_text().splitlines()) == \
-        len((demo / "timings.jsonl").read_text().splitlines())  # replaced, not appended to
+    assert len((out / "timings.jsonl").read_text().splitlines()) == len(
+        (demo / "timings.jsonl").read_text().splitlines()
+    )  # replaced, not appended to
 
 
 # --- drarena rank on damaged or foreign run folders ----------------------------------------
@@ -132,31 +156,44 @@ def _edit_log(demo: Path, change: Any) -> None:
 
 
 DAMAGE: dict[str, tuple[str, Any]] = {
-    "run schema from the future": ("run.json", lambda d: _edit_json(
-        d / "run.json", lambda h: h.update(run_schema_version=99))),
-    "match schema from the future in run.json": ("run.json", lambda d: _edit_json(
-        d / "run.json", lambda h: h.update(match_schema_version=99))),
-    "match schema from the future in the log": ("matches.jsonl", lambda d: _edit_log(
-        d, lambda m: m.update(schema_version=99))),
+    "run schema from the future": (
+        "run.json",
+        lambda d: _edit_json(d / "run.json", lambda h: h.update(run_schema_version=99)),
+    ),
+    "match schema from the future in run.json": (
+        "run.json",
+        lambda d: _edit_json(d / "run.json", lambda h: h.update(match_schema_version=99)),
+    ),
+    "match schema from the future in the log": (
+        "matches.jsonl",
+        lambda d: _edit_log(d, lambda m: m.update(schema_version=99)),
+    ),
     "empty log": ("matches.jsonl", lambda d: (d / "matches.jsonl").write_bytes(b"")),
-    "log not UTF-8": ("matches.jsonl", lambda d: (d / "matches.jsonl").write_bytes(
-        b"\xff\xfe" + (d / "matches.jsonl").read_bytes())),
-    "log line not an object": ("matches.jsonl", lambda d: (d / "matches.jsonl").write_text(
-        "5\n")),
-    "agent not in the config": ("matches.jsonl", lambda d: _edit_log(
-        d, lambda m: m.update(a="ghost"))),
+    "log not UTF-8": (
+        "matches.jsonl",
+        lambda d: (d / "matches.jsonl").write_bytes(
+            b"\xff\xfe" + (d / "matches.jsonl").read_bytes()
+        ),
+    ),
+    "log line not an object": ("matches.jsonl", lambda d: (d / "matches.jsonl").write_text("5\n")),
+    "agent not in the config": (
+        "matches.jsonl",
+        lambda d: _edit_log(d, lambda m: m.update(a="ghost")),
+    ),
     "run.json not an object": ("run.json", lambda d: (d / "run.json").write_text("[1, 2]\n")),
-    "run.json not UTF-8": ("run.json", lambda d: (d / "run.json").write_bytes(b"{\"\xff\": 1}")),
-    "run.json without a config": ("run.json", lambda d: _edit_json(
-        d / "run.json", lambda h: h.pop("config"))),
-    "timings not UTF-8": ("timings.jsonl", lambda d: (d / "timings.jsonl").write_bytes(
-        b"\xff\n")),
+    "run.json not UTF-8": ("run.json", lambda d: (d / "run.json").write_bytes(b'{"\xff": 1}')),
+    "run.json without a config": (
+        "run.json",
+        lambda d: _edit_json(d / "run.json", lambda h: h.pop("config")),
+    ),
+    "timings not UTF-8": ("timings.jsonl", lambda d: (d / "timings.jsonl").write_bytes(b"\xff\n")),
 }
 
 
 @pytest.mark.parametrize("case", sorted(DAMAGE))
 def test_rank_refuses_a_damaged_run_and_overwrites_nothing(
-        demo: Path, case: str, capsys: pytest.CaptureFixture[str]) -> None:
+    demo: Path, case: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["rank", str(demo)]) == 0  # the intact run ranks
     capsys.readouterr()
     name, damage = DAMAGE[case]
@@ -183,28 +220,42 @@ def test_newer_schemas_say_which_version_is_supported(demo: Path) -> None:
 # --- a wrong config writes nothing ------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("kind", "bad", "field"), [
-    ("closed_book", {"no_such_arg": 1}, "no_such_arg"),
-    ("oracle", {"context_chars": 10}, "context_chars"),
-    ("react", {"max_steps": 0}, "max_steps"),
-    ("rag", {"k": "many"}, "args.k"),
-])
+@pytest.mark.parametrize(
+    ("kind", "bad", "field"),
+    [
+        ("closed_book", {"no_such_arg": 1}, "no_such_arg"),
+        ("oracle", {"context_chars": 10}, "context_chars"),
+        ("react", {"max_steps": 0}, "max_steps"),
+        ("rag", {"k": "many"}, "args.k"),
+    ],
+)
 def test_a_bad_agent_arg_writes_nothing_and_the_fixed_config_then_runs(
-        made: tuple[Path, Path], tmp_path: Path, kind: str, bad: dict[str, Any],
-        field: str) -> None:
+    made: tuple[Path, Path], tmp_path: Path, kind: str, bad: dict[str, Any], field: str
+) -> None:
     data = config_data(tmp_path, made[0], name="fixme")
     data["agents"][1] = {"name": "second", "kind": kind, "args": bad}
     run = RunDir(tmp_path / "runs" / "fixme")
     with pytest.raises(DrarenaError) as caught:
-        execute(parse_config(data, "test"), run, serve=False, cache_mode=CacheMode.READ_WRITE,
-                prepare=False, backend=scripted_models(STRENGTH))
+        execute(
+            parse_config(data, "test"),
+            run,
+            serve=False,
+            cache_mode=CacheMode.READ_WRITE,
+            prepare=False,
+            backend=scripted_models(STRENGTH),
+        )
     assert not run.path.exists()  # no run.json claiming the folder for the wrong config
     assert re.search(rf"agents\.second.*{field}", str(caught.value))
     assert "\n" not in str(caught.value)
     data["agents"][1] = {"name": "second", "kind": "closed_book"}
-    result = execute(parse_config(data, "test"), run, serve=False,
-                     cache_mode=CacheMode.READ_WRITE, prepare=False,
-                     backend=scripted_models(STRENGTH))
+    result = execute(
+        parse_config(data, "test"),
+        run,
+        serve=False,
+        cache_mode=CacheMode.READ_WRITE,
+        prepare=False,
+        backend=scripted_models(STRENGTH),
+    )
     assert len(result.log) == 1 and (run.path / "leaderboard.md").is_file()
 
 
@@ -214,11 +265,14 @@ def test_every_agent_kind_has_its_args_model_listed() -> None:
     assert set(AGENT_ARGS) == set(AGENTS.kinds())  # a kind missing here is checked only late
 
 
-def test_add_agent_refuses_a_header_without_agents(demo: Path,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_add_agent_refuses_a_header_without_agents(
+    demo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     _edit_json(demo / "run.json", lambda h: h["config"].pop("agents"))
     before = contents(demo)
-    assert main(["run", "add-agent", str(demo), "--name", "x", "--kind", "closed_book",
-                 "--no-serve"]) == 2
+    assert (
+        main(["run", "add-agent", str(demo), "--name", "x", "--kind", "closed_book", "--no-serve"])
+        == 2
+    )
     one_line_error(capsys, str(demo / "run.json"), "agents")
     assert contents(demo) == before

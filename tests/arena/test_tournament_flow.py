@@ -25,11 +25,22 @@ STRENGTHS = {"s1": 1, "s2": 2, "s3": 3, "s4": 4, "s5": 5}
 def tournament(path: Path, names: dict[str, int] = STRENGTHS, seed: int = 3) -> Tournament:
     tree, docs = make_tree()
     other = tree.__class__(id="t2", root=tree.root, nodes=tree.nodes, edges=tree.edges)
-    client = ModelClient(ModelsConfig(roles={"examiner": {"model": "openai/scripted"}}),
-                         backend=ScriptedBackendForTests([strength_examiner()] * 10_000))
+    client = ModelClient(
+        ModelsConfig(roles={"examiner": {"model": "openai/scripted"}}),
+        backend=ScriptedBackendForTests([strength_examiner()] * 10_000),
+    )
     agents = {n: ScriptedAgentForTests(n, report=f"strength={s}") for n, s in names.items()}
-    return Tournament(RunDir(path), seed, agents, {"t1": tree, "t2": other}, docs, client,
-                      MatchSettings(max_rounds=2), concurrency=3, log=lambda _: None)
+    return Tournament(
+        RunDir(path),
+        seed,
+        agents,
+        {"t1": tree, "t2": other},
+        docs,
+        client,
+        MatchSettings(max_rounds=2),
+        concurrency=3,
+        log=lambda _: None,
+    )
 
 
 def test_plan_is_a_pure_function_of_seed_and_history() -> None:

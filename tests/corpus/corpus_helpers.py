@@ -45,14 +45,24 @@ def write_snapshot(folder: Path, pages: Sequence[Page], name: str = "bad") -> Pa
     ticks = count()
     ids = count()
     writer = SnapshotWriter(
-        folder=folder, name=name, spec={"name": name}, software={"drarena": "test"},
+        folder=folder,
+        name=name,
+        spec={"name": name},
+        software={"drarena": "test"},
         clock=lambda: start + timedelta(seconds=next(ticks)),
-        new_id=lambda: f"<urn:uuid:00000000-0000-0000-0000-{next(ids):012d}>")
+        new_id=lambda: f"<urn:uuid:00000000-0000-0000-0000-{next(ids):012d}>",
+    )
     writer.open()
     for url, status, headers, body in pages:
-        writer.write_exchange(Exchange(
-            url=url, request_headers=(("User-Agent", "test"),), status=status,
-            reason="OK" if status == 200 else "X", response_headers=tuple(headers),
-            entity=body))
+        writer.write_exchange(
+            Exchange(
+                url=url,
+                request_headers=(("User-Agent", "test"),),
+                status=status,
+                reason="OK" if status == 200 else "X",
+                response_headers=tuple(headers),
+                entity=body,
+            )
+        )
     writer.close(complete=True, counts=Counts())
     return folder

@@ -11,13 +11,30 @@ from drarena.cli import main
 from drarena.corpus.extract import ExtractResult
 
 
-def test_extract_trees_show_dot(pydocs: ExtractResult, tmp_path: Path,
-                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_extract_trees_show_dot(
+    pydocs: ExtractResult, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     snap = str(pydocs.snapshot_dir)
     assert main(["extract", snap, "--no-progress"]) == 0
     assert "up to date" in capsys.readouterr().out
-    assert main(["trees", snap, "--count", "2", "--seed", "4", "--max-depth", "3",
-                 "--max-width", "4", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "trees",
+                snap,
+                "--count",
+                "2",
+                "--seed",
+                "4",
+                "--max-depth",
+                "3",
+                "--max-width",
+                "4",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "2 trees written" in out and "tree-001:" in out
     tree = pydocs.snapshot_dir / "trees" / "tree-000.json"
@@ -35,13 +52,19 @@ def test_extract_trees_show_dot(pydocs: ExtractResult, tmp_path: Path,
     assert dot.count(" -> ") == len(view) - 2  # one edge per non-root node
 
 
-def test_cli_errors_are_one_line(pydocs: ExtractResult, tmp_path: Path,
-                                 capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["snapshot", "trees", str(pydocs.snapshot_dir), "--count", "100000",
-                 "--no-progress"]) == 2
+def test_cli_errors_are_one_line(
+    pydocs: ExtractResult, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        main(["snapshot", "trees", str(pydocs.snapshot_dir), "--count", "100000", "--no-progress"])
+        == 2
+    )
     err = capsys.readouterr().err.strip()
-    assert re.fullmatch(r"drarena: error: asked for 100000 trees but the snapshot can root only "
-                        r"\d+ .*", err)
+    assert re.fullmatch(
+        r"drarena: error: asked for 100000 trees but the snapshot can root only "
+        r"\d+ .*",
+        err,
+    )
     assert main(["trees", "show"]) == 2
     assert "give a tree file" in capsys.readouterr().err
     assert main(["extract", str(tmp_path / "nowhere")]) == 2

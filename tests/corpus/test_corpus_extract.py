@@ -27,8 +27,7 @@ HTML = (("Content-Type", "text/html; charset=utf-8"),)
 def test_fixture_docs(pydocs: ExtractResult) -> None:
     docs = load_docs(pydocs.snapshot_dir)
     with Snapshot.open(FIXTURE) as snap:
-        html = {r.canonical_url: r for r in snap.iter_responses()
-                if r.status == 200 and r.is_html}
+        html = {r.canonical_url: r for r in snap.iter_responses() if r.status == 200 and r.is_html}
     # Every HTML page of the snapshot is a doc (latest capture per URL), none lost.
     assert {d.url for d in docs} == set(html)
     assert pydocs.docs == len(docs) >= 300
@@ -81,17 +80,27 @@ def _bad_pages() -> list[tuple[str, int, tuple[tuple[str, str], ...], bytes]]:
     _, body = fixture_page("/library/os.path.html")
     text = body.decode("utf-8")
     cp1252 = text.replace("Common pathname", "Commön päthname").replace('charset="utf-8"', "")
-    self_only = b'<html><head><title>Self</title></head><body><p>' + (
-        b"A page that links only to itself, over and over again. " * 8 +
-        b'<a href="#top">top</a> <a href="self.html">me</a></p></body></html>')
-    huge = body.replace(b"</body>", b"<p>" + b"filler words in a huge page " * 40000 +
-                        b"</p></body>")
+    self_only = b"<html><head><title>Self</title></head><body><p>" + (
+        b"A page that links only to itself, over and over again. " * 8
+        + b'<a href="#top">top</a> <a href="self.html">me</a></p></body></html>'
+    )
+    huge = body.replace(
+        b"</body>", b"<p>" + b"filler words in a huge page " * 40000 + b"</p></body>"
+    )
     return [
         (f"{BASE}/library/os.path.html", 200, HTML, body),
-        (f"{BASE}/latin.html", 200, (("Content-Type", "text/html; charset=windows-1252"),),
-         cp1252.encode("cp1252", errors="replace")),
-        (f"{BASE}/undeclared.html", 200, (("Content-Type", "text/html"),),
-         cp1252.encode("cp1252", errors="replace")),
+        (
+            f"{BASE}/latin.html",
+            200,
+            (("Content-Type", "text/html; charset=windows-1252"),),
+            cp1252.encode("cp1252", errors="replace"),
+        ),
+        (
+            f"{BASE}/undeclared.html",
+            200,
+            (("Content-Type", "text/html"),),
+            cp1252.encode("cp1252", errors="replace"),
+        ),
         (f"{BASE}/empty.html", 200, HTML, b""),
         (f"{BASE}/garbage.html", 200, HTML, bytes(range(256)) * 64),
         (f"{BASE}/huge.html", 200, HTML, huge),
@@ -102,9 +111,14 @@ def _bad_pages() -> list[tuple[str, int, tuple[tuple[str, str], ...], bytes]]:
         (f"{BASE}/moved", 301, (("Location", "/library/os.path.html"),), b""),
         (f"{BASE}/loop-a", 302, (("Location", "/loop-b"),), b""),
         (f"{BASE}/loop-b", 302, (("Location", "/loop-a"),), b""),
-        (f"{BASE}/no-type.html", 200, (), b"<!DOCTYPE html><html><body><p>" +
-         b"Sniffed as HTML although no Content-Type header was sent. " * 5 +
-         b"</p></body></html>"),
+        (
+            f"{BASE}/no-type.html",
+            200,
+            (),
+            b"<!DOCTYPE html><html><body><p>"
+            + b"Sniffed as HTML although no Content-Type header was sent. " * 5
+            + b"</p></body></html>",
+        ),
     ]
 
 
@@ -112,11 +126,23 @@ def test_bad_inputs_are_counted_not_lost(tmp_path: Path) -> None:
     snap = write_snapshot(tmp_path / "bad", _bad_pages())
     result = extract_snapshot(snap, workers=1, progress=False, max_page_bytes=400_000)
     docs = {d.url.rsplit("/", 1)[1]: d for d in load_docs(snap)}
-    assert set(docs) == {"os.path.html", "latin.html", "undeclared.html", "empty.html",
-                         "garbage.html", "huge.html", "self.html", "copy.html", "no-type.html"}
+    assert set(docs) == {
+        "os.path.html",
+        "latin.html",
+        "undeclared.html",
+        "empty.html",
+        "garbage.html",
+        "huge.html",
+        "self.html",
+        "copy.html",
+        "no-type.html",
+    }
     c = result.counts
-    assert c["skipped_responses"] == {"non_html:application/pdf": 1, "redirect_unresolved": 2,
-                                      "status:404": 1}
+    assert c["skipped_responses"] == {
+        "non_html:application/pdf": 1,
+        "redirect_unresolved": 2,
+        "status:404": 1,
+    }
     assert docs["latin.html"].encoding == "cp1252" and "Commön" in docs["latin.html"].title
     assert docs["undeclared.html"].encoding == "cp1252"
     assert docs["empty.html"].near_empty and docs["empty.html"].extractor == "none"
@@ -139,15 +165,20 @@ def test_bad_inputs_are_counted_not_lost(tmp_path: Path) -> None:
 
 
 def test_snapshot_without_html(tmp_path: Path) -> None:
-    snap = write_snapshot(tmp_path / "nohtml", [
-        (f"{BASE}/a.pdf", 200, (("Content-Type", "application/pdf"),), b"%PDF-1.4"),
-        (f"{BASE}/b.json", 200, (("Content-Type", "application/json"),), b"{}"),
-    ])
+    snap = write_snapshot(
+        tmp_path / "nohtml",
+        [
+            (f"{BASE}/a.pdf", 200, (("Content-Type", "application/pdf"),), b"%PDF-1.4"),
+            (f"{BASE}/b.json", 200, (("Content-Type", "application/json"),), b"{}"),
+        ],
+    )
     result = extract_snapshot(snap, workers=1, progress=False)
     assert result.docs == 0 and result.links == 0
     assert result.docs_path.read_text() == ""
-    assert result.counts["skipped_responses"] == {"non_html:application/json": 1,
-                                                  "non_html:application/pdf": 1}
+    assert result.counts["skipped_responses"] == {
+        "non_html:application/json": 1,
+        "non_html:application/pdf": 1,
+    }
     with pytest.raises(DrarenaError, match="asked for 1 trees but the snapshot can root only 0"):
         build_snapshot_trees(snap, TreeParams(count=1), progress=False)
 

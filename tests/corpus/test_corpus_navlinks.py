@@ -61,6 +61,9 @@ def test_fixture_navigation_is_marked_and_content_kept(pydocs: ExtractResult) ->
     inside = [lk for lk in links if lk.in_snapshot]
     assert sum(not lk.is_nav for lk in inside) > 0.5 * len(inside)
     # A module page's link to another module in running prose is content.
-    assert any(lk.source_url.endswith("/library/os.path.html")
-               and lk.target_url.endswith("/library/glob.html") and not lk.is_nav
-               for lk in links)
+    assert any(
+        lk.source_url.endswith("/library/os.path.html")
+        and lk.target_url.endswith("/library/glob.html")
+        and not lk.is_nav
+        for lk in links
+    )

@@ -29,8 +29,9 @@ def test_real_sphinx_page_text_title_and_links() -> None:
     assert glob.furniture == "" and glob.target_url.endswith("/library/glob.html")
     assert "glob" in glob.context and len(glob.context) > len("glob") + 40
     # The "See also" admonition gives a relation hint.
-    assert any(lk.hint == "see_also" and lk.target_url.endswith("/pathlib.html")
-               for lk in page.links)
+    assert any(
+        lk.hint == "see_also" and lk.target_url.endswith("/pathlib.html") for lk in page.links
+    )
 
 
 def test_encodings_declared_undeclared_and_bom() -> None:
@@ -67,8 +68,11 @@ def test_pages_that_cannot_be_parsed_do_not_raise() -> None:
     images = extract_page(b"<html><body><img src='a.png'></body></html>", url, "text/html")
     assert images.extractor == "fallback" and images.text == "" and not images.error
     # An XML declaration before <html> (XHTML) is still a whole document.
-    xhtml = extract_page(b'<?xml version="1.0" encoding="utf-8"?>\n<html><head><title>X'
-                         b"</title></head><body><p>An XHTML page.</p></body></html>", url)
+    xhtml = extract_page(
+        b'<?xml version="1.0" encoding="utf-8"?>\n<html><head><title>X'
+        b"</title></head><body><p>An XHTML page.</p></body></html>",
+        url,
+    )
     assert (xhtml.extractor, xhtml.title, xhtml.text) == ("trafilatura", "X", "An XHTML page.")
 
 
@@ -82,12 +86,18 @@ def test_huge_page_is_cut_and_flagged() -> None:
 
 
 def test_base_href_and_skipped_schemes() -> None:
-    html = (b'<html><head><base href="http://other.example/docs/"><title>T</title></head>'
-            b'<body><main><p>Read <a href="guide.html">the guide</a> or '
-            b'<a href="mailto:a@b.c">mail</a> or <a href="javascript:void(0)">js</a> or '
-            b'<a href="http://[bad">bad</a> or <a>none</a>.</p></main></body></html>')
+    html = (
+        b'<html><head><base href="http://other.example/docs/"><title>T</title></head>'
+        b'<body><main><p>Read <a href="guide.html">the guide</a> or '
+        b'<a href="mailto:a@b.c">mail</a> or <a href="javascript:void(0)">js</a> or '
+        b'<a href="http://[bad">bad</a> or <a>none</a>.</p></main></body></html>'
+    )
     page = extract_page(html, "http://127.0.0.1:8765/page.html", "text/html")
     assert [lk.target_url for lk in page.links] == ["http://other.example/docs/guide.html"]
-    assert page.skipped_links == {"scheme:mailto": 1, "scheme:javascript": 1, "bad_url": 1,
-                                  "no_href": 1}
+    assert page.skipped_links == {
+        "scheme:mailto": 1,
+        "scheme:javascript": 1,
+        "bad_url": 1,
+        "no_href": 1,
+    }
     assert page.links[0].context == "Read the guide or mail or js or bad or none."

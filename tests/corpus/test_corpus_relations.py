@@ -12,8 +12,9 @@ def test_url_hierarchy() -> None:
     assert url_relation(S, "http://site/docs/library/index.html") == "broader"
     assert url_relation(S, "http://site/docs/index.html") == "broader"
     assert url_relation(S, "http://site/docs/glossary.html") == ""  # shallower, not an index
-    assert url_relation("http://site/docs/library/", "http://site/docs/library/os.html") \
-        == "subtopic"
+    assert (
+        url_relation("http://site/docs/library/", "http://site/docs/library/os.html") == "subtopic"
+    )
     assert url_relation("http://site/guide.html", "http://site/guide/install.html") == "subtopic"
     assert url_relation(S, "http://other/docs/library/index.html") == ""
     assert url_relation(S, S) == ""
@@ -41,5 +42,12 @@ def test_rules_in_order() -> None:
 
 
 def test_relations_are_the_documented_set() -> None:
-    assert RELATIONS == ("see_also", "example", "sequel", "broader", "subtopic", "reference",
-                         "mentions")
+    assert RELATIONS == (
+        "see_also",
+        "example",
+        "sequel",
+        "broader",
+        "subtopic",
+        "reference",
+        "mentions",
+    )

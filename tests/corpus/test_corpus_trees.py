@@ -27,15 +27,15 @@ def graph(pydocs: ExtractResult) -> LinkGraph:
 
 
 def test_snapshot_trees_are_traceable_and_navigation_free(pydocs: ExtractResult) -> None:
-    result = build_snapshot_trees(pydocs.snapshot_dir, TreeParams(count=10, seed=1),
-                                  progress=False)
+    result = build_snapshot_trees(pydocs.snapshot_dir, TreeParams(count=10, seed=1), progress=False)
     assert len(result.files) == 10 and not result.up_to_date
     docs = {d.id: d for d in load_docs(pydocs.snapshot_dir)}
     digests = {d.digest for d in docs.values()}
     links = load_links(pydocs.snapshot_dir)
     content = {(lk.source, lk.target, lk.anchor) for lk in links if not lk.is_nav}
-    nav_only = ({(lk.source, lk.target) for lk in links if lk.is_nav}
-                - {(s, t) for s, t, _ in content})
+    nav_only = {(lk.source, lk.target) for lk in links if lk.is_nav} - {
+        (s, t) for s, t, _ in content
+    }
     deep_and_wide = 0
     for path in result.files:
         tree = load_tree(path)
@@ -57,12 +57,10 @@ def test_snapshot_trees_are_traceable_and_navigation_free(pydocs: ExtractResult)
     assert [t["file"] for t in index["trees"]] == [p.name for p in result.files]
     # Rerun: up to date, the same bytes.
     before = {p: p.read_bytes() for p in result.files}
-    again = build_snapshot_trees(pydocs.snapshot_dir, TreeParams(count=10, seed=1),
-                                 progress=False)
+    again = build_snapshot_trees(pydocs.snapshot_dir, TreeParams(count=10, seed=1), progress=False)
     assert again.up_to_date and {p: p.read_bytes() for p in again.files} == before
     # Fewer trees: stale files go.
-    fewer = build_snapshot_trees(pydocs.snapshot_dir, TreeParams(count=3, seed=1),
-                                 progress=False)
+    fewer = build_snapshot_trees(pydocs.snapshot_dir, TreeParams(count=3, seed=1), progress=False)
     assert sorted(result.out_dir.glob("tree-*.json")) == sorted(fewer.files)
 
 

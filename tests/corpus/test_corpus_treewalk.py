@@ -19,11 +19,16 @@ def world(pydocs: ExtractResult) -> tuple[LinkGraph, dict[str, Doc]]:
     return LinkGraph.build(docs, load_links(pydocs.snapshot_dir)), {d.id: d for d in docs}
 
 
-def walker(world: tuple[LinkGraph, dict[str, Doc]], tree: Tree, seed: int = 0,
-           expand: bool = True) -> TreeWalker:
+def walker(
+    world: tuple[LinkGraph, dict[str, Doc]], tree: Tree, seed: int = 0, expand: bool = True
+) -> TreeWalker:
     graph, pages = world
-    return TreeWalker(tree=tree, pages=pages, rng=random.Random(seed),
-                      expander=SnapshotExpander(graph) if expand else None)
+    return TreeWalker(
+        tree=tree,
+        pages=pages,
+        rng=random.Random(seed),
+        expander=SnapshotExpander(graph) if expand else None,
+    )
 
 
 def test_chain_targets_descend_backtrack(world: tuple[LinkGraph, dict[str, Doc]]) -> None:
@@ -122,8 +127,9 @@ def test_bad_paths_and_stale_digests(world: tuple[LinkGraph, dict[str, Doc]]) ->
     with pytest.raises(DrarenaError, match="no edge"):
         w.chain((tree.root, tree.root, child))
     stale = dict(pages)
-    stale[child] = Doc.from_dict({**pages[child].to_dict(), "digest": "sha256:0",
-                                  "aliases": list(pages[child].aliases)})
+    stale[child] = Doc.from_dict(
+        {**pages[child].to_dict(), "digest": "sha256:0", "aliases": list(pages[child].aliases)}
+    )
     w2 = TreeWalker(tree=tree, pages=stale, rng=random.Random(0))
     with pytest.raises(DrarenaError, match="rebuild the trees"):
         w2.targets((tree.root, child), 1)

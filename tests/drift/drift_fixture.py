@@ -44,17 +44,24 @@ ROBOTS = b"User-agent: *\nDisallow: /library/zipapp.html\n"
 EDITS = {
     NUM1: ("Lines normally contain 45 (binary) bytes", "Lines normally contain 57 (binary) bytes"),
     NUM2: ("starting with Python 3.7, dictionary", "starting with Python 3.8, dictionary"),
-    REWORD: ("logging has been introduced, using\ndictionaries to hold",
-             "logging was added, using\ndictionaries (&lt;script&gt;steal()&lt;/script&gt;) "
-             "to hold"),
-    WHITESPACE: ("this can be an improvement over the more common\napproach.",
-                 "this can be an   improvement over the\n      more common\n\n   approach."),
+    REWORD: (
+        "logging has been introduced, using\ndictionaries to hold",
+        "logging was added, using\ndictionaries (&lt;script&gt;steal()&lt;/script&gt;) to hold",
+    ),
+    WHITESPACE: (
+        "this can be an improvement over the more common\napproach.",
+        "this can be an   improvement over the\n      more common\n\n   approach.",
+    ),
 }
 NUM1_OLD = "Lines normally contain 45 (binary) bytes, except for the last line."
-NUM2_OLD = ("Note that starting with Python 3.7, dictionary iteration order is guaranteed to be "
-            "the same as the insertion order.")
-REWORD_OLD = ("In Python 3.2, a new means of configuring logging has been introduced, using "
-              "dictionaries to hold configuration information.")
+NUM2_OLD = (
+    "Note that starting with Python 3.7, dictionary iteration order is guaranteed to be "
+    "the same as the insertion order."
+)
+REWORD_OLD = (
+    "In Python 3.2, a new means of configuring logging has been introduced, using "
+    "dictionaries to hold configuration information."
+)
 CHANGED = {NUM1, NUM2, REWORD}
 GONE = {ABSENT, NOT_FOUND}
 DRIFTED = CHANGED | GONE | {MOVED}
@@ -73,9 +80,14 @@ _SKIP = frozenset({"content-length", "content-encoding", "transfer-encoding"})
 
 def _exchange(url: str, status: int, headers: list[tuple[str, str]], body: bytes) -> Exchange:
     kept = [(k, v) for k, v in headers if k.lower() not in _SKIP]
-    return Exchange(url=url, request_headers=(("User-Agent", "drift-fixture"),), status=status,
-                    reason=http.HTTPStatus(status).phrase,
-                    response_headers=(*kept, ("Content-Length", str(len(body)))), entity=body)
+    return Exchange(
+        url=url,
+        request_headers=(("User-Agent", "drift-fixture"),),
+        status=status,
+        reason=http.HTTPStatus(status).phrase,
+        response_headers=(*kept, ("Content-Length", str(len(body)))),
+        entity=body,
+    )
 
 
 def write_drifted(out: Path) -> Path:
@@ -97,8 +109,9 @@ def write_drifted(out: Path) -> Path:
             if url == ABSENT:
                 continue
             if url == NOT_FOUND:
-                writer.write_exchange(_exchange(stored.url, 404, [("Content-Type", "text/plain")],
-                                                b"not found\n"))
+                writer.write_exchange(
+                    _exchange(stored.url, 404, [("Content-Type", "text/plain")], b"not found\n")
+                )
                 continue
             if url == MOVED:
                 writer.write_exchange(_exchange(stored.url, 301, [("Location", MOVED_TO)], b""))
@@ -111,8 +124,9 @@ def write_drifted(out: Path) -> Path:
                     raise AssertionError(f"{url}: the fixture edit {old!r} no longer applies")
                 body = text.replace(old, new).encode("utf-8")
             writer.write_exchange(_exchange(stored.url, stored.status, headers, body))
-        writer.write_exchange(_exchange(ORIGIN + "/robots.txt", 200,
-                                        [("Content-Type", "text/plain")], ROBOTS))
+        writer.write_exchange(
+            _exchange(ORIGIN + "/robots.txt", 200, [("Content-Type", "text/plain")], ROBOTS)
+        )
         missing = (DRIFTED | {BLOCKED} | {MOVED_TO, WHITESPACE}) - seen
         if missing:
             raise AssertionError(f"fixture pages not in {SOURCE}: {sorted(missing)}")
@@ -150,16 +164,26 @@ def replay(snapshot: Path) -> Iterator[int]:
 
 
 def drift_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "drarena", "drift", "snapshot", *args,
-                           "--no-progress"],
-                          capture_output=True, text=True, timeout=300, cwd=REPO)
+    return subprocess.run(
+        [sys.executable, "-m", "drarena", "drift", "snapshot", *args, "--no-progress"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
 
 
 # -- a run folder whose tasks cite drifted and undrifted sentences --------------------------
 
 # (match, round, checklist, index) of the items that must come out stale
-STALE_KEYS = {("m1", 0, "depth", 0), ("m1", 0, "width", 0), ("m2", 1, "depth", 0),
-              ("m2", 1, "width", 0), ("m2", 1, "width", 2), ("m2", 1, "width", 3)}
+STALE_KEYS = {
+    ("m1", 0, "depth", 0),
+    ("m1", 0, "width", 0),
+    ("m2", 1, "depth", 0),
+    ("m2", 1, "width", 0),
+    ("m2", 1, "width", 2),
+    ("m2", 1, "width", 3),
+}
 
 
 def write_run(folder: Path, fingerprint: str) -> Path:
@@ -172,39 +196,76 @@ def write_run(folder: Path, fingerprint: str) -> Path:
     from drarena.report.html import render_report
 
     def task(depth: list[tuple[str, str]], width: list[tuple[str, str]]) -> TaskOutcome:
-        return TaskOutcome(Task("q?", "Answer in 100 to 200 words.", (100, 200),
-                                tuple(ChecklistItem(i, u) for i, u in depth),
-                                tuple(ChecklistItem(i, u) for i, u in width), "r"), (), ())
+        return TaskOutcome(
+            Task(
+                "q?",
+                "Answer in 100 to 200 words.",
+                (100, 200),
+                tuple(ChecklistItem(i, u) for i, u in depth),
+                tuple(ChecklistItem(i, u) for i, u in width),
+                "r",
+            ),
+            (),
+            (),
+        )
 
     def rnd(index: int, outcome: TaskOutcome) -> RoundRecord:
-        return RoundRecord(index, "n", 1, 2, (), outcome, None, None, None,
-                           MatchScore(0, 0, 0, 0), None)
+        return RoundRecord(
+            index, "n", 1, 2, (), outcome, None, None, None, MatchScore(0, 0, 0, 0), None
+        )
 
     first = task(
-        [("Lines normally contain 45 (binary) bytes, except for the last line", NUM1),
-         ("binascii contains low-level functions written in C for greater speed", NUM1)],
-        [("A new means of configuring logging has been introduced, using dictionaries",
-          REWORD),
-         ("asyncore is deprecated since 3.6 and will be removed in 3.12 (PEP 594)", MOVED_TO)])
+        [
+            ("Lines normally contain 45 (binary) bytes, except for the last line", NUM1),
+            ("binascii contains low-level functions written in C for greater speed", NUM1),
+        ],
+        [
+            ("A new means of configuring logging has been introduced, using dictionaries", REWORD),
+            ("asyncore is deprecated since 3.6 and will be removed in 3.12 (PEP 594)", MOVED_TO),
+        ],
+    )
     second = task(
-        [("Since Python 3.7 dictionary iteration order is guaranteed to be insertion order",
-          NUM2)],
-        [("asynchat is an asynchronous socket command/response handler", MOVED),
-         ("bisect is an improvement over the more common approach for long lists", WHITESPACE),
-         ("aifc supports reading and writing AIFF and AIFF-C files", ABSENT),
-         ("audioop operates on signed integer samples 8, 16, 24 or 32 bits wide", NOT_FOUND)])
+        [("Since Python 3.7 dictionary iteration order is guaranteed to be insertion order", NUM2)],
+        [
+            ("asynchat is an asynchronous socket command/response handler", MOVED),
+            ("bisect is an improvement over the more common approach for long lists", WHITESPACE),
+            ("aifc supports reading and writing AIFF and AIFF-C files", ABSENT),
+            ("audioop operates on signed integer samples 8, 16, 24 or 32 bits wide", NOT_FOUND),
+        ],
+    )
     void = TaskOutcome(None, (), (), "task generation failed")
     matches = [
-        MatchRecord(SCHEMA_VERSION, "m1", 1, "a", "b", "tree-000", 0, (rnd(0, first),),
-                    MatchScore(1, 0, 1, 0), Outcome.A_WINS),
-        MatchRecord(SCHEMA_VERSION, "m2", 1, "b", "a", "tree-001", 0,
-                    (rnd(0, void), rnd(1, second)), MatchScore(0, 1, 1, 1), Outcome.B_WINS),
+        MatchRecord(
+            SCHEMA_VERSION,
+            "m1",
+            1,
+            "a",
+            "b",
+            "tree-000",
+            0,
+            (rnd(0, first),),
+            MatchScore(1, 0, 1, 0),
+            Outcome.A_WINS,
+        ),
+        MatchRecord(
+            SCHEMA_VERSION,
+            "m2",
+            1,
+            "b",
+            "a",
+            "tree-001",
+            0,
+            (rnd(0, void), rnd(1, second)),
+            MatchScore(0, 1, 1, 1),
+            Outcome.B_WINS,
+        ),
     ]
     run = RunDir(folder)
     header = {"snapshot_fingerprint": fingerprint, "seed": 0, "config": {"name": "drift-fixture"}}
     run.write_header(header)
     for match in matches:
         run.save_match(match)
-    (folder / "report.html").write_text(render_report("drarena: drift fixture", header, [],
-                                                      matches), encoding="utf-8")
+    (folder / "report.html").write_text(
+        render_report("drarena: drift fixture", header, [], matches), encoding="utf-8"
+    )
     return folder

@@ -59,9 +59,19 @@ def live(drift_world: DriftWorld, tmp_path_factory: pytest.TempPathFactory) -> L
     out, capture = folder / "drift.json", folder / "capture"
     with replay(drift_world.drifted) as port:
         started = time.perf_counter()
-        done = drift_cli(str(drift_world.snapshot), "--against", "live", *connect_to(port),
-                         "--allow-private", "--json", str(out), "--run", str(drift_world.run),
-                         "--capture", str(capture))
+        done = drift_cli(
+            str(drift_world.snapshot),
+            "--against",
+            "live",
+            *connect_to(port),
+            "--allow-private",
+            "--json",
+            str(out),
+            "--run",
+            str(drift_world.run),
+            "--capture",
+            str(capture),
+        )
         seconds = time.perf_counter() - started
     assert done.returncode == 0, done.stderr
     print(f"\n{done.stdout}\n(drift against live, 320 pages, CLI process: {seconds:.1f} s)")
@@ -79,23 +89,30 @@ def test_live_drift_finds_exactly_the_changes(live: LiveRun) -> None:
     expected[MOVED] = ("redirected", MOVED_TO)
     expected[BLOCKED] = ("unchecked", None)
     assert found == expected
-    assert report["counts"] == {"gone": 2, "redirected": 1, "changed": 3, "unchecked": 1,
-                                "unchanged": 313}
+    assert report["counts"] == {
+        "gone": 2,
+        "redirected": 1,
+        "changed": 3,
+        "unchecked": 1,
+        "unchanged": 313,
+    }
     assert "320 pages: 2 gone, 1 redirected, 3 changed, 1 unchecked, 313 unchanged" in table
     assert pages[ABSENT]["reason"] == pages[NOT_FOUND]["reason"] == "HTTP 404"
     assert pages[MOVED]["hops"] == [f"301 {MOVED}", f"200 {MOVED_TO}"]
     assert pages[BLOCKED]["reason"].startswith("robots:")
     # the whitespace-only page was re-extracted and found the same
     assert pages[WHITESPACE]["reason"] == "same text"
-    assert {p["reason"] for u, p in pages.items() if u not in DRIFTED | {WHITESPACE, BLOCKED}} \
-        == {"same bytes"}
+    assert {p["reason"] for u, p in pages.items() if u not in DRIFTED | {WHITESPACE, BLOCKED}} == {
+        "same bytes"
+    }
 
 
-def test_live_drift_reports_the_changed_sentences_and_figures(
-        live: LiveRun) -> None:
+def test_live_drift_reports_the_changed_sentences_and_figures(live: LiveRun) -> None:
     pages = {p["url"]: p for p in live.report["pages"]}
-    for url, old, before, after in ((NUM1, NUM1_OLD, ["45"], ["57"]),
-                                    (NUM2, NUM2_OLD, ["3.7"], ["3.8"])):
+    for url, old, before, after in (
+        (NUM1, NUM1_OLD, ["45"], ["57"]),
+        (NUM2, NUM2_OLD, ["3.7"], ["3.8"]),
+    ):
         (change,) = pages[url]["changed"]
         assert change["old"] == old
         assert (change["numbers_old"], change["numbers_new"]) == (before, after)
@@ -103,15 +120,16 @@ def test_live_drift_reports_the_changed_sentences_and_figures(
         assert f"figures {before[0]} -> {after[0]}" in pages[url]["reason"]
     (change,) = pages[REWORD]["changed"]
     assert change["old"] == REWORD_OLD
-    assert change["new"] == ("In Python 3.2, a new means of configuring logging was added, using "
-                             "dictionaries (<script>steal()</script>) to hold configuration "
-                             "information.")
+    assert change["new"] == (
+        "In Python 3.2, a new means of configuring logging was added, using "
+        "dictionaries (<script>steal()</script>) to hold configuration "
+        "information."
+    )
     assert change["numbers_old"] == change["numbers_new"] == []
     assert 0.5 < change["ratio"] < 1
 
 
-def test_trees_list_exactly_their_drifted_nodes(
-        live: LiveRun, drift_world: DriftWorld) -> None:
+def test_trees_list_exactly_their_drifted_nodes(live: LiveRun, drift_world: DriftWorld) -> None:
     from drarena.drift.stale import load_snapshot_trees
 
     trees = {t.id: t for t in load_snapshot_trees(drift_world.snapshot)}
@@ -125,8 +143,7 @@ def test_trees_list_exactly_their_drifted_nodes(
     assert any(t["affected"] for t in report["trees"])  # the check above is not vacuous
 
 
-def test_exactly_the_items_on_moved_sentences_are_stale(
-        live: LiveRun) -> None:
+def test_exactly_the_items_on_moved_sentences_are_stale(live: LiveRun) -> None:
     tasks = live.report["tasks"]
     assert (tasks["matches"], tasks["tasks"], tasks["items"]) == (2, 2, 9)
     stale = {(s["match_id"], s["round"], s["checklist"], s["index"]): s for s in tasks["stale"]}
@@ -140,8 +157,7 @@ def test_exactly_the_items_on_moved_sentences_are_stale(
     assert "stale checklist items: 6 of 9" in live.table
 
 
-def test_html_outputs_escape_page_text(live: LiveRun,
-                                       drift_world: DriftWorld) -> None:
+def test_html_outputs_escape_page_text(live: LiveRun, drift_world: DriftWorld) -> None:
     out = live.json_path
     page = out.with_name("drift.html").read_text(encoding="utf-8")
     assert "&lt;script&gt;steal()&lt;/script&gt;" in page and "<script" not in page
@@ -154,10 +170,13 @@ def test_html_outputs_escape_page_text(live: LiveRun,
 
 
 def test_offline_against_the_drifted_snapshot_gives_the_same_verdicts(
-        live: LiveRun, drift_world: DriftWorld) -> None:
+    live: LiveRun, drift_world: DriftWorld
+) -> None:
     moment = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
-    report = run_drift(DriftRequest(drift_world.snapshot, against=str(drift_world.drifted),
-                                    progress=False), clock=lambda: moment)
+    report = run_drift(
+        DriftRequest(drift_world.snapshot, against=str(drift_world.drifted), progress=False),
+        clock=lambda: moment,
+    )
     assert report.created == "2030-01-02T03:04:05+00:00"
     assert report.against_snapshot is not None
     assert report.against_snapshot.name == "pydocs-drifted"
@@ -170,8 +189,10 @@ def test_offline_against_the_drifted_snapshot_gives_the_same_verdicts(
     assert by_url[NOT_FOUND].reason == "HTTP 404"
     live_pages = {p["url"]: p for p in live.report["pages"]}
     for url in CHANGED:
-        assert json.loads(json.dumps([c.to_dict() for c in by_url[url].changed])) \
+        assert (
+            json.loads(json.dumps([c.to_dict() for c in by_url[url].changed]))
             == live_pages[url]["changed"]
+        )
 
 
 def test_the_capture_replays_the_live_verdicts_offline(live: LiveRun) -> None:
@@ -179,8 +200,13 @@ def test_the_capture_replays_the_live_verdicts_offline(live: LiveRun) -> None:
 
     with Snapshot.open(live.capture) as capture:
         assert capture.verify().ok and capture.manifest.complete
-    done = drift_cli(str(Path(live.report["snapshot"]["path"])), "--against", str(live.capture),
-                     "--json", str(live.capture.parent / "offline.json"))
+    done = drift_cli(
+        str(Path(live.report["snapshot"]["path"])),
+        "--against",
+        str(live.capture),
+        "--json",
+        str(live.capture.parent / "offline.json"),
+    )
     assert done.returncode == 0, done.stderr
     offline = json.loads((live.capture.parent / "offline.json").read_text(encoding="utf-8"))
 
@@ -193,8 +219,18 @@ def test_the_capture_replays_the_live_verdicts_offline(live: LiveRun) -> None:
 def test_ignore_robots_and_url_selection(drift_world: DriftWorld, tmp_path: Path) -> None:
     out = tmp_path / "d.json"
     with replay(drift_world.drifted) as port:
-        done = drift_cli(str(drift_world.snapshot), *connect_to(port), "--allow-private",
-                         "--ignore-robots", "--url", BLOCKED, "--url", NUM1, "--json", str(out))
+        done = drift_cli(
+            str(drift_world.snapshot),
+            *connect_to(port),
+            "--allow-private",
+            "--ignore-robots",
+            "--url",
+            BLOCKED,
+            "--url",
+            NUM1,
+            "--json",
+            str(out),
+        )
     assert done.returncode == 0, done.stderr
     report = json.loads(out.read_text(encoding="utf-8"))
     assert verdicts(report["pages"]) == {BLOCKED: ("unchanged", None), NUM1: ("changed", None)}
@@ -202,8 +238,9 @@ def test_ignore_robots_and_url_selection(drift_world: DriftWorld, tmp_path: Path
 
 
 def test_unreachable_origin_is_one_line(drift_world: DriftWorld) -> None:
-    done = drift_cli(str(drift_world.snapshot), *connect_to(free_port()), "--allow-private",
-                     "--limit", "4")
+    done = drift_cli(
+        str(drift_world.snapshot), *connect_to(free_port()), "--allow-private", "--limit", "4"
+    )
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("drarena: error: every one of 4 pages failed (connection_error: ")
@@ -214,29 +251,50 @@ def test_private_addresses_need_the_flag(drift_world: DriftWorld) -> None:
         done = drift_cli(str(drift_world.snapshot), *connect_to(port), "--limit", "2")
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
-    assert "private_address" in line and line.endswith("pass --allow-private to fetch "
-                                                       "non-public addresses")
+    assert "private_address" in line and line.endswith(
+        "pass --allow-private to fetch non-public addresses"
+    )
 
 
 def test_bad_inputs_are_one_line(drift_world: DriftWorld, tmp_path: Path) -> None:
     cases = {
         "missing snapshot": ([str(tmp_path / "nope")], "not a snapshot folder"),
-        "no run.json": ([str(drift_world.snapshot), "--against", str(drift_world.drifted),
-                         "--run", str(tmp_path)], "no run.json (not a run folder)"),
-        "missing later snapshot": ([str(drift_world.snapshot), "--against",
-                                    str(tmp_path / "later")], "no such snapshot folder"),
-        "bad --connect-to": ([str(drift_world.snapshot), "--connect-to", "127.0.0.1=x"],
-                             "expected HOST:PORT=HOST:PORT"),
-        "unknown --url": ([str(drift_world.snapshot), "--against", str(drift_world.drifted),
-                           "--url", "http://127.0.0.1:8765/nowhere.html"],
-                          "not a page of"),
+        "no run.json": (
+            [
+                str(drift_world.snapshot),
+                "--against",
+                str(drift_world.drifted),
+                "--run",
+                str(tmp_path),
+            ],
+            "no run.json (not a run folder)",
+        ),
+        "missing later snapshot": (
+            [str(drift_world.snapshot), "--against", str(tmp_path / "later")],
+            "no such snapshot folder",
+        ),
+        "bad --connect-to": (
+            [str(drift_world.snapshot), "--connect-to", "127.0.0.1=x"],
+            "expected HOST:PORT=HOST:PORT",
+        ),
+        "unknown --url": (
+            [
+                str(drift_world.snapshot),
+                "--against",
+                str(drift_world.drifted),
+                "--url",
+                "http://127.0.0.1:8765/nowhere.html",
+            ],
+            "not a page of",
+        ),
     }
     other = tmp_path / "other-run"
     other.mkdir()
     (other / "run.json").write_text(json.dumps({"snapshot_fingerprint": "f" * 64, "config": {}}))
     cases["run of another snapshot"] = (
         [str(drift_world.snapshot), "--against", str(drift_world.drifted), "--run", str(other)],
-        "the run was played on snapshot ffffffffffff")
+        "the run was played on snapshot ffffffffffff",
+    )
     for name, (args, message) in cases.items():
         done = drift_cli(*args)
         assert done.returncode == 2, name

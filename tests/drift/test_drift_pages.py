@@ -12,15 +12,16 @@ from drarena.drift.pages import (
 )
 
 URL = "http://example.org/a.html"
-OLD = ("Heading of the page\n"
-       "The limit is 45 bytes per line, except for the last\n"
-       "line. Released on 2023-05-01 for everyone.\n"
-       "Nothing else changes here. A closing remark.")
+OLD = (
+    "Heading of the page\n"
+    "The limit is 45 bytes per line, except for the last\n"
+    "line. Released on 2023-05-01 for everyone.\n"
+    "Nothing else changes here. A closing remark."
+)
 
 
 def version(**kw: object) -> NewVersion:
-    base: dict[str, object] = {"url": URL, "final_url": URL, "status": 200,
-                               "hops": (f"200 {URL}",)}
+    base: dict[str, object] = {"url": URL, "final_url": URL, "status": 200, "hops": (f"200 {URL}",)}
     base.update(kw)
     return NewVersion(**base)  # type: ignore[arg-type]
 
@@ -36,8 +37,9 @@ def test_sentences_rejoin_wrapped_lines_and_keep_headings_apart() -> None:
 
 
 def test_figures_split_dates_from_numbers() -> None:
-    numbers, dates = figures("Python 3.11.2 shipped May 3, 2021 to 1,000 users; see 2023-05-01 "
-                             "and sha256 or x2.")
+    numbers, dates = figures(
+        "Python 3.11.2 shipped May 3, 2021 to 1,000 users; see 2023-05-01 and sha256 or x2."
+    )
     assert numbers == ["3.11.2", "1,000"]
     assert dates == ["May 3, 2021", "2023-05-01"]
 
@@ -61,8 +63,10 @@ def test_changed_date_is_reported_as_a_date() -> None:
 
 
 def test_added_and_removed_sentences() -> None:
-    new = OLD.replace("Nothing else changes here. ", "") + \
-        "\nAn entirely new paragraph about something unrelated."
+    new = (
+        OLD.replace("Nothing else changes here. ", "")
+        + "\nAn entirely new paragraph about something unrelated."
+    )
     diff = compare_text(OLD, new)
     assert diff.removed == ("Nothing else changes here.",)
     assert diff.added == ("An entirely new paragraph about something unrelated.",)
@@ -70,9 +74,11 @@ def test_added_and_removed_sentences() -> None:
 
 
 def test_whitespace_and_rewrapping_change_nothing() -> None:
-    rewrapped = ("Heading of the page\n  The limit   is 45 bytes\nper line, except for the "
-                 "last line.\n\nReleased on 2023-05-01\tfor everyone. Nothing else changes\n"
-                 "Here. A closing remark.")
+    rewrapped = (
+        "Heading of the page\n  The limit   is 45 bytes\nper line, except for the "
+        "last line.\n\nReleased on 2023-05-01\tfor everyone. Nothing else changes\n"
+        "Here. A closing remark."
+    )
     # "Here." after a wrap starts upper case: only the whole-text check sees it is the same
     assert compare_text(OLD, OLD.replace(" ", "  ")).same
     assert compare_text(OLD, rewrapped.replace("\nHere", " here")).same
@@ -82,14 +88,24 @@ def test_whitespace_and_rewrapping_change_nothing() -> None:
 
 def test_verdicts_of_judge_page() -> None:
     target = "http://example.org/b.html"
-    moved = judge_page(URL, "d", "t", OLD, version(
-        final_url=target, hops=(f"301 {URL}", f"200 {target}"), text="other"))
+    moved = judge_page(
+        URL,
+        "d",
+        "t",
+        OLD,
+        version(final_url=target, hops=(f"301 {URL}", f"200 {target}"), text="other"),
+    )
     assert moved.verdict == Verdict.REDIRECTED and moved.target == target
     assert moved.reason == f"301 -> 200 to {target}"
     gone = judge_page(URL, "d", "t", OLD, version(status=404, hops=(f"404 {URL}",)))
     assert (gone.verdict, gone.reason) == (Verdict.GONE, "HTTP 404")
-    refused = judge_page(URL, "d", "t", OLD, version(status=0, hops=(), failure="connection_error",
-                                                     detail="Connect call failed"))
+    refused = judge_page(
+        URL,
+        "d",
+        "t",
+        OLD,
+        version(status=0, hops=(), failure="connection_error", detail="Connect call failed"),
+    )
     assert refused.verdict == Verdict.GONE and "connection_error" in refused.reason
     robots = judge_page(URL, "d", "t", OLD, version(status=0, failure="robots", detail="no"))
     assert robots.verdict == Verdict.UNCHECKED
@@ -100,13 +116,13 @@ def test_verdicts_of_judge_page() -> None:
     changed = judge_page(URL, "d", "t", OLD, version(text=OLD.replace("45", "46")))
     assert changed.verdict == Verdict.CHANGED
     assert changed.reason.endswith("1 sentence(s) changed, 0 added, 0 removed; figures 45 -> 46")
-    assert changed.stale_sentences == {
-        "The limit is 45 bytes per line, except for the last line."}
+    assert changed.stale_sentences == {"The limit is 45 bytes per line, except for the last line."}
 
 
 def test_default_port_is_not_a_redirect() -> None:
-    page = judge_page(URL, "d", "t", OLD, version(final_url="http://example.org:80/a.html",
-                                                  same_bytes=True))
+    page = judge_page(
+        URL, "d", "t", OLD, version(final_url="http://example.org:80/a.html", same_bytes=True)
+    )
     assert page.verdict == Verdict.UNCHANGED
 
 

@@ -16,8 +16,9 @@ from drarena.examiner.verdicts import (
 V = Verdict
 
 
-def j(verdict: Verdict, quality: TieQuality | None = None,
-      failure: FailureType = FailureType.NONE) -> Judgment:
+def j(
+    verdict: Verdict, quality: TieQuality | None = None, failure: FailureType = FailureType.NONE
+) -> Judgment:
     return Judgment(verdict, quality, failure)
 
 
@@ -65,8 +66,9 @@ def test_failure_types_merge_into_both() -> None:
     assert merge_failure_types(FailureType.DEPTH, FailureType.WIDTH) == FailureType.BOTH
     assert merge_failure_types(FailureType.NONE, FailureType.WIDTH) == FailureType.WIDTH
     assert merge_failure_types(FailureType.DEPTH, FailureType.DEPTH) == FailureType.DEPTH
-    got = reconcile(j(V.A_BETTER, failure=FailureType.DEPTH),
-                    j(V.A_BETTER, failure=FailureType.WIDTH))
+    got = reconcile(
+        j(V.A_BETTER, failure=FailureType.DEPTH), j(V.A_BETTER, failure=FailureType.WIDTH)
+    )
     assert got.loser_failure_type == FailureType.BOTH
 
 

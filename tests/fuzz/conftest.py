@@ -14,13 +14,29 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, settings
 
-_COMMON: dict[str, Any] = {"deadline": None, "database": None,
-           "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large,
-                                     HealthCheck.filter_too_much]}
+_COMMON: dict[str, Any] = {
+    "deadline": None,
+    "database": None,
+    "suppress_health_check": [
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
+}
 settings.register_profile("ci", max_examples=60, derandomize=True, **_COMMON)
-settings.register_profile("fuzz", max_examples=int(os.environ.get("FUZZ_EXAMPLES", "2000")),
-                          derandomize=False, print_blob=True, **_COMMON)
+settings.register_profile(
+    "fuzz",
+    max_examples=int(os.environ.get("FUZZ_EXAMPLES", "2000")),
+    derandomize=False,
+    print_blob=True,
+    **_COMMON,
+)
 # dev: the ci examples without shrinking, to see every crash quickly while fixing them
-settings.register_profile("dev", max_examples=60, derandomize=True,
-                          phases=[Phase.explicit, Phase.reuse, Phase.generate], **_COMMON)
+settings.register_profile(
+    "dev",
+    max_examples=60,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    **_COMMON,
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

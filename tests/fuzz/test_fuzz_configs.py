@@ -68,14 +68,44 @@ def _config(path: Path, data: bytes) -> None:
 
 # Values a user (or a mangled file) may put anywhere in the YAML.
 SCALARS = st.one_of(
-    st.none(), st.booleans(), st.integers(-2**66, 2**66),
-    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=30),
-    st.sampled_from([".inf", "-.inf", ".nan", "2020-13-45", "0x1F", "1e999", "~", "[]", "{}",
-                     "http://[::1", "ftp://x/", "http://127.0.0.1:8765/", "(", "*", "a" * 300,
-                     "../../etc", "-o APT::x=1", "served", "bm25", "react", "-1"]))
-VALUES = st.recursive(SCALARS, lambda inner: st.one_of(
-    st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)),
-    max_leaves=8)
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**66), 2**66),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=30),
+    st.sampled_from(
+        [
+            ".inf",
+            "-.inf",
+            ".nan",
+            "2020-13-45",
+            "0x1F",
+            "1e999",
+            "~",
+            "[]",
+            "{}",
+            "http://[::1",
+            "ftp://x/",
+            "http://127.0.0.1:8765/",
+            "(",
+            "*",
+            "a" * 300,
+            "../../etc",
+            "-o APT::x=1",
+            "served",
+            "bm25",
+            "react",
+            "-1",
+        ]
+    ),
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
 
 
 def _paths(data: object, prefix: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
@@ -97,7 +127,7 @@ def _replace(data: object, path: tuple[object, ...], value: object) -> object:
     if isinstance(data, dict):
         return {**data, head: _replace(data[head], rest, value)}
     assert isinstance(data, list) and isinstance(head, int)
-    return [*data[:head], _replace(data[head], rest, value), *data[head + 1:]]
+    return [*data[:head], _replace(data[head], rest, value), *data[head + 1 :]]
 
 
 def field_edits(text: str) -> st.SearchStrategy[bytes]:
@@ -111,8 +141,9 @@ def field_edits(text: str) -> st.SearchStrategy[bytes]:
             path = draw(st.sampled_from(_paths(data)))
             holder = _at(data, path[:-1]) if path else None
             if path and isinstance(holder, dict) and draw(st.booleans()):  # add a key
-                data = _replace(data, path[:-1],
-                                {**holder, draw(st.text(max_size=10)): draw(VALUES)})
+                data = _replace(
+                    data, path[:-1], {**holder, draw(st.text(max_size=10)): draw(VALUES)}
+                )
             else:
                 data = _replace(data, path, draw(VALUES))
         return yaml.safe_dump(data, allow_unicode=True).encode()
@@ -149,8 +180,7 @@ def test_config_random_bytes(scratch: Path, data: bytes) -> None:
     _config(scratch, data)
 
 
-@given(st.one_of(text_mutated(CONFIG_TEXT, 6), field_edits(CONFIG_TEXT),
-                 field_edits(LIVE_TEXT)))
+@given(st.one_of(text_mutated(CONFIG_TEXT, 6), field_edits(CONFIG_TEXT), field_edits(LIVE_TEXT)))
 def test_config_mutated(scratch: Path, data: bytes) -> None:
     _config(scratch, data)
 
@@ -160,16 +190,18 @@ def test_config_mutated(scratch: Path, data: bytes) -> None:
 LAUGHS = "".join(f"  l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]\n" for i in range(1, 10))
 
 
-@pytest.mark.parametrize(("where", "text"), [
-    # an alias inside itself: loaded as a cyclic dict; the run header's json.dumps then
-    # raised ValueError (circular reference) after the config had been accepted
-    ("config", CONFIG_TEXT + "live:\n  web: &w {again: *w}\n"),
-    # "billion laughs": 9 aliases of 9 aliases ... (a 400-byte file, 387 million strings
-    # once expanded): accepted, then json.dumps for the run header ran out of memory
-    ("config", CONFIG_TEXT + "live:\n  web:\n    l0: &l0 x\n" +
-     LAUGHS.replace("  l", "    l")),
-    ("spec", SPEC_TEXT.replace("robots: true", "robots: &r [*r]")),
-])
+@pytest.mark.parametrize(
+    ("where", "text"),
+    [
+        # an alias inside itself: loaded as a cyclic dict; the run header's json.dumps then
+        # raised ValueError (circular reference) after the config had been accepted
+        ("config", CONFIG_TEXT + "live:\n  web: &w {again: *w}\n"),
+        # "billion laughs": 9 aliases of 9 aliases ... (a 400-byte file, 387 million strings
+        # once expanded): accepted, then json.dumps for the run header ran out of memory
+        ("config", CONFIG_TEXT + "live:\n  web:\n    l0: &l0 x\n" + LAUGHS.replace("  l", "    l")),
+        ("spec", SPEC_TEXT.replace("robots: true", "robots: &r [*r]")),
+    ],
+)
 def test_yaml_alias_bombs_are_refused(scratch: Path, where: str, text: str) -> None:
     scratch.write_text(text, encoding="utf-8")
     with pytest.raises(DrarenaError, match="alias") as err:
@@ -179,10 +211,13 @@ def test_yaml_alias_bombs_are_refused(scratch: Path, where: str, text: str) -> N
 
 def test_aliases_of_ordinary_size_still_load(scratch: Path) -> None:
     """A shared sampling block, as a user writes one, is fine."""
-    text = CONFIG_TEXT.replace("      sampling: {temperature: 0.0, max_tokens: 512, seed: 0}",
-                               "      sampling: &s {temperature: 0.0, max_tokens: 512, seed: 0}")
-    text = text.replace("      sampling: {temperature: 0.0, max_tokens: 384, seed: 0}",
-                        "      sampling: *s")
+    text = CONFIG_TEXT.replace(
+        "      sampling: {temperature: 0.0, max_tokens: 512, seed: 0}",
+        "      sampling: &s {temperature: 0.0, max_tokens: 512, seed: 0}",
+    )
+    text = text.replace(
+        "      sampling: {temperature: 0.0, max_tokens: 384, seed: 0}", "      sampling: *s"
+    )
     scratch.write_text(text, encoding="utf-8")
     config = load_config(scratch)
     assert config.models.roles["agent"].sampling == config.models.roles["examiner"].sampling

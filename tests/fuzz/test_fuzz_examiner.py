@@ -40,12 +40,19 @@ from drarena.models.types import ToolCall
 
 BASE = "http://127.0.0.1:8765/library/"
 ROOT = TreePage("r", BASE + "index.html", "The Library", "root text " * 20, 0, "root", "")
-TARGETS = [TreePage("t1", BASE + "csv.html", "csv", "csv text " * 40, 1, "subtopic", "csv"),
-           TreePage("t2", BASE + "json.html", "json", "json text " * 40, 1, "subtopic", "json")]
+TARGETS = [
+    TreePage("t1", BASE + "csv.html", "csv", "csv text " * 40, 1, "subtopic", "csv"),
+    TreePage("t2", BASE + "json.html", "json", "json text " * 40, 1, "subtopic", "json"),
+]
 URLS = [p.url for p in (ROOT, *TARGETS)]
-TASK = Task("Which modules read delimited and nested data?", "Answer in 100 to 200 words.",
-            (100, 200), (ChecklistItem("reads CSV", TARGETS[0].url),),
-            (ChecklistItem("reads JSON", TARGETS[1].url),), "r")
+TASK = Task(
+    "Which modules read delimited and nested data?",
+    "Answer in 100 to 200 words.",
+    (100, 200),
+    (ChecklistItem("reads CSV", TARGETS[0].url),),
+    (ChecklistItem("reads JSON", TARGETS[1].url),),
+    "r",
+)
 A = AnswerForJudge("Answer A [1]", 1, 1, 0)
 B = AnswerForJudge("Answer B", 0, 0, 0)
 
@@ -55,28 +62,45 @@ def _client(text: str) -> ModelClient:
         return reply(text)
 
     backend = ScriptedBackendForTests([step] * 20)
-    return ModelClient(ModelsConfig(roles={"examiner": {"model": "openai/scripted"}}),
-                       backend=backend)
+    return ModelClient(
+        ModelsConfig(roles={"examiner": {"model": "openai/scripted"}}), backend=backend
+    )
 
 
-VERDICT = {"checklist_a": [True, False], "checklist_b": [False, True], "verdict": "A_BETTER",
-           "tie_quality": "NA", "loser_failure_type": "DEPTH", "reasoning": "because"}
-TASK_JSON = {"question": "Which two modules parse text formats?",
-             "checklist_depth": [{"item": "csv reads rows", "source": 1}],
-             "checklist_width": [{"item": "json reads objects", "source": 2}],
-             "rationale": "r"}
+VERDICT = {
+    "checklist_a": [True, False],
+    "checklist_b": [False, True],
+    "verdict": "A_BETTER",
+    "tie_quality": "NA",
+    "loser_failure_type": "DEPTH",
+    "reasoning": "because",
+}
+TASK_JSON = {
+    "question": "Which two modules parse text formats?",
+    "checklist_depth": [{"item": "csv reads rows", "source": 1}],
+    "checklist_width": [{"item": "json reads objects", "source": 2}],
+    "rationale": "r",
+}
 
 JSON_VALUES = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(),
-              st.text(max_size=20),
-              st.sampled_from(["A_MUCH_BETTER", "TIE", "HIGH", "NONE", "DEPTH", "verdict"])),
-    lambda inner: st.one_of(st.lists(inner, max_size=4),
-                            st.dictionaries(st.text(max_size=12), inner, max_size=4)),
-    max_leaves=10)
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(2**70), 2**70),
+        st.floats(),
+        st.text(max_size=20),
+        st.sampled_from(["A_MUCH_BETTER", "TIE", "HIGH", "NONE", "DEPTH", "verdict"]),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=12), inner, max_size=4)
+    ),
+    max_leaves=10,
+)
 
 
 def _edited(base: dict[str, Any]) -> st.SearchStrategy[str]:
     """The valid object with fields replaced, removed or added, as JSON text."""
+
     @st.composite
     def edit(draw: st.DrawFn) -> str:
         obj = dict(base)
@@ -86,16 +110,19 @@ def _edited(base: dict[str, Any]) -> st.SearchStrategy[str]:
             else:
                 obj.pop(key, None)
         return json.dumps(obj)
+
     return edit()
 
 
 def _texts(base: dict[str, Any]) -> st.SearchStrategy[str]:
     valid = json.dumps(base)
     return st.one_of(
-        st.text(max_size=300), JSON_VALUES.map(json.dumps), _edited(base),
+        st.text(max_size=300),
+        JSON_VALUES.map(json.dumps),
+        _edited(base),
         st.integers(0, len(valid)).map(lambda n: valid[:n]),  # cut off (a token limit)
-        st.tuples(st.text(max_size=20), st.text(max_size=20)).map(
-            lambda t: t[0] + valid + t[1]))  # prose around the JSON
+        st.tuples(st.text(max_size=20), st.text(max_size=20)).map(lambda t: t[0] + valid + t[1]),
+    )  # prose around the JSON
 
 
 @given(_texts(VERDICT))
@@ -117,9 +144,19 @@ def test_judge_reply_text(text: str) -> None:
 @example("[" * 100_000)
 @example(json.dumps({**TASK_JSON, "checklist_depth": [{"item": "x", "source": 10**30}]}))
 def test_task_reply_text(text: str) -> None:
-    outcome = asyncio.run(generate_task(
-        _client(text), "examiner", root=ROOT, chain=[], targets=TARGETS, depth=1,
-        earlier_questions=["An earlier question?"], tree_urls=URLS, page_budget_chars=600))
+    outcome = asyncio.run(
+        generate_task(
+            _client(text),
+            "examiner",
+            root=ROOT,
+            chain=[],
+            targets=TARGETS,
+            depth=1,
+            earlier_questions=["An earlier question?"],
+            tree_urls=URLS,
+            page_budget_chars=600,
+        )
+    )
     assert isinstance(outcome, TaskOutcome)
     assert (outcome.task is None) == bool(outcome.error)
 
@@ -141,9 +178,15 @@ def test_parse_judgment_on_schema_valid_json(obj: dict[str, Any]) -> None:
 
 @given(_schema_valid(task_schema(3, 2), TASK_JSON))
 def test_check_task_on_schema_valid_json(obj: dict[str, Any]) -> None:
-    task, reasons = check_task(obj, sources=URLS, forbidden=["csv.html"], tree_urls=URLS,
-                               earlier_questions=[], word_limit=(100, 200),
-                               word_limit_instruction="Answer in 100 to 200 words.")
+    task, reasons = check_task(
+        obj,
+        sources=URLS,
+        forbidden=["csv.html"],
+        tree_urls=URLS,
+        earlier_questions=[],
+        word_limit=(100, 200),
+        word_limit_instruction="Answer in 100 to 200 words.",
+    )
     assert (task is None) == bool(reasons)
 
 
@@ -159,8 +202,10 @@ def test_too_deeply_nested_verdict_is_retried_then_one_line() -> None:
     def step(request: Mapping[str, Any]) -> BackendReply:
         return reply(next(replies))
 
-    client = ModelClient(ModelsConfig(roles={"examiner": {"model": "openai/scripted"}}),
-                         backend=ScriptedBackendForTests([step] * 3))
+    client = ModelClient(
+        ModelsConfig(roles={"examiner": {"model": "openai/scripted"}}),
+        backend=ScriptedBackendForTests([step] * 3),
+    )
     result = asyncio.run(judge_pair(client, "examiner", TASK, A, B))
     assert isinstance(result, PairJudgment)  # the deep reply was repaired like bad JSON
     with pytest.raises(DrarenaError, match="nested too deeply"):
@@ -168,11 +213,15 @@ def test_too_deeply_nested_verdict_is_retried_then_one_line() -> None:
 
 
 def test_too_deeply_nested_tool_arguments_are_a_repair_reason() -> None:
-    tool = strict_tool("answer", "answer", {"type": "object",
-                                            "properties": {"report": {"type": "string"}}})
+    tool = strict_tool(
+        "answer", "answer", {"type": "object", "properties": {"report": {"type": "string"}}}
+    )
     call = ToolCall(id="1", name="answer", arguments=DEEP)
-    client = ModelClient(ModelsConfig(roles={"examiner": {"model": "openai/scripted"}}),
-                         backend=ScriptedBackendForTests([reply(tool_calls=(call,))] * 3))
+    client = ModelClient(
+        ModelsConfig(roles={"examiner": {"model": "openai/scripted"}}),
+        backend=ScriptedBackendForTests([reply(tool_calls=(call,))] * 3),
+    )
     with pytest.raises(DrarenaError, match="nested too deeply"):
-        asyncio.run(complete_tool_call(client, "examiner",
-                                       [{"role": "user", "content": "go"}], [tool]))
+        asyncio.run(
+            complete_tool_call(client, "examiner", [{"role": "user", "content": "go"}], [tool])
+        )

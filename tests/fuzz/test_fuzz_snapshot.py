@@ -30,8 +30,20 @@ from drarena.web.snapshot import Snapshot, StoredResponse
 from drarena.web.wacz import export_wacz
 from drarena.web.warcfile import RawRecord, iter_file, sha1_b32
 
-URLS = [f"{BASE}{p}" for p in ("/", "/gz", "/deflate", "/chunked", "/moved", "/missing",
-                               "/copy", "/slow", "/nowhere")]
+URLS = [
+    f"{BASE}{p}"
+    for p in (
+        "/",
+        "/gz",
+        "/deflate",
+        "/chunked",
+        "/moved",
+        "/missing",
+        "/copy",
+        "/slow",
+        "/nowhere",
+    )
+]
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +62,9 @@ def _with_cdxj(work: Path, cdxj: bytes) -> Path:
     shutil.copytree(work / "tiny", folder)
     (folder / CDXJ_NAME).write_bytes(cdxj)
     manifest = load_manifest(folder)
-    cdxj_digest = manifest.cdxj.model_copy(update={
-        "sha256": hashlib.sha256(cdxj).hexdigest(), "size": len(cdxj)})
+    cdxj_digest = manifest.cdxj.model_copy(
+        update={"sha256": hashlib.sha256(cdxj).hexdigest(), "size": len(cdxj)}
+    )
     write_manifest(folder, manifest.model_copy(update={"cdxj": cdxj_digest}))
     return folder
 
@@ -89,10 +102,25 @@ def test_mutated_cdxj(work: Path, data: st.DataObject | None) -> None:
 
 
 # Field values a foreign or edited index may hold: wrong types, bad URLs, odd offsets.
-_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.text(max_size=20),
-                    st.sampled_from(["http://[::1", "http://example.org/", "tiny-00000.warc.gz",
-                                     "../manifest.json", "-1", "1e9", "nan", "warc/revisit"]),
-                    st.lists(st.integers(), max_size=2))
+_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.text(max_size=20),
+    st.sampled_from(
+        [
+            "http://[::1",
+            "http://example.org/",
+            "tiny-00000.warc.gz",
+            "../manifest.json",
+            "-1",
+            "1e9",
+            "nan",
+            "warc/revisit",
+        ]
+    ),
+    st.lists(st.integers(), max_size=2),
+)
 
 
 @given(st.data())
@@ -144,15 +172,20 @@ def _import(work: Path, warc: bytes, suffix: str) -> None:
 
 
 def _bad_block_digests(path: Path) -> int:
-    return sum(1 for r in iter_file(path) if isinstance(r, RawRecord)
-               and r.header("WARC-Block-Digest").startswith("sha1:")
-               and sha1_b32(r.block) != r.header("WARC-Block-Digest"))
+    return sum(
+        1
+        for r in iter_file(path)
+        if isinstance(r, RawRecord)
+        and r.header("WARC-Block-Digest").startswith("sha1:")
+        and sha1_b32(r.block) != r.header("WARC-Block-Digest")
+    )
 
 
 @given(st.data())
 def test_import_mutated_gzip_warc(work: Path, data: st.DataObject) -> None:
-    _import(work, data.draw(mutated((work / "tiny" / "tiny-00000.warc.gz").read_bytes())),
-            ".warc.gz")
+    _import(
+        work, data.draw(mutated((work / "tiny" / "tiny-00000.warc.gz").read_bytes())), ".warc.gz"
+    )
 
 
 @given(st.data())
@@ -162,6 +195,7 @@ def test_import_mutated_plain_warc(work: Path, data: st.DataObject) -> None:
 
 
 # --- crashes the fuzzing found, kept as named regression tests --------------------------------
+
 
 def _edit_line(work: Path, url: str, edit: object) -> Path:
     """The tiny snapshot with the CDXJ line of `url` changed by `edit` (fields -> blob)."""
@@ -179,21 +213,28 @@ def _set(name: str, value: object) -> object:
     return lambda fields: json.dumps({**fields, name: value})
 
 
-@pytest.mark.parametrize(("url", "edit", "needle"), [
-    (f"{BASE}/", lambda f: json.dumps(f)[:-5], "line 1"),  # JSONDecodeError before the fix
-    (f"{BASE}/", lambda f: json.dumps([1, 2]), "line 1"),  # TypeError
-    (f"{BASE}/", lambda f: json.dumps({k: v for k, v in f.items() if k != "offset"}),
-     "offset"),  # KeyError
-    (f"{BASE}/", _set("offset", "12ab"), "line 1"),  # ValueError from int()
-    (f"{BASE}/", _set("offset", None), "line 1"),  # TypeError from int()
-    (f"{BASE}/", _set("url", None), "line 1"),  # TypeError in canonicalize_url
-    (f"{BASE}/", _set("url", "http://[::1"), "line 1"),  # ValueError in canonicalize_url
-    (f"{BASE}/", _set("filename", 7), "line 1"),  # AttributeError in safe_file_name
-    (f"{BASE}/", _set("offset", "0"), "not an HTTP response"),  # the warcinfo record
-    (f"{BASE}/copy", _set("digest", ["x"]), "payload"),  # unhashable digest (revisits)
-])
-def test_malformed_cdxj_line_is_one_line_error(work: Path, url: str, edit: object,
-                                               needle: str) -> None:
+@pytest.mark.parametrize(
+    ("url", "edit", "needle"),
+    [
+        (f"{BASE}/", lambda f: json.dumps(f)[:-5], "line 1"),  # JSONDecodeError before the fix
+        (f"{BASE}/", lambda f: json.dumps([1, 2]), "line 1"),  # TypeError
+        (
+            f"{BASE}/",
+            lambda f: json.dumps({k: v for k, v in f.items() if k != "offset"}),
+            "offset",
+        ),  # KeyError
+        (f"{BASE}/", _set("offset", "12ab"), "line 1"),  # ValueError from int()
+        (f"{BASE}/", _set("offset", None), "line 1"),  # TypeError from int()
+        (f"{BASE}/", _set("url", None), "line 1"),  # TypeError in canonicalize_url
+        (f"{BASE}/", _set("url", "http://[::1"), "line 1"),  # ValueError in canonicalize_url
+        (f"{BASE}/", _set("filename", 7), "line 1"),  # AttributeError in safe_file_name
+        (f"{BASE}/", _set("offset", "0"), "not an HTTP response"),  # the warcinfo record
+        (f"{BASE}/copy", _set("digest", ["x"]), "payload"),  # unhashable digest (revisits)
+    ],
+)
+def test_malformed_cdxj_line_is_one_line_error(
+    work: Path, url: str, edit: object, needle: str
+) -> None:
     folder = _edit_line(work, url, edit)
     with Snapshot.open(folder) as snap, pytest.raises(DrarenaError, match=needle) as err:
         snap.lookup(f"{BASE}/copy" if "copy" in url else url)
@@ -208,8 +249,7 @@ def test_urls_names_a_malformed_line(work: Path) -> None:
 
 @pytest.mark.parametrize("field", ["url", "filename"])
 @pytest.mark.parametrize("value", [None, 7, ["x"]])
-def test_export_names_a_line_whose_field_is_not_text(work: Path, field: str,
-                                                     value: object) -> None:
+def test_export_names_a_line_whose_field_is_not_text(work: Path, field: str, value: object) -> None:
     """AttributeError/TypeError in the WACZ export's re-keying before the fix."""
     folder = _edit_line(work, f"{BASE}/missing", _set(field, value))
     with pytest.raises(DrarenaError, match=r"line \d+: not a CDXJ line"):

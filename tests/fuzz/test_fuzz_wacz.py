@@ -66,8 +66,11 @@ def _import(path: Path, work: Path) -> None:
 
 @given(st.data())
 def test_mutated_wacz_bytes(work: Path, data: st.DataObject) -> None:
-    seed = data.draw(st.sampled_from([work / "tiny.wacz",
-                                      REPO / "tests" / "web" / "fixtures" / "pywacz-small.wacz"]))
+    seed = data.draw(
+        st.sampled_from(
+            [work / "tiny.wacz", REPO / "tests" / "web" / "fixtures" / "pywacz-small.wacz"]
+        )
+    )
     path = work / "case.wacz"
     path.write_bytes(data.draw(mutated(seed.read_bytes())))
     _read(path, work)
@@ -75,13 +78,29 @@ def test_mutated_wacz_bytes(work: Path, data: st.DataObject) -> None:
 
 
 JSON = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(),
-              st.text(max_size=30),
-              st.sampled_from(["archive/tiny-00000.warc.gz", "sha256:00", "md5:x", "../x",
-                               "/etc/passwd", "archive/", "pages/pages.jsonl"])),
-    lambda inner: st.one_of(st.lists(inner, max_size=4),
-                            st.dictionaries(st.text(max_size=10), inner, max_size=4)),
-    max_leaves=12)
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(2**70), 2**70),
+        st.floats(),
+        st.text(max_size=30),
+        st.sampled_from(
+            [
+                "archive/tiny-00000.warc.gz",
+                "sha256:00",
+                "md5:x",
+                "../x",
+                "/etc/passwd",
+                "archive/",
+                "pages/pages.jsonl",
+            ]
+        ),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=10), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
 
 
 @given(st.data())
@@ -95,15 +114,18 @@ def test_fuzzed_datapackage(work: Path, data: st.DataObject) -> None:
             if isinstance(resources, list) and resources and data.draw(st.booleans()):
                 item = data.draw(st.sampled_from(resources))
                 if isinstance(item, dict):
-                    item[data.draw(st.sampled_from(["path", "hash", "bytes", "x"]))] = \
-                        data.draw(JSON)
+                    item[data.draw(st.sampled_from(["path", "hash", "bytes", "x"]))] = data.draw(
+                        JSON
+                    )
             elif isinstance(package, dict):
-                package[data.draw(st.sampled_from(["resources", "title", "x"]))] = \
-                    data.draw(JSON)
+                package[data.draw(st.sampled_from(["resources", "title", "x"]))] = data.draw(JSON)
         with zipfile.ZipFile(path, "w") as out:
             for info in src.infolist():
-                body = (json.dumps(package).encode() if info.filename == "datapackage.json"
-                        else src.read(info))
+                body = (
+                    json.dumps(package).encode()
+                    if info.filename == "datapackage.json"
+                    else src.read(info)
+                )
                 out.writestr(info, body)
     _read(path, work)
     _import(path, work)

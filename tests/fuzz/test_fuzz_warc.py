@@ -99,7 +99,7 @@ def _http(block: bytes) -> None:
     except ValueError:
         return
     assert isinstance(message, HttpMessage) and message.status >= 0
-    assert message.entity == block[len(block) - len(message.entity):]
+    assert message.entity == block[len(block) - len(message.entity) :]
 
 
 @given(st.binary(max_size=4096))
@@ -127,8 +127,7 @@ def test_mutated_gzip_warc(seeds: dict[str, bytes], scratch: Path, data: st.Data
 
 
 @given(st.data())
-def test_mutated_plain_warc(seeds: dict[str, bytes], scratch: Path,
-                            data: st.DataObject) -> None:
+def test_mutated_plain_warc(seeds: dict[str, bytes], scratch: Path, data: st.DataObject) -> None:
     blob = data.draw(mutated(seeds["plain"]))
     _walk_file(scratch, blob)
     _scan(blob, False)
@@ -138,14 +137,16 @@ def test_mutated_plain_warc(seeds: dict[str, bytes], scratch: Path,
     assert at is None or 0 <= at < len(blob)
 
 
-HEADS = st.sampled_from([
-    b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<p>x</p>",
-    b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\r\n" + gzip.compress(b"<p>x</p>" * 50),
-    b"HTTP/1.1 200 OK\r\nContent-Encoding: deflate\r\n\r\n" + zlib.compress(b"<p>y</p>" * 50),
-    b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\n\r\n\x1b\x07\x00\xf8\xa5\x12\x8c\x04",
-    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
-    b"HTTP/1.0 301 Moved\r\nLocation: /x\r\n folded: on\r\n\r\n",
-])
+HEADS = st.sampled_from(
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<p>x</p>",
+        b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\r\n" + gzip.compress(b"<p>x</p>" * 50),
+        b"HTTP/1.1 200 OK\r\nContent-Encoding: deflate\r\n\r\n" + zlib.compress(b"<p>y</p>" * 50),
+        b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\n\r\n\x1b\x07\x00\xf8\xa5\x12\x8c\x04",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+        b"HTTP/1.0 301 Moved\r\nLocation: /x\r\n folded: on\r\n\r\n",
+    ]
+)
 
 
 @given(HEADS.flatmap(mutated))

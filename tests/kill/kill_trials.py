@@ -45,8 +45,9 @@ class Outcome:
         if self.refused:  # one error line (a "drarena: ..." notice, e.g. a deprecation, aside)
             lines = [line for line in self.stderr.splitlines() if line.strip()]
             errors = [line for line in lines if line.startswith("drarena: error: ")]
-            assert len(errors) == 1 and all(line.startswith("drarena: ") for line in lines), \
+            assert len(errors) == 1 and all(line.startswith("drarena: ") for line in lines), (
                 self.stderr
+            )
 
 
 def drarena(*args: str | Path) -> list[str]:
@@ -66,15 +67,22 @@ def run(cmd: Sequence[str]) -> Outcome:
     return Outcome(code, err.getvalue())
 
 
-def kill_at(cmd: Sequence[str], trial: int, span_s: float, ready: Callable[[], bool],
-            env: dict[str, str] | None = None, log: Path | None = None) -> float:
+def kill_at(
+    cmd: Sequence[str],
+    trial: int,
+    span_s: float,
+    ready: Callable[[], bool],
+    env: dict[str, str] | None = None,
+    log: Path | None = None,
+) -> float:
     """Start `cmd`, wait until `ready()` (or the process ends), sleep Random(trial) *
     span_s, SIGKILL its process group; returns the delay used (after ready)."""
     delay = random.Random(trial).uniform(0, span_s)
     out = log.open("w") if log is not None else subprocess.DEVNULL
     try:
-        proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=out, env=env,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, cwd=REPO, stdout=out, stderr=out, env=env, start_new_session=True
+        )
         deadline = time.monotonic() + 120
         while proc.poll() is None and not ready() and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -90,13 +98,15 @@ def kill_at(cmd: Sequence[str], trial: int, span_s: float, ready: Callable[[], b
     return delay
 
 
-def timed(cmd: Sequence[str], ready: Callable[[], bool], env: dict[str, str] | None = None
-          ) -> tuple[Outcome, float]:
+def timed(
+    cmd: Sequence[str], ready: Callable[[], bool], env: dict[str, str] | None = None
+) -> tuple[Outcome, float]:
     """Run `cmd` to the end; (outcome, seconds from ready() to exit): the span kills draw
     from."""
     with tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=err,
-                                text=True, env=env)
+        proc = subprocess.Popen(
+            cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=err, text=True, env=env
+        )
         while proc.poll() is None and not ready():
             time.sleep(0.01)
         start = time.monotonic()

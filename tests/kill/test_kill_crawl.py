@@ -28,11 +28,13 @@ pytestmark = pytest.mark.slow
 def _pages() -> dict[str, tuple[int, dict[str, str], bytes]]:
     """A 40-page site: a tree of links, a gzip-coded page, a redirect, a 404, two pages with
     one payload (a revisit)."""
+
     def html(title: str, links: list[str]) -> bytes:
         items = "".join(f'<li><a href="{href}">{href}</a></li>' for href in links)
-        return (f"<!DOCTYPE html><html><head><title>{title}</title></head><body><h1>{title}"
-                f"</h1><p>{'Text of ' + title + '. ' * 30}</p><ul>{items}</ul></body></html>"
-                ).encode()
+        return (
+            f"<!DOCTYPE html><html><head><title>{title}</title></head><body><h1>{title}"
+            f"</h1><p>{'Text of ' + title + '. ' * 30}</p><ul>{items}</ul></body></html>"
+        ).encode()
 
     kind = {"Content-Type": "text/html; charset=utf-8"}
     pages: dict[str, tuple[int, dict[str, str], bytes]] = {
@@ -93,9 +95,17 @@ def site() -> Iterator[Site]:
 
 
 def _spec(tmp: Path, port: int) -> Path:
-    spec = {"name": "killsite", "seeds": [f"http://127.0.0.1:{port}/"], "max_pages": 60,
-            "max_depth": 3, "per_host_delay_s": 0.03, "per_host_concurrency": 2,
-            "concurrency": 4, "timeout_s": 10, "allow_private_addresses": True}
+    spec = {
+        "name": "killsite",
+        "seeds": [f"http://127.0.0.1:{port}/"],
+        "max_pages": 60,
+        "max_depth": 3,
+        "per_host_delay_s": 0.03,
+        "per_host_concurrency": 2,
+        "concurrency": 4,
+        "timeout_s": 10,
+        "allow_private_addresses": True,
+    }
     path = tmp / "site.yaml"
     path.write_text(yaml.safe_dump(spec))
     return path
@@ -118,8 +128,10 @@ def test_sigkill_during_a_crawl(site: Site, tmp_path: Path) -> None:
         return site.requests > before
 
     ref = tmp_path / "ref"
-    done, span = timed(drarena("snapshot", spec, "--out", ref, "--no-progress"),
-                       lambda before=site.requests: at_work(before))
+    done, span = timed(
+        drarena("snapshot", spec, "--out", ref, "--no-progress"),
+        lambda before=site.requests: at_work(before),
+    )
     done.check()
     assert done.returncode == 0 and load_manifest(ref).complete
     reference = _urls(ref)
@@ -139,20 +151,25 @@ def test_sigkill_during_a_crawl(site: Site, tmp_path: Path) -> None:
             # before SnapshotWriter.checkpoint, 7 of 10 trials ended here refused: "has WARC
             # files but no manifest.json; cannot resume" (a SIGKILL runs no cleanup)
             assert resumed.returncode == 0, resumed.stderr
-            steps.append("--resume " + ("finished" if resumed.returncode == 0 else
-                                        f"refused ({_short(resumed, out)})"))
+            steps.append(
+                "--resume "
+                + ("finished" if resumed.returncode == 0 else f"refused ({_short(resumed, out)})")
+            )
         if (out / "manifest.json").is_file() and load_manifest(out).complete:
             verify = run(drarena("verify", out))
             assert verify.returncode == 0, verify.stderr
             assert _urls(out) == reference
             steps.append("verify ok, same pages")
-        outcomes.append(f"crawl trial {trial}: killed {delay:.2f} s after its first request; "
-                        + "; ".join(steps))
+        outcomes.append(
+            f"crawl trial {trial}: killed {delay:.2f} s after its first request; "
+            + "; ".join(steps)
+        )
     print("\n" + "\n".join(outcomes))
 
 
-def test_resume_cuts_a_half_written_record_back_to_the_checkpoint(site: Site,
-                                                                  tmp_path: Path) -> None:
+def test_resume_cuts_a_half_written_record_back_to_the_checkpoint(
+    site: Site, tmp_path: Path
+) -> None:
     """The state a SIGKILL leaves, made exactly: the folder as it was after page 5's
     checkpoint, then half a record appended to the WARC file and a CDXJ line past the
     checkpoint (a kill mid-write, or between the CDXJ and the manifest). Before checkpoints
@@ -183,10 +200,12 @@ def test_resume_cuts_a_half_written_record_back_to_the_checkpoint(site: Site,
     lines.append(f"{key} {stamp} {json.dumps({**json.loads(blob), 'offset': str(warc.size)})}")
     (copy / "index.cdxj").write_text("".join(f"{line}\n" for line in sorted(lines)))
 
-    resumed = run(drarena("snapshot", tmp_path / "site.yaml", "--out", copy, "--resume",
-                          "--no-progress"))
+    resumed = run(
+        drarena("snapshot", tmp_path / "site.yaml", "--out", copy, "--resume", "--no-progress")
+    )
     assert resumed.returncode == 0, resumed.stderr
     assert run(drarena("verify", copy)).returncode == 0
     assert _urls(copy) == _urls(tmp_path / "live")
-    assert len((copy / "index.cdxj").read_text().splitlines()) == \
-        len((tmp_path / "live" / "index.cdxj").read_text().splitlines())
+    assert len((copy / "index.cdxj").read_text().splitlines()) == len(
+        (tmp_path / "live" / "index.cdxj").read_text().splitlines()
+    )

@@ -42,8 +42,9 @@ def test_sigkill_during_an_import(tmp_path: Path) -> None:
     before = {p.name: _sha(p) for p in src.iterdir()}
 
     def command(out: Path, jobs: int = 1) -> list[str]:
-        return drarena("snapshot", "import", "killed", src, "--out", out, "--jobs", str(jobs),
-                       "--no-progress")
+        return drarena(
+            "snapshot", "import", "killed", src, "--out", out, "--jobs", str(jobs), "--no-progress"
+        )
 
     def staging(out: Path) -> Path:
         return out.with_name(f".{out.name}.importing")
@@ -57,12 +58,17 @@ def test_sigkill_during_an_import(tmp_path: Path) -> None:
     for trial in range(TRIALS):
         out = tmp_path / f"trial{trial}"
         jobs = 2 if trial < 2 else 1  # two trials with worker processes (slow to start)
-        delay = kill_at(command(out, jobs), trial, span * 0.95,
-                        lambda out=out: staging(out).exists())
+        delay = kill_at(
+            command(out, jobs), trial, span * 0.95, lambda out=out: staging(out).exists()
+        )
         left = sorted(p.name for p in staging(out).glob("*")) if staging(out).exists() else []
-        state = ("snapshot complete" if (out / "manifest.json").is_file() else
-                 f"staging folder with {len(left)} file(s)" if staging(out).exists() else
-                 "nothing written")
+        state = (
+            "snapshot complete"
+            if (out / "manifest.json").is_file()
+            else f"staging folder with {len(left)} file(s)"
+            if staging(out).exists()
+            else "nothing written"
+        )
         again = run(command(out, jobs))
         again.check()
         assert again.returncode == 0, again.stderr
@@ -71,7 +77,9 @@ def test_sigkill_during_an_import(tmp_path: Path) -> None:
         assert _captures(out) == reference
         assert not staging(out).exists()
         assert {p.name: _sha(p) for p in src.iterdir()} == before
-        outcomes.append(f"import trial {trial} (--jobs {jobs}): killed {delay:.2f} s into the "
-                        f"import ({state}); "
-                        "re-run finished; verify ok, same captures, inputs unchanged")
+        outcomes.append(
+            f"import trial {trial} (--jobs {jobs}): killed {delay:.2f} s into the "
+            f"import ({state}); "
+            "re-run finished; verify ok, same captures, inputs unchanged"
+        )
     print("\n" + "\n".join(outcomes))

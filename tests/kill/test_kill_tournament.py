@@ -56,8 +56,9 @@ def test_sigkill_during_a_tournament(snapshot: Path, tmp_path: Path) -> None:
     outcomes = []
     for trial in range(TRIALS):
         runs = tmp_path / f"trial{trial}"
-        delay = kill_at([*DRIVER, str(snapshot), str(runs)], trial, span * 0.95,
-                        lambda runs=runs: started(runs))
+        delay = kill_at(
+            [*DRIVER, str(snapshot), str(runs)], trial, span * 0.95, lambda runs=runs: started(runs)
+        )
         run_dir = runs / "killed"
         finished = len(list((run_dir / "matches").glob("*.json"))) if run_dir.exists() else 0
         again = _resume(snapshot, runs)
@@ -69,7 +70,9 @@ def test_sigkill_during_a_tournament(snapshot: Path, tmp_path: Path) -> None:
             replay = run(drarena("replay", run_dir, "--out", tmp_path / f"replay{trial}"))
             assert replay.returncode == 0, replay.stderr
             replayed = "; replay from its cache identical"
-        outcomes.append(f"tournament trial {trial}: killed {delay:.2f} s after run.json "
-                        f"({finished} match file(s) on disk); re-run resumed; matches.jsonl "
-                        f"identical to the uninterrupted run{replayed}")
+        outcomes.append(
+            f"tournament trial {trial}: killed {delay:.2f} s after run.json "
+            f"({finished} match file(s) on disk); re-run resumed; matches.jsonl "
+            f"identical to the uninterrupted run{replayed}"
+        )
     print("\n" + "\n".join(outcomes))

@@ -22,14 +22,23 @@ STRENGTH = {"fact number 3": 3}  # the oracle reads the pages; closed_book does 
 def config_data(snapshot: Path, runs_root: Path) -> dict[str, Any]:
     role = {"model": "openai/scripted-for-tests"}
     return {
-        "name": "killed", "snapshot": str(snapshot), "runs_root": str(runs_root), "seed": 3,
-        "swiss_rounds": 2, "concurrency": 2, "trees": {"count": 2},
-        "match": {"max_rounds": 2}, "rating": {"resamples": 20},
+        "name": "killed",
+        "snapshot": str(snapshot),
+        "runs_root": str(runs_root),
+        "seed": 3,
+        "swiss_rounds": 2,
+        "concurrency": 2,
+        "trees": {"count": 2},
+        "match": {"max_rounds": 2},
+        "rating": {"resamples": 20},
         "models": {"retry": {"max_attempts": 1}, "roles": {"examiner": role, "agent": role}},
-        "agents": [{"name": "oracle", "kind": "oracle"},
-                   {"name": "oracle-2", "kind": "oracle"},
-                   {"name": "closed_book", "kind": "closed_book"},
-                   {"name": "closed_book-2", "kind": "closed_book"}]}
+        "agents": [
+            {"name": "oracle", "kind": "oracle"},
+            {"name": "oracle-2", "kind": "oracle"},
+            {"name": "closed_book", "kind": "closed_book"},
+            {"name": "closed_book-2", "kind": "closed_book"},
+        ],
+    }
 
 
 def main(argv: Sequence[str]) -> int:
@@ -52,8 +61,14 @@ def main(argv: Sequence[str]) -> int:
     backend.complete = slowly  # type: ignore[method-assign]
     try:
         config = parse_config(config_data(snapshot, runs_root), "kill-test config")
-        result = execute(config, RunDir(runs_root / config.name), serve=False,
-                         cache_mode=CacheMode.READ_WRITE, prepare=False, backend=backend)
+        result = execute(
+            config,
+            RunDir(runs_root / config.name),
+            serve=False,
+            cache_mode=CacheMode.READ_WRITE,
+            prepare=False,
+            backend=backend,
+        )
     except DrarenaError as exc:
         print(f"drarena: error: {exc}", file=sys.stderr)
         return 2

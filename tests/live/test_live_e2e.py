@@ -32,20 +32,31 @@ ORIGIN = "127.0.0.1:8765"
 
 
 @pytest.fixture(scope="module")
-def servers(pydocs_indexed: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
-            ) -> Iterator[dict[str, object]]:
+def servers(
+    pydocs_indexed: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, object]]:
     """serve-search (SearXNG JSON) and replay-snapshot, as a user starts them."""
     snapshot, index_root = pydocs_indexed
     logs = tmp_path_factory.mktemp("live-servers")
-    with serve_search(snapshot, index_root, logs / "search.log") as (base, search), \
-            replay_snapshot(PYDOCS, f"http://{ORIGIN}") as (replay_port, replay):
-        yield {"search": base, "replay_port": replay_port, "snapshot": snapshot,
-               "procs": (search, replay)}
+    with (
+        serve_search(snapshot, index_root, logs / "search.log") as (base, search),
+        replay_snapshot(PYDOCS, f"http://{ORIGIN}") as (replay_port, replay),
+    ):
+        yield {
+            "search": base,
+            "replay_port": replay_port,
+            "snapshot": snapshot,
+            "procs": (search, replay),
+        }
 
 
 def live_settings(replay_port: int) -> LiveWebSettings:
-    return LiveWebSettings(allow_private_addresses=True, per_host_delay_s=0.0,
-                           per_host_concurrency=4, connect_to={ORIGIN: f"127.0.0.1:{replay_port}"})
+    return LiveWebSettings(
+        allow_private_addresses=True,
+        per_host_delay_s=0.0,
+        per_host_concurrency=4,
+        connect_to={ORIGIN: f"127.0.0.1:{replay_port}"},
+    )
 
 
 def small_tree(snapshot: Path) -> Tree:
@@ -63,15 +74,15 @@ def walk(web: LiveWeb, docs: list[Doc], snapshot: Path) -> tuple[tuple[str, ...]
     """A descent and a width-3 target set from the small tree, expanding live."""
     pages = {d.id: d for d in docs}
     tree = small_tree(snapshot)
-    walker = TreeWalker(tree=tree, pages=pages, rng=random.Random(7),
-                        expander=LiveExpander(web, pages))
+    walker = TreeWalker(
+        tree=tree, pages=pages, rng=random.Random(7), expander=LiveExpander(web, pages)
+    )
     path = walker.descend((tree.root, tree.nodes[1].id))
     targets = walker.targets(path[:2], 3)
     return path, [t.id for t in targets] + [t.text[:200] for t in targets]
 
 
-def test_live_search_open_expand_then_replay(servers: dict[str, object],
-                                             tmp_path: Path) -> None:
+def test_live_search_open_expand_then_replay(servers: dict[str, object], tmp_path: Path) -> None:
     base = str(servers["search"])
     snapshot = Path(str(servers["snapshot"]))
     settings = live_settings(int(str(servers["replay_port"])))
@@ -104,8 +115,12 @@ def test_live_search_open_expand_then_replay(servers: dict[str, object],
         by_id = {d.id: d for d in docs}
         live_child = doc_from_page(web.page(by_id[path[-1]].url))
         assert live_child.id == path[-1] and live_child.digest == by_id[path[-1]].digest
-        gone = Tree(id="t", root="r", nodes=(TreeNode("r", f"http://{ORIGIN}/gone.html",
-                                                      "Gone", "sha256:0", 0, 0),), edges=())
+        gone = Tree(
+            id="t",
+            root="r",
+            nodes=(TreeNode("r", f"http://{ORIGIN}/gone.html", "Gone", "sha256:0", 0, 0),),
+            edges=(),
+        )
         with pytest.raises(CannotExpand, match="HTTP 404"):
             LiveExpander(web, {}).expand(gone, "r", 1, random.Random(1))
     for proc in servers["procs"]:  # type: ignore[attr-defined]
@@ -113,9 +128,19 @@ def test_live_search_open_expand_then_replay(servers: dict[str, object],
 
     with Snapshot.open(capture) as snap:
         assert snap.verify().ok and snap.manifest.complete
-        assert snap.manifest.spec["providers"] == [{"kind": "searxng", "args": {
-            "url": base, "engines": [], "categories": [], "language": "", "safesearch": None,
-            "max_pages": 3}}]
+        assert snap.manifest.spec["providers"] == [
+            {
+                "kind": "searxng",
+                "args": {
+                    "url": base,
+                    "engines": [],
+                    "categories": [],
+                    "language": "",
+                    "safesearch": None,
+                    "max_pages": 3,
+                },
+            }
+        ]
         assert snap.manifest.counts.pages >= 10
 
     with LiveWeb(settings, replay_from=capture) as replay:
@@ -126,4 +151,3 @@ def test_live_search_open_expand_then_replay(servers: dict[str, object],
         assert walk(replay, docs, snapshot) == (path, walked)
         with pytest.raises(DrarenaError, match="not in the capture"):
             again.search("a query never asked", 5)
-

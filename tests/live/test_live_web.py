@@ -71,13 +71,17 @@ def site_app(seen: list[dict[str, str]]) -> web.Application:
         raise web.HTTPMovedPermanently("/a.html")
 
     async def same(request: web.Request) -> web.Response:
-        return web.Response(text="<html><body><p>" + "same words " * 60 + "</p></body></html>",
-                            content_type="text/html")
+        return web.Response(
+            text="<html><body><p>" + "same words " * 60 + "</p></body></html>",
+            content_type="text/html",
+        )
 
     async def zipped(request: web.Request) -> web.Response:
         body = gzip.compress(ARTICLE.replace("Tide", "Zipped").encode())
-        return web.Response(body=body, headers={"Content-Type": "text/html; charset=utf-8",
-                                                "Content-Encoding": "gzip"})
+        return web.Response(
+            body=body,
+            headers={"Content-Type": "text/html; charset=utf-8", "Content-Encoding": "gzip"},
+        )
 
     async def big(request: web.Request) -> web.Response:
         return web.Response(text="<p>" + "x" * 50_000 + "</p>", content_type="text/html")
@@ -91,10 +95,18 @@ def site_app(seen: list[dict[str, str]]) -> web.Application:
             return web.json_response({"error": "bad key"}, status=401)
         offset = int(request.query["offset"])
         q = request.query["q"]
-        results = [{"url": f"http://example.test/{q.replace(' ', '-')}/{offset}/{i}",
+        results = (
+            [
+                {
+                    "url": f"http://example.test/{q.replace(' ', '-')}/{offset}/{i}",
                     "title": f"<strong>{q}</strong> result {i}",
-                    "description": f"about <strong>{q}</strong> &amp; more {i}"}
-                   for i in range(3)] if offset < 2 else []
+                    "description": f"about <strong>{q}</strong> &amp; more {i}",
+                }
+                for i in range(3)
+            ]
+            if offset < 2
+            else []
+        )
         return web.json_response({"type": "search", "web": {"results": results}})
 
     app = web.Application()
@@ -120,8 +132,9 @@ def site() -> Iterator[tuple[ThreadSite, list[dict[str, str]]]]:
 
 
 def settings(**extra: Any) -> LiveWebSettings:
-    return LiveWebSettings(**{"allow_private_addresses": True, "per_host_delay_s": 0.0,
-                              "timeout_s": 10.0, **extra})
+    return LiveWebSettings(
+        **{"allow_private_addresses": True, "per_host_delay_s": 0.0, "timeout_s": 10.0, **extra}
+    )
 
 
 def ticking_clock() -> Any:
@@ -148,12 +161,12 @@ def warc_bytes(folder: Path) -> bytes:
     return out
 
 
-def test_capture_replays_identically(site: tuple[ThreadSite, list[dict[str, str]]],
-                                     tmp_path: Path) -> None:
+def test_capture_replays_identically(
+    site: tuple[ThreadSite, list[dict[str, str]]], tmp_path: Path
+) -> None:
     server, _ = site
     base = server.base
-    urls = [f"{base}/redirect", f"{base}/same1.html", f"{base}/same2.html",
-            f"{base}/zipped.html"]
+    urls = [f"{base}/redirect", f"{base}/same1.html", f"{base}/same2.html", f"{base}/zipped.html"]
     capture = tmp_path / "capture"
     with LiveWeb(settings(), capture_dir=capture, clock=ticking_clock(), name="cap") as live:
         assert live.mode == "live"
@@ -220,35 +233,38 @@ def test_protections(site: tuple[ThreadSite, list[dict[str, str]]], tmp_path: Pa
         assert snap.manifest.counts.truncated == 1
 
 
-def test_threads_share_one_fetch_per_url(site: tuple[ThreadSite, list[dict[str, str]]],
-                                         tmp_path: Path) -> None:
+def test_threads_share_one_fetch_per_url(
+    site: tuple[ThreadSite, list[dict[str, str]]], tmp_path: Path
+) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     server, _ = site
     urls = [f"{server.base}/a.html", f"{server.base}/same1.html", f"{server.base}/zipped.html"]
-    with LiveWeb(settings(), capture_dir=tmp_path / "c") as live, \
-            ThreadPoolExecutor(8) as pool:
+    with LiveWeb(settings(), capture_dir=tmp_path / "c") as live, ThreadPoolExecutor(8) as pool:
         texts = list(pool.map(lambda n: live.page(urls[n % 3]).text, range(24)))
     assert len(set(texts)) == 3
     with Snapshot.open(tmp_path / "c") as snap:
         assert snap.manifest.counts.pages == 3
         assert sorted(r.url for r in snap.iter_responses()) == sorted(
-            [*urls, f"{server.base}/robots.txt"])
+            [*urls, f"{server.base}/robots.txt"]
+        )
 
 
-async def test_usable_inside_a_running_loop(site: tuple[ThreadSite, list[dict[str, str]]]
-                                            ) -> None:
+async def test_usable_inside_a_running_loop(site: tuple[ThreadSite, list[dict[str, str]]]) -> None:
     server, _ = site
     with LiveWeb(settings()) as live:  # no capture: `drarena ask`
         assert "13 metres" in live.page(f"{server.base}/a.html").text
         assert live.close() is None
 
 
-def test_brave_provider_against_stub(site: tuple[ThreadSite, list[dict[str, str]]],
-                                     tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_brave_provider_against_stub(
+    site: tuple[ThreadSite, list[dict[str, str]]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     server, seen = site
-    provider = {"kind": "brave", "args": {"endpoint": f"{server.base}/res/v1/web/search",
-                                          "count": 3}}
+    provider = {
+        "kind": "brave",
+        "args": {"endpoint": f"{server.base}/res/v1/web/search", "count": 3},
+    }
     monkeypatch.delenv("BRAVE_API_KEY", raising=False)
     with LiveWeb(settings()) as bare:
         problem = preflight(provider, bare)
@@ -274,7 +290,8 @@ def test_brave_provider_against_stub(site: tuple[ThreadSite, list[dict[str, str]
     records = warc_bytes(capture)
     assert KEY.encode() not in records and b"X-Subscription-Token: [redacted]" in records
     assert json.loads((capture / "manifest.json").read_text())["spec"]["providers"] == [
-        build_provider(provider).spec()]
+        build_provider(provider).spec()
+    ]
 
     monkeypatch.delenv("BRAVE_API_KEY")  # a replay needs no key and no network
     server.stop()
@@ -284,17 +301,21 @@ def test_brave_provider_against_stub(site: tuple[ThreadSite, list[dict[str, str]
         assert again.search("tides saint malo", 5) == hits
 
 
-def test_rejected_key_and_unreachable_provider(site: tuple[ThreadSite, list[dict[str, str]]],
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rejected_key_and_unreachable_provider(
+    site: tuple[ThreadSite, list[dict[str, str]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     server, _ = site
     monkeypatch.setenv("MY_KEY", "wrong")
-    brave = {"kind": "brave", "args": {"endpoint": f"{server.base}/res/v1/web/search",
-                                       "api_key_env": "MY_KEY"}}
+    brave = {
+        "kind": "brave",
+        "args": {"endpoint": f"{server.base}/res/v1/web/search", "api_key_env": "MY_KEY"},
+    }
     gone = {"kind": "searxng", "args": {"url": f"http://127.0.0.1:{free_port()}"}}
     with LiveWeb(settings()) as live:
         assert preflight(brave, live) == (
             f"brave at {server.base}/res/v1/web/search: HTTP 401: the key was rejected "
-            "(key from MY_KEY)")
+            "(key from MY_KEY)"
+        )
         line = preflight(gone, live)
         assert line is not None and "unreachable" in line and "\n" not in line
         with pytest.raises(DrarenaError, match="connection_error"):
@@ -303,19 +324,35 @@ def test_rejected_key_and_unreachable_provider(site: tuple[ThreadSite, list[dict
 
 
 def test_provider_requests_and_parsing() -> None:
-    searx = build_provider({"kind": "searxng", "args": {"url": "http://127.0.0.1:8888/",
-                                                        "engines": ["wikipedia", "ddg"],
-                                                        "language": "fr"}})
+    searx = build_provider(
+        {
+            "kind": "searxng",
+            "args": {
+                "url": "http://127.0.0.1:8888/",
+                "engines": ["wikipedia", "ddg"],
+                "language": "fr",
+            },
+        }
+    )
     request = searx.request("tide tables", 2, with_secrets=True)
-    assert request.url == ("http://127.0.0.1:8888/search?q=tide+tables&format=json&pageno=2"
-                           "&engines=wikipedia%2Cddg&language=fr")
-    body = json.dumps({"results": [
-        {"url": "https://a.test/x", "title": "A", "content": "first"},
-        {"url": "ftp://b.test/y", "title": "B", "content": "not a web page"},
-        {"title": "no url"},
-        {"url": "https://c.test/z", "title": "C <b>bold</b>", "content": None}]}).encode()
+    assert request.url == (
+        "http://127.0.0.1:8888/search?q=tide+tables&format=json&pageno=2"
+        "&engines=wikipedia%2Cddg&language=fr"
+    )
+    body = json.dumps(
+        {
+            "results": [
+                {"url": "https://a.test/x", "title": "A", "content": "first"},
+                {"url": "ftp://b.test/y", "title": "B", "content": "not a web page"},
+                {"title": "no url"},
+                {"url": "https://c.test/z", "title": "C <b>bold</b>", "content": None},
+            ]
+        }
+    ).encode()
     assert [(r.url, r.title, r.snippet) for r in searx.parse(body)] == [
-        ("https://a.test/x", "A", "first"), ("https://c.test/z", "C bold", "")]
+        ("https://a.test/x", "A", "first"),
+        ("https://c.test/z", "C bold", ""),
+    ]
     with pytest.raises(DrarenaError, match="not JSON"):
         searx.parse(b"<html>403 Forbidden</html>")
     with pytest.raises(DrarenaError, match=r"args\.url"):

@@ -19,10 +19,20 @@ def chat_body(content: str = "", *, model: str = "fake", tool_calls: Any = None)
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if tool_calls:
         message["tool_calls"] = tool_calls
-    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": model,
-            "choices": [{"index": 0, "message": message,
-                         "finish_reason": "tool_calls" if tool_calls else "stop"}],
-            "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}}
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if tool_calls else "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+    }
 
 
 @dataclass
@@ -48,8 +58,9 @@ async def fault_server() -> AsyncIterator[FaultServer]:
         n = server.hits[scenario] = server.hits.get(scenario, 0) + 1
         body = await request.json()
         if scenario == "always500":
-            return web.json_response({"error": {"message": "boom", "type": "server_error"}},
-                                     status=500)
+            return web.json_response(
+                {"error": {"message": "boom", "type": "server_error"}}, status=500
+            )
         if scenario == "flaky" and n <= 2:
             return web.json_response({"error": {"message": "overloaded"}}, status=503)
         if scenario == "ratelimit" and n <= 1:
@@ -58,8 +69,15 @@ async def fault_server() -> AsyncIterator[FaultServer]:
             await asyncio.wait_for(closing.wait(), 60)
         if scenario == "unknown-model":
             return web.json_response(
-                {"error": {"message": f"The model `{body['model']}` does not exist.",
-                           "type": "NotFoundError", "code": 404}}, status=404)
+                {
+                    "error": {
+                        "message": f"The model `{body['model']}` does not exist.",
+                        "type": "NotFoundError",
+                        "code": 404,
+                    }
+                },
+                status=404,
+            )
         if scenario == "malformed":
             return web.Response(text="{this is not json", content_type="application/json")
         if scenario == "drop" and n <= 1:
@@ -68,8 +86,10 @@ async def fault_server() -> AsyncIterator[FaultServer]:
             await asyncio.sleep(0.1)
         if scenario == "proxy" and n > 2:
             assert server.upstream is not None
-            async with aiohttp.ClientSession() as session, session.post(
-                    f"{server.upstream}/chat/completions", json=body) as upstream:
+            async with (
+                aiohttp.ClientSession() as session,
+                session.post(f"{server.upstream}/chat/completions", json=body) as upstream,
+            ):
                 return web.json_response(await upstream.json(), status=upstream.status)
         if scenario == "proxy":
             return web.json_response({"error": {"message": "injected failure"}}, status=500)

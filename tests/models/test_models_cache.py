@@ -21,17 +21,27 @@ MESSAGES = [{"role": "user", "content": "What is the capital of France?"}]
 
 def config(path: Path, mode: str, **role: object) -> ModelsConfig:
     spec = {"model": "openai/m", "api_base": "http://127.0.0.1:1/v1", **role}
-    return ModelsConfig.model_validate({"roles": {"examiner": spec},
-                                        "retry": RetryPolicy(max_attempts=2, base_delay_s=0),
-                                        "cache": {"path": path, "mode": mode}})
+    return ModelsConfig.model_validate(
+        {
+            "roles": {"examiner": spec},
+            "retry": RetryPolicy(max_attempts=2, base_delay_s=0),
+            "cache": {"path": path, "mode": mode},
+        }
+    )
 
 
 def test_key_is_canonical_and_covers_what_determines_the_answer() -> None:
-    base = {"model": "m", "messages": [{"role": "user", "content": "hi"}],
-            "sampling": {"temperature": 0.0, "max_tokens": 8}}
+    base = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "hi"}],
+        "sampling": {"temperature": 0.0, "max_tokens": 8},
+    }
     key = request_key(**base)  # type: ignore[arg-type]
-    reordered = {"model": "m", "messages": [{"content": "hi", "role": "user"}],
-                 "sampling": {"max_tokens": 8, "temperature": 0.0}}
+    reordered = {
+        "model": "m",
+        "messages": [{"content": "hi", "role": "user"}],
+        "sampling": {"max_tokens": 8, "temperature": 0.0},
+    }
     assert request_key(**reordered) == key  # type: ignore[arg-type]
     changed = [
         {**base, "model": "n"},
@@ -47,17 +57,20 @@ def test_key_is_canonical_and_covers_what_determines_the_answer() -> None:
 
 async def test_timeouts_and_endpoints_are_not_in_the_key(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite"
-    first = ModelClient(config(path, "read-write", timeout_s=5.0),
-                        backend=ScriptedBackendForTests([reply("Paris")]))
+    first = ModelClient(
+        config(path, "read-write", timeout_s=5.0), backend=ScriptedBackendForTests([reply("Paris")])
+    )
     recorded = await first.complete("examiner", MESSAGES)
     other = config(path, "replay", timeout_s=99.0, api_base="http://10.0.0.1:8000/v1")
     replayed = await ModelClient(other, backend=ScriptedBackendForTests([])).complete(
-        "examiner", MESSAGES)
+        "examiner", MESSAGES
+    )
     assert replayed.key == recorded.key and replayed.text == "Paris" and replayed.cached
 
 
 async def test_record_then_replay_makes_zero_calls_and_returns_identical_outputs(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "c.sqlite"
     call = ToolCall(id="call-1", name="search", arguments='{"q": "x"}')
     recorder_backend = ScriptedBackendForTests([reply("Paris"), reply("", tool_calls=(call,))])
@@ -84,15 +97,15 @@ async def test_tool_call_ids_come_from_the_request_not_the_server() -> None:
     ids = []
     for server_id in ("chatcmpl-tool-aaa", "chatcmpl-tool-bbb"):
         call = ToolCall(id=server_id, name="search", arguments='{"q": "x"}')
-        client = ModelClient(config(None, "off"),
-                             backend=ScriptedBackendForTests([reply("", tool_calls=(call,))]))
+        client = ModelClient(
+            config(None, "off"), backend=ScriptedBackendForTests([reply("", tool_calls=(call,))])
+        )
         done = await client.complete("examiner", asked)
         ids.append(done.tool_calls[0].id)
     assert ids[0] == ids[1] and ids[0].startswith("call-")
 
 
-async def test_concurrent_identical_calls_agree_with_what_replay_returns(
-        tmp_path: Path) -> None:
+async def test_concurrent_identical_calls_agree_with_what_replay_returns(tmp_path: Path) -> None:
     class Yielding(ScriptedBackendForTests):
         async def complete(self, request):  # both calls are in flight before either ends
             answer = await super().complete(request)
@@ -100,19 +113,23 @@ async def test_concurrent_identical_calls_agree_with_what_replay_returns(
             return answer
 
     path = tmp_path / "c.sqlite"
-    client = ModelClient(config(path, "read-write"),
-                         backend=Yielding([reply("first"), reply("second")]))
-    both = await asyncio.gather(client.complete("examiner", MESSAGES),
-                                client.complete("examiner", MESSAGES))
+    client = ModelClient(
+        config(path, "read-write"), backend=Yielding([reply("first"), reply("second")])
+    )
+    both = await asyncio.gather(
+        client.complete("examiner", MESSAGES), client.complete("examiner", MESSAGES)
+    )
     assert client.model_calls == 2  # both missed the cache and called the model
-    replayed = await ModelClient(config(path, "replay"), backend=ScriptedBackendForTests(
-        [])).complete("examiner", MESSAGES)
+    replayed = await ModelClient(
+        config(path, "replay"), backend=ScriptedBackendForTests([])
+    ).complete("examiner", MESSAGES)
     assert [c.text for c in both] == [replayed.text] * 2 == ["first"] * 2
 
 
 async def test_replay_miss_names_the_call(tmp_path: Path) -> None:
-    client = ModelClient(config(tmp_path / "c.sqlite", "replay"),
-                         backend=ScriptedBackendForTests([]))
+    client = ModelClient(
+        config(tmp_path / "c.sqlite", "replay"), backend=ScriptedBackendForTests([])
+    )
     with pytest.raises(ReplayMissError, match=r"role 'examiner' \(openai/m\).*capital of France"):
         await client.complete("examiner", MESSAGES)
     assert client.model_calls == 0
@@ -125,8 +142,9 @@ async def test_failed_calls_are_never_stored(tmp_path: Path) -> None:
     with pytest.raises(ModelCallError):
         await client.complete("examiner", MESSAGES)
     assert len(CallCache(path)) == 0
-    healthy = ModelClient(config(path, "read-write"),
-                          backend=ScriptedBackendForTests([reply("Paris")]))
+    healthy = ModelClient(
+        config(path, "read-write"), backend=ScriptedBackendForTests([reply("Paris")])
+    )
     assert (await healthy.complete("examiner", MESSAGES)).text == "Paris"
     assert len(CallCache(path)) == 1
 
@@ -184,4 +202,5 @@ def test_sampling_override_changes_key() -> None:
     a = Sampling(temperature=0.0).as_params()
     b = Sampling(temperature=0.0, seed=1).as_params()
     assert request_key(model="m", messages=MESSAGES, sampling=a) != request_key(
-        model="m", messages=MESSAGES, sampling=b)
+        model="m", messages=MESSAGES, sampling=b
+    )

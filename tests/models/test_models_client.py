@@ -18,18 +18,28 @@ MESSAGES = [{"role": "user", "content": "hello"}]
 
 
 def config(**kwargs: object) -> ModelsConfig:
-    roles = {"examiner": ModelRole(model="openai/ex", api_base="http://127.0.0.1:9/v1"),
-             "agent-a": ModelRole(model="openai/a", api_base="http://127.0.0.1:9/v1",
-                                  sampling=Sampling(max_tokens=32))}
+    roles = {
+        "examiner": ModelRole(model="openai/ex", api_base="http://127.0.0.1:9/v1"),
+        "agent-a": ModelRole(
+            model="openai/a", api_base="http://127.0.0.1:9/v1", sampling=Sampling(max_tokens=32)
+        ),
+    }
     return ModelsConfig.model_validate({"roles": roles, **kwargs})
 
 
 async def test_retries_with_exponential_backoff_and_jitter_then_succeeds(fake_sleep) -> None:
-    backend = ScriptedBackendForTests([TransientModelError("503"), TimeoutError("slow"),
-                                       ConnectionResetError("dropped"), reply("done")])
+    backend = ScriptedBackendForTests(
+        [
+            TransientModelError("503"),
+            TimeoutError("slow"),
+            ConnectionResetError("dropped"),
+            reply("done"),
+        ]
+    )
     policy = RetryPolicy(max_attempts=4, base_delay_s=1.0, max_delay_s=3.0)
-    client = ModelClient(config(retry=policy), backend=backend, sleep=fake_sleep,
-                         rng=random.Random(7))
+    client = ModelClient(
+        config(retry=policy), backend=backend, sleep=fake_sleep, rng=random.Random(7)
+    )
     result = await client.complete("examiner", MESSAGES)
     assert result.text == "done" and not result.cached
     draws = random.Random(7)
@@ -50,8 +60,9 @@ def test_backoff_delay_is_exponential_and_capped() -> None:
 
 async def test_gives_up_after_max_attempts_with_one_clear_error(fake_sleep) -> None:
     backend = ScriptedBackendForTests([TransientModelError(f"503 number {i}") for i in range(3)])
-    client = ModelClient(config(retry=RetryPolicy(max_attempts=3)), backend=backend,
-                         sleep=fake_sleep)
+    client = ModelClient(
+        config(retry=RetryPolicy(max_attempts=3)), backend=backend, sleep=fake_sleep
+    )
     with pytest.raises(ModelCallError) as info:
         await client.complete("agent-a", MESSAGES)
     message = str(info.value)
@@ -86,15 +97,18 @@ async def test_concurrency_limit_is_respected() -> None:
             return await slow(request)
 
     client = ModelClient(config(concurrency=3), backend=Slow([]))
-    results = await asyncio.gather(*(client.complete("examiner", [
-        {"role": "user", "content": f"q{i}"}]) for i in range(12)))
+    results = await asyncio.gather(
+        *(client.complete("examiner", [{"role": "user", "content": f"q{i}"}]) for i in range(12))
+    )
     assert len(results) == 12 and in_flight["max"] == 3
 
 
 async def test_usage_sums_tokens_latency_and_cost_per_role(clock) -> None:
-    replies = [reply("a", prompt_tokens=10, completion_tokens=4),
-               reply("b", prompt_tokens=20, completion_tokens=6),
-               BackendReply("m", "c", (), "stop", 5, 1, 0.002)]
+    replies = [
+        reply("a", prompt_tokens=10, completion_tokens=4),
+        reply("b", prompt_tokens=20, completion_tokens=6),
+        BackendReply("m", "c", (), "stop", 5, 1, 0.002),
+    ]
     client = ModelClient(config(), backend=ScriptedBackendForTests(replies), clock=clock)
     await client.complete("examiner", MESSAGES)
     await client.complete("examiner", [{"role": "user", "content": "again"}])
@@ -126,7 +140,9 @@ async def test_unknown_role_is_a_clear_error() -> None:
 def test_config_rejects_unknown_fields_and_missing_cache_path() -> None:
     with pytest.raises(ValidationError, match="temprature"):
         ModelsConfig.model_validate(
-            {"roles": {"examiner": {"model": "openai/x", "sampling": {"temprature": 0}}}})
+            {"roles": {"examiner": {"model": "openai/x", "sampling": {"temprature": 0}}}}
+        )
     with pytest.raises(ValidationError, match=r"cache\.path is required"):
         ModelsConfig.model_validate(
-            {"roles": {"examiner": {"model": "openai/x"}}, "cache": {"mode": "replay"}})
+            {"roles": {"examiner": {"model": "openai/x"}}, "cache": {"mode": "replay"}}
+        )

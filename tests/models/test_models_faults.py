@@ -11,16 +11,28 @@ from drarena.models.serve import free_port
 from drarena.models.structured import StructuredOutputError, complete_json
 
 ASK = [{"role": "user", "content": "hello"}]
-SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
-          "additionalProperties": False}
+SCHEMA = {
+    "type": "object",
+    "properties": {"ok": {"type": "boolean"}},
+    "required": ["ok"],
+    "additionalProperties": False,
+}
 
 
-def client(api_base: str, fake_sleep, *, timeout_s: float = 10.0, attempts: int = 3,
-           model: str = "openai/fake") -> ModelClient:
-    role = ModelRole(model=model, api_base=api_base, timeout_s=timeout_s,
-                     sampling=Sampling(max_tokens=16))
-    cfg = ModelsConfig(roles={"examiner": role},
-                       retry=RetryPolicy(max_attempts=attempts, base_delay_s=0.01))
+def client(
+    api_base: str,
+    fake_sleep,
+    *,
+    timeout_s: float = 10.0,
+    attempts: int = 3,
+    model: str = "openai/fake",
+) -> ModelClient:
+    role = ModelRole(
+        model=model, api_base=api_base, timeout_s=timeout_s, sampling=Sampling(max_tokens=16)
+    )
+    cfg = ModelsConfig(
+        roles={"examiner": role}, retry=RetryPolicy(max_attempts=attempts, base_delay_s=0.01)
+    )
     return ModelClient(cfg, sleep=fake_sleep)
 
 
@@ -33,8 +45,7 @@ async def test_5xx_then_success_is_retried(fault_server, fake_sleep) -> None:
 
 
 async def test_rate_limit_is_retried(fault_server, fake_sleep) -> None:
-    result = await client(fault_server.api_base("ratelimit"), fake_sleep).complete(
-        "examiner", ASK)
+    result = await client(fault_server.api_base("ratelimit"), fake_sleep).complete("examiner", ASK)
     assert result.text and fault_server.hits["ratelimit"] == 2
 
 
@@ -55,8 +66,9 @@ async def test_persistent_500_gives_one_clear_error(fault_server, fake_sleep) ->
 
 async def test_hang_times_out_and_is_retried_within_limits(fault_server, fake_sleep) -> None:
     with pytest.raises(ModelCallError, match=r"after 2 attempt\(s\).*Timeout"):
-        await client(fault_server.api_base("hang"), fake_sleep, timeout_s=0.5,
-                     attempts=2).complete("examiner", ASK)
+        await client(fault_server.api_base("hang"), fake_sleep, timeout_s=0.5, attempts=2).complete(
+            "examiner", ASK
+        )
     assert fault_server.hits["hang"] == 2
 
 
@@ -69,33 +81,32 @@ async def test_unreachable_endpoint(fake_sleep) -> None:
 
 async def test_unknown_model_fails_at_once_naming_it(fault_server, fake_sleep) -> None:
     with pytest.raises(ModelCallError, match=r"not retriable.*NotFoundError.*no-such-model"):
-        await client(fault_server.api_base("unknown-model"), fake_sleep,
-                     model="openai/no-such-model").complete("examiner", ASK)
+        await client(
+            fault_server.api_base("unknown-model"), fake_sleep, model="openai/no-such-model"
+        ).complete("examiner", ASK)
     assert fault_server.hits["unknown-model"] == 1
 
 
-async def test_malformed_response_body_is_retried_then_reported(fault_server,
-                                                                fake_sleep) -> None:
+async def test_malformed_response_body_is_retried_then_reported(fault_server, fake_sleep) -> None:
     with pytest.raises(ModelCallError, match="after 3 attempt"):
         await client(fault_server.api_base("malformed"), fake_sleep).complete("examiner", ASK)
     assert fault_server.hits["malformed"] == 3
 
 
-async def test_schema_violating_json_is_repaired_then_reported(fault_server,
-                                                               fake_sleep) -> None:
+async def test_schema_violating_json_is_repaired_then_reported(fault_server, fake_sleep) -> None:
     fault_server.replies["badjson"] = ["{not json", '{"ok": "yes"}', '{"ok": 1}']
     c = client(fault_server.api_base("badjson"), fake_sleep)
     with pytest.raises(StructuredOutputError, match="role 'examiner'") as info:
         await complete_json(c, "examiner", ASK, SCHEMA, max_repairs=2)
     assert info.value.raw_text == '{"ok": 1}' and fault_server.hits["badjson"] == 3
     fault_server.replies["goodjson"] = ["{oops", '{"ok": true}']
-    value, _ = await complete_json(client(fault_server.api_base("goodjson"), fake_sleep),
-                                   "examiner", ASK, SCHEMA)
+    value, _ = await complete_json(
+        client(fault_server.api_base("goodjson"), fake_sleep), "examiner", ASK, SCHEMA
+    )
     assert value == {"ok": True}
 
 
 async def test_model_calls_pass_the_network_guard(fault_server, fake_sleep) -> None:
     with NetworkGuard({"127.0.0.1"}) as guard:
-        result = await client(fault_server.api_base("echo"), fake_sleep).complete(
-            "examiner", ASK)
+        result = await client(fault_server.api_base("echo"), fake_sleep).complete("examiner", ASK)
     assert result.text and guard.violations == []

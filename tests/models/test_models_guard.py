@@ -21,8 +21,10 @@ def _chain(exc: BaseException | None) -> list[BaseException]:
 
 
 def test_stray_http_request_by_name_is_refused_and_reported() -> None:
-    with NetworkGuard(allowed_hosts={"127.0.0.1"}) as guard, \
-            pytest.raises(urllib.error.URLError) as info:
+    with (
+        NetworkGuard(allowed_hosts={"127.0.0.1"}) as guard,
+        pytest.raises(urllib.error.URLError) as info,
+    ):
         urllib.request.urlopen("http://example.com/", timeout=5)
     assert any(isinstance(e, NetworkGuardError) for e in _chain(info.value))
     assert guard.violations == ["name lookup of example.com"]
@@ -47,16 +49,21 @@ def test_raw_socket_connect_is_refused_and_the_patch_is_undone_on_exit() -> None
 
 async def test_loopback_services_still_work(fault_server) -> None:
     with NetworkGuard() as guard:
-        async with aiohttp.ClientSession() as session, session.post(
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(
                 f"{fault_server.api_base('echo')}/chat/completions",
-                json={"model": "m", "messages": [{"role": "user", "content": "hi"}]}) as resp:
+                json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+            ) as resp,
+        ):
             assert resp.status == 200
     assert guard.violations == []
 
 
 def test_configured_endpoint_names_pass_to_the_real_resolver() -> None:
-    hosts = endpoint_hosts(["http://models.internal.example:8000/v1", None,
-                            "http://127.0.0.1:9/v1"])
+    hosts = endpoint_hosts(
+        ["http://models.internal.example:8000/v1", None, "http://127.0.0.1:9/v1"]
+    )
     assert hosts == {"models.internal.example", "127.0.0.1"}
     with NetworkGuard(hosts) as guard:
         assert guard.allows("MODELS.internal.example") and not guard.allows("example.org")

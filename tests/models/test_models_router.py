@@ -20,10 +20,20 @@ from drarena.models.config import ModelRole, ModelsConfig, RetryPolicy
 
 
 def chat_body(content: str, model: str) -> dict[str, Any]:
-    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                         "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}}
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+    }
 
 
 @dataclass
@@ -77,20 +87,42 @@ async def two_fake_replicas() -> AsyncIterator[tuple[FakeReplica, FakeReplica]]:
         await runner.cleanup()
 
 
-def models(role: ModelRole, tmp_path: Path, *, concurrency: int = 8,
-           cache_file: str = "calls.sqlite", **kwargs: Any) -> ModelsConfig:
-    return ModelsConfig.model_validate({
-        "roles": {"examiner": role}, "concurrency": concurrency,
-        "cache": {"path": str(tmp_path / cache_file), "mode": "read-write"}, **kwargs})
+def models(
+    role: ModelRole,
+    tmp_path: Path,
+    *,
+    concurrency: int = 8,
+    cache_file: str = "calls.sqlite",
+    **kwargs: Any,
+) -> ModelsConfig:
+    return ModelsConfig.model_validate(
+        {
+            "roles": {"examiner": role},
+            "concurrency": concurrency,
+            "cache": {"path": str(tmp_path / cache_file), "mode": "read-write"},
+            **kwargs,
+        }
+    )
 
 
 # --- config validation -------------------------------------------------------------------
 
+
 def test_api_bases_is_one_line_error_when_given_with_api_base() -> None:
-    data = {"name": "t", "snapshot": "snap", "models": {"roles": {"examiner": {
-        "model": "openai/m", "api_base": "http://127.0.0.1:1/v1",
-        "api_bases": ["http://127.0.0.1:2/v1"]}}},
-        "agents": [{"name": n, "kind": "closed_book"} for n in ("x", "y")]}
+    data = {
+        "name": "t",
+        "snapshot": "snap",
+        "models": {
+            "roles": {
+                "examiner": {
+                    "model": "openai/m",
+                    "api_base": "http://127.0.0.1:1/v1",
+                    "api_bases": ["http://127.0.0.1:2/v1"],
+                }
+            }
+        },
+        "agents": [{"name": n, "kind": "closed_book"} for n in ("x", "y")],
+    }
     with pytest.raises(DrarenaError) as info:
         parse_config(data, "t.yaml")
     message = str(info.value)
@@ -99,12 +131,17 @@ def test_api_bases_is_one_line_error_when_given_with_api_base() -> None:
     assert "either api_base or api_bases, not both" in message
 
 
-@pytest.mark.parametrize(("bases", "why"), [
-    ([], "at least one endpoint"),
-    (["http://127.0.0.1:2/v1", " "], "an endpoint is empty"),
-    (["http://127.0.0.1:2/v1", "http://127.0.0.1:2/v1"],
-     "endpoint listed twice: http://127.0.0.1:2/v1"),
-])
+@pytest.mark.parametrize(
+    ("bases", "why"),
+    [
+        ([], "at least one endpoint"),
+        (["http://127.0.0.1:2/v1", " "], "an endpoint is empty"),
+        (
+            ["http://127.0.0.1:2/v1", "http://127.0.0.1:2/v1"],
+            "endpoint listed twice: http://127.0.0.1:2/v1",
+        ),
+    ],
+)
 def test_api_bases_rejects_empty_blank_and_repeated(bases: list[str], why: str) -> None:
     with pytest.raises(ValueError, match=why):
         ModelRole.model_validate({"model": "openai/m", "api_bases": bases})
@@ -113,20 +150,24 @@ def test_api_bases_rejects_empty_blank_and_repeated(bases: list[str], why: str) 
 def test_endpoints_of_a_role() -> None:
     assert ModelRole(model="openai/m").endpoints() == ()
     assert ModelRole(model="openai/m", api_base="http://h:1/v1").endpoints() == ("http://h:1/v1",)
-    both = ModelRole.model_validate({"model": "openai/m", "api_bases": ["http://h:1/v1",
-                                                                         "http://h:2/v1"]})
+    both = ModelRole.model_validate(
+        {"model": "openai/m", "api_bases": ["http://h:1/v1", "http://h:2/v1"]}
+    )
     assert both.endpoints() == ("http://h:1/v1", "http://h:2/v1")
 
 
 # --- control flow with fake servers --------------------------------------------------------
 
+
 async def test_fake_servers_both_receive_a_roles_concurrent_calls(
-        two_fake_replicas: tuple[FakeReplica, FakeReplica], tmp_path: Path) -> None:
+    two_fake_replicas: tuple[FakeReplica, FakeReplica], tmp_path: Path
+) -> None:
     a, b = two_fake_replicas
     role = ModelRole.model_validate({"model": "openai/m", "api_bases": [a.api_base, b.api_base]})
     client = ModelClient(models(role, tmp_path))
-    done = await asyncio.gather(*[
-        client.complete("examiner", [{"role": "user", "content": f"q{i}"}]) for i in range(16)])
+    done = await asyncio.gather(
+        *[client.complete("examiner", [{"role": "user", "content": f"q{i}"}]) for i in range(16)]
+    )
     assert [json.loads(c.text)["echo"] for c in done] == [f"q{i}" for i in range(16)]
     # Least in flight: each replica gets calls, and never more than half the limit at once.
     assert a.hits > 0 and b.hits > 0 and a.hits + b.hits == 16
@@ -137,7 +178,8 @@ async def test_fake_servers_both_receive_a_roles_concurrent_calls(
 
 
 async def test_sequential_calls_go_to_the_first_listed_idle_endpoint(
-        two_fake_replicas: tuple[FakeReplica, FakeReplica], tmp_path: Path) -> None:
+    two_fake_replicas: tuple[FakeReplica, FakeReplica], tmp_path: Path
+) -> None:
     a, b = two_fake_replicas
     role = ModelRole.model_validate({"model": "openai/m", "api_bases": [b.api_base, a.api_base]})
     client = ModelClient(models(role, tmp_path))
@@ -147,8 +189,8 @@ async def test_sequential_calls_go_to_the_first_listed_idle_endpoint(
 
 
 async def test_a_retry_after_a_failure_goes_to_the_other_replica(
-        two_fake_replicas: tuple[FakeReplica, FakeReplica], tmp_path: Path,
-        fake_sleep: Any) -> None:
+    two_fake_replicas: tuple[FakeReplica, FakeReplica], tmp_path: Path, fake_sleep: Any
+) -> None:
     a, b = two_fake_replicas
     a.fail_first = 1
     role = ModelRole.model_validate({"model": "openai/m", "api_bases": [a.api_base, b.api_base]})
@@ -160,15 +202,16 @@ async def test_a_retry_after_a_failure_goes_to_the_other_replica(
     assert (usage.calls, usage.model_calls, usage.retries) == (1, 2, 1)
 
 
-async def test_failure_names_the_endpoint_that_failed_last(tmp_path: Path,
-                                                           fake_sleep: Any) -> None:
+async def test_failure_names_the_endpoint_that_failed_last(tmp_path: Path, fake_sleep: Any) -> None:
     replicas = (FakeReplica("a", fail_first=99), FakeReplica("b", fail_first=99))
     runners = [await start_replica(r, delay_s=0.0) for r in replicas]
     try:
-        role = ModelRole.model_validate({"model": "openai/m",
-                                         "api_bases": [r.api_base for r in replicas]})
-        client = ModelClient(models(role, tmp_path, retry=RetryPolicy(max_attempts=3)),
-                             sleep=fake_sleep)
+        role = ModelRole.model_validate(
+            {"model": "openai/m", "api_bases": [r.api_base for r in replicas]}
+        )
+        client = ModelClient(
+            models(role, tmp_path, retry=RetryPolicy(max_attempts=3)), sleep=fake_sleep
+        )
         with pytest.raises(ModelCallError, match=r"after 3 attempt\(s\)") as info:
             await client.complete("examiner", [{"role": "user", "content": "z"}])
         assert (replicas[0].hits, replicas[1].hits) == (2, 1)  # a, b, a: away from the failed
@@ -179,22 +222,35 @@ async def test_failure_names_the_endpoint_that_failed_last(tmp_path: Path,
 
 
 async def test_cache_key_and_replay_do_not_depend_on_the_endpoints(
-        two_fake_replicas: tuple[FakeReplica, FakeReplica], tmp_path: Path) -> None:
+    two_fake_replicas: tuple[FakeReplica, FakeReplica], tmp_path: Path
+) -> None:
     a, b = two_fake_replicas
     messages = [[{"role": "user", "content": f"k{i}"}] for i in range(6)]
-    balanced = ModelClient(models(ModelRole.model_validate(
-        {"model": "openai/m", "api_bases": [a.api_base, b.api_base]}), tmp_path,
-        cache_file="balanced.sqlite"))
-    single = ModelClient(models(ModelRole(model="openai/m", api_base=a.api_base), tmp_path,
-                                cache_file="single.sqlite"))
+    balanced = ModelClient(
+        models(
+            ModelRole.model_validate({"model": "openai/m", "api_bases": [a.api_base, b.api_base]}),
+            tmp_path,
+            cache_file="balanced.sqlite",
+        )
+    )
+    single = ModelClient(
+        models(
+            ModelRole(model="openai/m", api_base=a.api_base), tmp_path, cache_file="single.sqlite"
+        )
+    )
     many = await asyncio.gather(*[balanced.complete("examiner", m) for m in messages])
     one = [await single.complete("examiner", m) for m in messages]
     assert a.hits > 0 and b.hits > 0
     assert [c.key for c in many] == [c.key for c in one]
     # The balanced run's cache replays on a role that names a different, dead endpoint.
-    replay = ModelClient(ModelsConfig.model_validate({
-        "roles": {"examiner": {"model": "openai/m", "api_base": "http://127.0.0.1:9/v1"}},
-        "cache": {"path": str(tmp_path / "balanced.sqlite"), "mode": "replay"}}))
+    replay = ModelClient(
+        ModelsConfig.model_validate(
+            {
+                "roles": {"examiner": {"model": "openai/m", "api_base": "http://127.0.0.1:9/v1"}},
+                "cache": {"path": str(tmp_path / "balanced.sqlite"), "mode": "replay"},
+            }
+        )
+    )
     again = [await replay.complete("examiner", m) for m in messages]
     assert [c.text for c in again] == [c.text for c in many]
     assert all(c.cached for c in again) and replay.model_calls == 0

@@ -37,8 +37,14 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 
 def test_start_waits_until_ready_and_stop_ends_the_process(tmp_path: Path) -> None:
     port = free_port()
-    handle = start_server([sys.executable, "-c", STAND_IN, str(port)], {}, port, "stand-in",
-                          tmp_path / "server.log", ready_timeout_s=30)
+    handle = start_server(
+        [sys.executable, "-c", STAND_IN, str(port)],
+        {},
+        port,
+        "stand-in",
+        tmp_path / "server.log",
+        ready_timeout_s=30,
+    )
     process = handle.process
     assert process is not None and process.poll() is None
     assert served_models(handle.api_base) == ["stand-in"]
@@ -49,11 +55,19 @@ def test_start_waits_until_ready_and_stop_ends_the_process(tmp_path: Path) -> No
 
 def test_the_server_dies_with_a_killed_parent(tmp_path: Path) -> None:
     port = free_port()
-    parent = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time, pathlib; from drarena.models.serve import start_server\n"
-        f"h = start_server([sys.executable, '-c', {STAND_IN!r}, '{port}'], {{}}, {port}, "
-        f"'stand-in', pathlib.Path({str(tmp_path / 's.log')!r}), 30)\n"
-        "print(h.process.pid, flush=True); time.sleep(600)")], stdout=subprocess.PIPE)
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys, time, pathlib; from drarena.models.serve import start_server\n"
+                f"h = start_server([sys.executable, '-c', {STAND_IN!r}, '{port}'], {{}}, {port}, "
+                f"'stand-in', pathlib.Path({str(tmp_path / 's.log')!r}), 30)\n"
+                "print(h.process.pid, flush=True); time.sleep(600)"
+            ),
+        ],
+        stdout=subprocess.PIPE,
+    )
     assert parent.stdout is not None
     child = int(parent.stdout.readline())
     parent.kill()  # SIGKILL: no cleanup code runs in the parent
@@ -77,13 +91,22 @@ def test_a_server_that_dies_is_reported_with_its_log(tmp_path: Path) -> None:
 
 def test_external_server_is_reused_and_never_stopped(tmp_path: Path, monkeypatch) -> None:
     port = free_port()
-    owned = start_server([sys.executable, "-c", STAND_IN, str(port)], {}, port, "stand-in",
-                         tmp_path / "server.log", ready_timeout_s=30)
+    owned = start_server(
+        [sys.executable, "-c", STAND_IN, str(port)],
+        {},
+        port,
+        "stand-in",
+        tmp_path / "server.log",
+        ready_timeout_s=30,
+    )
     try:
         monkeypatch.setenv("DRARENA_MODEL_API_BASE", owned.api_base + "/")
         with model_server() as handle:
             assert (handle.api_base, handle.model, handle.process) == (
-                owned.api_base, "stand-in", None)
+                owned.api_base,
+                "stand-in",
+                None,
+            )
         assert owned.process is not None and owned.process.poll() is None  # still running
         monkeypatch.setenv("DRARENA_MODEL_NAME", "other")
         with pytest.raises(DrarenaError, match="DRARENA_MODEL_NAME=other: not served"):

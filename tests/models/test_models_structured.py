@@ -19,18 +19,23 @@ from drarena.models.structured import (
 )
 from drarena.models.types import ToolCall
 
-SCHEMA = {"type": "object", "properties": {"city": {"type": "string"},
-                                           "population": {"type": "integer"}},
-          "required": ["city", "population"], "additionalProperties": False}
+SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
+    "required": ["city", "population"],
+    "additionalProperties": False,
+}
 ASK = [{"role": "user", "content": "A city as JSON"}]
-SEARCH = strict_tool("search", "search the frozen web",
-                     {"properties": {"query": {"type": "string"}}})
+SEARCH = strict_tool(
+    "search", "search the frozen web", {"properties": {"query": {"type": "string"}}}
+)
 
 
 def client_for(steps: list) -> tuple[ModelClient, ScriptedBackendForTests]:
     backend = ScriptedBackendForTests(steps)
     cfg = ModelsConfig.model_validate(
-        {"roles": {"examiner": {"model": "openai/m", "api_base": "http://127.0.0.1:5/v1"}}})
+        {"roles": {"examiner": {"model": "openai/m", "api_base": "http://127.0.0.1:5/v1"}}}
+    )
     return ModelClient(cfg, backend=backend), backend
 
 
@@ -44,21 +49,28 @@ async def test_valid_json_first_time_sends_json_schema_format() -> None:
 
 
 async def test_repairs_malformed_then_schema_violating_json() -> None:
-    client, backend = client_for([reply('{"city": "Paris", '),
-                                  reply('{"city": "Paris", "population": "many"}'),
-                                  reply('{"city": "Paris", "population": 3}')])
+    client, backend = client_for(
+        [
+            reply('{"city": "Paris", '),
+            reply('{"city": "Paris", "population": "many"}'),
+            reply('{"city": "Paris", "population": 3}'),
+        ]
+    )
     value, _ = await complete_json(client, "examiner", ASK, SCHEMA, max_repairs=2)
     assert value["population"] == 3
     second, third = backend.requests[1]["messages"], backend.requests[2]["messages"]
     assert "not valid JSON" in second[-1]["content"]
-    assert "at population" in third[-1]["content"] and "'many' is not of type" in third[-1][
-        "content"]
+    assert (
+        "at population" in third[-1]["content"] and "'many' is not of type" in third[-1]["content"]
+    )
 
 
 async def test_gives_up_after_bounded_repairs_keeping_raw_text(caplog) -> None:
     client, backend = client_for([reply("nope"), reply('{"city": 1}')])
-    with caplog.at_level(logging.ERROR, logger="drarena.models"), \
-            pytest.raises(StructuredOutputError) as info:
+    with (
+        caplog.at_level(logging.ERROR, logger="drarena.models"),
+        pytest.raises(StructuredOutputError) as info,
+    ):
         await complete_json(client, "examiner", ASK, SCHEMA, max_repairs=1)
     assert info.value.raw_text == '{"city": 1}' and len(backend.requests) == 2
     assert "role 'examiner'" in str(info.value) and "http://127.0.0.1:5/v1" in str(info.value)
@@ -75,9 +87,14 @@ def test_strict_tool_requires_every_property() -> None:
     assert SEARCH["function"]["strict"] is True
     assert SEARCH["function"]["parameters"]["additionalProperties"] is False
     with pytest.raises(DrarenaError, match=r"tool 'open'.*not required: page"):
-        strict_tool("open", "open a page", {"properties": {"url": {"type": "string"},
-                                                           "page": {"type": "integer"}},
-                                            "required": ["url"]})
+        strict_tool(
+            "open",
+            "open a page",
+            {
+                "properties": {"url": {"type": "string"}, "page": {"type": "integer"}},
+                "required": ["url"],
+            },
+        )
 
 
 async def test_named_tool_call_validated_and_repaired() -> None:
@@ -88,8 +105,10 @@ async def test_named_tool_call_validated_and_repaired() -> None:
     # ids are the client's (derived from the request), the call is the model's
     assert [(c.name, c.arguments) for c in calls] == [(good.name, good.arguments)]
     assert json.loads(calls[0].arguments)["query"] == "tallest tower"
-    assert backend.requests[0]["tool_choice"] == {"type": "function",
-                                                  "function": {"name": "search"}}
+    assert backend.requests[0]["tool_choice"] == {
+        "type": "function",
+        "function": {"name": "search"},
+    }
     repair = backend.requests[1]["messages"]
     bad_id = repair[-3]["tool_calls"][0]["id"]  # the bad call, answered by a tool message
     assert repair[-3]["tool_calls"][0]["function"]["arguments"] == bad.arguments

@@ -54,21 +54,41 @@ def plugin_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import shutil
 
     source = tmp_path_factory.mktemp("plugin-src") / "plugin"
-    shutil.copytree(REPO / "examples" / "plugin", source,
-                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    shutil.copytree(
+        REPO / "examples" / "plugin",
+        source,
+        ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"),
+    )
     target = tmp_path_factory.mktemp("plugin-site")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                    "--no-build-isolation", "--no-index", "--target", str(target),
-                    str(source)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(target),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     return target
 
 
 def run_python(code: str, plugin: Path | None, *argv: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(plugin) if plugin else "",
-                                                    env.get("PYTHONPATH", "")) if p)
-    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
-                          env=env, timeout=300)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(plugin) if plugin else "", env.get("PYTHONPATH", "")) if p
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env, timeout=300
+    )
 
 
 def test_installed_plugin_registers_a_kind_and_plays_a_match(plugin_path: Path) -> None:
@@ -81,31 +101,39 @@ def test_installed_plugin_registers_a_kind_and_plays_a_match(plugin_path: Path) 
 
 
 def test_without_the_plugin_the_kind_is_unknown_in_one_line() -> None:
-    code = ("from drarena.agents.registry import AGENTS\n"
-            "try:\n    AGENTS.factory('echo')\nexcept ValueError as e:\n    print(e)\n")
+    code = (
+        "from drarena.agents.registry import AGENTS\n"
+        "try:\n    AGENTS.factory('echo')\nexcept ValueError as e:\n    print(e)\n"
+    )
     done = run_python(code, None)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("unknown agent kind 'echo' (known: closed_book, command")
 
 
 def test_a_plugin_cannot_shadow_a_built_in_kind(plugin_path: Path) -> None:
-    code = ("from drarena.registry import Registry\n"
-            "r = Registry('agent')\nr.register('echo', 'x:y')\n"
-            "try:\n    r.register('echo', 'drarena_echo_agent:build', origin='plugin p')\n"
-            "except ValueError as e:\n    print(e)\n")
+    code = (
+        "from drarena.registry import Registry\n"
+        "r = Registry('agent')\nr.register('echo', 'x:y')\n"
+        "try:\n    r.register('echo', 'drarena_echo_agent:build', origin='plugin p')\n"
+        "except ValueError as e:\n    print(e)\n"
+    )
     done = run_python(code, plugin_path)
-    assert "agent kind 'echo' is already registered (by drarena; plugin p tried again)" \
-        in done.stdout, done.stderr[-2000:]
+    assert (
+        "agent kind 'echo' is already registered (by drarena; plugin p tried again)" in done.stdout
+    ), done.stderr[-2000:]
 
 
 def test_bad_plugin_args_are_one_line(plugin_path: Path) -> None:
-    code = ("from drarena.agents.registry import AgentContext, build_agent\n"
-            "from drarena.errors import DrarenaError\n"
-            "try:\n    build_agent({'kind': 'echo', 'args': {'colour': 1}}, AgentContext())\n"
-            "except DrarenaError as e:\n    print(e)\n")
+    code = (
+        "from drarena.agents.registry import AgentContext, build_agent\n"
+        "from drarena.errors import DrarenaError\n"
+        "try:\n    build_agent({'kind': 'echo', 'args': {'colour': 1}}, AgentContext())\n"
+        "except DrarenaError as e:\n    print(e)\n"
+    )
     done = run_python(code, plugin_path)
     assert "colour" in done.stdout and "Extra inputs are not permitted" in done.stdout, (
-        done.stdout + done.stderr[-2000:])
+        done.stdout + done.stderr[-2000:]
+    )
 
 
 RETRIEVE = r"""
@@ -122,8 +150,9 @@ print(json.dumps({"kinds": RETRIEVERS.kinds(), "traits": sorted(RETRIEVERS.trait
 """
 
 
-def test_installed_plugin_retriever_searches_the_snapshot(plugin_path: Path,
-                                                          pydocs_extracted: Path) -> None:
+def test_installed_plugin_retriever_searches_the_snapshot(
+    plugin_path: Path, pydocs_extracted: Path
+) -> None:
     done = run_python(RETRIEVE, plugin_path, str(pydocs_extracted))
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -158,7 +187,9 @@ def test_installed_plugin_search_provider_builds_requests_and_parses(plugin_path
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert "jsonlines" in result["kinds"] and "searxng" in result["kinds"]
     assert result["url"] == "http://127.0.0.1:9/s?q=frozen+web&page=2"
-    assert result["spec"] == {"kind": "jsonlines",
-                              "args": {"url": "http://127.0.0.1:9/s", "max_pages": 1}}
+    assert result["spec"] == {
+        "kind": "jsonlines",
+        "args": {"url": "http://127.0.0.1:9/s", "max_pages": 1},
+    }
     assert result["results"] == [["http://a.example/x", "X"]]
     assert result["bad"] == "jsonlines at http://127.0.0.1:9/s: line 1 is not a result object"

@@ -29,9 +29,20 @@ def test_rerendered_report_keeps_the_drift_section(tmp_path: Path) -> None:
     assert SECTION_BEGIN not in (run.path / "report.html").read_text(encoding="utf-8")
 
     pages = (PageDiff("http://site.test/a.html", "a", "A", Verdict.GONE, "HTTP 404 <b>"),)
-    write_json(DriftReport(SCHEMA_VERSION, "2030-01-01T00:00:00+00:00",
-                           SnapshotRef("snap", "/s", "f" * 64), "live", None, {},
-                           count_verdicts(pages), pages, ()), run.path / "drift.json")
+    write_json(
+        DriftReport(
+            SCHEMA_VERSION,
+            "2030-01-01T00:00:00+00:00",
+            SnapshotRef("snap", "/s", "f" * 64),
+            "live",
+            None,
+            {},
+            count_verdicts(pages),
+            pages,
+            (),
+        ),
+        run.path / "drift.json",
+    )
     write_report(run, config, [])  # what `drarena rank` does
     page = (run.path / "report.html").read_text(encoding="utf-8")
     assert page.count(SECTION_BEGIN) == 1

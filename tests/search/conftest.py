@@ -34,4 +34,3 @@ def dense(snapshot: Path, index_root: Path) -> Any:
 @pytest.fixture(scope="session")
 def hybrid(snapshot: Path, index_root: Path) -> Any:
     return build_retriever({"kind": "hybrid"}, snapshot, index_root)
-

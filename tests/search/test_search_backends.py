@@ -62,8 +62,9 @@ def diagnostic_queries(snapshot: Path) -> list[str]:
     return [q.text for q in build_queries(docs, gold, 200)]
 
 
-def test_bm25_ranks_exactly_as_pyserini_lucene_searcher(bm25: Any, snapshot: Path,
-                                                         index_root: Path) -> None:
+def test_bm25_ranks_exactly_as_pyserini_lucene_searcher(
+    bm25: Any, snapshot: Path, index_root: Path
+) -> None:
     """The bulk Lucene path returns what pyserini's own LuceneSearcher returns (passage ids and
     scores, ties at the cut included) and so the same pages, on every diagnostic query."""
     searcher = lucene.pyserini_lucene_searcher_class()(str(index_root / "pydocs" / "bm25"))
@@ -79,8 +80,9 @@ def test_bm25_ranks_exactly_as_pyserini_lucene_searcher(bm25: Any, snapshot: Pat
         depths = (10, 50, 200, 1000) if n % 10 == 0 else (50,)
         for depth in depths:
             assert bm25.search_passages(text, depth) == theirs(text, depth), (query, depth)
-        assert bm25.search(query, 10) == search_pages(theirs, text, 10, 50, bm25.data.passages,
-                                                      total), query
+        assert bm25.search(query, 10) == search_pages(
+            theirs, text, 10, 50, bm25.data.passages, total
+        ), query
 
 
 def test_anserini_scores_match_the_java_tie_adjuster(index_root: Path) -> None:
@@ -88,7 +90,8 @@ def test_anserini_scores_match_the_java_tie_adjuster(index_root: Path) -> None:
     within 1e-4 of each other at several magnitudes (where float32 rounding decides)."""
     java = lucene.autoclass
     reader = java("io.anserini.index.IndexReaderUtils").getReader(
-        str(index_root / "pydocs" / "bm25"))
+        str(index_root / "pydocs" / "bm25")
+    )
     searcher = java("org.apache.lucene.search.IndexSearcher")(reader)
     reranker = java("io.anserini.rerank.lib.ScoreTiesAdjusterReranker")()
     total = java("org.apache.lucene.search.TotalHits")
@@ -101,10 +104,12 @@ def test_anserini_scores_match_the_java_tie_adjuster(index_root: Path) -> None:
         base = np.round(rng.uniform(0, scale, 40), 4)
         values = np.concatenate([base, base + rng.uniform(-6e-5, 6e-5, 40), base[:10]])
         values = np.sort(np.abs(values).astype(np.float32))[::-1]
-        top = top_docs(total(len(values), equal_to),
-                       [score_doc(i, float(v)) for i, v in enumerate(values)])
-        expected = [float(v) for v in
-                    reranker.rerank(scored_docs.fromTopDocs(top, searcher), None).scores]
+        top = top_docs(
+            total(len(values), equal_to), [score_doc(i, float(v)) for i, v in enumerate(values)]
+        )
+        expected = [
+            float(v) for v in reranker.rerank(scored_docs.fromTopDocs(top, searcher), None).scores
+        ]
         assert lucene.anserini_scores(values) == expected, scale
         assert sum(float(a) - float(b) <= 1e-4 for a, b in itertools.pairwise(values)) >= 40
 
@@ -122,8 +127,12 @@ def test_hybrid_is_rrf_of_its_members(hybrid: Any, bm25: Any, dense: Any) -> Non
     hits = hybrid.search(query, 10)
     assert_ranked(hits, 10)
     depth = hybrid.args.depth
-    fused = rrf([[h.docid for h in bm25.search(query, depth)],
-                 [h.docid for h in dense.search(query, depth)]])
+    fused = rrf(
+        [
+            [h.docid for h in bm25.search(query, depth)],
+            [h.docid for h in dense.search(query, depth)],
+        ]
+    )
     assert [(h.docid, h.score) for h in hits] == [(d, pytest.approx(s)) for d, s in fused[:10]]
     assert "json.html" in names(hits)[:3]
 
@@ -168,8 +177,9 @@ def _snapshot_copy(snapshot: Path, dest: Path) -> Path:
     return copy
 
 
-def test_stale_or_missing_index_names_the_rebuild_command(snapshot: Path, index_root: Path,
-                                                          tmp_path: Path) -> None:
+def test_stale_or_missing_index_names_the_rebuild_command(
+    snapshot: Path, index_root: Path, tmp_path: Path
+) -> None:
     changed = _snapshot_copy(snapshot, tmp_path / "a")
     manifest = json.loads((changed / "manifest.json").read_text())
     manifest["fingerprint"] = "f" * 64
@@ -180,20 +190,31 @@ def test_stale_or_missing_index_names_the_rebuild_command(snapshot: Path, index_
 
     edited = _snapshot_copy(snapshot, tmp_path / "b")
     with (edited / "docs.jsonl").open("a") as fh:
-        fh.write(json.dumps({"id": "new", "url": "http://x/", "title": "t", "contents": "c",
-                             "record_id": "r", "payload_digest": "p"}) + "\n")
+        fh.write(
+            json.dumps(
+                {
+                    "id": "new",
+                    "url": "http://x/",
+                    "title": "t",
+                    "contents": "c",
+                    "record_id": "r",
+                    "payload_digest": "p",
+                }
+            )
+            + "\n"
+        )
     with pytest.raises(DrarenaError, match=r"docs\.jsonl changed.*drarena index"):
         build_retriever({"kind": "hybrid"}, edited, index_root)
 
     with pytest.raises(DrarenaError, match=r"no bm25 index at .*drarena index"):
         build_retriever({"kind": "bm25"}, snapshot, tmp_path / "empty")
     with pytest.raises(DrarenaError, match="not a local sentence-transformers folder"):
-        build_retriever({"kind": "dense", "args": {"model": str(tmp_path)}}, snapshot,
-                        index_root)
+        build_retriever({"kind": "dense", "args": {"model": str(tmp_path)}}, snapshot, index_root)
 
 
 def test_index_command_leaves_up_to_date_indexes_alone(
-        snapshot: Path, index_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    snapshot: Path, index_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     before = {p: p.stat().st_mtime_ns for p in (index_root / "pydocs").rglob("*")}
     argv = ["index", str(snapshot), "--index-root", str(index_root), "--dense-per-doc", "1"]
     assert main(argv) == 0
@@ -203,9 +224,22 @@ def test_index_command_leaves_up_to_date_indexes_alone(
 
 
 def test_search_command_prints_a_ranked_table(
-        snapshot: Path, index_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["search", str(snapshot), "gzip compress files", "-k", "3",
-                 "--index-root", str(index_root)]) == 0
+    snapshot: Path, index_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        main(
+            [
+                "search",
+                str(snapshot),
+                "gzip compress files",
+                "-k",
+                "3",
+                "--index-root",
+                str(index_root),
+            ]
+        )
+        == 0
+    )
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[:3] == ["rank", "score", "docid"]
     assert [line.split()[0] for line in lines[1::2]] == ["1", "2", "3"]

@@ -16,25 +16,51 @@ from drarena.search.diagnose import gold_from_trees
 
 def test_gold_pages_are_tree_nodes_below_the_root(tmp_path: Path) -> None:
     def node(i: str, depth: int, parent: str | None) -> TreeNode:
-        return TreeNode(id=i, url=f"http://h/{i}", title=i, digest="sha256:x", depth=depth,
-                        chars=100, parent=parent)
+        return TreeNode(
+            id=i,
+            url=f"http://h/{i}",
+            title=i,
+            digest="sha256:x",
+            depth=depth,
+            chars=100,
+            parent=parent,
+        )
 
     for n, ids in enumerate((("r", "a", "b"), ("a", "c", "b"))):
         root, *kids = ids
-        tree = Tree(id=f"tree-{n:03d}", root=root,
-                    nodes=(node(root, 0, None), *(node(k, 1, root) for k in kids)),
-                    edges=tuple(TreeEdge(root, k, "anchor", "ctx", "link") for k in kids))
+        tree = Tree(
+            id=f"tree-{n:03d}",
+            root=root,
+            nodes=(node(root, 0, None), *(node(k, 1, root) for k in kids)),
+            edges=tuple(TreeEdge(root, k, "anchor", "ctx", "link") for k in kids),
+        )
         (tmp_path / f"tree-{n:03d}.json").write_text(tree_to_json(tree))
     (tmp_path / "index.json").write_text("{}")
     assert gold_from_trees(tmp_path) == ["a", "b", "c"]
 
 
 @pytest.mark.slow
-def test_diagnostics_agree_with_trec_eval(snapshot: Path, index_root: Path, tmp_path: Path,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_diagnostics_agree_with_trec_eval(
+    snapshot: Path, index_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "diag"
-    assert main(["diagnose-retrievers", str(snapshot), "--index-root", str(index_root),
-                 "-k", "10", "--max-pages", "20", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "diagnose-retrievers",
+                str(snapshot),
+                "--index-root",
+                str(index_root),
+                "-k",
+                "10",
+                "--max-pages",
+                "20",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     table = capsys.readouterr().out.splitlines()
     has_trees = any((snapshot / "trees").glob("tree-*.json"))
     assert ("tree target pages" in table[0]) == has_trees

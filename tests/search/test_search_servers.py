@@ -25,16 +25,20 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def server(snapshot: Path, index_root: Path, tmp_path_factory: pytest.TempPathFactory
-           ) -> Iterator[str]:
+def server(
+    snapshot: Path, index_root: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
     log = tmp_path_factory.mktemp("serve") / "server.log"
     with serve_search(snapshot, index_root, log) as (base, _):
         yield base
 
 
 def test_health_search_and_open(server: str) -> None:
-    assert httpx.get(server + "/health").json() == {"status": "ok", "retriever": "bm25",
-                                                    "snapshot": "pydocs"}
+    assert httpx.get(server + "/health").json() == {
+        "status": "ok",
+        "retriever": "bm25",
+        "snapshot": "pydocs",
+    }
     body = httpx.get(server + "/search", params={"q": "tarfile archive", "k": 3}).json()
     assert body["retriever"] == "bm25" and len(body["hits"]) == 3
     top = body["hits"][0]
@@ -44,8 +48,9 @@ def test_health_search_and_open(server: str) -> None:
     page = httpx.get(server + "/open", params={"id": top["docid"], "max_chars": 500}).json()
     assert page["docid"] == top["docid"] and len(page["text"]) <= 500
     assert page["next_offset"] is not None
-    by_url = httpx.get(server + "/open", params={"url": top["url"],
-                                                 "offset": page["next_offset"]}).json()
+    by_url = httpx.get(
+        server + "/open", params={"url": top["url"], "offset": page["next_offset"]}
+    ).json()
     assert by_url["offset"] == page["next_offset"]
 
 
@@ -58,8 +63,9 @@ def test_searxng_json_format(server: str) -> None:
     first = body["results"][0]
     assert {"url", "title", "content", "score", "engine", "parsed_url"} <= set(first)
     assert first["url"].endswith("/tarfile.html") and first["engine"] == "drarena-bm25"
-    page2 = httpx.get(server + "/search", params={"q": "tarfile archive", "format": "json",
-                                                  "pageno": 2}).json()
+    page2 = httpx.get(
+        server + "/search", params={"q": "tarfile archive", "format": "json", "pageno": 2}
+    ).json()
     assert page2["results"][0]["positions"] == [11]
     assert {r["url"] for r in page2["results"]}.isdisjoint({r["url"] for r in body["results"]})
 
@@ -70,8 +76,9 @@ def test_http_errors_are_one_line_json(server: str) -> None:
         assert resp.status_code == 400 and resp.json()["error"]
     resp = httpx.get(server + "/open", params={"id": "no-such-page"})
     assert resp.status_code == 400 and "unknown docid" in resp.json()["error"]
-    resp = httpx.post(server + "/search", content=b"{not json",
-                      headers={"content-type": "application/json"})
+    resp = httpx.post(
+        server + "/search", content=b"{not json", headers={"content-type": "application/json"}
+    )
     assert resp.status_code == 400
 
 
@@ -84,8 +91,7 @@ async def exercise_mcp(session: ClientSession) -> None:
     assert not result.isError
     hits = _payload(result)
     assert len(hits) == 2 and hits[0]["url"].endswith("/tarfile.html")
-    opened = await session.call_tool("open", {"url_or_docid": hits[0]["docid"],
-                                              "max_chars": 300})
+    opened = await session.call_tool("open", {"url_or_docid": hits[0]["docid"], "max_chars": 300})
     page = _payload(opened)
     assert page["docid"] == hits[0]["docid"] and 0 < len(page["text"]) <= 300
     bad = await session.call_tool("open", {"url_or_docid": "no-such-page"})
@@ -100,18 +106,25 @@ def _payload(result: Any) -> Any:
 
 
 async def test_mcp_streamable_http(server: str) -> None:
-    async with (streamable_http_client(server + "/mcp") as (read, write, _),
-                ClientSession(read, write) as session):
+    async with (
+        streamable_http_client(server + "/mcp") as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
         await exercise_mcp(session)
 
 
 async def test_mcp_stdio(snapshot: Path, index_root: Path) -> None:
-    params = StdioServerParameters(command=sys.executable,
-                                   args=serve_search_args(snapshot, index_root, "--stdio"),
-                                   cwd=str(REPO), env=dict(os.environ))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=serve_search_args(snapshot, index_root, "--stdio"),
+        cwd=str(REPO),
+        env=dict(os.environ),
+    )
     with open(os.devnull, "w") as errlog:
-        async with (stdio_client(params, errlog=errlog) as (read, write),
-                    ClientSession(read, write) as session):
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
             await exercise_mcp(session)
 
 
@@ -121,60 +134,96 @@ async def test_mcp_stdio(snapshot: Path, index_root: Path) -> None:
 def test_every_endpoint_refuses_a_host_that_is_not_this_server(server: str) -> None:
     port = urlsplit(server).port
     assert port is not None
-    mcp_headers = {"content-type": "application/json",
-                   "accept": "application/json, text/event-stream"}
-    for host in ("evil.example", f"evil.example:{port}", f"localhost:{port + 1}",
-                 "127.0.0.1", f"127.0.0.1.evil.example:{port}"):
-        for method, path in (("GET", "/health"), ("GET", "/search?q=tarfile"),
-                             ("POST", "/search?q=tarfile"), ("GET", "/open?id=x"),
-                             ("POST", "/mcp"), ("GET", "/mcp")):
-            resp = httpx.request(method, server + path, headers={**mcp_headers, "Host": host},
-                                 content=b"{}" if method == "POST" else None)
+    mcp_headers = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+    }
+    for host in (
+        "evil.example",
+        f"evil.example:{port}",
+        f"localhost:{port + 1}",
+        "127.0.0.1",
+        f"127.0.0.1.evil.example:{port}",
+    ):
+        for method, path in (
+            ("GET", "/health"),
+            ("GET", "/search?q=tarfile"),
+            ("POST", "/search?q=tarfile"),
+            ("GET", "/open?id=x"),
+            ("POST", "/mcp"),
+            ("GET", "/mcp"),
+        ):
+            resp = httpx.request(
+                method,
+                server + path,
+                headers={**mcp_headers, "Host": host},
+                content=b"{}" if method == "POST" else None,
+            )
             assert resp.status_code == 421, (host, path, resp.status_code)
             error = resp.json()["error"]  # at /mcp a JSON-RPC error object
             assert "Host" in (error["message"] if path == "/mcp" else error)
-    for host in (f"localhost:{port}", f"LOCALHOST:{port}", f"[::1]:{port}",
-                 f"127.0.0.1:{port}"):
+    for host in (f"localhost:{port}", f"LOCALHOST:{port}", f"[::1]:{port}", f"127.0.0.1:{port}"):
         assert httpx.get(server + "/health", headers={"Host": host}).status_code == 200
     # a page on another site may not drive the server from the user's browser either
-    for origin in ("http://evil.example", f"http://evil.example:{port}", "null",
-                   f"http://localhost:{port + 1}"):
+    for origin in (
+        "http://evil.example",
+        f"http://evil.example:{port}",
+        "null",
+        f"http://localhost:{port + 1}",
+    ):
         resp = httpx.get(server + "/search", params={"q": "tarfile"}, headers={"Origin": origin})
         assert resp.status_code == 403 and "Origin" in resp.json()["error"]
-    same = httpx.get(server + "/search", params={"q": "tarfile"},
-                     headers={"Origin": f"http://127.0.0.1:{port}"})
+    same = httpx.get(
+        server + "/search", params={"q": "tarfile"}, headers={"Origin": f"http://127.0.0.1:{port}"}
+    )
     assert same.status_code == 200
 
 
 def test_nested_or_huge_bodies_are_refused_not_a_crash(server: str) -> None:
     deep = b"[" * 100_000 + b"]" * 100_000
-    json_headers = {"content-type": "application/json",
-                    "accept": "application/json, text/event-stream"}
+    json_headers = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+    }
     resp = httpx.post(server + "/mcp", content=deep, headers=json_headers)
     assert resp.status_code == 400
     body = resp.json()
     assert body["jsonrpc"] == "2.0" and body["error"]["code"] == -32700
-    resp = httpx.post(server + "/search", content=b'{"q": ' + deep + b"}",
-                      headers=json_headers)
+    resp = httpx.post(server + "/search", content=b'{"q": ' + deep + b"}", headers=json_headers)
     assert resp.status_code == 400 and "nested" in resp.json()["error"]
-    resp = httpx.post(server + "/mcp", content=b'{"x": "' + b"a" * (5 << 20) + b'"}',
-                      headers=json_headers)
+    resp = httpx.post(
+        server + "/mcp", content=b'{"x": "' + b"a" * (5 << 20) + b'"}', headers=json_headers
+    )
     assert resp.status_code == 413 and resp.json()["error"]["code"] == -32700
     assert httpx.get(server + "/health").status_code == 200  # still serving
 
 
-def test_live_retriever_needs_live_web_and_says_so(snapshot: Path, index_root: Path,
-                                                   tmp_path: Path) -> None:
+def test_live_retriever_needs_live_web_and_says_so(
+    snapshot: Path, index_root: Path, tmp_path: Path
+) -> None:
     port = free_port()
-    argv = [sys.executable, "-m", "drarena", "search", "serve", str(snapshot), "--index-root",
-            str(index_root), "--retriever", "live", "--port", str(port)]
+    argv = [
+        sys.executable,
+        "-m",
+        "drarena",
+        "search",
+        "serve",
+        str(snapshot),
+        "--index-root",
+        str(index_root),
+        "--retriever",
+        "live",
+        "--port",
+        str(port),
+    ]
     refused = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and "--live-web" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
     log = tmp_path / "live.log"
     with log.open("w") as out:
-        proc = subprocess.Popen([*argv, "--live-web"], cwd=REPO, stdout=out,
-                                stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            [*argv, "--live-web"], cwd=REPO, stdout=out, stderr=subprocess.STDOUT, text=True
+        )
         try:
             deadline = time.monotonic() + 120
             while "serving" not in log.read_text() and proc.poll() is None:

@@ -33,8 +33,9 @@ from drarena.search.server import handle_search, searxng_results
 
 def doc(i: int, words: int, title: str = "T", indexed: bool = True) -> SourceDoc:
     text = " ".join(f"w{i}x{n}" for n in range(words))
-    return SourceDoc(id=f"d{i}", url=f"http://h/{i}.html", title=title, contents=text,
-                     indexed=indexed)
+    return SourceDoc(
+        id=f"d{i}", url=f"http://h/{i}.html", title=title, contents=text, indexed=indexed
+    )
 
 
 # --- passages ---------------------------------------------------------------------------
@@ -49,7 +50,7 @@ def test_passages_cover_every_word_with_overlap() -> None:
     for p in passages:
         first = len(d.contents[: p.start].split())
         chunk = p.text.split()
-        assert chunk == words[first:first + len(chunk)] and len(chunk) == 10
+        assert chunk == words[first : first + len(chunk)] and len(chunk) == 10
         covered.update(range(first, first + len(chunk)))
         assert doc_id_of(p.id) == "d1"
     assert covered == set(range(33))
@@ -109,10 +110,15 @@ def test_rrf_weights_duplicates_and_bad_input() -> None:
 
 def test_rank_pages_keeps_best_passage_and_breaks_ties_by_docid() -> None:
     settings = PassageSettings(words=4, stride=4)
-    passages = {p.id: p for d in (doc(1, 8), doc(2, 8), doc(3, 4))
-                for p in split_doc(d, settings)}
-    scored = [("d2#1", 5.0), ("d1#0", 3.0), ("d1#1", 5.0), ("d3#0", 1.0), ("d2#0", 0.5),
-              ("gone#0", 9.0)]
+    passages = {p.id: p for d in (doc(1, 8), doc(2, 8), doc(3, 4)) for p in split_doc(d, settings)}
+    scored = [
+        ("d2#1", 5.0),
+        ("d1#0", 3.0),
+        ("d1#1", 5.0),
+        ("d3#0", 1.0),
+        ("d2#0", 0.5),
+        ("gone#0", 9.0),
+    ]
     hits = rank_pages(scored, passages, k=2)
     assert [(h.docid, h.score, h.rank) for h in hits] == [("d1", 5.0, 1), ("d2", 5.0, 2)]
     assert hits[0].snippet == snippet(passages["d1#1"].text)
@@ -128,12 +134,15 @@ def test_snippet_is_bounded() -> None:
 # --- queries and documents ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("raw,expected", [
-    ("  json\tdecode\n", "json decode"),
-    ("naïve café", "naïve café"),
-    ("bad\ud800surrogate\x00ctrl", "badsurrogate ctrl"),
-    ("x" * 5000, "x" * 1000),
-])
+@pytest.mark.parametrize(
+    "raw,expected",
+    [
+        ("  json\tdecode\n", "json decode"),
+        ("naïve café", "naïve café"),
+        ("bad\ud800surrogate\x00ctrl", "badsurrogate ctrl"),
+        ("x" * 5000, "x" * 1000),
+    ],
+)
 def test_clean_query(raw: str, expected: str) -> None:
     assert clean_query(raw) == expected
 
@@ -145,8 +154,13 @@ def test_clean_query_rejects_empty(raw: str) -> None:
 
 
 def test_docstore_open_pages_through_text() -> None:
-    d = SourceDoc(id="p", url="http://h/a/", title="A",
-                  contents="alpha beta gamma\ndelta epsilon " * 40, aliases=("http://h/old",))
+    d = SourceDoc(
+        id="p",
+        url="http://h/a/",
+        title="A",
+        contents="alpha beta gamma\ndelta epsilon " * 40,
+        aliases=("http://h/old",),
+    )
     store = DocStore([d], "snap")
     pages, offset = [], 0
     while True:
@@ -178,14 +192,17 @@ def test_docstore_prefers_indexed_page_for_a_shared_url() -> None:
 
 
 def test_clean_title() -> None:
-    assert clean_title("json — JSON encoder¶ — Python 3.11.2 documentation") == \
-        "json — JSON encoder"
+    assert (
+        clean_title("json — JSON encoder¶ — Python 3.11.2 documentation") == "json — JSON encoder"
+    )
     assert clean_title("Plain title") == "Plain title"
 
 
 def test_key_phrases_skip_title_words_and_common_words() -> None:
-    docs = [SourceDoc("a", "u1", "Sockets", "sockets sockets listen listen listen bind the"),
-            SourceDoc("b", "u2", "Files", "files open read listen the the")]
+    docs = [
+        SourceDoc("a", "u1", "Sockets", "sockets sockets listen listen listen bind the"),
+        SourceDoc("b", "u2", "Files", "files open read listen the the"),
+    ]
     phrases = key_phrases(docs, n=2)
     # listen is in both pages (idf log(3/3) = 0), bind only in "a": bind ranks first
     assert phrases["a"] == "bind listen"
@@ -193,10 +210,10 @@ def test_key_phrases_skip_title_words_and_common_words() -> None:
     assert phrases["b"] == "open read"
 
 
-
 def test_build_queries_and_evaluate() -> None:
-    docs = [SourceDoc(f"d{i}", f"u{i}", f"Title {i} topic{i}", f"body{i} words here")
-            for i in range(5)]
+    docs = [
+        SourceDoc(f"d{i}", f"u{i}", f"Title {i} topic{i}", f"body{i} words here") for i in range(5)
+    ]
     queries = build_queries(docs, ["d1", "d3", "missing"], max_pages=10)
     assert {q.gold for q in queries} == {"d1", "d3"}
     assert {q.kind for q in queries} == {"title", "phrases"}
@@ -232,8 +249,9 @@ class FakeRetriever:
 
     def search(self, query: str, k: int = 10) -> list[Hit]:
         clean_query(query)
-        return [Hit(f"d{i}", f"http://h/{i}?q=1", f"T{i}", "s", 1.0 / i, i)
-                for i in range(1, k + 1)]
+        return [
+            Hit(f"d{i}", f"http://h/{i}?q=1", f"T{i}", "s", 1.0 / i, i) for i in range(1, k + 1)
+        ]
 
     def open(self, url_or_docid: str, offset: int = 0, max_chars: int = 4000) -> PageText:
         raise AssertionError("not used")
@@ -250,8 +268,12 @@ def test_searxng_shape_and_paging() -> None:
     native = handle_search(FakeRetriever(), {"q": "x", "k": "2"})
     assert [h["docid"] for h in native["hits"]] == ["d1", "d2"]
     assert searxng_results("q", [], "e")["results"] == []
-    for bad in ({"q": "x", "format": "html"}, {"q": "x", "k": "ten"},
-                {"q": "x", "format": "json", "pageno": "0"}, {"q": ""}):
+    for bad in (
+        {"q": "x", "format": "html"},
+        {"q": "x", "k": "ten"},
+        {"q": "x", "format": "json", "pageno": "0"},
+        {"q": ""},
+    ):
         with pytest.raises(DrarenaError):
             handle_search(FakeRetriever(), bad)
 
@@ -259,17 +281,25 @@ def test_searxng_shape_and_paging() -> None:
 def test_registry_kinds_and_bad_live_args(tmp_path: object) -> None:
     assert RETRIEVERS.kinds() == ["bm25", "dense", "hybrid", "live"]
     with pytest.raises(DrarenaError, match=r"retriever live: args\.no_such_field"):
-        build_retriever({"kind": "live", "args": {"provider": {"kind": "searxng"},
-                                                  "no_such_field": 1}},
-                        tmp_path, tmp_path)  # type: ignore[arg-type]
+        build_retriever(
+            {"kind": "live", "args": {"provider": {"kind": "searxng"}, "no_such_field": 1}},
+            tmp_path,
+            tmp_path,
+        )  # type: ignore[arg-type]
     with pytest.raises(DrarenaError, match="unknown retriever kind 'bing'"):
         build_retriever({"kind": "bing"}, tmp_path, tmp_path)  # type: ignore[arg-type]
     with pytest.raises(DrarenaError, match=r"args\.k1"):
-        build_retriever({"kind": "bm25", "args": {"k1": -1}}, tmp_path,  # type: ignore[arg-type]
-                        tmp_path)  # type: ignore[arg-type]
+        build_retriever(
+            {"kind": "bm25", "args": {"k1": -1}},
+            tmp_path,  # type: ignore[arg-type]
+            tmp_path,
+        )  # type: ignore[arg-type]
     with pytest.raises(DrarenaError, match=r"args\.colour"):
-        build_retriever({"kind": "dense", "args": {"colour": 1}}, tmp_path,  # type: ignore[arg-type]
-                        tmp_path)  # type: ignore[arg-type]
+        build_retriever(
+            {"kind": "dense", "args": {"colour": 1}},
+            tmp_path,  # type: ignore[arg-type]
+            tmp_path,
+        )  # type: ignore[arg-type]
 
 
 def test_retriever_spec_from_command_line() -> None:
@@ -315,7 +345,8 @@ def test_search_pages_fetches_deeper_until_k_pages() -> None:
 
 
 def test_java_home_prefers_a_new_enough_java_home_and_says_when_none(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     old, new = tmp_path / "jdk17", tmp_path / "jdk21"
     for home, version in ((old, "17.0.15"), (new, "21.0.2")):
         home.mkdir()

@@ -32,10 +32,20 @@ def pyenv_python(minor: str) -> Path | None:
 
 def make_dry(*args: str) -> str:
     """The commands `make setup` would run, without running them (-B: as if out of date)."""
-    env = {k: v for k, v in os.environ.items()  # not the PYTHON of a `make test PYTHON=...`
-           if k not in ("PYTHON", "VENV", "MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
-    result = subprocess.run(["make", "-n", "-B", "setup", *args], cwd=REPO, env=env,
-                            capture_output=True, text=True, timeout=60, check=True)
+    env = {
+        k: v
+        for k, v in os.environ.items()  # not the PYTHON of a `make test PYTHON=...`
+        if k not in ("PYTHON", "VENV", "MAKEFLAGS", "MFLAGS", "MAKELEVEL")
+    }
+    result = subprocess.run(
+        ["make", "-n", "-B", "setup", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return result.stdout
 
 
@@ -59,8 +69,13 @@ def test_another_interpreter_gets_its_own_venv(minor: str) -> None:
 
 def run_setup(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     full = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **env}
-    return subprocess.run(["bash", str(REPO / "scripts" / "setup.sh")], env=full,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        ["bash", str(REPO / "scripts" / "setup.sh")],
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_unsupported_python_is_refused_in_one_line(tmp_path: Path) -> None:
@@ -98,8 +113,9 @@ def test_committed_locks_are_plain_exact_constraints() -> None:
     locks = committed_locks()
     assert any(p.name == "venv-py3.11.txt" for p in locks)
     for lock in locks:
-        lines = [x for x in lock.read_text(encoding="utf-8").splitlines()
-                 if x and not x.startswith("#")]
+        lines = [
+            x for x in lock.read_text(encoding="utf-8").splitlines() if x and not x.startswith("#")
+        ]
         assert lines, lock
         bad = [x for x in lines if not REQUIREMENT.match(x)]
         assert not bad, f"{lock.name}: not name==version: {bad[:3]}"
@@ -114,9 +130,11 @@ def test_lock_covers_what_drarena_pins() -> None:
     """Every exact pin of pyproject.toml is in the 3.11 lock at that version."""
     text = (REPO / "pyproject.toml").read_text(encoding="utf-8")
     pins = dict(re.findall(r'"([A-Za-z0-9_.-]+)==([^"; ]+)"', text))
-    lock = {x.split("==")[0].lower(): x.split("==")[1]
-            for x in (REPO / "locks" / "venv-py3.11.txt").read_text().splitlines()
-            if x and not x.startswith("#")}
+    lock = {
+        x.split("==")[0].lower(): x.split("==")[1]
+        for x in (REPO / "locks" / "venv-py3.11.txt").read_text().splitlines()
+        if x and not x.startswith("#")
+    }
     assert pins
     for name, version in pins.items():
         assert lock.get(name.lower()) == version, name
@@ -128,13 +146,21 @@ def test_lock_script_writes_the_venv_and_records_its_digest(tmp_path: Path) -> N
     target = tmp_path / "venv"
     # the base interpreter's pip, seen through system site-packages (ensurepip takes a minute)
     venv.create(target, with_pip=False, system_site_packages=True)
-    if subprocess.run([target / "bin" / "python", "-m", "pip", "--version"],
-                      capture_output=True, timeout=60).returncode != 0:
+    if (
+        subprocess.run(
+            [target / "bin" / "python", "-m", "pip", "--version"], capture_output=True, timeout=60
+        ).returncode
+        != 0
+    ):
         pytest.skip("the base interpreter has no pip")
     out_dir = tmp_path / "locks"
-    result = subprocess.run(["bash", str(REPO / "scripts" / "lock.sh"), str(target), "probe"],
-                            env={"PATH": "/usr/bin:/bin", "LOCK_DIR": str(out_dir)},
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        ["bash", str(REPO / "scripts" / "lock.sh"), str(target), "probe"],
+        env={"PATH": "/usr/bin:/bin", "LOCK_DIR": str(out_dir)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     minor = f"{sys.version_info[0]}.{sys.version_info[1]}"
     lock = out_dir / f"probe-py{minor}.txt"
@@ -147,8 +173,9 @@ def test_lock_script_writes_the_venv_and_records_its_digest(tmp_path: Path) -> N
     assert record[1] == str(lock)
 
 
-def test_run_header_digest_comes_from_each_venv(tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_header_digest_comes_from_each_venv(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     main, server = tmp_path / "main", tmp_path / "server"
     (server / "bin").mkdir(parents=True)
     main.mkdir()

@@ -18,8 +18,9 @@ MB = 1 << 20
 _BLOCK = b"\0" * MB
 
 
-def deflate_stream(prefix: bytes, zeros: int, suffix: bytes = b"", wbits: int = 31,
-                   fill: bytes = b"\0") -> bytes:
+def deflate_stream(
+    prefix: bytes, zeros: int, suffix: bytes = b"", wbits: int = 31, fill: bytes = b"\0"
+) -> bytes:
     """One deflate stream (gzip for wbits 31, zlib 15, raw -15) of prefix + `zeros` bytes of
     `fill` + suffix, made in milliseconds: after a full flush the compressor forgets its
     history, so every further MB compresses to the very same bytes, which are repeated; only
@@ -81,16 +82,22 @@ def brotli_zeros(n: int) -> bytes:
 
 
 def http_block(entity: bytes, coding: str, content_type: str = "text/html") -> bytes:
-    head = (f"HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\n"
-            f"Content-Encoding: {coding}\r\nContent-Length: {len(entity)}\r\n\r\n")
+    head = (
+        f"HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\n"
+        f"Content-Encoding: {coding}\r\nContent-Length: {len(entity)}\r\n\r\n"
+    )
     return head.encode() + entity
 
 
 def warc_record_head(url: str, kind: str, block_length: int, digest: str = "") -> bytes:
-    lines = ["WARC/1.1", f"WARC-Type: {kind}", f"WARC-Target-URI: {url}",
-             "WARC-Date: 2024-01-01T00:00:00Z",
-             f"WARC-Record-ID: <urn:uuid:{hashlib.md5(url.encode()).hexdigest()}>",
-             "Content-Type: application/http;msgtype=response"]
+    lines = [
+        "WARC/1.1",
+        f"WARC-Type: {kind}",
+        f"WARC-Target-URI: {url}",
+        "WARC-Date: 2024-01-01T00:00:00Z",
+        f"WARC-Record-ID: <urn:uuid:{hashlib.md5(url.encode()).hexdigest()}>",
+        "Content-Type: application/http;msgtype=response",
+    ]
     if digest:
         lines.append(f"WARC-Block-Digest: {digest}")
     lines.append(f"Content-Length: {block_length}")
@@ -109,13 +116,16 @@ def write_warc(path: Path, records: list[tuple[str, bytes]]) -> Path:
     return path
 
 
-def write_member_bomb(path: Path, url: str, zeros: int,
-                      before: tuple[tuple[str, bytes], ...] = ()) -> Path:
+def write_member_bomb(
+    path: Path, url: str, zeros: int, before: tuple[tuple[str, bytes], ...] = ()
+) -> Path:
     """A WARC whose last gzip member (after the records `before`) holds one response record
     with an identity entity of `zeros` zero bytes: the member itself is the bomb."""
     write_warc(path, list(before))
-    block_head = (b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
-                  b"Content-Length: " + str(zeros).encode() + b"\r\n\r\n")
+    block_head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+        b"Content-Length: " + str(zeros).encode() + b"\r\n\r\n"
+    )
     prefix = warc_record_head(url, "response", len(block_head) + zeros) + block_head
     with path.open("ab") as out:
         out.write(deflate_stream(prefix, zeros, b"\r\n\r\n"))
@@ -125,14 +135,17 @@ def write_member_bomb(path: Path, url: str, zeros: int,
 def write_whole_file_bomb(path: Path, zeros: int) -> Path:
     """A whole-file gzip WARC (one member for all records): a plain page, a response with an
     identity entity of `zeros` zero bytes, another plain page."""
-    first = write_warc_bytes([("http://bomb.example/a.html", http_block(b"<p>a</p>",
-                                                                         "identity"))])
-    last = write_warc_bytes([("http://bomb.example/c.html", http_block(b"<p>c</p>",
-                                                                        "identity"))])
-    block_head = (b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
-                  b"Content-Length: " + str(zeros).encode() + b"\r\n\r\n")
-    prefix = first + warc_record_head("http://bomb.example/big", "response",
-                                      len(block_head) + zeros) + block_head
+    first = write_warc_bytes([("http://bomb.example/a.html", http_block(b"<p>a</p>", "identity"))])
+    last = write_warc_bytes([("http://bomb.example/c.html", http_block(b"<p>c</p>", "identity"))])
+    block_head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+        b"Content-Length: " + str(zeros).encode() + b"\r\n\r\n"
+    )
+    prefix = (
+        first
+        + warc_record_head("http://bomb.example/big", "response", len(block_head) + zeros)
+        + block_head
+    )
     path.write_bytes(deflate_stream(prefix, zeros, b"\r\n\r\n" + last))
     return path
 
@@ -141,8 +154,11 @@ def _resource(path: str, data_hash: str, size: int) -> dict[str, object]:
     return {"name": path.rsplit("/", 1)[-1], "path": path, "hash": data_hash, "bytes": size}
 
 
-def write_zip(path: Path, members: list[tuple[str, bytes, int, int, bool]],
-              aliases: tuple[tuple[str, int], ...] = ()) -> Path:
+def write_zip(
+    path: Path,
+    members: list[tuple[str, bytes, int, int, bool]],
+    aliases: tuple[tuple[str, int], ...] = (),
+) -> Path:
     """A zip of (name, stored or raw-deflated data, crc32, uncompressed size, deflated)
     members, written by hand because zipfile cannot take data already compressed. `aliases`:
     (name, index) entries of the central directory that point at member `index`'s bytes
@@ -153,20 +169,56 @@ def write_zip(path: Path, members: list[tuple[str, bytes, int, int, bool]],
         raw = name.encode()
         method = 8 if deflated else 0
         entries.append((crc, len(data), size, method, local.tell()))
-        local.write(struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, method, 0, 0x21,
-                                crc, len(data), size, len(raw), 0) + raw + data)
+        local.write(
+            struct.pack(
+                "<4sHHHHHIIIHH",
+                b"PK\x03\x04",
+                20,
+                0,
+                method,
+                0,
+                0x21,
+                crc,
+                len(data),
+                size,
+                len(raw),
+                0,
+            )
+            + raw
+            + data
+        )
     names = [m[0] for m in members] + [a[0] for a in aliases]
-    for name, index in zip(names, [*range(len(members)), *(a[1] for a in aliases)],
-                           strict=True):
+    for name, index in zip(names, [*range(len(members)), *(a[1] for a in aliases)], strict=True):
         crc, compressed, size, method, offset = entries[index]
         raw = name.encode()
-        central.write(struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 20, 20, 0, method,
-                                  0, 0x21, crc, compressed, size, len(raw), 0, 0, 0, 0,
-                                  0o644 << 16, offset) + raw)
+        central.write(
+            struct.pack(
+                "<4sHHHHHHIIIHHHHHII",
+                b"PK\x01\x02",
+                20,
+                20,
+                0,
+                method,
+                0,
+                0x21,
+                crc,
+                compressed,
+                size,
+                len(raw),
+                0,
+                0,
+                0,
+                0,
+                0o644 << 16,
+                offset,
+            )
+            + raw
+        )
     start = local.tell()
     body = central.getvalue()
-    end = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, len(names), len(names),
-                      len(body), start, 0)
+    end = struct.pack(
+        "<4sHHHHIIH", b"PK\x05\x06", 0, 0, len(names), len(names), len(body), start, 0
+    )
     path.write_bytes(local.getvalue() + body + end)
     return path
 
@@ -176,33 +228,52 @@ def _warc_member(warc: bytes) -> tuple[str, bytes, int, int, bool]:
 
 
 def small_warc() -> bytes:
-    return write_warc_bytes([("http://bomb.example/",
-                              http_block(b"<html><title>t</title></html>", "identity"))])
+    return write_warc_bytes(
+        [("http://bomb.example/", http_block(b"<html><title>t</title></html>", "identity"))]
+    )
 
 
 def wacz_package_bomb(path: Path, padding: int) -> Path:
     """A WACZ whose datapackage.json (deflated) is valid JSON padded with `padding` spaces;
     its header declares the true size."""
     warc = small_warc()
-    text = json.dumps({"profile": "data-package", "resources": [
-        _resource("archive/a.warc", "sha256:" + hashlib.sha256(warc).hexdigest(),
-                  len(warc))]}).encode()
+    text = json.dumps(
+        {
+            "profile": "data-package",
+            "resources": [
+                _resource("archive/a.warc", "sha256:" + hashlib.sha256(warc).hexdigest(), len(warc))
+            ],
+        }
+    ).encode()
     prefix, suffix = text[:-1], b"}"
     data = deflate_stream(prefix, padding, suffix, wbits=-15, fill=b" ")
     crc = zlib.crc32(suffix, zeros_crc(prefix, padding, b" "))
-    return write_zip(path, [("datapackage.json", data, crc, len(prefix) + padding + 1, True),
-                            _warc_member(warc)])
+    return write_zip(
+        path, [("datapackage.json", data, crc, len(prefix) + padding + 1, True), _warc_member(warc)]
+    )
 
 
 def wacz_overlapping(path: Path) -> Path:
     """A WACZ whose second WARC member is the first one's bytes again."""
     warc = small_warc()
     digest = "sha256:" + hashlib.sha256(warc).hexdigest()
-    package = json.dumps({"profile": "data-package", "resources": [
-        _resource("archive/a.warc", digest, len(warc)),
-        _resource("archive/b.warc", digest, len(warc))]}).encode()
-    return write_zip(path, [("datapackage.json", package, zlib.crc32(package), len(package),
-                             False), _warc_member(warc)], aliases=(("archive/b.warc", 1),))
+    package = json.dumps(
+        {
+            "profile": "data-package",
+            "resources": [
+                _resource("archive/a.warc", digest, len(warc)),
+                _resource("archive/b.warc", digest, len(warc)),
+            ],
+        }
+    ).encode()
+    return write_zip(
+        path,
+        [
+            ("datapackage.json", package, zlib.crc32(package), len(package), False),
+            _warc_member(warc),
+        ],
+        aliases=(("archive/b.warc", 1),),
+    )
 
 
 def wacz_member_bomb(path: Path, zeros: int) -> Path:
@@ -214,12 +285,20 @@ def wacz_member_bomb(path: Path, zeros: int) -> Path:
     for _ in range(zeros // MB):
         digest.update(_BLOCK)
     digest.update(b"\0" * (zeros % MB))
-    package = json.dumps({"profile": "data-package", "resources": [
-        _resource("archive/a.warc", "sha256:" + digest.hexdigest(), size)]}).encode()
+    package = json.dumps(
+        {
+            "profile": "data-package",
+            "resources": [_resource("archive/a.warc", "sha256:" + digest.hexdigest(), size)],
+        }
+    ).encode()
     data = deflate_stream(record, zeros, wbits=-15)
-    return write_zip(path, [("datapackage.json", package, zlib.crc32(package), len(package),
-                             False),
-                            ("archive/a.warc", data, zeros_crc(record, zeros), size, True)])
+    return write_zip(
+        path,
+        [
+            ("datapackage.json", package, zlib.crc32(package), len(package), False),
+            ("archive/a.warc", data, zeros_crc(record, zeros), size, True),
+        ],
+    )
 
 
 def write_warc_bytes(records: list[tuple[str, bytes]]) -> bytes:

@@ -49,8 +49,9 @@ from drarena.web.warcfile import MAX_DECODED_BYTES, HttpMessage, decode_body
 
 BOMB = 400 << 20  # decoded size of every bomb here
 PEAK = 200 << 20  # allowed peak of Python allocations while one is handled
-PAGE = (b"<!DOCTYPE html><html><head><title>Plain</title></head>"
-        b"<body><p>Plain page.</p></body></html>")
+PAGE = (
+    b"<!DOCTYPE html><html><head><title>Plain</title></head><body><p>Plain page.</p></body></html>"
+)
 
 try:
     import brotli  # noqa: F401  (optional: br is decoded only when it is installed)
@@ -91,9 +92,14 @@ def test_decode_body_stops_at_the_cap(coding: str) -> None:
     assert decoded.body == bytes(MAX_DECODED_BYTES)
     assert small.truncated and small.body == bytes(1000)
     assert peak[0] < PEAK, f"peak {peak[0] >> 20} MB"
-    whole = decode_body(HttpMessage(200, "OK", (("Content-Encoding", coding.split("-")[0]),),
-                                    bomb(coding, 5000) if coding != "deflate-raw"
-                                    else deflate_zeros(5000, raw=True)))
+    whole = decode_body(
+        HttpMessage(
+            200,
+            "OK",
+            (("Content-Encoding", coding.split("-")[0]),),
+            bomb(coding, 5000) if coding != "deflate-raw" else deflate_zeros(5000, raw=True),
+        )
+    )
     assert not whole.truncated and whole.body == bytes(5000)  # under the cap: all of it
 
 
@@ -104,8 +110,10 @@ def bomb_site() -> web.Application:
     async def handle(request: web.Request) -> web.StreamResponse:
         name = request.path.strip("/").removesuffix(".html")
         if request.path == "/":
-            return web.Response(body=f"<html><body>{links}<a href='/plain.html'>p</a>"
-                                     "</body></html>".encode(), content_type="text/html")
+            return web.Response(
+                body=f"<html><body>{links}<a href='/plain.html'>p</a></body></html>".encode(),
+                content_type="text/html",
+            )
         if request.path == "/plain.html":
             return web.Response(body=PAGE, content_type="text/html")
         if name in CODINGS:
@@ -123,9 +131,16 @@ async def test_crawler_caps_bombs_marks_them_truncated_and_goes_on(tmp_path: Pat
     cap = 1_000_000  # the spec's max_bytes: each bomb body is ~400 KB raw, 400 MB decoded
     with peak_memory() as peak:
         async with serving(bomb_site()) as port:
-            spec = parse_spec({"name": "bombs", "seeds": [f"http://127.0.0.1:{port}/"],
-                               "allow_private_addresses": True, "per_host_delay_s": 0,
-                               "max_bytes": cap}, "spec")
+            spec = parse_spec(
+                {
+                    "name": "bombs",
+                    "seeds": [f"http://127.0.0.1:{port}/"],
+                    "allow_private_addresses": True,
+                    "per_host_delay_s": 0,
+                    "max_bytes": cap,
+                },
+                "spec",
+            )
             crawler = Crawler(spec, tmp_path / "snap", progress=False)
             await crawler.run()
     assert peak[0] < PEAK, f"peak {peak[0] >> 20} MB"
@@ -164,8 +179,9 @@ class ThreadSite:
 def test_live_mode_caps_a_bomb_and_replays_it_alike(tmp_path: Path) -> None:
     from drarena.live.web import LiveWeb, LiveWebSettings
 
-    settings = LiveWebSettings(allow_private_addresses=True, per_host_delay_s=0.0,
-                               max_bytes=1_000_000)
+    settings = LiveWebSettings(
+        allow_private_addresses=True, per_host_delay_s=0.0, max_bytes=1_000_000
+    )
     site = ThreadSite()
     try:
         with peak_memory() as peak, LiveWeb(settings, capture_dir=tmp_path / "cap") as live:
@@ -184,9 +200,13 @@ def nested(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An imported snapshot whose one page is a 400 MB gzip bomb inside a gzip WARC member
     (a WARC of a few KB), next to a plain page."""
     folder = tmp_path_factory.mktemp("nested")
-    warc = write_warc(folder / "nested.warc.gz", [
-        ("http://bomb.example/", http_block(gzip_zeros(BOMB), "gzip")),
-        ("http://bomb.example/plain.html", http_block(PAGE, "identity"))])
+    warc = write_warc(
+        folder / "nested.warc.gz",
+        [
+            ("http://bomb.example/", http_block(gzip_zeros(BOMB), "gzip")),
+            ("http://bomb.example/plain.html", http_block(PAGE, "identity")),
+        ],
+    )
     assert warc.stat().st_size < 16_000
     import_archives("nested", [warc], folder / "snap", progress=False)
     return folder / "snap"
@@ -212,8 +232,9 @@ def test_extract_of_many_bombs_holds_no_more_than_honest_pages(tmp_path: Path) -
     """Selection keeps every page's body until extraction: 24 bombs of 64 MB each must not
     cost 24 times the 16 MiB snapshot cap, only what extraction reads (4 MiB a page)."""
     entity = http_block(gzip_zeros(64 << 20), "gzip")
-    warc = write_warc(tmp_path / "many.warc.gz",
-                      [(f"http://bomb.example/{i}.html", entity) for i in range(24)])
+    warc = write_warc(
+        tmp_path / "many.warc.gz", [(f"http://bomb.example/{i}.html", entity) for i in range(24)]
+    )
     import_archives("many", [warc], tmp_path / "snap", progress=False)
     with peak_memory() as peak:
         extract_snapshot(tmp_path / "snap", workers=1, progress=False)
@@ -225,9 +246,11 @@ def test_extract_of_many_bombs_holds_no_more_than_honest_pages(tmp_path: Path) -
 async def test_replay_server_serves_the_capped_body(nested: Path) -> None:
     size = 0
     with peak_memory() as peak, Snapshot.open(nested) as snap:
-        async with serving(replay_app(snap, "http://bomb.example")) as port, \
-                aiohttp.ClientSession() as client, \
-                client.get(f"http://127.0.0.1:{port}/") as response:
+        async with (
+            serving(replay_app(snap, "http://bomb.example")) as port,
+            aiohttp.ClientSession() as client,
+            client.get(f"http://127.0.0.1:{port}/") as response,
+        ):
             assert response.status == 200
             async for chunk in response.content.iter_chunked(1 << 16):
                 size += len(chunk)
@@ -236,14 +259,21 @@ async def test_replay_server_serves_the_capped_body(nested: Path) -> None:
 
 
 def test_a_warc_member_that_expands_hugely_is_damage_named_by_offset(tmp_path: Path) -> None:
-    warc = write_member_bomb(tmp_path / "member.warc.gz", "http://bomb.example/big", BOMB,
-                             (("http://bomb.example/plain.html", http_block(PAGE, "identity")),))
+    warc = write_member_bomb(
+        tmp_path / "member.warc.gz",
+        "http://bomb.example/big",
+        BOMB,
+        (("http://bomb.example/plain.html", http_block(PAGE, "identity")),),
+    )
     import_archives("member", [warc], tmp_path / "snap", progress=False)  # streamed: fine
     with peak_memory() as peak, Snapshot.open(tmp_path / "snap") as snap:
         pages = [r.url for r in snap.iter_responses()]
         skipped = snap.skipped
-        with pytest.raises(DrarenaError, match=r"member\.warc\.gz: damaged record at offset "
-                                               r"\d+ .*expands past 67108864 bytes") as err:
+        with pytest.raises(
+            DrarenaError,
+            match=r"member\.warc\.gz: damaged record at offset "
+            r"\d+ .*expands past 67108864 bytes",
+        ) as err:
             snap.lookup("http://bomb.example/big")
         report = snap.verify()
     assert peak[0] < PEAK, f"peak {peak[0] >> 20} MB"
@@ -265,7 +295,9 @@ def test_import_of_a_whole_file_gzip_skips_a_huge_record_as_damage(tmp_path: Pat
     assert any("past the 67108864-byte cap" in line for line in source["damage"])
     with Snapshot.open(tmp_path / "snap") as snap:
         assert sorted(r.url for r in snap.iter_responses()) == [
-            "http://bomb.example/a.html", "http://bomb.example/c.html"]
+            "http://bomb.example/a.html",
+            "http://bomb.example/c.html",
+        ]
 
 
 def test_wacz_datapackage_bomb_is_refused_in_one_line(tmp_path: Path) -> None:
@@ -286,8 +318,10 @@ def test_wacz_member_bomb_is_refused_before_anything_is_written(tmp_path: Path) 
     assert "\n" not in message and message.startswith(f"{package}: archive/a.warc: ")
     assert "decompression bomb" in message
     assert sorted(p.name for p in tmp_path.iterdir()) == ["member.wacz"]  # nothing left
-    with WaczPackage.open(package) as wacz, \
-            pytest.raises(DrarenaError, match=r"archive/a\.warc: .*decompression bomb"):
+    with (
+        WaczPackage.open(package) as wacz,
+        pytest.raises(DrarenaError, match=r"archive/a\.warc: .*decompression bomb"),
+    ):
         wacz.extract_warc(wacz.warcs[0], tmp_path / "out.warc")  # refused alike
     assert not (tmp_path / "out.warc").exists()
 
@@ -296,5 +330,7 @@ def test_wacz_with_overlapping_members_is_refused(tmp_path: Path) -> None:
     package = wacz_overlapping(tmp_path / "overlap.wacz")
     with pytest.raises(DrarenaError) as err:
         WaczPackage.open(package)
-    assert str(err.value) == (f"{package}: members archive/a.warc and archive/b.warc overlap "
-                              "in the zip; refused as a zip bomb")
+    assert str(err.value) == (
+        f"{package}: members archive/a.warc and archive/b.warc overlap "
+        "in the zip; refused as a zip bomb"
+    )

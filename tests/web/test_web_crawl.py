@@ -28,15 +28,19 @@ def spec_of(port: int, **overrides: object) -> CrawlSpec:
 
 def warcio_check(folder: Path) -> None:
     for warc in sorted(folder.glob("*.warc.gz")):
-        result = subprocess.run([sys.executable, "-m", "warcio.cli", "check", str(warc)],
-                                capture_output=True, text=True)
+        result = subprocess.run(
+            [sys.executable, "-m", "warcio.cli", "check", str(warc)], capture_output=True, text=True
+        )
         assert result.returncode == 0, result.stdout + result.stderr
 
 
 def record_sequence(folder: Path) -> list[tuple[str, str]]:
     with Snapshot.open(folder) as snap:
-        return [(r.type, r.header("WARC-Target-URI")) for r in snap.iter_records()
-                if r.type != "warcinfo"]
+        return [
+            (r.type, r.header("WARC-Target-URI"))
+            for r in snap.iter_records()
+            if r.type != "warcinfo"
+        ]
 
 
 async def crawl(spec: CrawlSpec, out: Path) -> Crawler:
@@ -110,17 +114,27 @@ async def test_order_does_not_depend_on_fetch_timing(tmp_path: Path) -> None:
 async def test_private_addresses_refused_by_default(tmp_path: Path) -> None:
     site = CrawlSite()
     async with serving(site.app()) as port:
-        spec = spec_of(port, allow_private_addresses=False, timeout_s=10,
-                       seeds=[f"http://127.0.0.1:{port}/", f"http://localhost:{port}/"],
-                       scope={"hosts": ["127.0.0.1", "localhost"]})
+        spec = spec_of(
+            port,
+            allow_private_addresses=False,
+            timeout_s=10,
+            seeds=[f"http://127.0.0.1:{port}/", f"http://localhost:{port}/"],
+            scope={"hosts": ["127.0.0.1", "localhost"]},
+        )
         await crawl(spec, tmp_path / "snap")
     assert site.requests == []
     manifest = load_manifest(tmp_path / "snap")
     with Snapshot.open(tmp_path / "snap") as snap:
         refused = sorted(f.url for f in snap.iter_failures() if f.kind == "private_address")
     # robots.txt and the page itself, for each origin; nothing fetched, nothing else recorded
-    assert refused == sorted([f"http://127.0.0.1:{port}/", f"http://127.0.0.1:{port}/robots.txt",
-                              f"http://localhost:{port}/", f"http://localhost:{port}/robots.txt"])
+    assert refused == sorted(
+        [
+            f"http://127.0.0.1:{port}/",
+            f"http://127.0.0.1:{port}/robots.txt",
+            f"http://localhost:{port}/",
+            f"http://localhost:{port}/robots.txt",
+        ]
+    )
     assert manifest.counts.pages == 2 and manifest.counts.responses == 0
     assert manifest.counts.errors == {"private_address": 2}
 
@@ -130,8 +144,12 @@ async def test_refused_connection_and_private_page_without_robots(tmp_path: Path
     async with serving(site.app()) as port:
         async with serving(CrawlSite().app()) as closed_port:
             pass  # now nothing listens on closed_port
-        spec = spec_of(port, robots=False, allow_private_addresses=False,
-                       seeds=[f"http://127.0.0.1:{closed_port}/"])
+        spec = spec_of(
+            port,
+            robots=False,
+            allow_private_addresses=False,
+            seeds=[f"http://127.0.0.1:{closed_port}/"],
+        )
         await crawl(spec, tmp_path / "priv")
         spec = spec_of(port, robots=False, seeds=[f"http://127.0.0.1:{closed_port}/"])
         await crawl(spec, tmp_path / "refused")
@@ -218,13 +236,22 @@ async def test_ctrl_c_leaves_incomplete_snapshot_that_resumes(tmp_path: Path) ->
 
     site = CrawlSite()
     async with serving(site.app()) as port:
-        spec = site_spec(port, per_host_delay_s=0.15, per_host_concurrency=1, concurrency=1,
-                         timeout_s=3)
+        spec = site_spec(
+            port, per_host_delay_s=0.15, per_host_concurrency=1, concurrency=1, timeout_s=3
+        )
         spec_path = tmp_path / "site.yaml"
         spec_path.write_text(yaml.safe_dump(spec))
         out = tmp_path / "snap"
-        cmd = [sys.executable, "-m", "drarena", "snapshot", str(spec_path), "--out", str(out),
-               "--no-progress"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "drarena",
+            "snapshot",
+            str(spec_path),
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
         proc = await asyncio.create_subprocess_exec(*cmd, stderr=asyncio.subprocess.PIPE)
         for _ in range(400):
             if len(site.requests) >= 5:
@@ -237,8 +264,9 @@ async def test_ctrl_c_leaves_incomplete_snapshot_that_resumes(tmp_path: Path) ->
         assert not partial.complete and 1 <= partial.counts.pages < 19
         with Snapshot.open(out) as snap:
             assert snap.verify().ok
-        resumed = await asyncio.create_subprocess_exec(*cmd, "--resume",
-                                                       stdout=asyncio.subprocess.PIPE)
+        resumed = await asyncio.create_subprocess_exec(
+            *cmd, "--resume", stdout=asyncio.subprocess.PIPE
+        )
         stdout, _ = await resumed.communicate()
         assert resumed.returncode == 0
     manifest = load_manifest(out)
@@ -250,7 +278,10 @@ async def test_ctrl_c_leaves_incomplete_snapshot_that_resumes(tmp_path: Path) ->
 def test_cli_bad_spec_is_one_line(tmp_path: Path) -> None:
     spec = tmp_path / "bad.yaml"
     spec.write_text("name: x\nseeds: [http://example.org/]\nrobot: false\n")
-    result = subprocess.run([sys.executable, "-m", "drarena", "snapshot", "crawl", str(spec)],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "drarena", "snapshot", "crawl", str(spec)],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 2
     assert result.stderr.strip() == f"drarena: error: {spec}: field robot: unknown key"

@@ -43,32 +43,58 @@ def _warc(folder: Path) -> Path:
     """A small gzip-per-record WARC of two pages (written by drarena's own writer)."""
     ticks = count()
     start = datetime(2026, 1, 2, tzinfo=UTC)
-    writer = SnapshotWriter(folder, "mini", {"seeds": []}, {"drarena": "test"},
-                            clock=lambda: start + timedelta(seconds=next(ticks)))
+    writer = SnapshotWriter(
+        folder,
+        "mini",
+        {"seeds": []},
+        {"drarena": "test"},
+        clock=lambda: start + timedelta(seconds=next(ticks)),
+    )
     writer.open()
-    for path, body in (("a", b"<html><title>A</title><p>one</p></html>"),
-                       ("b", b"<html><title>B</title><p>two</p></html>")):
-        writer.write_exchange(Exchange(f"http://example.org/{path}.html",
-                                       (("Host", "example.org"),), 200, "OK",
-                                       (("Content-Type", "text/html"),), body))
+    for path, body in (
+        ("a", b"<html><title>A</title><p>one</p></html>"),
+        ("b", b"<html><title>B</title><p>two</p></html>"),
+    ):
+        writer.write_exchange(
+            Exchange(
+                f"http://example.org/{path}.html",
+                (("Host", "example.org"),),
+                200,
+                "OK",
+                (("Content-Type", "text/html"),),
+                body,
+            )
+        )
     writer.close(complete=True, counts=Counts())
     return folder / "mini-00000.warc.gz"
 
 
 # --- 1. import: inputs named like drarena's own files ------------------------------------------
 
-@pytest.mark.parametrize("name", ["index.cdxj", "manifest.json", "docs.jsonl", "links.jsonl",
-                                  "extract-manifest.json", "manifest.json.tmp"])
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "index.cdxj",
+        "manifest.json",
+        "docs.jsonl",
+        "links.jsonl",
+        "extract-manifest.json",
+        "manifest.json.tmp",
+    ],
+)
 @pytest.mark.parametrize("keep", ["--link", "--copy"])
 def test_import_never_writes_through_an_input_named_like_a_snapshot_file(
-        tmp_path: Path, name: str, keep: str, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, name: str, keep: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     src = tmp_path / "in" / name
     src.parent.mkdir()
     shutil.copyfile(_warc(tmp_path / "made"), src)
     before = _sha(src)
     out = tmp_path / "out"
-    assert main(["snapshot", "import", "t", str(src), "--out", str(out), keep,
-                 "--no-progress"]) == 0
+    assert (
+        main(["snapshot", "import", "t", str(src), "--out", str(out), keep, "--no-progress"]) == 0
+    )
     assert _sha(src) == before  # the user's file is untouched
     with Snapshot.open(out) as snap:
         assert snap.verify().ok
@@ -86,46 +112,73 @@ def test_import_keeps_a_plain_warc_name(tmp_path: Path) -> None:
     """A file already named like a WARC keeps its name (and is hard-linked, bytes shared)."""
     src = _warc(tmp_path / "made")
     out = tmp_path / "out"
-    assert main(["snapshot", "import", "t", str(src), "--out", str(out), "--link",
-                 "--no-progress"]) == 0
+    assert (
+        main(["snapshot", "import", "t", str(src), "--out", str(out), "--link", "--no-progress"])
+        == 0
+    )
     assert (out / src.name).samefile(src)
 
 
 def test_import_never_removes_a_build_folder_it_did_not_make(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The staging folder `.OUT.importing` is cleared only when an earlier import made it."""
     src = _warc(tmp_path / "made")
     theirs = tmp_path / ".out.importing"
     theirs.mkdir()
     (theirs / "notes.txt").write_text("keep")
-    assert main(["snapshot", "import", "t", str(src), "--out", str(tmp_path / "out"),
-                 "--no-progress"]) == 2
+    assert (
+        main(["snapshot", "import", "t", str(src), "--out", str(tmp_path / "out"), "--no-progress"])
+        == 2
+    )
     assert "was not made by drarena" in capsys.readouterr().err
     assert (theirs / "notes.txt").read_text() == "keep"
     (theirs / "notes.txt").unlink()
     (theirs / ".drarena-import").touch()  # as an interrupted import leaves it
-    assert main(["snapshot", "import", "t", str(src), "--out", str(tmp_path / "out"),
-                 "--no-progress"]) == 0
+    assert (
+        main(["snapshot", "import", "t", str(src), "--out", str(tmp_path / "out"), "--no-progress"])
+        == 0
+    )
     assert not theirs.exists() and not (tmp_path / "out" / ".drarena-import").exists()
 
 
 # --- 2. local_site.apt_package ------------------------------------------------------------------
 
-@pytest.mark.parametrize("package", ["-oAPT::Get::AllowUnauthenticated=true",
-                                     "--allow-downgrades", "./evil.deb", "/tmp/evil.deb",
-                                     "python3-doc=3.11.2-1", "Python3-Doc", "python3-doc extra",
-                                     "a", "", "python3-doc\n", "python3-doc\n-oX=1"])
+
+@pytest.mark.parametrize(
+    "package",
+    [
+        "-oAPT::Get::AllowUnauthenticated=true",
+        "--allow-downgrades",
+        "./evil.deb",
+        "/tmp/evil.deb",
+        "python3-doc=3.11.2-1",
+        "Python3-Doc",
+        "python3-doc extra",
+        "a",
+        "",
+        "python3-doc\n",
+        "python3-doc\n-oX=1",
+    ],
+)
 def test_apt_package_must_be_a_debian_package_name(tmp_path: Path, package: str) -> None:
     path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump({"name": "x", "seeds": ["http://127.0.0.1:8765/"],
-                                    "local_site": {"root": str(tmp_path / "site"),
-                                                   "apt_package": package}}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": "x",
+                "seeds": ["http://127.0.0.1:8765/"],
+                "local_site": {"root": str(tmp_path / "site"), "apt_package": package},
+            }
+        )
+    )
     with pytest.raises(DrarenaError, match=r"field local_site\.apt_package: "):
         load_spec(path)
 
 
-def test_apt_package_is_passed_after_end_of_options(tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_apt_package_is_passed_after_end_of_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The argv handed to apt-get: options first, then `--`, then the validated name."""
     from drarena.web import commands
 
@@ -141,29 +194,43 @@ def test_apt_package_is_passed_after_end_of_options(tmp_path: Path,
 
     monkeypatch.setattr(commands.os, "geteuid", lambda: 0)
     monkeypatch.setattr(commands.subprocess, "run", fake_run)
-    spec = parse_spec({"name": "x", "seeds": ["http://127.0.0.1:8765/"],
-                       "local_site": {"root": str(tmp_path / "site"),
-                                      "apt_package": "python3-doc"}}, "t.yaml")
+    spec = parse_spec(
+        {
+            "name": "x",
+            "seeds": ["http://127.0.0.1:8765/"],
+            "local_site": {"root": str(tmp_path / "site"), "apt_package": "python3-doc"},
+        },
+        "t.yaml",
+    )
     assert spec.local_site is not None
     commands._ensure_local_site(spec.local_site.root, spec.local_site.apt_package, True)
-    assert seen == [["apt-get", "install", "-y", "--no-install-recommends", "--",
-                     "python3-doc"]]
+    assert seen == [["apt-get", "install", "-y", "--no-install-recommends", "--", "python3-doc"]]
 
 
 # --- 3. SIGTERM during a crawl ------------------------------------------------------------------
+
 
 async def test_sigterm_leaves_incomplete_snapshot_that_resumes(tmp_path: Path) -> None:
     """A real SIGTERM to `drarena snapshot` mid-crawl; `--resume` then completes it and
     `drarena verify` passes (before the fix: no manifest, and --resume refused)."""
     site = CrawlSite()
     async with serving(site.app()) as port:
-        spec = site_spec(port, per_host_delay_s=0.15, per_host_concurrency=1, concurrency=1,
-                         timeout_s=3)
+        spec = site_spec(
+            port, per_host_delay_s=0.15, per_host_concurrency=1, concurrency=1, timeout_s=3
+        )
         spec_path = tmp_path / "site.yaml"
         spec_path.write_text(yaml.safe_dump(spec))
         out = tmp_path / "snap"
-        cmd = [sys.executable, "-m", "drarena", "snapshot", str(spec_path), "--out", str(out),
-               "--no-progress"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "drarena",
+            "snapshot",
+            str(spec_path),
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
         proc = await asyncio.create_subprocess_exec(*cmd, stderr=asyncio.subprocess.PIPE)
         for _ in range(400):
             if len(site.requests) >= 5:
@@ -175,26 +242,38 @@ async def test_sigterm_leaves_incomplete_snapshot_that_resumes(tmp_path: Path) -
         assert err.decode().strip().splitlines()[-1].startswith("drarena: terminated")
         partial = load_manifest(out)
         assert not partial.complete and 1 <= partial.counts.pages < 19
-        resumed = await asyncio.create_subprocess_exec(*cmd, "--resume",
-                                                       stdout=asyncio.subprocess.PIPE)
+        resumed = await asyncio.create_subprocess_exec(
+            *cmd, "--resume", stdout=asyncio.subprocess.PIPE
+        )
         stdout, _ = await resumed.communicate()
         assert resumed.returncode == 0, stdout.decode()
     manifest = load_manifest(out)
     assert manifest.complete and manifest.counts.pages == 19
-    verify = subprocess.run([sys.executable, "-m", "drarena", "verify", str(out)],
-                            capture_output=True, text=True)
+    verify = subprocess.run(
+        [sys.executable, "-m", "drarena", "verify", str(out)], capture_output=True, text=True
+    )
     assert verify.returncode == 0, verify.stdout + verify.stderr
     assert ": OK:" in verify.stdout and "complete" in verify.stdout
 
 
 # --- 4. timings -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("field", "value"), [
-    ("per_host_delay_s", ".inf"), ("per_host_delay_s", ".nan"), ("per_host_delay_s", "61"),
-    ("per_host_delay_s", "1e300"), ("per_host_delay_s", "-1"),
-    ("timeout_s", ".inf"), ("timeout_s", ".nan"), ("timeout_s", "601"), ("timeout_s", "0"),
-    ("timeout_s", "-.inf"),
-])
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("per_host_delay_s", ".inf"),
+        ("per_host_delay_s", ".nan"),
+        ("per_host_delay_s", "61"),
+        ("per_host_delay_s", "1e300"),
+        ("per_host_delay_s", "-1"),
+        ("timeout_s", ".inf"),
+        ("timeout_s", ".nan"),
+        ("timeout_s", "601"),
+        ("timeout_s", "0"),
+        ("timeout_s", "-.inf"),
+    ],
+)
 def test_spec_timings_are_finite_and_bounded(tmp_path: Path, field: str, value: str) -> None:
     path = tmp_path / "spec.yaml"
     path.write_text(f"name: x\nseeds: [http://a.example/]\n{field}: {value}\n")
@@ -205,16 +284,21 @@ def test_spec_timings_are_finite_and_bounded(tmp_path: Path, field: str, value: 
 
 
 def test_spec_timings_at_their_maxima_are_accepted() -> None:
-    spec = CrawlSpec(name="x", seeds=("http://a.example/",), per_host_delay_s=60,
-                     timeout_s=600)
+    spec = CrawlSpec(name="x", seeds=("http://a.example/",), per_host_delay_s=60, timeout_s=600)
     assert (spec.per_host_delay_s, spec.timeout_s) == (60, 600)
 
 
-@pytest.mark.parametrize(("field", "value"), [
-    ("timeout_s", float("inf")), ("timeout_s", float("nan")), ("timeout_s", 601.0),
-    ("per_host_delay_s", float("inf")), ("per_host_delay_s", float("nan")),
-    ("per_host_delay_s", 61.0),
-])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("timeout_s", float("inf")),
+        ("timeout_s", float("nan")),
+        ("timeout_s", 601.0),
+        ("per_host_delay_s", float("inf")),
+        ("per_host_delay_s", float("nan")),
+        ("per_host_delay_s", 61.0),
+    ],
+)
 def test_live_web_timings_are_finite_and_bounded(field: str, value: float) -> None:
     from pydantic import ValidationError
 
@@ -246,8 +330,11 @@ BAD_FILES = [
 def test_bad_spec_file_is_one_line_naming_it(tmp_path: Path, raw: bytes, expected: str) -> None:
     path = tmp_path / "spec.yaml"
     path.write_bytes(raw)
-    result = subprocess.run([sys.executable, "-m", "drarena", "snapshot", "crawl", str(path)],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "drarena", "snapshot", "crawl", str(path)],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"drarena: error: {path}:"), result.stderr
@@ -255,8 +342,9 @@ def test_bad_spec_file_is_one_line_naming_it(tmp_path: Path, raw: bytes, expecte
 
 
 @pytest.mark.parametrize(("raw", "expected"), BAD_FILES)
-def test_bad_tournament_config_is_one_line_naming_it(tmp_path: Path, raw: bytes,
-                                                     expected: str) -> None:
+def test_bad_tournament_config_is_one_line_naming_it(
+    tmp_path: Path, raw: bytes, expected: str
+) -> None:
     from drarena.arena.config import load_config
 
     path = tmp_path / "t.yaml"
@@ -273,6 +361,7 @@ def test_folder_given_as_spec_is_one_line(tmp_path: Path) -> None:
 
 
 # --- 6. replay server: half-open connections ------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def snap(repo_root: Path) -> Snapshot:

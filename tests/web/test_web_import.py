@@ -50,10 +50,13 @@ def site(repo_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
             if SITE_PAGES.match(path) and path.endswith(".html") and resp.status == 200:
                 (root / path).parent.mkdir(parents=True, exist_ok=True)
                 (root / path).write_bytes(resp.body)
-    links = "".join(f'<li><a href="{d}/index.html">{d}</a></li>'
-                    for d in ("tutorial", "howto", "library"))
-    (root / "index.html").write_text(f"<!DOCTYPE html><html><head><title>Docs</title></head>"
-                                     f"<body><h1>Python docs</h1><ul>{links}</ul></body></html>")
+    links = "".join(
+        f'<li><a href="{d}/index.html">{d}</a></li>' for d in ("tutorial", "howto", "library")
+    )
+    (root / "index.html").write_text(
+        f"<!DOCTYPE html><html><head><title>Docs</title></head>"
+        f"<body><h1>Python docs</h1><ul>{links}</ul></body></html>"
+    )
     return root
 
 
@@ -72,12 +75,29 @@ def served(site: Path) -> Iterator[str]:
 def _wget(origin: str, out: Path, *extra: str) -> Path:
     wget = shutil.which("wget")
     if wget is None:
-        pytest.skip("Debian's wget is not installed (apt-get install wget); the import tests "
-                    "need an archive made by a crawler other than drarena's")
-    subprocess.run([wget, "-q", "--recursive", "--level=4", "--no-parent", "-e", "robots=off",
-                    "--delete-after", "-P", str(out.parent / "wget-files"),
-                    f"--warc-file={out}", *extra, f"{origin}/index.html"],
-                   check=False, timeout=120)
+        pytest.skip(
+            "Debian's wget is not installed (apt-get install wget); the import tests "
+            "need an archive made by a crawler other than drarena's"
+        )
+    subprocess.run(
+        [
+            wget,
+            "-q",
+            "--recursive",
+            "--level=4",
+            "--no-parent",
+            "-e",
+            "robots=off",
+            "--delete-after",
+            "-P",
+            str(out.parent / "wget-files"),
+            f"--warc-file={out}",
+            *extra,
+            f"{origin}/index.html",
+        ],
+        check=False,
+        timeout=120,
+    )
     made = out.with_name(out.name + (".warc" if extra else ".warc.gz"))
     assert made.is_file(), "wget wrote no WARC file"
     return made
@@ -109,14 +129,14 @@ def _bodies(folder: Path) -> dict[str, bytes]:
 
 # --- the wget archive through the whole pipeline ------------------------------------------------
 
+
 def test_wget_archive_flows_through_extract_trees_and_bm25(
-        wget_gz: Path, site: Path, served: str, tmp_path: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    wget_gz: Path, site: Path, served: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html"))
     assert len(pages) >= 80
     out = tmp_path / "wg"
-    assert main(["snapshot", "import", "wg", str(wget_gz), "--out", str(out),
-                 "--no-progress"]) == 0
+    assert main(["snapshot", "import", "wg", str(wget_gz), "--out", str(out), "--no-progress"]) == 0
     summary = capsys.readouterr().out
     assert f"{len(pages)} pages" in summary and "warcinfo 1" in summary
     with Snapshot.open(out) as snap:
@@ -142,14 +162,28 @@ def test_wget_archive_flows_through_extract_trees_and_bm25(
     index_root = tmp_path / "index"
     assert main(["index", str(out), "--no-dense", "--index-root", str(index_root)]) == 0
     capsys.readouterr()
-    assert main(["search", str(out), "for loops over a sequence", "--json", "-k", "3",
-                 "--index-root", str(index_root)]) == 0
+    assert (
+        main(
+            [
+                "search",
+                str(out),
+                "for loops over a sequence",
+                "--json",
+                "-k",
+                "3",
+                "--index-root",
+                str(index_root),
+            ]
+        )
+        == 0
+    )
     hits = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
     assert hits and any("controlflow" in str(h) for h in hits)
 
 
-def test_uncompressed_wget_warc_is_kept_and_read(wget_plain: Path, wget_gz: Path,
-                                                 tmp_path: Path) -> None:
+def test_uncompressed_wget_warc_is_kept_and_read(
+    wget_plain: Path, wget_gz: Path, tmp_path: Path
+) -> None:
     assert wget_plain.read_bytes().startswith(b"WARC/1.")
     plain = import_archives("plain", [wget_plain], tmp_path / "plain", progress=False)
     gz = import_archives("gz", [wget_gz], tmp_path / "gz", progress=False)
@@ -160,12 +194,13 @@ def test_uncompressed_wget_warc_is_kept_and_read(wget_plain: Path, wget_gz: Path
         data = (tmp_path / "plain" / "plain.warc").read_bytes()
         for line in (tmp_path / "plain" / "index.cdxj").read_text().splitlines():
             fields = json.loads(line.split(" ", 2)[2])
-            assert data[int(fields["offset"]):].startswith(b"WARC/1.")
+            assert data[int(fields["offset"]) :].startswith(b"WARC/1.")
         assert len(snap) == gz.manifest.counts.responses
 
 
-def test_whole_file_gzip_is_rewritten_one_member_per_record(wget_plain: Path, wget_gz: Path,
-                                                            tmp_path: Path) -> None:
+def test_whole_file_gzip_is_rewritten_one_member_per_record(
+    wget_plain: Path, wget_gz: Path, tmp_path: Path
+) -> None:
     whole = tmp_path / "whole.warc.gz"
     whole.write_bytes(gzip.compress(wget_plain.read_bytes()))
     result = import_archives("whole", [whole], tmp_path / "whole", progress=False)
@@ -179,10 +214,10 @@ def test_whole_file_gzip_is_rewritten_one_member_per_record(wget_plain: Path, wg
     assert len(records) == result.manifest.counts.records
     for record in records:  # each its own member
         assert isinstance(record, RawRecord)
-        assert len(gzip.decompress(data[record.offset:record.offset + record.length])) > 0
+        assert len(gzip.decompress(data[record.offset : record.offset + record.length])) > 0
 
     cut = tmp_path / "cut.warc.gz"  # truncated: the records before the cut are kept
-    cut.write_bytes(whole.read_bytes()[:whole.stat().st_size * 2 // 3])
+    cut.write_bytes(whole.read_bytes()[: whole.stat().st_size * 2 // 3])
     damaged = import_archives("cut", [cut], tmp_path / "cut", progress=False)
     assert damaged.files[0]["kept"] == "rewritten-per-record"
     assert damaged.manifest.counts.skipped["damaged"] == 1
@@ -193,12 +228,15 @@ def test_whole_file_gzip_is_rewritten_one_member_per_record(wget_plain: Path, wg
 
 # --- the committed snapshot, imported again -------------------------------------------------------
 
+
 def test_reimport_of_committed_snapshot_gives_same_fingerprint_and_docs(
-        repo_root: Path, pydocs_extracted: Path, tmp_path: Path) -> None:
+    repo_root: Path, pydocs_extracted: Path, tmp_path: Path
+) -> None:
     fixture = repo_root / "snapshots" / "pydocs"
     out = tmp_path / "again"
-    result = import_archives("again", [fixture / "pydocs-00000.warc.gz"], out, keep="copy",
-                             progress=False)
+    result = import_archives(
+        "again", [fixture / "pydocs-00000.warc.gz"], out, keep="copy", progress=False
+    )
     original = Snapshot.open(fixture).manifest
     assert result.manifest.fingerprint == original.fingerprint
     assert result.files[0]["kept"] == "copy"
@@ -208,18 +246,42 @@ def test_reimport_of_committed_snapshot_gives_same_fingerprint_and_docs(
     again = import_archives("again", [fixture / "pydocs-00000.warc.gz"], out, progress=False)
     assert again.up_to_date
     with pytest.raises(DrarenaError, match="different snapshot"):
-        import_archives("again", [fixture / "pydocs-00000.warc.gz"], out, progress=False,
-                        scope=ImportScope(statuses=("200",)))
+        import_archives(
+            "again",
+            [fixture / "pydocs-00000.warc.gz"],
+            out,
+            progress=False,
+            scope=ImportScope(statuses=("200",)),
+        )
 
 
 # --- scope filter ---------------------------------------------------------------------------------
+
 
 def test_scope_keeps_requests_of_kept_responses(repo_root: Path, tmp_path: Path) -> None:
     warc = repo_root / "snapshots" / "pydocs" / "pydocs-00000.warc.gz"
     out = tmp_path / "howto"
     # options before the files as well as after them
-    assert main(["snapshot", "import", "howto", "--prefix", f"{BASE}/howto/", str(warc),
-                 "--out", str(out), "--no-progress", "--mime", "text/*", "--status", "2xx"]) == 0
+    assert (
+        main(
+            [
+                "snapshot",
+                "import",
+                "howto",
+                "--prefix",
+                f"{BASE}/howto/",
+                str(warc),
+                "--out",
+                str(out),
+                "--no-progress",
+                "--mime",
+                "text/*",
+                "--status",
+                "2xx",
+            ]
+        )
+        == 0
+    )
     with Snapshot.open(out) as snap:
         assert snap.verify().ok
         urls = snap.urls()
@@ -240,23 +302,41 @@ def test_scope_keeps_requests_of_kept_responses(repo_root: Path, tmp_path: Path)
 def _write_warc(folder: Path, pages: list[tuple[str, bytes]]) -> Path:
     ticks = count()
     start = datetime(2026, 1, 2, tzinfo=UTC)
-    writer = SnapshotWriter(folder, "mini", {"seeds": []}, {"drarena": "test"},
-                            clock=lambda: start + timedelta(seconds=next(ticks)))
+    writer = SnapshotWriter(
+        folder,
+        "mini",
+        {"seeds": []},
+        {"drarena": "test"},
+        clock=lambda: start + timedelta(seconds=next(ticks)),
+    )
     writer.open()
     for url, body in pages:
-        writer.write_exchange(Exchange(url, (("Host", "example.org"),), 200, "OK",
-                                       (("Content-Type", "text/html"),), body))
+        writer.write_exchange(
+            Exchange(
+                url, (("Host", "example.org"),), 200, "OK", (("Content-Type", "text/html"),), body
+            )
+        )
     writer.close(complete=True, counts=Counts())
     return folder / "mini-00000.warc.gz"
 
 
 def test_scope_keeps_the_original_of_a_kept_revisit(tmp_path: Path) -> None:
     body = b"<html><title>same</title><p>identical payload</p></html>"
-    warc = _write_warc(tmp_path / "src", [("http://example.org/a/one.html", body),
-                                          ("http://example.org/b/two.html", body),
-                                          ("http://example.org/c/three.html", b"<p>other</p>")])
-    result = import_archives("cut", [warc], tmp_path / "cut", progress=False,
-                             scope=ImportScope(prefixes=("http://example.org/b/",)))
+    warc = _write_warc(
+        tmp_path / "src",
+        [
+            ("http://example.org/a/one.html", body),
+            ("http://example.org/b/two.html", body),
+            ("http://example.org/c/three.html", b"<p>other</p>"),
+        ],
+    )
+    result = import_archives(
+        "cut",
+        [warc],
+        tmp_path / "cut",
+        progress=False,
+        scope=ImportScope(prefixes=("http://example.org/b/",)),
+    )
     assert result.files[0]["as"] == ["cut-00000.warc.gz", "cut-00000-originals.warc.gz"]
     with Snapshot.open(tmp_path / "cut") as snap:
         assert snap.verify().ok
@@ -282,16 +362,19 @@ def test_scope_options_are_checked() -> None:
 
 # --- bad input ------------------------------------------------------------------------------------
 
-def test_truncated_member_costs_only_its_records(wget_gz: Path, tmp_path: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+
+def test_truncated_member_costs_only_its_records(
+    wget_gz: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = wget_gz.read_bytes()
     members = [r.offset for r in iter_file(wget_gz) if isinstance(r, RawRecord)]
     cut = members[len(members) // 2]
     damaged = tmp_path / "damaged.warc.gz"
-    damaged.write_bytes(data[:cut + 200] + data[members[len(members) // 2 + 1]:])
+    damaged.write_bytes(data[: cut + 200] + data[members[len(members) // 2 + 1] :])
     out = tmp_path / "dmg"
-    assert main(["snapshot", "import", "dmg", str(damaged), "--out", str(out),
-                 "--no-progress"]) == 0
+    assert (
+        main(["snapshot", "import", "dmg", str(damaged), "--out", str(out), "--no-progress"]) == 0
+    )
     err = capsys.readouterr().err
     assert f"{damaged.resolve()}: damaged: offset {cut}" in err
     with Snapshot.open(out) as snap:
@@ -303,11 +386,10 @@ def test_truncated_member_costs_only_its_records(wget_gz: Path, tmp_path: Path,
         assert len(list(snap.iter_responses())) == len(snap) >= 15
 
 
-def test_truncated_uncompressed_warc_keeps_good_records(wget_plain: Path,
-                                                        tmp_path: Path) -> None:
+def test_truncated_uncompressed_warc_keeps_good_records(wget_plain: Path, tmp_path: Path) -> None:
     data = wget_plain.read_bytes()
     short = tmp_path / "short.warc"
-    short.write_bytes(data[:len(data) * 2 // 3])
+    short.write_bytes(data[: len(data) * 2 // 3])
     items = list(iter_file(short))
     assert isinstance(items[-1], Damage)
     result = import_archives("short", [short], tmp_path / "short", progress=False)
@@ -316,13 +398,17 @@ def test_truncated_uncompressed_warc_keeps_good_records(wget_plain: Path,
     assert _bodies(tmp_path / "short")
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"", "empty file"),
-    (b"<html>not an archive</html>", "not a WARC file"),
-    (gzip.compress(b"just some text"), "a gzip file, but not a WARC file"),
-])
-def test_bad_files_fail_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                      content: bytes, message: str) -> None:
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"", "empty file"),
+        (b"<html>not an archive</html>", "not a WARC file"),
+        (gzip.compress(b"just some text"), "a gzip file, but not a WARC file"),
+    ],
+)
+def test_bad_files_fail_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, message: str
+) -> None:
     bad = tmp_path / "bad.warc.gz"
     bad.write_bytes(content)
     assert main(["snapshot", "import", "bad", str(bad), "--out", str(tmp_path / "o")]) == 2
@@ -334,7 +420,7 @@ def test_bad_files_fail_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_nothing_importable_and_empty_folder(wget_gz: Path, tmp_path: Path) -> None:
     first = next(r for r in iter_file(wget_gz) if isinstance(r, RawRecord))  # warcinfo only
     only_info = tmp_path / "info.warc.gz"
-    only_info.write_bytes(wget_gz.read_bytes()[:first.length])
+    only_info.write_bytes(wget_gz.read_bytes()[: first.length])
     with pytest.raises(DrarenaError, match=r"info.warc.gz: nothing importable: 1 records"):
         import_archives("x", [only_info], tmp_path / "x", progress=False)
     (tmp_path / "empty").mkdir()
@@ -343,8 +429,9 @@ def test_nothing_importable_and_empty_folder(wget_gz: Path, tmp_path: Path) -> N
     assert not (tmp_path / "x").exists()
 
 
-def test_folder_of_archives_imports_each_file(wget_gz: Path, wget_plain: Path,
-                                              tmp_path: Path) -> None:
+def test_folder_of_archives_imports_each_file(
+    wget_gz: Path, wget_plain: Path, tmp_path: Path
+) -> None:
     folder = tmp_path / "in"
     (folder / "sub").mkdir(parents=True)
     shutil.copy(wget_gz, folder / "a.warc.gz")
@@ -352,10 +439,25 @@ def test_folder_of_archives_imports_each_file(wget_gz: Path, wget_plain: Path,
     (folder / "notes.txt").write_text("ignored: not a WARC name")
     result = import_archives("both", [folder], tmp_path / "both", progress=False)
     assert [f["as"] for f in result.files] == [["a.warc.gz"], ["a.warc"]]  # sorted paths
-    assert main(["snapshot", "import", "both", str(folder), "--jobs", "2", "--no-progress",
-                 "--out", str(tmp_path / "parallel")]) == 0  # one worker process per file
-    assert (tmp_path / "parallel" / "index.cdxj").read_bytes() == \
-        (tmp_path / "both" / "index.cdxj").read_bytes()
+    assert (
+        main(
+            [
+                "snapshot",
+                "import",
+                "both",
+                str(folder),
+                "--jobs",
+                "2",
+                "--no-progress",
+                "--out",
+                str(tmp_path / "parallel"),
+            ]
+        )
+        == 0
+    )  # one worker process per file
+    assert (tmp_path / "parallel" / "index.cdxj").read_bytes() == (
+        tmp_path / "both" / "index.cdxj"
+    ).read_bytes()
     parallel = Snapshot.open(tmp_path / "parallel").manifest
     assert parallel.fingerprint == result.manifest.fingerprint
     assert parallel.counts == result.manifest.counts
@@ -419,8 +521,9 @@ def test_one_file_in_ranges_matches_one_process(tmp_path: Path, split_small: lis
     manifest = json.loads(first[1])
     assert manifest["counts"]["revisits"] == 1
     assert manifest["spec"]["import"]["sources"][0]["kept"] == "hardlink"
-    copied = import_archives("one", [warc], tmp_path / "copy", progress=False, jobs=2,
-                             keep="copy")  # the parent copies (and hashes) while workers index
+    copied = import_archives(
+        "one", [warc], tmp_path / "copy", progress=False, jobs=2, keep="copy"
+    )  # the parent copies (and hashes) while workers index
     assert copied.files[0]["kept"] == "copy" and split_small == []
     assert (tmp_path / "copy" / "index.cdxj").read_bytes() == first[0]
     assert copied.manifest.fingerprint == manifest["fingerprint"]
@@ -429,7 +532,8 @@ def test_one_file_in_ranges_matches_one_process(tmp_path: Path, split_small: lis
 
 @pytest.mark.parametrize("where", [-1, 0])
 def test_damage_near_a_split_point_gives_the_one_process_result(
-        tmp_path: Path, split_small: list[int], where: int) -> None:
+    tmp_path: Path, split_small: list[int], where: int
+) -> None:
     from drarena.web.importer import Source, split_points
 
     warc = _revisit_archive(tmp_path / "src")
@@ -437,7 +541,7 @@ def test_damage_near_a_split_point_gives_the_one_process_result(
     split = split_points(Source(warc, str(warc), True), 2)[1]
     hit = members[members.index(split) + where]  # the member before the split, or at it
     data = bytearray(warc.read_bytes())
-    data[hit + 40:hit + 80] = bytes(40)
+    data[hit + 40 : hit + 80] = bytes(40)
     damaged = tmp_path / "damaged.warc.gz"
     damaged.write_bytes(bytes(data))
     first = _snapshot_bytes([damaged], tmp_path / "j1", 1)
@@ -446,8 +550,9 @@ def test_damage_near_a_split_point_gives_the_one_process_result(
     assert split_small == [0]  # the damaged file was read again whole, in one process
 
 
-def test_uncompressed_file_in_ranges_and_a_false_split(wget_plain: Path, tmp_path: Path,
-                                                       split_small: list[int]) -> None:
+def test_uncompressed_file_in_ranges_and_a_false_split(
+    wget_plain: Path, tmp_path: Path, split_small: list[int]
+) -> None:
     first = _snapshot_bytes([wget_plain], tmp_path / "j1", 1)
     assert _snapshot_bytes([wget_plain], tmp_path / "j3", 3) == first
     assert split_small == []
@@ -455,8 +560,8 @@ def test_uncompressed_file_in_ranges_and_a_false_split(wget_plain: Path, tmp_pat
     # not a record start; the range before it ends elsewhere, so the file is read whole.
     warc = _revisit_archive(tmp_path / "src")
     plain = gzip.decompress(warc.read_bytes())
-    inner = plain[plain.index(b"WARC/1.", 10):]
-    inner = inner[:inner.index(b"\r\n\r\nWARC/1.") + 4]
+    inner = plain[plain.index(b"WARC/1.", 10) :]
+    inner = inner[: inner.index(b"\r\n\r\nWARC/1.") + 4]
     fake = tmp_path / "fake.warc"
     block = b"x" * (len(plain) + 2000) + b"\r\n" + inner  # its middle falls in the padding
     fake.write_bytes(plain + _plain_record(block) + _plain_record(b"tail"))
@@ -472,15 +577,19 @@ def test_uncompressed_file_in_ranges_and_a_false_split(wget_plain: Path, tmp_pat
 
 
 def _plain_record(block: bytes) -> bytes:
-    return (b"WARC/1.0\r\nWARC-Type: resource\r\nWARC-Target-URI: urn:x\r\n"
-            b"WARC-Record-ID: <urn:uuid:" + str(len(block)).encode() + b">\r\n"
-            b"Content-Length: " + str(len(block)).encode() + b"\r\n\r\n" + block + b"\r\n\r\n")
+    return (
+        b"WARC/1.0\r\nWARC-Type: resource\r\nWARC-Target-URI: urn:x\r\n"
+        b"WARC-Record-ID: <urn:uuid:" + str(len(block)).encode() + b">\r\n"
+        b"Content-Length: " + str(len(block)).encode() + b"\r\n\r\n" + block + b"\r\n\r\n"
+    )
 
 
 # --- WACZ -----------------------------------------------------------------------------------------
 
-def test_wacz_round_trip_and_wrong_hash(wget_gz: Path, tmp_path: Path,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+
+def test_wacz_round_trip_and_wrong_hash(
+    wget_gz: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     pytest.importorskip("drarena.web.wacz")
     first = import_archives("wg", [wget_gz], tmp_path / "wg", progress=False)
     package = tmp_path / "wg.wacz"
@@ -490,15 +599,21 @@ def test_wacz_round_trip_and_wrong_hash(wget_gz: Path, tmp_path: Path,
     assert back.files[0]["kept"] == "moved"
     assert back.files[0]["path"] == f"{package.resolve()}#archive/{wget_gz.name}"
     assert _bodies(tmp_path / "back") == _bodies(tmp_path / "wg")
-    assert (tmp_path / "back" / "index.cdxj").read_bytes() == \
-        (tmp_path / "wg" / "index.cdxj").read_bytes()
-    assert sorted(p.name for p in (tmp_path / "back").iterdir()) == sorted([
-        "index.cdxj", "manifest.json", wget_gz.name])
-    cut = import_archives("cut", [package], tmp_path / "cut", progress=False,
-                          scope=ImportScope(statuses=("404",)))
+    assert (tmp_path / "back" / "index.cdxj").read_bytes() == (
+        tmp_path / "wg" / "index.cdxj"
+    ).read_bytes()
+    assert sorted(p.name for p in (tmp_path / "back").iterdir()) == sorted(
+        ["index.cdxj", "manifest.json", wget_gz.name]
+    )
+    cut = import_archives(
+        "cut", [package], tmp_path / "cut", progress=False, scope=ImportScope(statuses=("404",))
+    )
     assert cut.files[0]["kept"] == "filtered" and cut.manifest.counts.statuses.keys() == {"404"}
     assert sorted(p.name for p in (tmp_path / "cut").iterdir()) == [
-        "cut-00000.warc.gz", "index.cdxj", "manifest.json"]
+        "cut-00000.warc.gz",
+        "index.cdxj",
+        "manifest.json",
+    ]
 
     bad = tmp_path / "bad.wacz"
     with zipfile.ZipFile(package) as src, zipfile.ZipFile(bad, "w") as dst:
@@ -515,8 +630,9 @@ def test_wacz_round_trip_and_wrong_hash(wget_gz: Path, tmp_path: Path,
     assert not (tmp_path / "b").exists()
 
 
-def test_cli_dispatch_keeps_the_crawl_form(tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_dispatch_keeps_the_crawl_form(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["snapshot", "import", "only-name"]) == 2
     assert "expected NAME FILE_OR_DIR" in capsys.readouterr().err
     assert main(["snapshot", str(tmp_path / "spec.yaml"), "--host", "x"]) == 2

@@ -48,6 +48,11 @@ def test_tricky_markup() -> None:
     <a data-href="/not-a-link">7</a> <area shape=rect href="/map.html">
     <a href="page.html">dup</a> <a href="https://other.example/x">ext</a></body></html>"""
     assert extract_links(body, "http://h/index.html") == [
-        "http://h/docs/v2/page.html", "http://h/docs/v2/other.html", "http://h/docs/v2/bare.html",
-        "http://h/docs/v2/q?a=1&b=2", "http://h/map.html", "https://other.example/x"]
+        "http://h/docs/v2/page.html",
+        "http://h/docs/v2/other.html",
+        "http://h/docs/v2/bare.html",
+        "http://h/docs/v2/q?a=1&b=2",
+        "http://h/map.html",
+        "https://other.example/x",
+    ]
     assert extract_links(body, "http://h/index.html") == dom_links(body, "http://h/index.html")

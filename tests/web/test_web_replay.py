@@ -42,8 +42,9 @@ async def test_replay_serves_captures_as_stored(snap: Snapshot) -> None:
             assert resp.status == 404
 
 
-async def test_recrawl_of_replay_gives_same_payload_digests(snap: Snapshot, repo_root: Path,
-                                                            tmp_path: Path) -> None:
+async def test_recrawl_of_replay_gives_same_payload_digests(
+    snap: Snapshot, repo_root: Path, tmp_path: Path
+) -> None:
     async with serving(replay_app(snap)) as port:
         text = (repo_root / "corpus" / "pydocs.yaml").read_text()
         data = yaml.safe_load(text.replace("127.0.0.1:8765", f"127.0.0.1:{port}"))
@@ -52,8 +53,11 @@ async def test_recrawl_of_replay_gives_same_payload_digests(snap: Snapshot, repo
         await Crawler(spec, tmp_path / "again", progress=False).run()
 
     def digests(s: Snapshot) -> dict[str, str]:
-        return {urlsplit(r.url).path: r.payload_digest for r in s.iter_responses()
-                if not r.url.endswith("/robots.txt")}
+        return {
+            urlsplit(r.url).path: r.payload_digest
+            for r in s.iter_responses()
+            if not r.url.endswith("/robots.txt")
+        }
 
     with Snapshot.open(tmp_path / "again") as again:
         original = digests(snap)
@@ -69,8 +73,16 @@ async def test_replay_command_serves_fixture(snap: Snapshot, repo_root: Path) ->
     import sys
 
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "drarena", "replay-snapshot", str(snap.path), "--port", "0",
-        stdout=asyncio.subprocess.PIPE, cwd=repo_root)
+        sys.executable,
+        "-m",
+        "drarena",
+        "replay-snapshot",
+        str(snap.path),
+        "--port",
+        "0",
+        stdout=asyncio.subprocess.PIPE,
+        cwd=repo_root,
+    )
     try:
         assert proc.stdout is not None
         banner = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
@@ -78,8 +90,10 @@ async def test_replay_command_serves_fixture(snap: Snapshot, repo_root: Path) ->
         assert match, banner
         stored = snap.lookup(BASE + "/tutorial/classes.html")
         assert stored is not None
-        async with aiohttp.ClientSession() as http, \
-                http.get(f"http://127.0.0.1:{match.group(1)}/tutorial/classes.html") as resp:
+        async with (
+            aiohttp.ClientSession() as http,
+            http.get(f"http://127.0.0.1:{match.group(1)}/tutorial/classes.html") as resp,
+        ):
             assert resp.status == 200 and await resp.read() == stored.body
     finally:
         proc.terminate()

@@ -88,8 +88,9 @@ def test_verify_passes_on_fixture(fixture_dir: Path, capsys: pytest.CaptureFixtu
     assert "OK" in capsys.readouterr().out
 
 
-def test_verify_names_file_with_flipped_byte(copy: Path,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_verify_names_file_with_flipped_byte(
+    copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     warc = warc_of(copy)
     data = bytearray(warc.read_bytes())
     data[len(data) // 2] ^= 0x01
@@ -129,8 +130,7 @@ def test_corrupt_member_costs_only_that_record(copy: Path, snap: Snapshot) -> No
     assert damaged.skipped == 1
     assert len(responses) >= len(snap) - 1
     report = damaged.verify()
-    assert any(f"{warc.name}: 1 damaged record(s) at offset {victim}" in p
-               for p in report.problems)
+    assert any(f"{warc.name}: 1 damaged record(s) at offset {victim}" in p for p in report.problems)
     # lookups of other pages still work
     assert damaged.lookup(f"{BASE}/library/os.html") is not None
 
@@ -145,10 +145,13 @@ def test_truncated_file_keeps_earlier_records(copy: Path, snap: Snapshot) -> Non
     assert len(responses) >= len(snap) - 1
 
 
-@pytest.mark.parametrize(("remove", "needle"), [
-    ("manifest.json", "manifest is missing"),
-    ("index.cdxj", "CDXJ index is missing"),
-])
+@pytest.mark.parametrize(
+    ("remove", "needle"),
+    [
+        ("manifest.json", "manifest is missing"),
+        ("index.cdxj", "CDXJ index is missing"),
+    ],
+)
 def test_missing_parts_are_one_line_errors(copy: Path, remove: str, needle: str) -> None:
     (copy / remove).unlink()
     with pytest.raises(DrarenaError, match=needle) as info:
@@ -173,8 +176,9 @@ def test_unknown_path_and_escaping_names(copy: Path, tmp_path: Path) -> None:
         Snapshot.open(copy)
 
 
-def test_cli_reports_bad_snapshot_in_one_line(tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_reports_bad_snapshot_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["snapshot", "verify", str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("drarena: error:") and "\n" not in err

@@ -51,18 +51,23 @@ def test_unknown_nested_key(tmp_path: Path) -> None:
     assert "scope.host" in message and "unknown key" in message
 
 
-@pytest.mark.parametrize(("text", "field"), [
-    ("name: x\nseeds: [http://a/]\nmax_pages: 0\n", "max_pages"),
-    ("name: x\nseeds: [http://a/]\nmax_depth: -1\n", "max_depth"),
-    ("name: x\nseeds: [http://a/]\nper_host_concurrency: many\n", "per_host_concurrency"),
-    ("name: x\nseeds: [ftp://a/file]\n", "seeds"),
-    ("name: x\nseeds: []\n", "seeds"),
-    ("name: ../../etc\nseeds: [http://a/]\n", "name"),
-    ("name: x\nseeds: [http://a/]\nscope: {exclude: ['(unclosed']}\n", "scope.exclude"),
-    ("name: x\nseeds: [http://a/]\nlocal_site: {root: /tmp, host: 10.0.0.1}\n",
-     "local_site.host"),
-    ("seeds: [http://a/]\n", "name"),
-])
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("name: x\nseeds: [http://a/]\nmax_pages: 0\n", "max_pages"),
+        ("name: x\nseeds: [http://a/]\nmax_depth: -1\n", "max_depth"),
+        ("name: x\nseeds: [http://a/]\nper_host_concurrency: many\n", "per_host_concurrency"),
+        ("name: x\nseeds: [ftp://a/file]\n", "seeds"),
+        ("name: x\nseeds: []\n", "seeds"),
+        ("name: ../../etc\nseeds: [http://a/]\n", "name"),
+        ("name: x\nseeds: [http://a/]\nscope: {exclude: ['(unclosed']}\n", "scope.exclude"),
+        (
+            "name: x\nseeds: [http://a/]\nlocal_site: {root: /tmp, host: 10.0.0.1}\n",
+            "local_site.host",
+        ),
+        ("seeds: [http://a/]\n", "name"),
+    ],
+)
 def test_bad_values_name_the_field(tmp_path: Path, text: str, field: str) -> None:
     message = error_of(write(tmp_path, text))
     assert f"field {field}:" in message

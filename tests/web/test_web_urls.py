@@ -9,17 +9,20 @@ from drarena.web.snapshot import canonicalize_url
 from drarena.web.urls import is_public_address, safe_file_name, surt
 
 
-@pytest.mark.parametrize(("raw", "canonical"), [
-    ("HTTP://Docs.Python.ORG:80/a/b.html#frag", "http://docs.python.org/a/b.html"),
-    ("https://example.org:443", "https://example.org/"),
-    ("https://example.org:8443/x", "https://example.org:8443/x"),
-    ("http://example.org/%7euser/%41%2f", "http://example.org/~user/A%2F"),
-    ("http://example.org/a b?q=%e2%82%ac", "http://example.org/a%20b?q=%E2%82%AC"),
-    ("http://example.org/caf\u00e9", "http://example.org/caf%C3%A9"),
-    ("http://example.org?x=1", "http://example.org/?x=1"),
-    ("http://EXAMPLE.org./", "http://example.org/"),
-    ("http://[::1]:8080/p", "http://[::1]:8080/p"),
-])
+@pytest.mark.parametrize(
+    ("raw", "canonical"),
+    [
+        ("HTTP://Docs.Python.ORG:80/a/b.html#frag", "http://docs.python.org/a/b.html"),
+        ("https://example.org:443", "https://example.org/"),
+        ("https://example.org:8443/x", "https://example.org:8443/x"),
+        ("http://example.org/%7euser/%41%2f", "http://example.org/~user/A%2F"),
+        ("http://example.org/a b?q=%e2%82%ac", "http://example.org/a%20b?q=%E2%82%AC"),
+        ("http://example.org/caf\u00e9", "http://example.org/caf%C3%A9"),
+        ("http://example.org?x=1", "http://example.org/?x=1"),
+        ("http://EXAMPLE.org./", "http://example.org/"),
+        ("http://[::1]:8080/p", "http://[::1]:8080/p"),
+    ],
+)
 def test_canonicalize(raw: str, canonical: str) -> None:
     assert canonicalize_url(raw) == canonical
     assert canonicalize_url(canonical) == canonical  # idempotent
@@ -37,11 +40,21 @@ def test_surt_keys() -> None:
     assert surt("http://127.0.0.1:8765/library/") == "127.0.0.1:8765)/library/"
 
 
-@pytest.mark.parametrize(("address", "public"), [
-    ("127.0.0.1", False), ("10.1.2.3", False), ("192.168.0.1", False), ("169.254.1.1", False),
-    ("::1", False), ("fe80::1", False), ("::ffff:127.0.0.1", False), ("0.0.0.0", False),
-    ("93.184.215.14", True), ("2606:4700::1111", True),
-])
+@pytest.mark.parametrize(
+    ("address", "public"),
+    [
+        ("127.0.0.1", False),
+        ("10.1.2.3", False),
+        ("192.168.0.1", False),
+        ("169.254.1.1", False),
+        ("::1", False),
+        ("fe80::1", False),
+        ("::ffff:127.0.0.1", False),
+        ("0.0.0.0", False),
+        ("93.184.215.14", True),
+        ("2606:4700::1111", True),
+    ],
+)
 def test_public_address(address: str, public: bool) -> None:
     assert is_public_address(address) is public
 

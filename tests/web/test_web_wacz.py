@@ -49,14 +49,21 @@ def test_layout_and_datapackage_follow_wacz_1_1_1(exported: Path, fixture_dir: P
     manifest = json.loads((fixture_dir / "manifest.json").read_text())
     with zipfile.ZipFile(exported) as zf:
         infos = {i.filename: i for i in zf.infolist()}
-        assert list(infos) == [WARC, "datapackage-digest.json", "datapackage.json",
-                               "indexes/index.cdx", "pages/pages.jsonl"]
+        assert list(infos) == [
+            WARC,
+            "datapackage-digest.json",
+            "datapackage.json",
+            "indexes/index.cdx",
+            "pages/pages.jsonl",
+        ]
         assert all(i.compress_type == zipfile.ZIP_STORED for i in infos.values())
         raw = zf.read("datapackage.json")
         package = json.loads(raw)
         digest = json.loads(zf.read("datapackage-digest.json"))
-        assert digest == {"path": "datapackage.json",
-                          "hash": "sha256:" + hashlib.sha256(raw).hexdigest()}
+        assert digest == {
+            "path": "datapackage.json",
+            "hash": "sha256:" + hashlib.sha256(raw).hexdigest(),
+        }
         assert package["profile"] == "data-package" and package["wacz_version"] == "1.1.1"
         assert package["title"] == "Python 3.11 docs"
         assert package["created"] == manifest["ended_at"]  # from the snapshot, not the clock
@@ -73,7 +80,8 @@ def test_layout_and_datapackage_follow_wacz_1_1_1(exported: Path, fixture_dir: P
         index = zf.read("indexes/index.cdx").decode().splitlines()
     own = (fixture_dir / "index.cdxj").read_text().splitlines()
     assert sorted(line.split(" ", 1)[1] for line in index) == sorted(
-        line.split(" ", 1)[1] for line in own)  # same captures, re-keyed for pywb
+        line.split(" ", 1)[1] for line in own
+    )  # same captures, re-keyed for pywb
     assert index == sorted(index)
     for line in index:
         key, _, blob = line.split(" ", 2)
@@ -115,21 +123,20 @@ def test_every_cdxj_line_is_a_byte_range_of_its_record(exported: Path) -> None:
         start, size = wacz.data_range(wacz.warcs[0])
         lines = zf.read("indexes/index.cdx").decode().splitlines()
     blob = exported.read_bytes()
-    assert hashlib.sha256(blob[start:start + size]).hexdigest() == wacz.warcs[0].sha256
+    assert hashlib.sha256(blob[start : start + size]).hexdigest() == wacz.warcs[0].sha256
     kinds = set()
     for line in lines:
         fields = json.loads(line.split(" ", 2)[2])
         assert "archive/" + fields["filename"] == WARC  # relative to archive/, as readers expect
         offset = start + int(fields["offset"])
-        records = list(ArchiveIterator(BytesIO(blob[offset:offset + int(fields["length"])])))
+        records = list(ArchiveIterator(BytesIO(blob[offset : offset + int(fields["length"])])))
         assert len(records) == 1
         assert records[0].rec_headers.get_header("WARC-Target-URI") == fields["url"]
         kinds.add(records[0].rec_type)
     assert kinds == {"response", "revisit"} and len(lines) == 322
 
 
-def test_pages_are_the_html_pages_extract_found(exported: Path,
-                                                pydocs_extracted: Path) -> None:
+def test_pages_are_the_html_pages_extract_found(exported: Path, pydocs_extracted: Path) -> None:
     docs = {d["url"]: d for d in map(json.loads, (pydocs_extracted / "docs.jsonl").open())}
     with zipfile.ZipFile(exported) as zf:
         header = json.loads(zf.read("pages/pages.jsonl").splitlines()[0])
@@ -143,13 +150,15 @@ def test_pages_are_the_html_pages_extract_found(exported: Path,
 
 
 def test_export_is_deterministic_and_extracts_the_same_warc(
-        exported: Path, fixture_dir: Path, tmp_path: Path) -> None:
+    exported: Path, fixture_dir: Path, tmp_path: Path
+) -> None:
     again = export_wacz(fixture_dir, tmp_path / "again.wacz", title="Python 3.11 docs")
     assert again.path.read_bytes() == exported.read_bytes()
     with WaczPackage.open(exported) as wacz:
         wacz.extract_warc(wacz.warcs[0], tmp_path / "out.warc.gz")
-    assert (tmp_path / "out.warc.gz").read_bytes() == (fixture_dir / "pydocs-00000.warc.gz"
-                                                      ).read_bytes()
+    assert (tmp_path / "out.warc.gz").read_bytes() == (
+        fixture_dir / "pydocs-00000.warc.gz"
+    ).read_bytes()
     assert not list(tmp_path.glob("*.part"))
 
 
@@ -159,15 +168,17 @@ def test_wrong_hash_in_datapackage_is_named(exported: Path, tmp_path: Path) -> N
     package = json.loads(raw)
     good = package["resources"][0]["hash"]
     package["resources"][0]["hash"] = "sha256:" + "0" * 64
-    bad = rewritten(exported, tmp_path / "bad.wacz",
-                    {"datapackage.json": json.dumps(package).encode()})
+    bad = rewritten(
+        exported, tmp_path / "bad.wacz", {"datapackage.json": json.dumps(package).encode()}
+    )
     with WaczPackage.open(bad) as wacz:
         problems = wacz.verify()
         assert problems == [
             f"{WARC}: hash mismatch: datapackage.json says sha256:{'0' * 64}, content is {good}",
             "datapackage.json: hash mismatch: datapackage-digest.json says "
             f"sha256:{hashlib.sha256(raw).hexdigest()}, content is sha256:"
-            f"{hashlib.sha256(json.dumps(package).encode()).hexdigest()}"]
+            f"{hashlib.sha256(json.dumps(package).encode()).hexdigest()}",
+        ]
         with pytest.raises(DrarenaError, match=f"{WARC}: hash mismatch") as err:
             wacz.extract_warc(wacz.warcs[0], tmp_path / "x.warc.gz")
         assert "\n" not in str(err.value) and not (tmp_path / "x.warc.gz").exists()
@@ -196,8 +207,9 @@ def test_undeclared_member_is_reported(exported: Path, tmp_path: Path) -> None:
     with zipfile.ZipFile(extra, "a") as zf:
         zf.writestr("archive/stray.warc", b"not declared")
     with WaczPackage.open(Path(extra)) as wacz:
-        assert wacz.verify() == ["archive/stray.warc: in the package but not listed in "
-                                 "datapackage.json"]
+        assert wacz.verify() == [
+            "archive/stray.warc: in the package but not listed in datapackage.json"
+        ]
 
 
 def test_reads_a_package_made_by_py_wacz(tmp_path: Path) -> None:
@@ -216,17 +228,21 @@ def test_reads_a_package_made_by_py_wacz(tmp_path: Path) -> None:
     assert len(types) == 19 and types.count("revisit") == 1 and types[0] == "warcinfo"
 
 
-@pytest.mark.parametrize(("case", "expected"), [
-    ("not-a-zip", "not a WACZ package (not a zip file"),
-    ("empty", "not a WACZ package (not a zip file"),
-    ("no-datapackage", "datapackage.json is missing"),
-    ("bad-json", "datapackage.json: not valid JSON (Expecting property name"),
-    ("missing-member", "lists archive/gone.warc.gz, which is not in the package"),
-    ("bad-hash-field", "resources[0].hash: 'c1cb' is not '<algorithm>:<hex>'"),
-    ("no-warc", "lists no WARC file under archive/"),
-])
-def test_bad_packages_give_one_line_errors(case: str, expected: str, exported: Path,
-                                           tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("not-a-zip", "not a WACZ package (not a zip file"),
+        ("empty", "not a WACZ package (not a zip file"),
+        ("no-datapackage", "datapackage.json is missing"),
+        ("bad-json", "datapackage.json: not valid JSON (Expecting property name"),
+        ("missing-member", "lists archive/gone.warc.gz, which is not in the package"),
+        ("bad-hash-field", "resources[0].hash: 'c1cb' is not '<algorithm>:<hex>'"),
+        ("no-warc", "lists no WARC file under archive/"),
+    ],
+)
+def test_bad_packages_give_one_line_errors(
+    case: str, expected: str, exported: Path, tmp_path: Path
+) -> None:
     path = tmp_path / f"{case}.wacz"
     with zipfile.ZipFile(exported) as zf:
         package = json.loads(zf.read("datapackage.json"))
@@ -254,7 +270,8 @@ def test_bad_packages_give_one_line_errors(case: str, expected: str, exported: P
 
 
 def test_export_refuses_a_damaged_snapshot_and_leaves_nothing(
-        fixture_dir: Path, tmp_path: Path) -> None:
+    fixture_dir: Path, tmp_path: Path
+) -> None:
     snap = tmp_path / "pydocs"
     snap.mkdir()
     for name in ("manifest.json", "index.cdxj", "pydocs-00000.warc.gz"):
@@ -271,9 +288,9 @@ def test_export_refuses_a_damaged_snapshot_and_leaves_nothing(
 
 
 @pytest.mark.slow
-def test_cli_round_trip_export_import_extract(fixture_dir: Path, pydocs_extracted: Path,
-                                              tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_round_trip_export_import_extract(
+    fixture_dir: Path, pydocs_extracted: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """export -> import under a new name -> extract: the same records, index and docs.jsonl."""
     from drarena.cli import main
 
@@ -281,13 +298,16 @@ def test_cli_round_trip_export_import_extract(fixture_dir: Path, pydocs_extracte
     assert main(["snapshot", "export", str(fixture_dir), "--wacz", str(wacz)]) == 0
     assert capsys.readouterr().out.startswith(f"{wacz}: WACZ 1.1.1 of snapshot pydocs")
     back = tmp_path / "pydocs-rt"
-    assert main(["snapshot", "import", "pydocs-rt", str(wacz), "--out", str(back),
-                 "--no-progress"]) == 0
+    assert (
+        main(["snapshot", "import", "pydocs-rt", str(wacz), "--out", str(back), "--no-progress"])
+        == 0
+    )
     with Snapshot.open(fixture_dir) as original, Snapshot.open(back) as imported:
         assert imported.name == "pydocs-rt" and imported.verify().ok
         assert imported.fingerprint == original.fingerprint  # same WARC bytes, same names
         assert [f.sha256 for f in imported.manifest.warc_files] == [
-            f.sha256 for f in original.manifest.warc_files]
+            f.sha256 for f in original.manifest.warc_files
+        ]
     assert (back / "index.cdxj").read_bytes() == (fixture_dir / "index.cdxj").read_bytes()
     assert main(["extract", str(back), "--no-progress"]) == 0
     assert (back / "docs.jsonl").read_bytes() == (pydocs_extracted / "docs.jsonl").read_bytes()
@@ -297,8 +317,12 @@ def test_cli_round_trip_export_import_extract(fixture_dir: Path, pydocs_extracte
     package["resources"][0]["hash"] = "sha256:" + "0" * 64
     bad = rewritten(wacz, tmp_path / "bad.wacz", {"datapackage.json": json.dumps(package).encode()})
     capsys.readouterr()
-    assert main(["snapshot", "import", "bad", str(bad), "--out", str(tmp_path / "bad"),
-                 "--no-progress"]) == 2
+    assert (
+        main(
+            ["snapshot", "import", "bad", str(bad), "--out", str(tmp_path / "bad"), "--no-progress"]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and f"{bad}: {WARC}: hash mismatch" in err
     assert not (tmp_path / "bad").exists()

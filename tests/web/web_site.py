@@ -18,15 +18,32 @@ SLOW_S = 5.0
 
 def page(title: str, *links: str) -> bytes:
     anchors = "".join(f'<li><a href="{href}">{href}</a></li>' for href in links)
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title></head>"
-            f"<body><h1>{title}</h1><p>Text of {title}.</p><ul>{anchors}</ul></body></html>"
-            ).encode()
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title></head>"
+        f"<body><h1>{title}</h1><p>Text of {title}.</p><ul>{anchors}</ul></body></html>"
+    ).encode()
 
 
-INDEX_LINKS = ("a.html", "b.html#part", "private/secret.html", "loop1", "chain/0", "to-ftp",
-               "moved", "slow.html", "missing.html", "boom.html", "data.bin", "big.html",
-               "dup1.html", "dup2.html", "gz.html", "chunked.html",
-               "mailto:someone@example.com", "javascript:void(0)")
+INDEX_LINKS = (
+    "a.html",
+    "b.html#part",
+    "private/secret.html",
+    "loop1",
+    "chain/0",
+    "to-ftp",
+    "moved",
+    "slow.html",
+    "missing.html",
+    "boom.html",
+    "data.bin",
+    "big.html",
+    "dup1.html",
+    "dup2.html",
+    "gz.html",
+    "chunked.html",
+    "mailto:someone@example.com",
+    "javascript:void(0)",
+)
 
 
 @dataclass
@@ -43,8 +60,9 @@ class CrawlSite:
             if path in ("/", "/index.html"):
                 return web.Response(body=page("Index", *INDEX_LINKS), content_type=html)
             if path == "/a.html":
-                return web.Response(body=page("A", "b.html", "c.html", "a.html#top"),
-                                    content_type=html)
+                return web.Response(
+                    body=page("A", "b.html", "c.html", "a.html#top"), content_type=html
+                )
             if path == "/b.html":
                 return web.Response(body=page("B", "/a.html", "d.html"), content_type=html)
             if path in ("/c.html", "/d.html", "/private/secret.html"):
@@ -79,11 +97,13 @@ class CrawlSite:
             if path == "/boom.html":
                 return web.Response(status=500, text="server exploded")
             if path == "/data.bin":
-                return web.Response(body=bytes(range(256)) * 8,
-                                    content_type="application/octet-stream")
+                return web.Response(
+                    body=bytes(range(256)) * 8, content_type="application/octet-stream"
+                )
             if path == "/big.html":
-                return web.Response(body=page("Big") + b"<!--" + b"x" * 300_000 + b"-->",
-                                    content_type=html)
+                return web.Response(
+                    body=page("Big") + b"<!--" + b"x" * 300_000 + b"-->", content_type=html
+                )
             return web.Response(status=404, text="no such page")
 
         app = web.Application()

@@ -30,9 +30,17 @@ class EchoAgent:
     async def answer(self, conversation: Conversation, word_limit: tuple[int, int]) -> Answer:
         started = time.monotonic()
         report = f"{self.args.prefix} {conversation.question}"
-        return Answer(agent=self.name, report=report, citations=(), check=CitationCheck(),
-                      trajectory=Trajectory(), wall_s=time.monotonic() - started, model_s=0.0,
-                      prompt_tokens=0, completion_tokens=0)
+        return Answer(
+            agent=self.name,
+            report=report,
+            citations=(),
+            check=CitationCheck(),
+            trajectory=Trajectory(),
+            wall_s=time.monotonic() - started,
+            model_s=0.0,
+            prompt_tokens=0,
+            completion_tokens=0,
+        )
 
 
 def build(context: AgentContext, name: str = "echo", **args: Any) -> EchoAgent:

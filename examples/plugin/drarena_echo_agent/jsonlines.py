@@ -47,11 +47,15 @@ class JsonLinesProvider:
                 continue
             try:
                 item = json.loads(line)
-                out.append(ProviderResult(str(item["url"]), str(item.get("title", "")),
-                                          str(item.get("text", ""))))
+                out.append(
+                    ProviderResult(
+                        str(item["url"]), str(item.get("title", "")), str(item.get("text", ""))
+                    )
+                )
             except (ValueError, KeyError, TypeError):
-                raise DrarenaError(f"jsonlines at {self.args.url}: line {n} is not a "
-                                   "result object") from None
+                raise DrarenaError(
+                    f"jsonlines at {self.args.url}: line {n} is not a result object"
+                ) from None
         return out
 
     def http_error(self, status: int) -> str:

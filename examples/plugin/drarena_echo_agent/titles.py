@@ -45,9 +45,17 @@ class TitlesRetriever:
             if shared >= self.args.min_shared:
                 scored.append((-shared, doc.id))
         scored.sort()
-        return [Hit(docid, self.docs[docid].url, self.docs[docid].title,
-                    snippet(self.docs[docid].contents), float(-neg), rank)
-                for rank, (neg, docid) in enumerate(scored[:k], 1)]
+        return [
+            Hit(
+                docid,
+                self.docs[docid].url,
+                self.docs[docid].title,
+                snippet(self.docs[docid].contents),
+                float(-neg),
+                rank,
+            )
+            for rank, (neg, docid) in enumerate(scored[:k], 1)
+        ]
 
     def open(self, url_or_docid: str, offset: int = 0, max_chars: int = 4000) -> PageText:
         docid = self.by_url.get(url_or_docid, url_or_docid)
@@ -55,8 +63,15 @@ class TitlesRetriever:
         if doc is None:
             raise DrarenaError(f"titles: no page {url_or_docid!r} in the snapshot")
         end = min(len(doc.contents), offset + max_chars)
-        return PageText(doc.id, doc.url, doc.title, doc.contents[offset:end], offset,
-                        end if end < len(doc.contents) else None, len(doc.contents))
+        return PageText(
+            doc.id,
+            doc.url,
+            doc.title,
+            doc.contents[offset:end],
+            offset,
+            end if end < len(doc.contents) else None,
+            len(doc.contents),
+        )
 
 
 def build(snapshot_dir: Path, index_root: Path, **args: Any) -> TitlesRetriever:
