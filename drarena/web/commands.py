@@ -45,52 +45,7 @@ def register(subparsers: Any) -> None:
     )
     snap.add_argument("--no-progress", action="store_true", help="no progress bar")
     imp = snap.add_argument_group("import")
-    how = imp.add_mutually_exclusive_group()
-    how.add_argument(
-        "--link",
-        dest="keep",
-        action="store_const",
-        const="link",
-        help="hard-link valid WARC files into the snapshot (error if impossible)",
-    )
-    how.add_argument(
-        "--copy",
-        dest="keep",
-        action="store_const",
-        const="copy",
-        help="copy valid WARC files (default: hard link, else copy)",
-    )
-    imp.add_argument(
-        "--host",
-        action="append",
-        default=[],
-        help="keep captures of this host (and subdomains; host:port for one port)",
-    )
-    imp.add_argument(
-        "--prefix",
-        action="append",
-        default=[],
-        help="keep captures whose URL starts with this prefix",
-    )
-    imp.add_argument(
-        "--mime",
-        action="append",
-        default=[],
-        help="keep captures of this media type (text/html, or text/*)",
-    )
-    imp.add_argument(
-        "--status",
-        action="append",
-        default=[],
-        help="keep captures with this status (200) or class (2xx)",
-    )
-    imp.add_argument(
-        "--jobs",
-        type=int,
-        default=None,
-        help="files imported at once, one process each (default: the CPU count, "
-        "at most 4; the result is the same for any value)",
-    )
+    import_options(imp)
     exp = snap.add_argument_group("export")
     exp.add_argument("--wacz", type=Path, default=None, help="WACZ file to write")
     snap.set_defaults(func=cmd_snapshot, keep=None, intermixed="args")
@@ -131,52 +86,7 @@ def register(subparsers: Any) -> None:
     imp.add_argument(
         "--out", type=Path, default=None, help="snapshot folder (default: snapshots/<name>)"
     )
-    how = imp.add_mutually_exclusive_group()
-    how.add_argument(
-        "--link",
-        dest="keep",
-        action="store_const",
-        const="link",
-        help="hard-link valid WARC files into the snapshot (error if impossible)",
-    )
-    how.add_argument(
-        "--copy",
-        dest="keep",
-        action="store_const",
-        const="copy",
-        help="copy valid WARC files (default: hard link, else copy)",
-    )
-    imp.add_argument(
-        "--host",
-        action="append",
-        default=[],
-        help="keep captures of this host (and subdomains; host:port for one port)",
-    )
-    imp.add_argument(
-        "--prefix",
-        action="append",
-        default=[],
-        help="keep captures whose URL starts with this prefix",
-    )
-    imp.add_argument(
-        "--mime",
-        action="append",
-        default=[],
-        help="keep captures of this media type (text/html, or text/*)",
-    )
-    imp.add_argument(
-        "--status",
-        action="append",
-        default=[],
-        help="keep captures with this status (200) or class (2xx)",
-    )
-    imp.add_argument(
-        "--jobs",
-        type=int,
-        default=None,
-        help="files imported at once, one process each (default: the CPU count, "
-        "at most 4; the result is the same for any value)",
-    )
+    import_options(imp)
     imp.add_argument("--no-progress", action="store_true", help="no progress bar")
     imp.set_defaults(
         func=cmd_import,
@@ -266,6 +176,57 @@ def _ensure_local_site(root: Path, package: str | None, install: bool) -> None:
 
 
 _IMPORT_ONLY = ("keep", "host", "prefix", "mime", "status")  # crawl: all empty
+
+
+def import_options(imp: Any) -> None:
+    """The options of `snapshot import` (scope filters, link or copy, jobs), on the import
+    command and on the older combined `snapshot SPEC|import|export` parser alike."""
+    how = imp.add_mutually_exclusive_group()
+    how.add_argument(
+        "--link",
+        dest="keep",
+        action="store_const",
+        const="link",
+        help="hard-link valid WARC files into the snapshot (error if impossible)",
+    )
+    how.add_argument(
+        "--copy",
+        dest="keep",
+        action="store_const",
+        const="copy",
+        help="copy valid WARC files (default: hard link, else copy)",
+    )
+    imp.add_argument(
+        "--host",
+        action="append",
+        default=[],
+        help="keep captures of this host (and subdomains; host:port for one port)",
+    )
+    imp.add_argument(
+        "--prefix",
+        action="append",
+        default=[],
+        help="keep captures whose URL starts with this prefix",
+    )
+    imp.add_argument(
+        "--mime",
+        action="append",
+        default=[],
+        help="keep captures of this media type (text/html, or text/*)",
+    )
+    imp.add_argument(
+        "--status",
+        action="append",
+        default=[],
+        help="keep captures with this status (200) or class (2xx)",
+    )
+    imp.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="files imported at once, one process each (default: the CPU count, "
+        "at most 4; the result is the same for any value)",
+    )
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
