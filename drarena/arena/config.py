@@ -100,10 +100,10 @@ class TournamentConfig(BaseModel):
     offline: bool = Field(True, description="frozen web only; a guard refuses other hosts")
     swiss_rounds: int | None = Field(None, ge=1, description="default: ceil(log2 n) + 1")
     concurrency: int = Field(2, ge=1, description="matches played at once within a round")
-    trees: TreesSettings = Field(default_factory=TreesSettings)  # type: ignore[arg-type]
-    match: MatchSettings = Field(default_factory=MatchSettings)  # type: ignore[arg-type]
-    rating: RatingSettings = Field(default_factory=RatingSettings)  # type: ignore[arg-type]
-    index: IndexSettings = Field(default_factory=IndexSettings)  # type: ignore[arg-type]
+    trees: TreesSettings = Field(default_factory=TreesSettings)
+    match: MatchSettings = Field(default_factory=MatchSettings)
+    rating: RatingSettings = Field(default_factory=RatingSettings)
+    index: IndexSettings = Field(default_factory=IndexSettings)
     live: LiveSettings | None = Field(
         None,
         description="live mode settings (offline: false "

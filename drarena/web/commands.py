@@ -321,25 +321,30 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cancel_on_sigterm(terminated: list[bool]) -> None:
-    """SIGTERM (kill, systemd, a CI timeout) stops the crawl as Ctrl-C does: the running task
-    is cancelled, so the WARC being written is finished and the manifest marks the snapshot
-    incomplete, ready for --resume. Only the first SIGTERM cancels: a second one must not
-    break into the cleanup that writes the manifest."""
+def _cancel_on_signals(stopped: list[int], crawler: Any) -> None:
+    """SIGTERM (kill, systemd, a CI timeout) and Ctrl-C stop the crawl alike: the crawler is
+    told to stop after the page it is committing and the running task is cancelled, so the
+    WARC being written is finished and the manifest marks the snapshot incomplete, ready for
+    --resume. The stop flag makes it certain: a cancellation that lands inside a fetch can be
+    reported by the HTTP client as a timeout and swallowed as a fetch error. Only the first
+    signal acts: a second one must not break into the cleanup that writes the manifest."""
     import asyncio
     import contextlib
     import signal
 
     task = asyncio.current_task()
 
-    def on_sigterm() -> None:
-        if not terminated and task is not None:
-            terminated.append(True)
+    def on_signal(signum: int) -> None:
+        if not stopped and task is not None:
+            stopped.append(signum)
+            crawler.stop_requested = True
             task.cancel()
 
-    # no Unix signals (Windows), or not the main thread: SIGTERM keeps its default
+    # no Unix signals (Windows), or not the main thread: the signals keep their defaults
     with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_sigterm)
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, on_signal, signum)
 
 
 def cmd_crawl(args: argparse.Namespace) -> int:
@@ -354,10 +359,10 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     out = args.out if args.out is not None else Path("snapshots") / spec.name
     crawler = Crawler(spec, out, resume=args.resume, progress=not args.no_progress)
-    terminated: list[bool] = []
+    stopped: list[int] = []
 
     async def main() -> Manifest | None:
-        _cancel_on_sigterm(terminated)
+        _cancel_on_signals(stopped, crawler)
         if crawler.up_to_date():
             return None
         site = spec.local_site
@@ -370,15 +375,16 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     try:
         manifest = asyncio.run(main())
     except asyncio.CancelledError:
-        if not terminated:
+        if not stopped:
             raise
         left = (
             f"{out} is left incomplete (continue it with --resume)"
             if (out / "manifest.json").is_file()
             else "no snapshot was written"
         )
-        print(f"drarena: terminated; {left}", file=sys.stderr)
-        return 128 + signal.SIGTERM
+        word = "interrupted" if stopped[0] == signal.SIGINT else "terminated"
+        print(f"drarena: {word}; {left}", file=sys.stderr)
+        return 128 + stopped[0]
     if manifest is None:
         print(f"{out}: up to date (complete snapshot of this spec)")
         return 0

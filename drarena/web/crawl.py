@@ -245,6 +245,8 @@ class Crawler:
     on_page: ProgressHook | None = None
     progress: bool = True
     tally: Tally = field(default_factory=Tally)
+    # set by a signal handler: stop after the page being committed (see web/commands.py)
+    stop_requested: bool = False
 
     def __post_init__(self) -> None:
         self.scope = Scope(self.spec)
@@ -498,6 +500,8 @@ class Crawler:
                     )
                 if self.on_page is not None:
                     self.on_page(page, self.tally)
+                if self.stop_requested:
+                    raise asyncio.CancelledError("stop requested")
         finally:
             for task in tasks:
                 task.cancel()

@@ -96,7 +96,9 @@ def examiner_step(verdicts: list[dict[str, str]]) -> Any:
                 )
             )
         v = queue.pop(0)
-        n = int(re.search(r"CHECKLIST \((\d+) items", prompt).group(1))
+        found_n = re.search(r"CHECKLIST \((\d+) items", prompt)
+        assert found_n is not None, "a judge prompt names its checklist size"
+        n = int(found_n.group(1))
         return reply(
             json.dumps(
                 {
@@ -131,7 +133,9 @@ def strength_examiner() -> Any:
         ]
         a, b = (int(m.group(1)) if m else 0 for m in found)
         verdict = "TIE" if a == b else ("A_MUCH_BETTER" if a > b else "B_MUCH_BETTER")
-        n = int(re.search(r"CHECKLIST \((\d+) items", prompt).group(1))
+        found_n = re.search(r"CHECKLIST \((\d+) items", prompt)
+        assert found_n is not None, "a judge prompt names its checklist size"
+        n = int(found_n.group(1))
         return reply(
             json.dumps(
                 {

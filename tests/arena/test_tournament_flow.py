@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import random
 from pathlib import Path
+from typing import Any
 
 from arena_fakes import ScriptedAgentForTests, make_tree, strength_examiner
 
@@ -95,7 +96,8 @@ def test_add_agent_plays_placement_rounds_only(tmp_path: Path) -> None:
 def test_report_escapes_untrusted_text(tmp_path: Path) -> None:
     evil = {"s1": 1, "s2": 2}
     t = tournament(tmp_path, evil)
-    t.agents["s1"].report = 'strength=1 <script>alert("x")</script> "><img src=x onerror=1>'
+    agent: Any = t.agents["s1"]  # the scripted agent: its report is settable
+    agent.report = 'strength=1 <script>alert("x")</script> "><img src=x onerror=1>'
     log = asyncio.run(t.play())
     rows = build_leaderboard(list(evil), log, resamples=10)
     page = render_report("t <b>", {}, rows, log)

@@ -58,7 +58,7 @@ def main(argv: Sequence[str]) -> int:
         await asyncio.sleep(0.03)
         return await scripted(request)
 
-    backend.complete = slowly  # type: ignore[method-assign]
+    backend.complete = slowly
     try:
         config = parse_config(config_data(snapshot, runs_root), "kill-test config")
         result = execute(

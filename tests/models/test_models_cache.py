@@ -98,7 +98,8 @@ async def test_tool_call_ids_come_from_the_request_not_the_server() -> None:
     for server_id in ("chatcmpl-tool-aaa", "chatcmpl-tool-bbb"):
         call = ToolCall(id=server_id, name="search", arguments='{"q": "x"}')
         client = ModelClient(
-            config(None, "off"), backend=ScriptedBackendForTests([reply("", tool_calls=(call,))])
+            config(None, "off"),  # type: ignore[arg-type]  # cache off: no path
+            backend=ScriptedBackendForTests([reply("", tool_calls=(call,))]),
         )
         done = await client.complete("examiner", asked)
         ids.append(done.tool_calls[0].id)

@@ -278,28 +278,28 @@ def test_searxng_shape_and_paging() -> None:
             handle_search(FakeRetriever(), bad)
 
 
-def test_registry_kinds_and_bad_live_args(tmp_path: object) -> None:
+def test_registry_kinds_and_bad_live_args(tmp_path: Path) -> None:
     assert RETRIEVERS.kinds() == ["bm25", "dense", "hybrid", "live"]
     with pytest.raises(DrarenaError, match=r"retriever live: args\.no_such_field"):
         build_retriever(
             {"kind": "live", "args": {"provider": {"kind": "searxng"}, "no_such_field": 1}},
             tmp_path,
             tmp_path,
-        )  # type: ignore[arg-type]
+        )
     with pytest.raises(DrarenaError, match="unknown retriever kind 'bing'"):
-        build_retriever({"kind": "bing"}, tmp_path, tmp_path)  # type: ignore[arg-type]
+        build_retriever({"kind": "bing"}, tmp_path, tmp_path)
     with pytest.raises(DrarenaError, match=r"args\.k1"):
         build_retriever(
             {"kind": "bm25", "args": {"k1": -1}},
-            tmp_path,  # type: ignore[arg-type]
             tmp_path,
-        )  # type: ignore[arg-type]
+            tmp_path,
+        )
     with pytest.raises(DrarenaError, match=r"args\.colour"):
         build_retriever(
             {"kind": "dense", "args": {"colour": 1}},
-            tmp_path,  # type: ignore[arg-type]
             tmp_path,
-        )  # type: ignore[arg-type]
+            tmp_path,
+        )
 
 
 def test_retriever_spec_from_command_line() -> None:
