@@ -17,10 +17,10 @@ import time
 
 from scipy.stats import spearmanr
 
-from drarena.arena.rating import Game, fit_strengths
 from drarena.arena.swiss import default_rounds, pair_round
 from drarena.examiner.evolve import MatchScore, Outcome, add_round, outcome, should_stop
 from drarena.examiner.verdicts import Verdict
+from drarena.ledger.rating import Game, fit_strengths
 
 JUDGE_NOISE = 0.6  # sd of the judge's error on the skill difference (logit units)
 

@@ -164,9 +164,9 @@ def print_live(run: Any) -> None:
 def cmd_rank(args: argparse.Namespace) -> int:
     from drarena.arena.config import parse_config
     from drarena.arena.execute import finish
-    from drarena.arena.leaderboard import check_agents
     from drarena.errors import DrarenaError
     from drarena.ledger.folder import RunDir
+    from drarena.ledger.leaderboard import check_agents
     from drarena.report.run import write_report
 
     run = RunDir(args.run)

@@ -14,9 +14,9 @@ import math
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 
-from drarena.arena.leaderboard import LeaderboardRow
 from drarena.examiner.evolve import Outcome
 from drarena.examiner.verdicts import Verdict
+from drarena.ledger.leaderboard import LeaderboardRow
 from drarena.ledger.records import MatchRecord
 from drarena.records import Record
 

@@ -200,8 +200,8 @@ def drift_run(
     """Ask `run_path`'s questions again live into `out` (or, with `replay`, re-execute
     `out` offline). `backend`: the model backend (tests inject a scripted one)."""
     from drarena.arena.context import open_run
-    from drarena.arena.leaderboard import build_leaderboard
     from drarena.arena.session import check_components
+    from drarena.ledger.leaderboard import build_leaderboard
     from drarena.models.config import CacheMode
 
     run = RunDir(run_path)

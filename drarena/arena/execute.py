@@ -12,12 +12,12 @@ from typing import Any
 
 from drarena.arena.config import TournamentConfig, parse_config
 from drarena.arena.context import open_run
-from drarena.arena.leaderboard import build_leaderboard, to_markdown, write_leaderboard
 from drarena.arena.live import capture_fingerprint, capture_path, finish_block, header_block
 from drarena.arena.session import config_digest
 from drarena.digests import file_sha256
 from drarena.errors import DrarenaError
 from drarena.ledger.folder import REPLAY_MARK, RunDir, prepare_replay_target
+from drarena.ledger.leaderboard import build_leaderboard, to_markdown, write_leaderboard
 from drarena.ledger.records import MatchRecord
 from drarena.models.cache import TOOL_SCHEMA_VERSION
 from drarena.models.config import CacheMode

@@ -18,12 +18,12 @@ from collections.abc import Callable, Mapping, Sequence
 
 from drarena.agents.base import Agent
 from drarena.arena.match import MatchRunner, MatchSettings, match_rng, match_seed
-from drarena.arena.rating import Game, fit_strengths, to_elo
 from drarena.arena.swiss import Pairing, default_rounds, pair_round
 from drarena.corpus.records import Doc, Tree
 from drarena.corpus.treewalk import Expander, TreeWalker
 from drarena.errors import DrarenaError
 from drarena.ledger.folder import RunDir
+from drarena.ledger.rating import Game, fit_strengths, to_elo
 from drarena.ledger.records import MatchRecord
 from drarena.models.client import ModelClient
 from drarena.records import Record

@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from drarena.agents.base import Answer
-from drarena.arena.leaderboard import FAILURES, LeaderboardRow
 from drarena.examiner.judge import JudgedOrder
 from drarena.htmlpage import CSS, esc
+from drarena.ledger.leaderboard import FAILURES, LeaderboardRow
 from drarena.ledger.records import MatchRecord, RoundRecord
 
 

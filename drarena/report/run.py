@@ -8,15 +8,36 @@ leaderboard); the commands call it after a tournament, a replay, a placement or 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Protocol
 
-from drarena.arena.config import TournamentConfig
-from drarena.arena.leaderboard import build_leaderboard
 from drarena.ledger.folder import RunDir, write_atomic
+from drarena.ledger.leaderboard import build_leaderboard
 from drarena.ledger.records import MatchRecord
 from drarena.report.html import render_report
 
 
-def write_report(run: RunDir, config: TournamentConfig, log: list[MatchRecord]) -> Path:
+class RatingLike(Protocol):
+    @property
+    def resamples(self) -> int: ...
+
+    @property
+    def seed(self) -> int: ...
+
+
+class RunConfig(Protocol):
+    """What the report needs of a tournament config (drarena.arena.config.TournamentConfig):
+    the report room reads run folders and never imports the arena."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def rating(self) -> RatingLike: ...
+
+    def agent_names(self) -> list[str]: ...
+
+
+def write_report(run: RunDir, config: RunConfig, log: list[MatchRecord]) -> Path:
     """Render and write <run>/report.html; every input is read before it is written."""
     rows = build_leaderboard(
         config.agent_names(), log, resamples=config.rating.resamples, seed=config.rating.seed

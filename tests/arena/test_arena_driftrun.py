@@ -16,9 +16,9 @@ from drarena.arena.config import parse_config
 from drarena.arena.driftcompare import Change, agent_moves, change, rank_correlation
 from drarena.arena.driftrun import REPORT_JSON, drift_run
 from drarena.arena.execute import execute
-from drarena.arena.leaderboard import LeaderboardRow
 from drarena.errors import DrarenaError
 from drarena.ledger.folder import RunDir
+from drarena.ledger.leaderboard import LeaderboardRow
 from drarena.models.config import CacheMode
 
 

@@ -10,11 +10,11 @@ from typing import Any
 
 from arena_fakes import ScriptedAgentForTests, make_tree, strength_examiner
 
-from drarena.arena.leaderboard import build_leaderboard, to_markdown
 from drarena.arena.match import MatchSettings
 from drarena.arena.swiss import default_rounds
 from drarena.arena.tournament import Tournament, plan_round
 from drarena.ledger.folder import RunDir
+from drarena.ledger.leaderboard import build_leaderboard, to_markdown
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelsConfig
 from drarena.models.scripted import ScriptedBackendForTests

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from test_leaderboard import MATCHES
 
-from drarena.arena.leaderboard import build_leaderboard
+from drarena.ledger.leaderboard import build_leaderboard
 from drarena.report.html import render_report
 
 CHROMIUM = shutil.which("chromium")

@@ -5,12 +5,12 @@ import io
 import json
 
 from drarena.agents.base import Answer, CitationCheck, Trajectory
-from drarena.arena.leaderboard import build_leaderboard, to_csv, to_json, to_markdown
 from drarena.examiner.evolve import MatchScore, Outcome
 from drarena.examiner.judge import JudgedOrder, PairJudgment
 from drarena.examiner.judgeparse import RawJudgment
 from drarena.examiner.taskgen import TaskOutcome
 from drarena.examiner.verdicts import FailureType, Judgment, Verdict
+from drarena.ledger.leaderboard import build_leaderboard, to_csv, to_json, to_markdown
 from drarena.ledger.records import SCHEMA_VERSION, MatchRecord, RoundRecord
 
 

@@ -13,10 +13,10 @@ import io
 import json
 from collections.abc import Sequence
 
-from drarena.arena.rating import Game, rate
 from drarena.errors import DrarenaError
 from drarena.examiner.verdicts import FailureType, Verdict
 from drarena.ledger.folder import RunDir, write_atomic
+from drarena.ledger.rating import Game, rate
 from drarena.ledger.records import MatchRecord
 from drarena.records import Record
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from drarena.arena.rating import ELO_SCALE, Game, fit_strengths, interval_ranks, rate
+from drarena.ledger.rating import ELO_SCALE, Game, fit_strengths, interval_ranks, rate
 
 
 def simulated_games(skills: dict[str, float], n: int, seed: int, ties: bool) -> list[Game]:
