@@ -194,11 +194,11 @@ async def _read_tail(stream: asyncio.StreamReader, keep: int) -> bytes:
 
 
 async def _feed(stdin: asyncio.StreamWriter, data: bytes) -> None:
+    """Write the request; an agent that does not read it is judged by its exit status."""
     try:
-        stdin.write(data)
-        await stdin.drain()
-    except (BrokenPipeError, ConnectionResetError):
-        pass  # the agent did not read its request; its exit status tells the rest
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            stdin.write(data)
+            await stdin.drain()
     finally:
         stdin.close()
 
