@@ -34,16 +34,7 @@ def register(subparsers: Any) -> None:
         "spec", type=Path, help="crawl spec (e.g. corpus/pydocs.yaml), or `import` / `export`"
     )
     snap.add_argument("args", nargs="*", help="import: NAME FILE_OR_DIR...; export: SNAPSHOT")
-    snap.add_argument(
-        "--out", type=Path, default=None, help="snapshot folder (default: snapshots/<name>)"
-    )
-    snap.add_argument("--resume", action="store_true", help="continue an interrupted snapshot")
-    snap.add_argument(
-        "--install-local-site",
-        action="store_true",
-        help="apt-get install the spec's local_site.apt_package when missing",
-    )
-    snap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    crawl_options(snap)
     imp = snap.add_argument_group("import")
     import_options(imp)
     exp = snap.add_argument_group("export")
@@ -57,16 +48,7 @@ def register(subparsers: Any) -> None:
         "manifest.json).",
     )
     crawl.add_argument("spec", type=Path, help="crawl spec, e.g. corpus/pydocs.yaml")
-    crawl.add_argument(
-        "--out", type=Path, default=None, help="snapshot folder (default: snapshots/<name>)"
-    )
-    crawl.add_argument("--resume", action="store_true", help="continue an interrupted snapshot")
-    crawl.add_argument(
-        "--install-local-site",
-        action="store_true",
-        help="apt-get install the spec's local_site.apt_package when missing",
-    )
-    crawl.add_argument("--no-progress", action="store_true", help="no progress bar")
+    crawl_options(crawl)
     crawl.set_defaults(func=cmd_crawl)
 
     imp = subparsers.add_parser(
@@ -176,6 +158,21 @@ def _ensure_local_site(root: Path, package: str | None, install: bool) -> None:
 
 
 _IMPORT_ONLY = ("keep", "host", "prefix", "mime", "status")  # crawl: all empty
+
+
+def crawl_options(parser: Any) -> None:
+    """The options of `snapshot crawl`, on the crawl command and on the older combined
+    `snapshot SPEC|import|export` parser alike."""
+    parser.add_argument(
+        "--out", type=Path, default=None, help="snapshot folder (default: snapshots/<name>)"
+    )
+    parser.add_argument("--resume", action="store_true", help="continue an interrupted snapshot")
+    parser.add_argument(
+        "--install-local-site",
+        action="store_true",
+        help="apt-get install the spec's local_site.apt_package when missing",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def import_options(imp: Any) -> None:
