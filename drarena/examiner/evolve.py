@@ -66,8 +66,13 @@ def round_points(verdict: Verdict) -> tuple[int, int]:
 
 
 def word_limit(width: int, depth: int) -> tuple[int, int]:
-    """The reference's answer length window: min(100+30W+20D, 300) to that plus 100."""
-    low = min(100 + 30 * width + 20 * depth, 300)
+    """The reference's answer length window: min(100+30W+20D, 300) to that plus 100.
+
+    `depth` is the node's depth (the root is 0). The reference's D is the length of the node
+    path with the root counted (`len(node_path_stack)` in core/evolvement_loop.py), one more
+    than the depth: a depth-1 node has D = 2."""
+    d = depth + 1
+    low = min(100 + 30 * width + 20 * d, 300)
     return low, low + 100
 
 

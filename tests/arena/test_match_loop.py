@@ -114,3 +114,12 @@ def test_match_seed_depends_on_run_pair_and_tree(seed: int) -> None:
     assert match_seed(seed, "A", "B", "t") != match_seed(seed, "B", "A", "t")
     assert match_seed(seed, "A", "B", "t") != match_seed(seed + 10, "A", "B", "t")
     assert match_seed(seed, "A", "B", "t") == match_seed(seed, "A", "B", "t")
+
+
+async def test_word_limit_counts_the_root_as_the_reference_does() -> None:
+    """D is the node path's length with the root counted: a depth-1 node at W=2 asks for
+    100 + 30*2 + 20*2 = 200 to 300 words, its depth-2 child for 220 to 320."""
+    depth_loss = [{"v": "A_BETTER", "f": "DEPTH"}, {"v": "B_BETTER", "f": "DEPTH"}]
+    record = await runner(examiner(depth_loss * 2), max_rounds=2).run()
+    limits = [(rd.depth, rd.task.task.word_limit) for rd in record.rounds if rd.task.task]
+    assert limits == [(1, (200, 300)), (2, (220, 320))]

@@ -46,8 +46,17 @@ def test_points() -> None:
 
 
 def test_word_limit_matches_reference() -> None:
-    assert word_limit(2, 1) == (180, 280)
+    """The reference's D is the node path's length with the root counted (len(path)), one
+    more than the node's depth: a depth-1 node at W=2 is 100 + 60 + 40 = 200 words."""
+    assert word_limit(2, 1) == (200, 300)
     assert word_limit(10, 5) == (300, 400)
+
+
+def test_word_limit_window_at_a_known_depth() -> None:
+    # a node at depth 2 (path root -> c -> g, three nodes): D = 3
+    assert word_limit(2, 2) == (100 + 30 * 2 + 20 * 3, 100 + 30 * 2 + 20 * 3 + 100)
+    assert word_limit(3, 2) == (250, 350)
+    assert word_limit(2, 0) == (180, 280)  # the root alone: D = 1
 
 
 def test_stops_on_gap_of_two_after_one_round() -> None:

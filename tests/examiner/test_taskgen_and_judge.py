@@ -86,8 +86,8 @@ async def test_task_retries_with_reasons_then_succeeds() -> None:
         page_budget_chars=3000,
     )
     assert out.task is not None and out.task.question.startswith("Which two")
-    assert out.task.word_limit == (200, 300)  # W=2, D=2
-    assert out.task.word_limit_instruction == "Answer in 200 to 300 words."
+    assert out.task.word_limit == (220, 320)  # W=2, depth 2: the reference's D = 3
+    assert out.task.word_limit_instruction == "Answer in 220 to 320 words."
     assert len(out.attempts) == 2 and "names its sources" in out.attempts[0].reasons[0]
     retry_prompt = backend.requests[1]["messages"][-1]["content"]
     assert "That task is invalid" in retry_prompt and "csv.html" in retry_prompt
