@@ -31,8 +31,16 @@ lock: setup setup-models
 	touch $(SETUP_STAMP)
 
 ## test: set up, then run the test suite
-test: setup setup-models setup-browser
+test: setup setup-models setup-browser setup-proxy
 	$(BIN)/python -m pytest
+
+## setup-proxy: .venv-proxy with mitmproxy for the frozen-web proxy (its own venv: its pins
+## conflict with drarena's; versions from locks/proxy-py3.11.txt where it exists)
+.PHONY: setup-proxy
+setup-proxy: .venv-proxy/bin/mitmdump
+.venv-proxy/bin/mitmdump:
+	$(PYTHON) -m venv .venv-proxy
+	.venv-proxy/bin/pip install -q $(if $(wildcard locks/proxy-py$(PYVER).txt),-c locks/proxy-py$(PYVER).txt) "mitmproxy>=11,<13"
 
 ## setup-browser: Debian's chromium for the report's headless browser test (apt, once)
 setup-browser:

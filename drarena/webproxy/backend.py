@@ -1,0 +1,241 @@
+"""The proxy's answering side: every request is answered from the handler table or the snapshot.
+
+Why a separate loopback HTTP server: the interception (CONNECT, TLS with a per-run CA, HTTP/2)
+is mitmproxy's job, and mitmproxy lives in its own virtual environment (its pinned dependencies
+conflict with drarena's; docs/frozen-web.md). Its addon (drarena/webproxy/mitm_addon.py)
+rewrites every request it receives to this server, with the URL the agent asked for in
+TARGET_HEADER. This server never opens a connection itself: it reads the snapshot (the web
+room's CDXJ lookup, one WARC member per request, bodies capped by the snapshot's decode limit)
+or calls a handler. Every exchange is logged (bounded) so the round's trajectory says what the
+agent read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import threading
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit, urlunsplit
+
+from aiohttp import web
+
+from drarena.web.serve import MAX_HEAD_BYTES, serving
+from drarena.web.snapshot import Snapshot, StoredResponse
+from drarena.webproxy.handlers import MAX_REQUEST_BODY, HandlerTable, WebRequest, WebResponse
+
+TARGET_HEADER = "X-Drarena-Target"  # set (always overwritten) by the mitmproxy addon
+MISSING_HEADER = "X-Drarena-Not-In-Snapshot"  # on the 404 page for an uncaptured URL
+MAX_LOG = 20_000  # exchanges kept per proxy (one round); later ones are counted only
+
+# Hop-by-hop and coding headers: the replayed body is the decoded payload, sent afresh.
+SKIP_HEADERS = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "content-length",
+        "content-encoding",
+        "proxy-connection",
+        "proxy-authenticate",
+        "upgrade",
+        "te",
+        "trailer",
+        "alt-svc",  # would invite HTTP/3 straight to the host, past the proxy
+        "strict-transport-security",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FetchEntry:
+    """One logged exchange: what was asked, what it got, and from where."""
+
+    method: str
+    url: str
+    status: int
+    kind: str  # handlers.KINDS
+    served_url: str = ""  # the capture that answered (another scheme's, after a fallback)
+    query: str = ""
+    urls: tuple[str, ...] = ()
+    bytes: int = 0
+    error: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "method": self.method,
+            "url": self.url,
+            "status": self.status,
+            "kind": self.kind,
+            "bytes": self.bytes,
+        }
+        for name in ("served_url", "query", "error"):
+            if value := getattr(self, name):
+                out[name] = value
+        if self.urls:
+            out["urls"] = list(self.urls)
+        return out
+
+
+@dataclass
+class FetchLog:
+    """The exchanges of one proxy, in order, capped at `cap` (then only counted)."""
+
+    cap: int = MAX_LOG
+    entries: list[FetchEntry] = field(default_factory=list)
+    dropped: int = 0
+
+    def add(self, entry: FetchEntry) -> None:
+        if len(self.entries) < self.cap:
+            self.entries.append(entry)
+        else:
+            self.dropped += 1
+
+    def take(self) -> list[FetchEntry]:
+        """The entries so far, clearing the log (one round's worth)."""
+        out, self.entries, self.dropped = self.entries, [], 0
+        return out
+
+
+def not_in_snapshot(url: str, snapshot_name: str, method: str = "GET") -> WebResponse:
+    """The 404 page for anything not captured: marked in a header and in the page itself."""
+    what = "" if method in ("GET", "HEAD") else f" (only GET requests were captured; got {method})"
+    page = (
+        "<!doctype html><html><head><meta charset=utf-8><title>Not in the snapshot</title>"
+        "</head><body><h1>Not in the snapshot</h1><p>drarena's frozen web "
+        f"({html.escape(snapshot_name)}) has no capture of <code>{html.escape(url)}</code>"
+        f"{html.escape(what)}. Nothing outside the snapshot is reachable.</p></body></html>\n"
+    )
+    headers = (("Content-Type", "text/html; charset=utf-8"), (MISSING_HEADER, "1"))
+    return WebResponse(404, headers, page.encode("utf-8"), kind="missing")
+
+
+def _other_scheme(url: str) -> str | None:
+    parts = urlsplit(url)
+    swap = {"https": "http", "http": "https"}.get(parts.scheme.lower())
+    if swap is None:
+        return None
+    netloc = parts.netloc
+    default = {"http": ":80", "https": ":443"}[parts.scheme.lower()]
+    if netloc.endswith(default):
+        netloc = netloc[: -len(default)]
+    return urlunsplit((swap, netloc, parts.path, parts.query, ""))
+
+
+class FrozenWeb:
+    """Answers a WebRequest from the handler table, else the snapshot (pure of I/O besides the
+    snapshot's reads). A URL captured under the other scheme answers too (an agent asking
+    https:// for a page crawled over http://, as archive replay does)."""
+
+    def __init__(self, snap: Snapshot, handlers: HandlerTable | None = None) -> None:
+        self.snap = snap
+        self.handlers = handlers or HandlerTable()
+        self.log = FetchLog()
+
+    def lookup(self, url: str) -> StoredResponse | None:
+        stored = self.snap.lookup(url)
+        if stored is None and (other := _other_scheme(url)) is not None:
+            stored = self.snap.lookup(other)
+        return stored
+
+    def from_snapshot(self, request: WebRequest) -> tuple[WebResponse, str]:
+        """(response, URL of the capture used) for a page request."""
+        if request.method not in ("GET", "HEAD"):
+            return not_in_snapshot(request.url, self.snap.name, request.method), ""
+        stored = self.lookup(request.url)
+        if stored is None:
+            return not_in_snapshot(request.url, self.snap.name), ""
+        headers = tuple((k, v) for k, v in stored.headers if k.lower() not in SKIP_HEADERS)
+        body = b"" if request.method == "HEAD" else stored.body
+        return WebResponse(stored.status, headers, body), stored.url
+
+    def record(self, request: WebRequest, response: WebResponse, served: str, error: str) -> None:
+        self.log.add(
+            FetchEntry(
+                method=request.method,
+                url=request.url,
+                status=response.status,
+                kind=response.kind,
+                served_url=served if served and served != request.url else "",
+                query=response.query,
+                urls=response.urls,
+                bytes=len(response.body),
+                error=error,
+            )
+        )
+
+
+def _refused(status: int, text: str) -> WebResponse:
+    return WebResponse.text_response(text + "\n", status, kind="refused")
+
+
+def backend_app(frozen: FrozenWeb) -> web.Application:
+    """The aiohttp app the mitmproxy addon forwards to (absolute-form requests also work, so
+    it is a plain-HTTP forward proxy by itself)."""
+    # One thread runs handlers (a retriever may be slow, and is not assumed thread-safe).
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="webproxy-handler")
+    lock = threading.Lock()
+
+    def call(handler: object, request: WebRequest) -> tuple[WebResponse, str]:
+        with lock:
+            try:
+                return handler(request), ""  # type: ignore[operator]
+            except Exception as exc:  # a handler bug is the agent's 500, logged
+                error = f"{type(exc).__name__}: {str(exc)[:200]}"
+                return _refused(500, f"drarena: search handler failed ({error})"), error
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        target = request.headers.get(TARGET_HEADER) or request.raw_path
+        if not target.lower().startswith(("http://", "https://")):
+            response = _refused(400, "drarena frozen web: send requests through the proxy")
+            return _to_aiohttp(response)
+        body = await _read_capped(request, MAX_REQUEST_BODY + 1)
+        headers = tuple(
+            (k, v) for k, v in request.headers.items() if k.lower() != TARGET_HEADER.lower()
+        )
+        asked = WebRequest(request.method.upper(), target, headers, body[:MAX_REQUEST_BODY])
+        served, error = "", ""
+        if len(body) > MAX_REQUEST_BODY:
+            answer, error = _refused(413, "drarena: request body too large"), "body too large"
+        elif (handler := frozen.handlers.find(asked)) is not None:
+            loop = asyncio.get_running_loop()
+            answer, error = await loop.run_in_executor(pool, call, handler, asked)
+        else:
+            answer, served = frozen.from_snapshot(asked)
+        frozen.record(asked, answer, served, error)
+        return _to_aiohttp(answer)
+
+    async def close_pool(_: web.Application) -> None:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+    app = web.Application(client_max_size=MAX_REQUEST_BODY + 1)
+    app.router.add_route("*", "/{tail:.*}", handle)
+    app.on_cleanup.append(close_pool)
+    return app
+
+
+async def _read_capped(request: web.Request, cap: int) -> bytes:
+    data = bytearray()
+    while len(data) < cap and (chunk := await request.content.read(cap - len(data))):
+        data += chunk
+    return bytes(data)
+
+
+def _to_aiohttp(answer: WebResponse) -> web.Response:
+    response = web.Response(status=answer.status, body=answer.body)
+    for key, value in answer.headers:
+        if key.lower() not in SKIP_HEADERS:
+            response.headers.add(key, value)
+    return response
+
+
+@asynccontextmanager
+async def backend(frozen: FrozenWeb, port: int = 0) -> AsyncIterator[int]:
+    """Serve `frozen` on 127.0.0.1 for the block; yields the port."""
+    # a request body counts as head bytes in `serving` (its servers take no uploads)
+    head_cap = MAX_HEAD_BYTES + MAX_REQUEST_BODY
+    async with serving(backend_app(frozen), "127.0.0.1", port, max_head_bytes=head_cap) as bound:
+        yield bound

@@ -1,0 +1,66 @@
+"""CLI: `drarena snapshot proxy SNAPSHOT`, the frozen web as an HTTP(S) forward proxy."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    web = subparsers.add_parser(
+        "serve-web",
+        help="serve a snapshot as an HTTP(S) forward proxy on 127.0.0.1 (a frozen internet)",
+        description="Answer every request an unmodified client makes through HTTP_PROXY / "
+        "HTTPS_PROXY from the snapshot (status, headers and body as captured; anything else "
+        "is a 404 page marked as not in the snapshot). HTTPS is intercepted by mitmproxy with "
+        "a CA of its own, written under --state-dir (never in the snapshot); the command "
+        "prints the variables a client needs. Needs mitmproxy: `make setup-proxy`.",
+    )
+    web.add_argument("snapshot", type=Path, help="snapshot folder")
+    web.add_argument("--port", type=int, default=8780, help="proxy port (default 8780, 0 = any)")
+    web.add_argument(
+        "--state-dir",
+        type=Path,
+        default=None,
+        help="folder for the CA, mitmdump's log and the request log "
+        "(default: .drarena-webproxy/<snapshot name>)",
+    )
+    web.set_defaults(func=cmd_serve_web)
+
+
+def cmd_serve_web(args: argparse.Namespace) -> int:
+    import asyncio
+    import json
+    import shlex
+
+    from drarena.web.snapshot import Snapshot
+    from drarena.webproxy.proxy import frozen_web_proxy
+
+    async def serve(snap: Snapshot, state_dir: Path) -> None:
+        async with frozen_web_proxy(snap, state_dir=state_dir, port=args.port) as proxy:
+            env = proxy.info.client_env()
+            print(
+                f"frozen web: {snap.name} ({len(snap)} captures) on {proxy.info.url} "
+                f"(started in {proxy.started_s:.1f} s; Ctrl-C stops). Client environment:",
+                flush=True,
+            )
+            for name, value in env.items():
+                print(f"export {name}={shlex.quote(value)}", flush=True)
+            log_path = state_dir / "requests.jsonl"
+            with log_path.open("a", encoding="utf-8") as log:
+                while True:
+                    await asyncio.sleep(0.5)
+                    for entry in proxy.frozen.log.take():
+                        log.write(json.dumps(entry.to_dict(), ensure_ascii=False) + "\n")
+                        log.flush()
+                        if entry.kind == "missing":
+                            print(f"not in snapshot: {entry.method} {entry.url}", flush=True)
+
+    with Snapshot.open(args.snapshot) as snap:
+        state_dir = args.state_dir or Path(".drarena-webproxy") / snap.name
+        try:
+            asyncio.run(serve(snap, state_dir))
+        except KeyboardInterrupt:
+            return 0
+    return 0

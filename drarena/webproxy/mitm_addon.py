@@ -1,0 +1,81 @@
+"""mitmproxy addon: every request goes to drarena's frozen-web backend, nothing goes outside.
+
+Loaded by `mitmdump -s` in mitmproxy's own virtual environment (never imported by drarena,
+which runs mitmdump as a child process; this file imports only mitmproxy and the standard
+library). mitmproxy does what a proxy must do right (CONNECT, TLS interception with a CA of
+its own, HTTP/1 and HTTP/2 to clients); this addon only:
+
+- rewrites each request to drarena's backend on 127.0.0.1 (plain HTTP), carrying the URL the
+  agent asked for in X-Drarena-Target (a client's own header of that name is overwritten);
+- refuses any upstream connection to anything but the backend (mitmproxy runs with
+  connection_strategy=lazy and upstream_cert=false, so a CONNECT opens nothing upstream) and
+  counts each refusal in the state file: a correct setup counts zero;
+- writes the state file {"port": ..., "outside_refused": n, "backend_connections": n} once
+  listening and after each change, which is how drarena learns the port it was given.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from mitmproxy import ctx, http
+
+TARGET_HEADER = "X-Drarena-Target"
+
+
+class FrozenWebAddon:
+    def __init__(self) -> None:
+        self.outside_refused = 0
+        self.backend_connections = 0
+        self.port = 0
+
+    def load(self, loader: Any) -> None:
+        loader.add_option("drarena_backend", str, "", "host:port of drarena's backend")
+        loader.add_option("drarena_state", str, "", "JSON file for the port and counters")
+
+    def _backend(self) -> tuple[str, int]:
+        host, _, port = str(ctx.options.drarena_backend).rpartition(":")
+        return host, int(port)
+
+    def _write_state(self) -> None:
+        path = str(ctx.options.drarena_state)
+        if not path:
+            return
+        state = {
+            "port": self.port,
+            "outside_refused": self.outside_refused,
+            "backend_connections": self.backend_connections,
+        }
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(state, handle)
+        os.replace(tmp, path)
+
+    def running(self) -> None:
+        server = ctx.master.addons.get("proxyserver")
+        addresses = server.listen_addrs() if server is not None else []
+        self.port = int(addresses[0][1]) if addresses else 0
+        self._write_state()
+
+    def requestheaders(self, flow: http.HTTPFlow) -> None:
+        request = flow.request
+        target = request.url  # from the absolute-form URL or the CONNECT target, not Host
+        host, port = self._backend()
+        request.headers[TARGET_HEADER] = target
+        request.scheme = "http"
+        request.host = host
+        request.port = port  # (the host setter updated the Host header too)
+
+    def server_connect(self, data: Any) -> None:
+        address = data.server.address
+        if address is not None and (str(address[0]), int(address[1])) == self._backend():
+            self.backend_connections += 1
+        else:
+            self.outside_refused += 1
+            data.server.error = "drarena frozen web: outside connections are refused"
+        self._write_state()
+
+
+addons = [FrozenWebAddon()]

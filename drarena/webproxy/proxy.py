@@ -1,0 +1,201 @@
+"""The frozen-web proxy as one context manager: backend + mitmdump + a CA, and the client env.
+
+`frozen_web_proxy(snap, handlers, state_dir=...)` starts drarena's backend (backend.py) on a
+loopback port, then `mitmdump` (mitmproxy, from its own virtual environment) with the
+addon in mitm_addon.py, listening on 127.0.0.1. mitmproxy generates its certificate
+authority in `state_dir/ca/` on first start (kept and reused there: a run folder or a working
+folder, never the snapshot). `ProxyInfo.client_env()` is what an unmodified agent needs:
+HTTP(S)_PROXY in both cases, and the CA for OpenSSL, requests, curl and Node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from drarena.errors import DrarenaError
+from drarena.web.snapshot import Snapshot
+from drarena.webproxy.backend import FrozenWeb, backend
+from drarena.webproxy.handlers import HandlerTable
+
+MITMDUMP_ENV = "DRARENA_MITMDUMP"
+PROXY_VENV = ".venv-proxy"  # `make setup-proxy`: mitmproxy with its own pinned dependencies
+CA_CERT_NAME = "mitmproxy-ca-cert.pem"  # mitmproxy's name for the CA certificate (PEM)
+START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 5.0
+ADDON = Path(__file__).with_name("mitm_addon.py")
+CA_VARIABLES = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS")
+
+
+def find_mitmdump() -> str:
+    """$DRARENA_MITMDUMP, else .venv-proxy/bin/mitmdump beside drarena's venv or checkout,
+    else mitmdump on PATH; a clear error naming the fix otherwise."""
+    explicit = os.environ.get(MITMDUMP_ENV)
+    if explicit:
+        if not os.access(explicit, os.X_OK):
+            raise DrarenaError(f"{MITMDUMP_ENV}={explicit}: not an executable file")
+        return explicit
+    roots = [Path(sys.prefix).parent, Path(__file__).resolve().parents[2]]
+    for root in roots:
+        candidate = root / PROXY_VENV / "bin" / "mitmdump"
+        if os.access(candidate, os.X_OK):
+            return str(candidate)
+    found = shutil.which("mitmdump")
+    if found:
+        return found
+    raise DrarenaError(
+        "mitmdump not found: `make setup-proxy` installs mitmproxy into .venv-proxy "
+        f"(its pins conflict with drarena's), or set {MITMDUMP_ENV} to a mitmdump executable"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyInfo:
+    """Where the proxy listens and the CA certificate clients must trust."""
+
+    port: int
+    ca_cert: Path
+    host: str = "127.0.0.1"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def client_env(self, direct: Iterable[tuple[str, int]] = ()) -> dict[str, str]:
+        """Variables that send an unmodified client through the proxy and make it trust the
+        CA. `direct`: loopback (host, port) services the agent reaches without the proxy
+        (its model server), listed in NO_PROXY as host:port (requests and httpx honour the
+        port; a captured 127.0.0.1 page on another port still goes through the proxy)."""
+        env = {name: self.url for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")}
+        env |= {name.lower(): value for name, value in env.items()}
+        no_proxy = ",".join(f"{h}:{p}" for h, p in direct)
+        env["NO_PROXY"] = env["no_proxy"] = no_proxy
+        env |= {name: str(self.ca_cert) for name in CA_VARIABLES}
+        return env
+
+
+@dataclass
+class RunningProxy:
+    """A started proxy: its address, the backend's log, and mitmproxy's counters."""
+
+    info: ProxyInfo
+    frozen: FrozenWeb
+    state_path: Path
+    started_s: float  # seconds from the call to a listening proxy
+
+    def state(self) -> dict[str, Any]:
+        try:
+            value = json.loads(self.state_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return value if isinstance(value, dict) else {}
+
+    def outside_connections(self) -> int:
+        """Upstream connections mitmproxy tried toward anything but drarena's backend (each
+        refused; zero when the setup is right)."""
+        return int(self.state().get("outside_refused", 0))
+
+
+def mitmdump_argv(exe: str, port: int, confdir: Path, backend_port: int, state: Path) -> list[str]:
+    return [
+        exe,
+        "--quiet",
+        "--listen-host",
+        "127.0.0.1",
+        "--listen-port",
+        str(port),
+        "--set",
+        f"confdir={confdir}",
+        "--set",
+        "connection_strategy=lazy",  # a CONNECT opens nothing upstream
+        "--set",
+        "upstream_cert=false",  # certificates are made from the name asked, never fetched
+        "--set",
+        "onboarding=false",
+        "--set",
+        "http3=false",
+        "--set",
+        "termlog_verbosity=warn",
+        "-s",
+        str(ADDON),
+        "--set",
+        f"drarena_backend=127.0.0.1:{backend_port}",
+        "--set",
+        f"drarena_state={state}",
+    ]
+
+
+def _tail(path: Path, chars: int = 400) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").strip()[-chars:]
+    except OSError:
+        return ""
+
+
+@asynccontextmanager
+async def frozen_web_proxy(
+    snap: Snapshot,
+    handlers: HandlerTable | None = None,
+    *,
+    state_dir: Path,
+    port: int = 0,
+    mitmdump: str | None = None,
+) -> AsyncIterator[RunningProxy]:
+    """Run the proxy for the duration of the block. `state_dir` holds the CA (`ca/`, reused
+    if present), mitmdump's log and its state file; it must not be the snapshot folder."""
+    began = time.monotonic()
+    if state_dir.resolve() == snap.path.resolve() or snap.path.resolve() in (
+        state_dir.resolve().parents
+    ):
+        raise DrarenaError(f"{state_dir}: the proxy's CA and logs never go in the snapshot")
+    exe = mitmdump or find_mitmdump()
+    confdir = state_dir / "ca"
+    confdir.mkdir(parents=True, exist_ok=True)
+    state = state_dir / "mitmdump-state.json"
+    state.unlink(missing_ok=True)  # our own file from an earlier start
+    log_path = state_dir / "mitmdump.log"
+    frozen = FrozenWeb(snap, handlers)
+    async with backend(frozen) as backend_port:
+        with log_path.open("ab") as log:
+            process = await asyncio.create_subprocess_exec(
+                *mitmdump_argv(exe, port, confdir, backend_port, state),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+            )
+        try:
+            running = RunningProxy(ProxyInfo(0, confdir / CA_CERT_NAME), frozen, state, 0.0)
+            deadline = time.monotonic() + START_TIMEOUT_S
+            while not running.state().get("port"):
+                if process.returncode is not None:
+                    raise DrarenaError(
+                        f"mitmdump exited with status {process.returncode} at start "
+                        f"({log_path}): {_tail(log_path)!r}"
+                    )
+                if time.monotonic() > deadline:
+                    raise DrarenaError(f"mitmdump did not start within {START_TIMEOUT_S:g} s")
+                await asyncio.sleep(0.05)
+            info = ProxyInfo(int(running.state()["port"]), confdir / CA_CERT_NAME)
+            if not info.ca_cert.is_file():
+                raise DrarenaError(f"{info.ca_cert}: mitmproxy wrote no CA certificate")
+            yield RunningProxy(info, frozen, state, time.monotonic() - began)
+        finally:
+            if process.returncode is None:
+                process.terminate()
+                try:
+                    await asyncio.wait_for(process.wait(), STOP_TIMEOUT_S)
+                except TimeoutError:
+                    with contextlib.suppress(ProcessLookupError):
+                        process.kill()
+                    await process.wait()

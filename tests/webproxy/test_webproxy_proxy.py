@@ -1,0 +1,174 @@
+"""The frozen web as an HTTP(S) forward proxy: unmodified clients (Python's requests, curl)
+given only the proxy and CA variables get captured pages over HTTP and HTTPS, redirects as
+captured, and a marked 404 for anything else; nothing leaves through the proxy.
+
+The proxy (mitmproxy + drarena's backend) starts once for the module."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from webproxy_helpers import ProxyThread, mitmdump_missing, write_fixture_snapshot
+
+from drarena.webproxy.backend import MISSING_HEADER
+from drarena.webproxy.handlers import HandlerTable, WebRequest, WebResponse
+from drarena.webproxy.proxy import CA_VARIABLES, RunningProxy
+
+MISSING = mitmdump_missing()
+pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"no mitmproxy here: {MISSING}")
+
+
+def echo_search(request: WebRequest) -> WebResponse:
+    """A handler as the search-API emulation registers one (answers from its arguments)."""
+    q = request.query().get("q", "")
+    return WebResponse.json_response(
+        {"query": q, "method": request.method}, kind="search", query=q, urls=("https://x/1",)
+    )
+
+
+@pytest.fixture(scope="module")
+def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningProxy]:
+    root = tmp_path_factory.mktemp("webproxy")
+    snapshot = write_fixture_snapshot(root / "proxyfix")
+    handlers = HandlerTable()
+    handlers.register("search.example.net", echo_search)
+    runner = ProxyThread(snapshot, root / "state", handlers)
+    running = runner.start()
+    yield running
+    runner.stop()
+
+
+@pytest.fixture
+def session(proxy: RunningProxy, monkeypatch: pytest.MonkeyPatch) -> requests.Session:
+    """requests configured by the environment alone, as an unmodified agent is."""
+    for name in (*CA_VARIABLES, "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    for name, value in proxy.info.client_env().items():
+        monkeypatch.setenv(name, value)
+    return requests.Session()
+
+
+def test_the_ca_and_state_live_in_the_state_dir_not_the_snapshot(proxy: RunningProxy) -> None:
+    snapshot = proxy.frozen.snap.path
+    assert proxy.info.ca_cert.is_file()
+    assert snapshot not in proxy.info.ca_cert.parents
+    assert sorted(p.name for p in snapshot.iterdir()) == [
+        "index.cdxj",
+        "manifest.json",
+        "proxyfix-00000.warc.gz",
+    ]
+
+
+def test_https_page_served_as_captured_with_only_the_ca_variable(
+    session: requests.Session, proxy: RunningProxy
+) -> None:
+    got = session.get("https://docs.example.org/", timeout=30)
+    assert got.status_code == 200
+    assert got.content == b"<html><title>home</title><p>frozen home</p>"
+    assert got.headers["Content-Type"] == "text/html; charset=utf-8"
+
+
+def test_http_page_keeps_captured_headers(session: requests.Session) -> None:
+    got = session.get("http://plain.example.org/page", timeout=30)
+    assert got.status_code == 200
+    assert got.headers["X-Captured"] == "yes"
+    assert got.content == b"<html><p>plain http page</p>"
+
+
+def test_redirect_as_captured_and_followed(session: requests.Session) -> None:
+    first = session.get("https://docs.example.org/old", timeout=30, allow_redirects=False)
+    assert (first.status_code, first.headers["Location"]) == (302, "/new")
+    followed = session.get("https://docs.example.org/old", timeout=30)
+    assert followed.url == "https://docs.example.org/new"
+    assert [r.status_code for r in followed.history] == [302]
+    assert b"moved here" in followed.content
+
+
+def test_not_in_snapshot_is_a_marked_404_and_logged(
+    session: requests.Session, proxy: RunningProxy
+) -> None:
+    url = "https://www.example.com/never-captured?x=<b>"
+    got = session.get(url, timeout=30)
+    assert got.status_code == 404
+    assert got.headers[MISSING_HEADER] == "1"
+    assert b"Not in the snapshot" in got.content and b"<b>" not in got.content
+    logged = [e for e in proxy.frozen.log.entries if e.url.startswith("https://www.example.com/")]
+    assert [(e.kind, e.status) for e in logged] == [("missing", 404)]
+
+
+def test_scheme_fallback_serves_an_http_capture_for_https(session: requests.Session) -> None:
+    got = session.get("https://plain.example.org/page", timeout=30)
+    assert got.status_code == 200 and got.content == b"<html><p>plain http page</p>"
+
+
+def test_a_handler_host_answers_before_the_snapshot_and_is_logged_as_search(
+    session: requests.Session, proxy: RunningProxy
+) -> None:
+    got = session.get("https://search.example.net/search?q=frozen+web", timeout=30)
+    assert got.json() == {"query": "frozen web", "method": "GET"}
+    entry = [e for e in proxy.frozen.log.entries if e.kind == "search"][-1]
+    assert (entry.query, entry.urls) == ("frozen web", ("https://x/1",))
+
+
+def test_a_client_cannot_spoof_the_target_header(session: requests.Session) -> None:
+    got = session.get(
+        "https://www.example.com/elsewhere",
+        headers={"X-Drarena-Target": "https://docs.example.org/"},
+        timeout=30,
+    )
+    assert got.status_code == 404
+
+
+def test_without_the_ca_https_fails_verification(proxy: RunningProxy) -> None:
+    """The CA variable is what makes HTTPS work (the proxy's certificates are its own)."""
+    session = requests.Session()
+    session.trust_env = False
+    with pytest.raises(requests.exceptions.SSLError):
+        session.get(
+            "https://docs.example.org/",
+            proxies={"https": proxy.info.url},
+            verify=True,
+            timeout=30,
+        )
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+@pytest.mark.parametrize(
+    ("url", "status", "body"),
+    [
+        ("https://docs.example.org/new", 200, b"moved here"),
+        ("http://plain.example.org/page", 200, b"plain http page"),
+        ("https://docs.example.org/old", 200, b"moved here"),  # -L follows the capture
+        ("https://nowhere.example.com/", 404, b"Not in the snapshot"),
+    ],
+)
+def test_curl_with_only_the_environment(
+    proxy: RunningProxy, url: str, status: int, body: bytes
+) -> None:
+    env = {"PATH": os.environ.get("PATH", ""), **proxy.info.client_env()}
+    done = subprocess.run(
+        ["curl", "-sS", "-L", "--max-time", "30", "-w", "\n%{http_code}", url],
+        env=env,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    content, _, code = done.stdout.rpartition(b"\n")
+    assert int(code) == status and body in content
+
+
+def test_nothing_went_outside(proxy: RunningProxy) -> None:
+    state = proxy.state()
+    assert state["outside_refused"] == 0
+    assert state["backend_connections"] >= 1
