@@ -1,4 +1,4 @@
-"""CLI for agents: `drarena ask SNAPSHOT "question"` runs one agent once and shows its work.
+"""CLI for agents: `drarena agent ask SNAPSHOT "question"` runs one agent once and shows its work.
 
 Imports stay light; the model client, Lucene and the snapshot load inside the command.
 """

@@ -4,7 +4,7 @@ Why: a replay must give the same bytes on any machine. Re-running retrieval does
 scores come from float kernels that differ between AVX2, AVX-512 and AMX CPUs (and so may the
 order of hits, the next prompt and every later cache key), and it needs the JVM and the
 encoder. Recording each result, keyed by the retriever's {kind, args}, the operation and its
-arguments, lets `drarena replay` answer every tool call from the record with no index, no JVM
+arguments, lets `drarena run replay` answer every tool call from the record with no index, no JVM
 and no encoder; a request the record lacks is one clear error, never a silent re-search.
 """
 

@@ -1,4 +1,5 @@
-"""CLI: `drarena tournament`, `drarena run rank|replay|add-agent|match`, `drarena drift run`."""
+"""CLI: `drarena tournament`, `drarena run rank|replay|add-agent|rejudge|match`, `drarena drift
+run`."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def register(subparsers: Any) -> None:
         help="live mode (overrides `offline: true`): agents search the live web "
         "through the config's `live.provider`, the Examiner reads today's "
         "pages, everything read is captured into a new snapshot under "
-        "`live.capture_root` that `drarena replay RUN` replays offline",
+        "`live.capture_root` that `drarena run replay RUN` replays offline",
     )
     t.set_defaults(func=cmd_tournament)
 

@@ -1,4 +1,4 @@
-"""Frozen against live verdicts and ratings for `drarena drift-run` (pure, no I/O).
+"""Frozen against live verdicts and ratings for `drarena drift run` (pure, no I/O).
 
 Why these measures: a frozen web ages; what matters to a user is whether the ageing changes
 who wins. Per round: did the same side win (same), did the win change sides (flipped), did a

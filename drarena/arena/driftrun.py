@@ -1,4 +1,4 @@
-"""`drarena drift-run RUN`: a finished frozen tournament's questions, asked again live.
+"""`drarena drift run RUN`: a finished frozen tournament's questions, asked again live.
 
 Each match of the frozen run is played again with its own tasks (question and checklist, in
 the same order, follow-ups continuing each agent's conversation): the same two agents, built
@@ -7,7 +7,7 @@ orders; the live verdicts give live ratings with the same Bradley-Terry code. Th
 itself is pure (drarena.arena.driftcompare).
 
 The output folder holds its own model cache and capture snapshot, and a header naming them,
-so `drarena drift-run RUN --out DIR --replay` re-executes it offline (zero model calls, no
+so `drarena drift run RUN --out DIR --replay` re-executes it offline (zero model calls, no
 network) and checks that drift-run.json and live-matches.jsonl (the live answers and
 verdicts) come out identical.
 """

@@ -38,7 +38,7 @@ TOOL_RECORD = {"table": "tools", "version": TOOL_SCHEMA_VERSION}
 
 def derived_digests(snapshot: Path) -> dict[str, str]:
     """sha256 of the files a frozen run reads besides the WARCs and trees (page text and
-    links, from `drarena extract`), so a replay can check it reads the same bytes."""
+    links, from `drarena snapshot extract`), so a replay can check it reads the same bytes."""
     from drarena.corpus.extract import DOCS_FILE, LINKS_FILE
 
     return {
@@ -182,10 +182,12 @@ def check_replay_inputs(header: dict[str, Any], config: TournamentConfig, where:
         if not path.is_file() or file_sha256(path) != digest:
             state = "missing" if not path.is_file() else "not the file the run read"
             raise DrarenaError(
-                f"{where}: {path} is {state} ({digest[:23]}...); run `drarena extract {snap}`"
+                f"{where}: {path} is {state} ({digest[:23]}...); "
+                f"run `drarena snapshot extract {snap}`"
             )
     trees_hint = (
-        f"drarena trees {snap} --count {max(config.trees.count, 10)} --seed {config.trees.seed}"
+        f"drarena snapshot trees {snap} --count {max(config.trees.count, 10)} "
+        f"--seed {config.trees.seed}"
     )
     for tree, digest in sorted(header.get("trees", {}).items()):
         path = snap / TREES_DIR / f"{tree}.json"

@@ -3,7 +3,7 @@
 Why one: the agents' searches and page reads, the Examiner's tree pages and tree expansion
 all go through the same `drarena.live.web.LiveWeb`, so every byte the run saw lands in one
 capture snapshot (WARC + CDXJ + manifest) and the run can be replayed offline from it:
-`drarena replay RUN` opens the same session with `replay_from=` the run's captures, answers
+`drarena run replay RUN` opens the same session with `replay_from=` the run's captures, answers
 every fetch from them and makes no network connection.
 
 Citations are not checked in live mode (`url_checker=None`: counted, `checked: false`):

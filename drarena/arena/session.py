@@ -145,7 +145,9 @@ def load_trees(config: TournamentConfig) -> dict[str, Tree]:
     try:
         index = json.loads((folder / TREES_INDEX).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise DrarenaError(f"{folder}: no trees; run `drarena trees {config.snapshot}`") from None
+        raise DrarenaError(
+            f"{folder}: no trees; run `drarena snapshot trees {config.snapshot}`"
+        ) from None
     entries = {t["id"]: t for t in index["trees"]}
     wanted = list(config.trees.ids) or sorted(entries)[: config.trees.count]
     missing = [t for t in wanted if t not in entries]

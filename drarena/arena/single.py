@@ -1,4 +1,4 @@
-"""`drarena match`: one match between two agent kinds on one tree, printed as it happens.
+"""`drarena run match`: one match between two agent kinds on one tree, printed as it happens.
 
 The folder it writes (match.json, roles.json, llm-cache.sqlite) can be replayed with
 `--replay`: zero model calls, and the record must come out byte-identical.
@@ -59,7 +59,7 @@ def match_config(args: argparse.Namespace) -> TournamentConfig:
             },
             "agents": agents,
         },
-        "drarena match",
+        "drarena run match",
     )
 
 

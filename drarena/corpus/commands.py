@@ -1,4 +1,4 @@
-"""CLI for the corpus stage: `drarena extract`, `drarena trees`, `drarena trees show`.
+"""CLI for the corpus stage: `drarena snapshot extract`, `snapshot trees`, `snapshot trees show`.
 
 Imports stay light here; trafilatura, lxml and networkx load inside the command functions.
 """
@@ -27,8 +27,9 @@ def register(subparsers: Any) -> None:
     trees = subparsers.add_parser(
         "trees",
         help="build Information Trees, or `trees show TREE`",
-        description="`drarena trees SNAPSHOT --count N --seed S` builds N seeded trees into "
-        "<snapshot>/trees/ (extracting first if needed). `drarena trees show TREE` prints one "
+        description="`drarena snapshot trees SNAPSHOT --count N --seed S` builds N seeded trees "
+        "into <snapshot>/trees/ (extracting first if needed). `drarena snapshot trees show TREE` "
+        "prints one "
         "tree indented; with --dot it prints Graphviz DOT.",
     )
     trees.add_argument("snapshot", type=Path, help="snapshot folder, or the word `show`")
@@ -93,7 +94,7 @@ def cmd_trees(args: argparse.Namespace) -> int:
     if args.tree is not None:
         raise DrarenaError(
             f"trees: unexpected argument {args.tree} (did you mean "
-            f"`drarena trees show {args.tree}`?)"
+            f"`drarena snapshot trees show {args.tree}`?)"
         )
     from drarena.corpus.trees import TreeParams, build_snapshot_trees, load_tree, summarize
 

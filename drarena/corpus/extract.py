@@ -1,4 +1,4 @@
-"""`drarena extract`: a snapshot's HTML pages -> docs.jsonl and links.jsonl.
+"""`drarena snapshot extract`: a snapshot's HTML pages -> docs.jsonl and links.jsonl.
 
 Why here and not in the search stage: trees and both indexes must see the very same text, so
 text is extracted once, from the WARC bytes, and every downstream file carries the record id
@@ -458,7 +458,7 @@ def extract_snapshot(
 
 def _iter_jsonl(path: Path, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
     if not path.is_file():
-        raise DrarenaError(f"{path} not found: run `drarena extract {path.parent}` first")
+        raise DrarenaError(f"{path} not found: run `drarena snapshot extract {path.parent}` first")
     with path.open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             try:

@@ -9,7 +9,7 @@ Layout of runs/<name>/:
   leaderboard.md/.csv/.json, report.html
   llm-cache.sqlite   every model call, for replay
 
-A folder `drarena replay` writes has `"replay_of": <source run>` in its run.json: only such a
+A folder `drarena run replay` writes has `"replay_of": <source run>` in its run.json: only such a
 folder is ever emptied, and then only of the files a replay writes (REPLAY_FILES).
 """
 
@@ -216,7 +216,7 @@ def prepare_replay_target(source: Path, target: Path) -> None:
     header = old.header()
     if header is None or REPLAY_MARK not in header:
         raise DrarenaError(
-            f"--out {target}: not empty and not a folder `drarena replay` "
+            f"--out {target}: not empty and not a folder `drarena run replay` "
             "made (no replay_of in its run.json); nothing was deleted: choose "
             "a new or empty folder"
         )

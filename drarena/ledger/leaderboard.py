@@ -1,6 +1,6 @@
 """The leaderboard: ratings plus what explains them, computed from match records alone (pure).
 
-Why from matches.jsonl alone: `drarena rank RUN` must recompute the same table without any
+Why from matches.jsonl alone: `drarena run rank RUN` must recompute the same table without any
 model, and a replayed run must produce the same bytes. Void matches are excluded from the
 ratings and counted on their own, never as ties.
 """

@@ -54,7 +54,7 @@ SKIP_SUFFIXES = (
 
 
 def doc_from_page(page: LivePage) -> Doc:
-    """A corpus Doc of a live page, flagged as `drarena extract` flags pages."""
+    """A corpus Doc of a live page, flagged as `drarena snapshot extract` flags pages."""
     text = page.text
     return Doc(
         id=doc_id(page.url),

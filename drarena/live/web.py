@@ -398,7 +398,7 @@ class LiveWeb:
                     target=self._loop.run_forever, daemon=True, name=f"drarena-live-{self.name}"
                 )
                 self._thread.start()
-                # a web nobody closed (`drarena ask`) still closes its sessions at exit
+                # a web nobody closed (`drarena agent ask`) still closes its sessions at exit
                 self._finalizer = weakref.finalize(
                     self, _stop_loop, self._loop, self._thread, self._sessions
                 )

@@ -44,7 +44,7 @@ class Retriever(Protocol):
 
 
 RETRIEVERS: Registry[Retriever] = Registry("retriever", group="drarena.retrievers")
-# Traits: which of the snapshot's indexes a kind reads (`drarena index` builds them before a
+# Traits: which of the snapshot's indexes a kind reads (`drarena search index` builds them before a
 # tournament), and `live` for a kind that searches the live web. Plugin kinds have none.
 INDEX_BM25, INDEX_DENSE, LIVE = "index:bm25", "index:dense", "live"
 RETRIEVERS.register("bm25", "drarena.search.bm25:build", {INDEX_BM25})

@@ -1,4 +1,4 @@
-"""`drarena index`: passages, the Lucene BM25 index and the FAISS dense index of a snapshot.
+"""`drarena search index`: passages, the Lucene BM25 index and the FAISS dense index of a snapshot.
 
 Each stage writes into a temporary folder and swaps it in when complete, so an interrupted
 build never leaves a half index behind; a stage whose manifest matches its inputs does nothing.
@@ -280,7 +280,7 @@ def build_indexes(
     force: bool = False,
 ) -> list[StageResult]:
     """Passages, BM25 and (with `dense`) the dense index of an extracted snapshot, each left
-    alone when up to date: what `drarena index` does, as a library call (a tournament builds
+    alone when up to date: what `drarena search index` does, as a library call (a tournament builds
     the indexes its retrievers read through this)."""
     layout = IndexLayout(index_root, snapshot_dir)
     passages, state = build_passages(layout, PassageSettings(), force=force)

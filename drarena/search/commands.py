@@ -1,4 +1,4 @@
-"""CLI for search: `drarena index`, `search`, `serve-search`, `diagnose-retrievers`.
+"""CLI for search: `drarena search index`, `query`, `serve`, `diagnose`.
 
 Imports stay light here; Lucene, torch and FAISS load inside the command functions.
 """

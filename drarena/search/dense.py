@@ -17,7 +17,7 @@ from drarena.search.manifest import DenseManifest, IndexLayout, require_fresh
 
 
 class DenseArgs(BaseModel):
-    """Which embedder's index to search (it must have been built by `drarena index`)."""
+    """Which embedder's index to search (it must have been built by `drarena search index`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -41,7 +41,7 @@ class DenseRetriever:
         if self.manifest.model_path != str(model_path):
             raise DrarenaError(
                 f"{folder} was built with model {self.manifest.model_path}, not {args.model}: "
-                f"rebuild with `drarena index {snapshot_dir} --dense-model {args.model}`"
+                f"rebuild with `drarena search index {snapshot_dir} --dense-model {args.model}`"
             )
         self.data = SearchData.load(layout)
         self.data.check_settings(self.manifest.passages, folder, layout)

@@ -52,7 +52,8 @@ def docs_file(snapshot_dir: Path) -> Path:
     path = snapshot_dir / "docs.jsonl"
     if not path.is_file():
         raise DrarenaError(
-            f"{path} is missing: run `drarena index {snapshot_dir}` (it extracts the pages first)"
+            f"{path} is missing: run `drarena search index {snapshot_dir}` "
+            "(it extracts the pages first)"
         )
     return path
 
@@ -75,7 +76,7 @@ def snapshot_fingerprint(snapshot_dir: Path) -> str | None:
 
 
 def load_source_docs(snapshot_dir: Path) -> list[SourceDoc]:
-    """The pages of docs.jsonl as written by `drarena extract` (bad lines are named errors)."""
+    """The pages of docs.jsonl as `drarena snapshot extract` wrote them (bad lines: errors)."""
     from drarena.corpus.extract import load_docs
 
     docs_file(snapshot_dir)

@@ -102,9 +102,9 @@ def int8_available() -> bool:
 
 
 def default_precision() -> Precision:
-    """What `drarena index` encodes with unless told: fp32. int8 (ONNX Runtime) is the
+    """What `drarena search index` encodes with unless told: fp32. int8 (ONNX Runtime) is the
     fastest here at cosine >= 0.99 against fp32, but its recall@10 against fp32 on
-    `diagnose-retrievers` has not been measured, and a default may only change retrieval
+    `drarena search diagnose` has not been measured, and a default may only change retrieval
     within 0.01 of it: until then int8 is opt-in (`--precision int8`). bf16 is never the
     default: where the CPU lacks AMX/AVX512-BF16 it is slower than fp32, and no machine with
     those flags has measured it for this project yet."""
@@ -271,7 +271,7 @@ def load_int8(model: str, path: Path, threads: int | None = None) -> OnnxEncoder
     """The int8 encoder of a dense index (path: its ONNX_FILE)."""
     if not path.is_file():
         raise DrarenaError(
-            f"{path} is missing: rebuild the dense index with `drarena index --force`"
+            f"{path} is missing: rebuild the dense index with `drarena search index --force`"
         )
     return OnnxEncoder(load_encoder(model), path, threads)
 

@@ -155,7 +155,7 @@ class BulkSearcher:
         reader = autoclass("io.anserini.index.IndexReaderUtils").getReader(str(index_dir))
         if "lucene.version=9" not in reader.toString():  # SimpleSearcher's Lucene 8 path differs
             raise DrarenaError(
-                f"{index_dir}: not a Lucene 9 index; rebuild it with `drarena index --force`"
+                f"{index_dir}: not a Lucene 9 index; rebuild it with `drarena search index --force`"
             )
         searcher = autoclass("org.apache.lucene.search.IndexSearcher")(reader)
         searcher.setSimilarity(

@@ -92,7 +92,7 @@ class IndexLayout:
     def rebuild_hint(self) -> str:
         root = self.root.parent
         option = "" if root == Path("index") else f" --index-root {root}"
-        return f"`drarena index {self.snapshot_dir}{option}`"
+        return f"`drarena search index {self.snapshot_dir}{option}`"
 
 
 def current_state(snapshot_dir: Path, settings: PassageSettings) -> SourceState:

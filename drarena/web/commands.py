@@ -1,6 +1,6 @@
 """CLI for the frozen web: `drarena snapshot crawl|import|export|verify|serve`.
 
-(`drarena replay RUN` belongs to the tournament: it re-executes a run from its model cache.)
+(`drarena run replay RUN` belongs to the tournament: it re-executes a run from its model cache.)
 
 Imports stay light here; the crawler, warcio and aiohttp load inside the command functions.
 """

@@ -1,7 +1,8 @@
 """manifest.json of a snapshot: what was crawled, with which code, and the digests of its files.
 
 Why: later stages (extract, trees, index) record the snapshot fingerprint in their own
-manifests, so every result traces back to the exact WARC bytes; `drarena verify` recomputes it.
+manifests, so every result traces back to the exact WARC bytes; `drarena snapshot verify`
+recomputes it.
 """
 
 from __future__ import annotations

@@ -196,7 +196,8 @@ def _replay_index(cdxj: Path, expected: str, warc_names: set[str]) -> tuple[byte
     raw = cdxj.read_bytes()
     if hashlib.sha256(raw).hexdigest() != expected:
         raise DrarenaError(
-            f"{cdxj}: sha256 differs from the snapshot manifest; run `drarena verify {cdxj.parent}`"
+            f"{cdxj}: sha256 differs from the snapshot manifest; "
+            f"run `drarena snapshot verify {cdxj.parent}`"
         )
     lines = []
     for number, line in enumerate(raw.decode("utf-8").splitlines(), 1):
@@ -319,7 +320,8 @@ def _store_file(
             dst.write(block)
     if digest.hexdigest() != expected:
         raise DrarenaError(
-            f"{src}: sha256 differs from the snapshot manifest; run `drarena verify {src.parent}`"
+            f"{src}: sha256 differs from the snapshot manifest; "
+            f"run `drarena snapshot verify {src.parent}`"
         )
 
 

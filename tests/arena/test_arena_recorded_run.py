@@ -125,7 +125,7 @@ def test_replay_refuses_other_inputs_with_one_line(
     with pytest.raises(
         DrarenaError,
         match=rf"tree .*{tree}\.json is not the tree the run "
-        r"played; run `drarena trees snapshots/pydocs",
+        r"played; run `drarena snapshot trees snapshots/pydocs",
     ):
         replay(RunDir(run), RunDir(clone / "out1"))
     edit_header(run, trees=header["trees"], snapshot_fingerprint="sha256:other")

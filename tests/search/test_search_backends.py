@@ -185,7 +185,9 @@ def test_stale_or_missing_index_names_the_rebuild_command(
     manifest["fingerprint"] = "f" * 64
     (changed / "manifest.json").write_text(json.dumps(manifest))
     for kind in ("bm25", "dense"):
-        with pytest.raises(DrarenaError, match=r"stale.*snapshot fingerprint.*drarena index"):
+        with pytest.raises(
+            DrarenaError, match=r"stale.*snapshot fingerprint.*drarena search index"
+        ):
             build_retriever({"kind": kind}, changed, index_root)
 
     edited = _snapshot_copy(snapshot, tmp_path / "b")
@@ -203,10 +205,10 @@ def test_stale_or_missing_index_names_the_rebuild_command(
             )
             + "\n"
         )
-    with pytest.raises(DrarenaError, match=r"docs\.jsonl changed.*drarena index"):
+    with pytest.raises(DrarenaError, match=r"docs\.jsonl changed.*drarena search index"):
         build_retriever({"kind": "hybrid"}, edited, index_root)
 
-    with pytest.raises(DrarenaError, match=r"no bm25 index at .*drarena index"):
+    with pytest.raises(DrarenaError, match=r"no bm25 index at .*drarena search index"):
         build_retriever({"kind": "bm25"}, snapshot, tmp_path / "empty")
     with pytest.raises(DrarenaError, match="not a local sentence-transformers folder"):
         build_retriever({"kind": "dense", "args": {"model": str(tmp_path)}}, snapshot, index_root)
