@@ -22,9 +22,13 @@ class Record:
 
     # kept for compatibility: tuples are rebuilt from JSON lists by type, whatever this says
     _tuple_fields: ClassVar[tuple[str, ...]] = ()
+    # fields added later with a None default: left out of the JSON while None, so records
+    # written before they existed serialize (and replay) to the same bytes
+    _omit_if_none: ClassVar[tuple[str, ...]] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        out: dict[str, Any] = _as_dict(self)
+        return out
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True, ensure_ascii=False)
@@ -48,6 +52,23 @@ class Record:
 
 
 _ADAPTERS: dict[type, TypeAdapter[Any]] = {}
+
+
+def _as_dict(obj: Any) -> Any:
+    """dataclasses.asdict, except that a Record's `_omit_if_none` fields are dropped while
+    None (asdict itself cannot skip fields of nested records)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        omit = getattr(obj, "_omit_if_none", ())
+        return {
+            f.name: _as_dict(value)
+            for f in dataclasses.fields(obj)
+            if not ((value := getattr(obj, f.name)) is None and f.name in omit)
+        }
+    if isinstance(obj, tuple | list):
+        return type(obj)(_as_dict(v) for v in obj)
+    if isinstance(obj, dict):
+        return {_as_dict(k): _as_dict(v) for k, v in obj.items()}
+    return obj
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

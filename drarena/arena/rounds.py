@@ -13,7 +13,7 @@ import dataclasses
 
 from drarena.agents.base import Agent, Answer, Conversation
 from drarena.errors import DrarenaError
-from drarena.examiner.judge import AnswerForJudge, PairJudgment, judge_pair
+from drarena.examiner.judge import AnswerForJudge, JudgeOptions, PairJudgment, judge_answers
 from drarena.examiner.taskcheck import Task
 from drarena.models.client import ModelClient
 
@@ -77,10 +77,11 @@ async def play_round(
     word_limit: tuple[int, int],
     client: ModelClient,
     examiner_role: str,
+    judging: JudgeOptions | None = None,
 ) -> RoundPlay:
     """Both agents answer concurrently (a raising agent is a recorded failure, never a crash),
-    then the Examiner judges both orders. A failed agent or judge makes the round void: it
-    never scores as a tie or a win."""
+    then the Examiner judges as `judging` says (default: pairwise, both orders). A failed
+    agent or judge makes the round void: it never scores as a tie or a win."""
     got = await asyncio.gather(
         agents[0].answer(conversations[0], word_limit),
         agents[1].answer(conversations[1], word_limit),
@@ -98,7 +99,9 @@ async def play_round(
     a, b = pair
     assert a is not None and b is not None
     try:
-        judged = await judge_pair(client, examiner_role, task, for_judge(a), for_judge(b))
+        judged = await judge_answers(
+            client, examiner_role, task, for_judge(a), for_judge(b), judging
+        )
     except DrarenaError as exc:
         return RoundPlay(pair, stable_pair, None, f"judge failed: {exc}")
     return RoundPlay(pair, stable_pair, judged, "")

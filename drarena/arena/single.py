@@ -70,9 +70,9 @@ def print_round(r: RoundRecord) -> None:
         print(f"Q: {task.question}")
     if r.judgment is not None:
         j = r.judgment
+        orders = ", ".join(f"{o.order} {o.raw.judgment.verdict.value}" for o in j.orders())
         print(
-            f"verdicts: A/B {j.ab.raw.judgment.verdict.value}, B/A "
-            f"{j.ba.raw.judgment.verdict.value} -> {j.reconciled.verdict.value}"
+            f"verdicts: {orders or 'pointwise'} -> {j.reconciled.verdict.value}"
             f" (loser failure {j.reconciled.loser_failure_type.value})"
         )
     if r.void_reason:

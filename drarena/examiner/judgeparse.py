@@ -20,33 +20,48 @@ def judge_schema(n_items: int) -> dict[str, Any]:
     """The verdict JSON Schema for a task with `n_items` checklist items (depth, then width).
 
     Each answer's checklist result is a list of exactly n booleans, in checklist order: short
-    to generate, and constrained decoding cannot skip or invent an item."""
+    to generate, and constrained decoding cannot skip or invent an item. With no checklist
+    shown to the judge (n_items 0, the paper's ablation) the lists are left out."""
     checks = {
         "type": "array",
         "items": {"type": "boolean"},
         "minItems": n_items,
         "maxItems": n_items,
     }
+    lists = {"checklist_a": checks, "checklist_b": checks} if n_items else {}
+    properties = {
+        **lists,
+        "verdict": {"type": "string", "enum": [v.value for v in Verdict]},
+        "tie_quality": {"type": "string", "enum": ["HIGH", "LOW", "NA"]},
+        "loser_failure_type": {"type": "string", "enum": [f.value for f in FailureType]},
+        "reasoning": {"type": "string", "maxLength": REASONING_MAX_CHARS},
+    }
     return {
         "type": "object",
-        "properties": {
-            "checklist_a": checks,
-            "checklist_b": checks,
-            "verdict": {"type": "string", "enum": [v.value for v in Verdict]},
-            "tie_quality": {"type": "string", "enum": ["HIGH", "LOW", "NA"]},
-            "loser_failure_type": {"type": "string", "enum": [f.value for f in FailureType]},
-            "reasoning": {"type": "string", "maxLength": REASONING_MAX_CHARS},
-        },
-        "required": [
-            "checklist_a",
-            "checklist_b",
-            "verdict",
-            "tie_quality",
-            "loser_failure_type",
-            "reasoning",
-        ],
+        "properties": properties,
+        "required": list(properties),
         "additionalProperties": False,
     }
+
+
+def judge_fields(n_items: int) -> str:
+    """The JSON fields described in words for the prompt: no example object a model could
+    copy as its answer (small models copied `[true, false]` verbatim; issue 15)."""
+    lines = []
+    if n_items:
+        lines.append(
+            f"- checklist_a: a list of exactly {n_items} booleans, one per checklist item in "
+            "the numbered order; each is true only if answer A satisfies that item."
+        )
+        lines.append("- checklist_b: the same for answer B, judged on its own.")
+    lines += [
+        "- verdict: one of " + ", ".join(v.value for v in Verdict) + ".",
+        "- tie_quality: HIGH or LOW for a TIE; NA when there is a winner.",
+        "- loser_failure_type: DEPTH, WIDTH, BOTH or NONE (NONE for a tie).",
+        f"- reasoning: at most {REASONING_MAX_CHARS} characters; first the subjects (depth) "
+        "of both answers, then the details (width), then presentation.",
+    ]
+    return "\n".join(lines)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -73,8 +88,10 @@ def parse_judgment(obj: dict[str, Any], items: Sequence[str] = ()) -> RawJudgmen
     """Turn schema-validated judge JSON into a RawJudgment; `items` names the checklist
     entries the booleans refer to, in order.
 
-    Ties without a quality count LOW; a winner's tie_quality is dropped; a tie's failure
-    type is NONE whatever was written, because a tie has no loser.
+    A tie counts HIGH unless the judge wrote LOW (a missing or NA quality is HIGH, as in the
+    reference, core/evolvement_loop.py: only a stated low-quality tie backs the walk off);
+    a winner's tie_quality is dropped; a tie's failure type is NONE whatever was written,
+    because a tie has no loser.
     """
     try:
         verdict = Verdict(obj["verdict"])
@@ -83,7 +100,7 @@ def parse_judgment(obj: dict[str, Any], items: Sequence[str] = ()) -> RawJudgmen
         raise JudgeOutputError(f"judge output has no valid verdict: {exc}") from None
     quality: TieQuality | None = None
     if verdict == Verdict.TIE:
-        quality = TieQuality.HIGH if obj.get("tie_quality") == "HIGH" else TieQuality.LOW
+        quality = TieQuality.LOW if obj.get("tie_quality") == "LOW" else TieQuality.HIGH
         failure = FailureType.NONE
     checks = {
         side: tuple(

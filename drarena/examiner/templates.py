@@ -1,24 +1,72 @@
-"""Prompt templates shipped as package data, rendered strictly and fingerprinted.
+"""Prompt templates: shipped by name or read from a file, rendered strictly and fingerprinted.
 
 Why strict: a variable missing from a render would silently change what the Examiner is
-asked. Why hashed: every run records the hash of every template it used, so a result can be
-traced to the exact wording.
+asked. Why hashed: every run records the name and sha256 of each template it actually used
+(`used_hashes`), so a result can be traced to the exact wording, and a replay refuses to run
+on other wording. Why by name or file: a user can try another judge prompt without forking
+drarena (issue 17); a name is looked up in drarena/examiner/prompts/, anything that looks
+like a path (a `/` or a `.txt` ending) is read from that file.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import re
 import string
+from collections.abc import Mapping
 from functools import cache
 from importlib import resources
+from pathlib import Path
 
 from drarena.errors import DrarenaError
 
-TEMPLATE_NAMES = ("taskgen", "judge")
+# The slots a run fills with a template, and each slot's default name.
+DEFAULT_PROMPTS = {"taskgen": "taskgen", "judge": "paper"}
+# The pointwise grader's prompt has no choice in config (its fields are fixed by the code).
+POINTWISE_PROMPT = "pointwise"
+# The v1 judge prompt, kept byte for byte so that runs recorded before the judge prompt
+# became choosable replay from their cache; its JSON example is the pattern small models copy
+# (issue 15), so new runs use "paper" or "checklist-first".
+LEGACY_JUDGE_PROMPT = "judge"
+MAX_TEMPLATE_BYTES = 200_000
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PromptTemplate:
+    """A template's name (as configured: a shipped name or a file path), text and hash."""
+
+    name: str
+    text: str
+
+    @property
+    def sha256(self) -> str:
+        return "sha256:" + hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+    def variables(self) -> set[str]:
+        template = string.Template(self.text)
+        return {
+            m.group("named") or m.group("braced")
+            for m in template.pattern.finditer(template.template)
+            if m.group("named") or m.group("braced")
+        }
+
+
+def shipped_names() -> list[str]:
+    folder = resources.files("drarena.examiner") / "prompts"
+    return sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".txt"))
+
+
+def is_path(spec: str) -> bool:
+    return "/" in spec or "\\" in spec or spec.endswith(".txt")
 
 
 @cache
 def load(name: str) -> str:
+    """A shipped template's text, by name."""
+    if not _NAME.match(name):
+        raise DrarenaError(f"prompt template {name!r} not found in drarena/examiner/prompts/")
     try:
         return (resources.files("drarena.examiner") / "prompts" / f"{name}.txt").read_text(
             encoding="utf-8"
@@ -29,24 +77,69 @@ def load(name: str) -> str:
         ) from None
 
 
+def check_spec(spec: str) -> str:
+    """Config-time check of a name or path (a pydantic validator: the config error line
+    names the field)."""
+    try:
+        resolve(spec)
+    except DrarenaError as exc:
+        raise ValueError(str(exc)) from None
+    return spec
+
+
+def resolve(spec: str) -> PromptTemplate:
+    """A shipped name or a file path (relative to the current folder) to its template."""
+    if not is_path(spec):
+        if spec not in shipped_names():
+            raise DrarenaError(
+                f"no prompt template named {spec!r} (shipped: {', '.join(shipped_names())}; "
+                "a file path needs a '/' or a .txt ending)"
+            )
+        return PromptTemplate(spec, load(spec))
+    path = Path(spec)
+    try:
+        if path.stat().st_size > MAX_TEMPLATE_BYTES:
+            raise DrarenaError(f"prompt file {spec} is over {MAX_TEMPLATE_BYTES} bytes")
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DrarenaError(f"prompt file {spec} not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DrarenaError(f"prompt file {spec} cannot be read: {exc}") from None
+    return PromptTemplate(spec, text)
+
+
 def template_hash(name: str) -> str:
-    return "sha256:" + hashlib.sha256(load(name).encode("utf-8")).hexdigest()
+    return resolve(name).sha256
+
+
+def used_hashes(specs: Mapping[str, str] | None = None) -> dict[str, str]:
+    """{template name or path: sha256} of the templates a run uses: `specs` maps each slot
+    (taskgen, judge, and pointwise when pointwise grading runs) to its name or path. Runs
+    recorded before the choice existed hold {"taskgen": ..., "judge": ...}: the same shape."""
+    chosen = dict(DEFAULT_PROMPTS) if specs is None else dict(specs)
+    return {spec: template_hash(spec) for spec in sorted(chosen.values())}
 
 
 def template_hashes() -> dict[str, str]:
-    return {name: template_hash(name) for name in TEMPLATE_NAMES}
+    """The default templates' hashes (a run records `used_hashes` of its own choice)."""
+    return used_hashes()
 
 
-def render(name: str, **values: object) -> str:
+def render_template(template: PromptTemplate, **values: object) -> str:
     """Substitute $names; a missing or unused variable is an error."""
-    template = string.Template(load(name))
-    wanted = {
-        m.group("named") or m.group("braced")
-        for m in template.pattern.finditer(template.template)
-        if m.group("named") or m.group("braced")
-    }
+    wanted = template.variables()
     missing = sorted(wanted - set(values))
     extra = sorted(set(values) - wanted)
     if missing or extra:
-        raise DrarenaError(f"prompt template {name!r}: missing {missing}, unexpected {extra}")
-    return template.substitute({k: str(v) for k, v in values.items()})
+        raise DrarenaError(
+            f"prompt template {template.name!r}: missing {missing}, unexpected {extra}"
+        )
+    try:
+        return string.Template(template.text).substitute({k: str(v) for k, v in values.items()})
+    except ValueError as exc:  # a stray '$' in a user's file
+        raise DrarenaError(f"prompt template {template.name!r}: {exc}") from None
+
+
+def render(name: str, **values: object) -> str:
+    """Render a shipped template by name, or a template file by path."""
+    return render_template(resolve(name), **values)

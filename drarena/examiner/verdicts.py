@@ -91,13 +91,11 @@ def reconcile(first: Judgment, second_swapped_back: Judgment) -> Judgment:
     verdict = Verdict.from_signed(signed)
     if verdict == Verdict.TIE:
         qualities = [
-            j.tie_quality
-            for j in (first, second_swapped_back)
-            if j.verdict == Verdict.TIE and j.tie_quality is not None
+            j.tie_quality for j in (first, second_swapped_back) if j.verdict == Verdict.TIE
         ]
-        # A tie judged without a quality counts as LOW: only a stated HIGH escalates.
-        high = bool(qualities) and TieQuality.LOW not in qualities
-        quality = TieQuality.HIGH if high else TieQuality.LOW
+        # A tie judged without a quality counts as HIGH, as in the reference: only a stated
+        # LOW backs the walk off.
+        quality = TieQuality.LOW if TieQuality.LOW in qualities else TieQuality.HIGH
         return Judgment(Verdict.TIE, quality, FailureType.NONE)
     failure = merge_failure_types(first.loser_failure_type, second_swapped_back.loser_failure_type)
     return Judgment(verdict, None, failure)

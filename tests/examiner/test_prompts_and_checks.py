@@ -34,12 +34,12 @@ def good_raw() -> dict:
 
 
 def test_templates_render_strictly_and_hash() -> None:
-    hashes = templates.template_hashes()
-    assert set(hashes) == {"taskgen", "judge"} and all(
+    hashes = templates.template_hashes()  # the defaults: keyed by the templates' names
+    assert set(hashes) == {"taskgen", "paper"} and all(
         h.startswith("sha256:") for h in hashes.values()
     )
     with pytest.raises(DrarenaError, match="missing"):
-        templates.render("judge", question="q")
+        templates.render("paper", question="q")
     with pytest.raises(DrarenaError, match="unexpected"):
         templates.render(
             "taskgen",
@@ -188,12 +188,22 @@ def test_judge_schema_rejects_free_text_verdicts() -> None:
         jsonschema.validate(obj, judge_schema(1))
 
 
-def test_tie_parse_defaults() -> None:
-    raw = parse_judgment(
-        json.loads(
-            '{"checklist_a": [], "checklist_b": [], "verdict": "TIE", "tie_quality": "NA",'
-            ' "loser_failure_type": "DEPTH", "reasoning": ""}'
-        )
-    )
-    assert raw.judgment.tie_quality == TieQuality.LOW
+@pytest.mark.parametrize(
+    ("quality", "expected"),
+    [("NA", TieQuality.HIGH), (None, TieQuality.HIGH), ("LOW", TieQuality.LOW)],
+)
+def test_tie_parse_defaults(quality: str | None, expected: TieQuality) -> None:
+    """A missing or NA tie_quality counts HIGH, as in the reference (issue 16); only a stated
+    LOW is low."""
+    obj = {
+        "checklist_a": [],
+        "checklist_b": [],
+        "verdict": "TIE",
+        "loser_failure_type": "DEPTH",
+        "reasoning": "",
+    }
+    if quality is not None:
+        obj["tie_quality"] = quality
+    raw = parse_judgment(obj)
+    assert raw.judgment.tie_quality == expected
     assert raw.judgment.loser_failure_type == FailureType.NONE

@@ -48,11 +48,13 @@ def test_strength_difference_takes_the_weaker() -> None:
     assert got.verdict == V.TIE and got.tie_quality == TieQuality.LOW
 
 
-def test_tie_quality_low_wins_and_missing_counts_low() -> None:
+def test_tie_quality_low_wins_and_missing_counts_high() -> None:
+    """The reference's default (issue 16): a tie without a stated quality is HIGH."""
     high, low = TieQuality.HIGH, TieQuality.LOW
     assert reconcile(j(V.TIE, high), j(V.TIE, low)).tie_quality == low
     assert reconcile(j(V.TIE, high), j(V.TIE, high)).tie_quality == high
-    assert reconcile(j(V.TIE), j(V.TIE)).tie_quality == TieQuality.LOW
+    assert reconcile(j(V.TIE), j(V.TIE)).tie_quality == TieQuality.HIGH
+    assert reconcile(j(V.TIE), j(V.TIE, low)).tie_quality == low
 
 
 def test_reconcile_is_symmetric_in_its_arguments() -> None:
