@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "drarena.arena.commands",
     "drarena.agents.commands",
     "drarena.drift.commands",
+    "drarena.report.commands",
 )
 
 # the old combined `drarena snapshot SPEC|import|export` parser: a name no one can type
@@ -36,7 +37,7 @@ OLD_SNAPSHOT = "snapshot (old form)"
 GROUPS = {
     "snapshot": "crawl, import, export, verify, serve, extract, trees",
     "search": "index, query, serve, diagnose (retrievers of a snapshot)",
-    "run": "rank, replay, add-agent (a run folder); match (one match)",
+    "run": "rank, replay, add-agent, compare (a run folder); match (one match)",
     "drift": "snapshot (vs the live web or a later one); run (asked again live)",
     "agent": "ask (one agent, one question)",
     "model": "serve (a local OpenAI-compatible model server)",
@@ -60,6 +61,7 @@ ROUTES: dict[str, tuple[str | None, str, bool]] = {
     "rank": ("run", "rank", True),
     "replay": ("run", "replay", True),
     "add-agent": ("run", "add-agent", True),
+    "compare": ("run", "compare", False),
     "match": ("run", "match", True),
     "drift": ("drift", "snapshot", True),
     "drift-run": ("drift", "run", True),

@@ -37,6 +37,12 @@ def register(subparsers: Any) -> None:
 
     r = subparsers.add_parser("rank", help="recompute a run's leaderboard from matches.jsonl")
     r.add_argument("run", type=Path, help="run folder, e.g. runs/demo")
+    r.add_argument(
+        "--json",
+        action="store_true",
+        help="print the leaderboard, style-controlled ratings, the paper's analyses and any "
+        "saved comparison as one JSON object (docs/analyses.md) instead of the Markdown table",
+    )
     r.set_defaults(func=cmd_rank)
 
     p = subparsers.add_parser(
@@ -182,8 +188,12 @@ def cmd_rank(args: argparse.Namespace) -> int:
             "leaderboard and report are left as they are"
         )
     check_agents(config.agent_names(), log, str(run.log_path))
-    write_report(run, config, log)  # reads every input before writing: a damaged one (a
-    print(finish(run, config, log))  # timings.jsonl that is not UTF-8) overwrites nothing
+    from drarena.report.run import run_analyses
+
+    done = run_analyses(run, config, log)  # every input read before anything is written: a
+    write_report(run, config, log, done)  # damaged one (a timings.jsonl that is not UTF-8)
+    table = finish(run, config, log)  # overwrites nothing
+    print(json.dumps(done.to_dict(), indent=2, sort_keys=True) if args.json else table)
     return 0
 
 

@@ -147,7 +147,7 @@ def _round(m: MatchRecord, r: RoundRecord) -> str:
     if r.judgment is not None:
         rec = r.judgment.reconciled
         out.append(
-            f"<ul>{_judged(r.judgment.ab)}{_judged(r.judgment.ba)}</ul>"
+            f"<ul>{''.join(_judged(j) for j in (r.judgment.ab, r.judgment.ba) if j)}</ul>"
             f"<p><b>reconciled:</b> {esc(rec.verdict.value)}"
             f"{' (' + esc(rec.tie_quality.value) + ')' if rec.tie_quality else ''}, "
             f"loser failure {esc(rec.loser_failure_type.value)}; score "
@@ -182,7 +182,9 @@ def render_report(
     rows: Sequence[LeaderboardRow],
     matches: Sequence[MatchRecord],
     seconds: Mapping[str, Sequence[float]] | None = None,
+    sections: str = "",
 ) -> str:
+    """`sections`: finished HTML (drarena.report.analyses) placed after the failure profiles."""
     agents = [r.agent for r in rows]
     void = [m for m in matches if m.score_a() is None]
     void_list = "".join(f"<li>{esc(m.match_id)}: {esc(m.void_reason)}</li>" for m in void)
@@ -204,7 +206,7 @@ def render_report(
         f"<h2>Leaderboard</h2>{leaderboard_table(rows)}"
         f"<h2>Ratings (Bradley-Terry, 95% bootstrap intervals)</h2>{ratings_svg(rows)}"
         f"<h2>Pairwise results</h2>{win_matrix(agents, matches)}"
-        f"<h2>Failure profiles (share of lost rounds)</h2>{failure_table(rows)}"
+        f"<h2>Failure profiles (share of lost rounds)</h2>{failure_table(rows)}{sections}"
         f"<h2>Void matches ({len(void)})</h2><ul>{void_list or '<li>none</li>'}</ul>"
         f"<h2>Time per answer (this run; not part of the replayed record)</h2>"
         f"<ul>{timing or '<li>none recorded</li>'}</ul>"

@@ -1,5 +1,5 @@
 """report.html of a run folder: rendered from its header, log and timings, keeping the drift
-section that `drarena drift --run` adds (a re-render must not drop it).
+section that `drarena drift snapshot --run` adds (a re-render must not drop it).
 
 Why here and not in the arena: the report reads what the arena wrote (the ledger and the
 leaderboard); the commands call it after a tournament, a replay, a placement or `rank`.
@@ -7,13 +7,22 @@ leaderboard); the commands call it after a tournament, a replay, a placement or 
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-from drarena.ledger.folder import RunDir, write_atomic
-from drarena.ledger.leaderboard import build_leaderboard
-from drarena.ledger.records import MatchRecord
+from drarena.errors import DrarenaError
+from drarena.ledger.analysis import Analyses, agent_models, analyse, litellm_prices
+from drarena.ledger.compare import Comparison
+from drarena.ledger.folder import RunDir, read_text, write_atomic
+from drarena.ledger.leaderboard import LeaderboardRow, build_leaderboard
+from drarena.ledger.records import AnswerTiming, MatchRecord
+from drarena.ledger.style import StyleRatings, style_ratings
+from drarena.report.analyses import analyses_section, comparison_section, style_section
 from drarena.report.html import render_report
+
+COMPARISON_FILE = "comparison.json"  # written by `drarena run compare`; kept on re-render
 
 
 class RatingLike(Protocol):
@@ -37,15 +46,94 @@ class RunConfig(Protocol):
     def agent_names(self) -> list[str]: ...
 
 
-def write_report(run: RunDir, config: RunConfig, log: list[MatchRecord]) -> Path:
-    """Render and write <run>/report.html; every input is read before it is written."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class RunAnalyses:
+    """Everything the report shows beyond the leaderboard (also `drarena run rank --json`)."""
+
+    rows: list[LeaderboardRow]
+    analyses: Analyses
+    style: StyleRatings
+    comparison: Comparison | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "leaderboard": [r.to_dict() for r in self.rows],
+            "style_ratings": self.style.to_dict(),
+            "analyses": self.analyses.to_dict(),
+            "comparison": None if self.comparison is None else self.comparison.to_dict(),
+        }
+
+
+def read_timings(run: RunDir) -> list[AnswerTiming]:
+    """timings.jsonl as records (none when the run has no such file)."""
+    if not run.timings_path.is_file():
+        return []
+    out = []
+    for n, line in enumerate(read_text(run.timings_path).splitlines(), 1):
+        try:
+            value = json.loads(line)
+            if not isinstance(value, dict):
+                raise ValueError("not a JSON object")
+            out.append(AnswerTiming.from_dict(value))
+        except (ValueError, TypeError) as exc:
+            raise DrarenaError(f"{run.timings_path}:{n}: bad timing ({str(exc)[:200]})") from None
+    return out
+
+
+def read_comparison(run: RunDir) -> Comparison | None:
+    path = run.path / COMPARISON_FILE
+    if not path.is_file():
+        return None
+    try:
+        value = json.loads(read_text(path))
+        if not isinstance(value, dict):
+            raise ValueError("not a JSON object")
+        return Comparison.from_dict(value)
+    except (ValueError, TypeError) as exc:
+        raise DrarenaError(
+            f"{path}: damaged comparison ({str(exc)[:200]}); run `drarena run compare` again"
+        ) from None
+
+
+def run_analyses(run: RunDir, config: RunConfig, log: list[MatchRecord]) -> RunAnalyses:
+    """The leaderboard rows, the paper's analyses, the style-controlled ratings and the saved
+    comparison of a run folder, from its files alone."""
     rows = build_leaderboard(
         config.agent_names(), log, resamples=config.rating.resamples, seed=config.rating.seed
     )
     header = run.header() or {}
-    page = render_report(f"drarena: {config.name}", header, rows, log, run.answer_seconds())
+    models = agent_models(header)
+    analyses = analyse(
+        log,
+        {r.agent: r.rating for r in rows},
+        models=models,
+        prices=litellm_prices(models),
+        timings=read_timings(run),
+    )
+    style = style_ratings(
+        config.agent_names(), log, resamples=config.rating.resamples, seed=config.rating.seed
+    )
+    return RunAnalyses(rows, analyses, style, read_comparison(run))
+
+
+def write_report(
+    run: RunDir, config: RunConfig, log: list[MatchRecord], done: RunAnalyses | None = None
+) -> Path:
+    """Render and write <run>/report.html; every input is read before it is written.
+    `done`: the run's analyses when the caller has them already (`rank --json`)."""
+    done = done or run_analyses(run, config, log)
+    rows = done.rows
+    header = run.header() or {}
+    sections = analyses_section(done.analyses) + style_section(rows, done.style)
+    if done.comparison is not None:
+        sections += comparison_section(done.comparison)
+    page = render_report(
+        f"drarena: {config.name}", header, rows, log, run.answer_seconds(), sections
+    )
     drift_json = run.path / "drift.json"
-    if drift_json.is_file():  # written by `drarena drift --run`: keep its section on re-render
+    if (
+        drift_json.is_file()
+    ):  # written by `drarena drift snapshot --run`: keep its section on re-render
         from drarena.drift.report import drift_section, read_json, splice_section
 
         page = splice_section(page, drift_section(read_json(drift_json)))

@@ -1,0 +1,154 @@
+"""The committed recorded run's report and `drarena run rank --json` carry the paper's
+analyses and the style-controlled ratings; `drarena run compare` adds the agreement section.
+No model is run: everything comes from the run folder's files."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from matchkit import answer, judgment, match, round_
+
+from drarena.cli import main
+from drarena.examiner.evolve import Outcome
+from drarena.examiner.verdicts import Verdict
+from drarena.ledger.analysis import analyse
+from drarena.ledger.compare import compare
+from drarena.report.analyses import analyses_section, comparison_section
+
+FIXTURE = Path(__file__).resolve().parents[1] / "arena" / "fixtures" / "recorded-run"
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Path:
+    path = tmp_path / "recorded-run"
+    shutil.copytree(FIXTURE, path)
+    return path
+
+
+def test_rank_json_and_report_show_the_analyses(
+    run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", "rank", str(run), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) == {"leaderboard", "style_ratings", "analyses", "comparison"}
+    assert out["comparison"] is None
+    # the leaderboard part is the leaderboard.json rank writes, unchanged by the analyses
+    assert out["leaderboard"] == json.loads((run / "leaderboard.json").read_text())
+    assert (run / "leaderboard.json").read_bytes() == (FIXTURE / "leaderboard.json").read_bytes()
+    a = out["analyses"]
+    # the fixture: two matches of one round each, both judged AB and BA in opposite
+    # directions, so both reconciled to a high tie
+    assert a["judged_rounds"] == 2
+    assert a["verdict_counts"] == {"much_better": 0, "better": 0, "tie_high": 2, "tie_low": 0}
+    assert a["failure_counts"]["TIE"] == 2
+    assert (a["both_orders_rounds"], a["position_agree_exact"]) == (2, 0.0)
+    assert sum(a["depth_histogram"].values()) == 2
+    assert a["rounds_gap_pearson_r"] is None  # two pairs: undefined, and said so
+    lines = [json.loads(x) for x in (run / "matches.jsonl").read_text().splitlines()]
+    tokens = sum(
+        r[side]["prompt_tokens"]
+        for m in lines
+        for r in m["rounds"]
+        for side in ("answer_a", "answer_b")
+    )
+    assert sum(c["prompt_tokens"] for c in a["agent_costs"]) == tokens
+    assert all(c["cost_usd"] is None and "served at" in c["model"] for c in a["agent_costs"])
+    style = out["style_ratings"]
+    assert {r["agent"] for r in style["ratings"]} == {r["agent"] for r in out["leaderboard"]}
+    assert [c["feature"] for c in style["coefficients"]] == [
+        "words",
+        "citations",
+        "headers",
+        "list_items",
+        "tables",
+    ]
+    page = (run / "report.html").read_text(encoding="utf-8")
+    for heading in (
+        "The paper&#x27;s analyses",
+        "Verdicts (2 judged rounds)",
+        "Rounds per match against the rating gap",
+        "Depth and width when the verdict came",
+        "Tokens and cost of the answers",
+        "Judge position consistency",
+        "Style-controlled ratings",
+    ):
+        assert heading in page or heading.replace("&#x27;", "'") in page, heading
+    assert 'aria-label="verdict shares"' in page and "Pearson r undefined here" in page
+    assert "<script" not in page and "http://" not in page.split("<h2>Matches</h2>")[0].replace(
+        "served at http://127.0.0.1", ""
+    )
+
+
+def test_compare_adds_the_agreement_section(
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    board = tmp_path / "board.csv"
+    board.write_text(
+        "agent,score\noracle,1200\nreact-bm25,1100\nreact-dense,1050\nclosed_book,900\n"
+        "<script>x</script>,5\n",
+        encoding="utf-8",
+    )
+    assert main(["run", "compare", str(run), "--against", str(board), "--resamples", "50"]) == 0
+    printed = capsys.readouterr().out
+    assert "agreement with board.csv (raw ratings) over 4 agents" in printed
+    saved = json.loads((run / "comparison.json").read_text(encoding="utf-8"))
+    assert saved["agents"] == ["closed_book", "oracle", "react-bm25", "react-dense"]
+    assert saved["only_in_file"] == ["<script>x</script>"]
+    page = (run / "report.html").read_text(encoding="utf-8")
+    assert "Agreement with board.csv" in page and 'aria-label="comparison scatter"' in page
+    assert "&lt;script&gt;x&lt;/script&gt;" in page and "<script>" not in page
+    # a re-render (rank) keeps the section, as it keeps the drift section
+    assert main(["run", "rank", str(run)]) == 0
+    assert "Agreement with board.csv" in (run / "report.html").read_text(encoding="utf-8")
+
+
+def test_compare_refuses_a_bad_csv_and_writes_nothing(
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    board = tmp_path / "board.csv"
+    board.write_text("oracle,1\nreact-bm25,high\n", encoding="utf-8")
+    assert main(["run", "compare", str(run), "--against", str(board)]) != 0
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(f"{board}:2: score 'high' is not a number") and "\n" not in err
+    assert not (run / "comparison.json").exists() and not (run / "report.html").exists()
+
+
+def test_sections_render_hand_built_figures() -> None:
+    matches = [
+        match(
+            "m1",
+            "x",
+            "y",
+            Outcome.A_WINS,
+            (round_(0, answer("x"), answer("y"), judgment(Verdict.A_MUCH_BETTER)),),
+        ),
+        match(
+            "m2",
+            "y",
+            "z",
+            Outcome.A_WINS,
+            (
+                round_(0, answer("y"), answer("z"), judgment(Verdict.A_BETTER)),
+                round_(1, answer("y"), answer("z"), judgment(Verdict.A_BETTER), 2, 3),
+            ),
+        ),
+        match(
+            "m3",
+            "x",
+            "z",
+            Outcome.A_WINS,
+            (round_(0, answer("x"), answer("z"), judgment(Verdict.A_MUCH_BETTER)),),
+        ),
+    ]
+    html = analyses_section(analyse(matches, {"x": 1200.0, "y": 1000.0, "z": 950.0}))
+    # pairs (x,y), (x,z), (y,z): gaps (200, 250, 50) against rounds (1, 1, 2); deviations
+    # (100/3, 250/3, -350/3) and (-1/3, -1/3, 2/3): r = (-350/3) / sqrt(65000/3 * 2/3) = -0.971
+    assert re.search(r"Pearson r = -0\.971 \(p = 0\.\d+\) over 3 pairs", html)
+    assert "much better</text>" in html and ">2 (50%)</text>" in html
+    c = compare({"a": 3.0, "b": 2.0, "c": 1.0}, {"a": 30.0, "b": 20.0, "c": 10.0}, against="t")
+    section = comparison_section(c)
+    assert "<td>spearman</td><td class=num>1.000</td>" in section
