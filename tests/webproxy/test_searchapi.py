@@ -10,7 +10,9 @@ response model, and ddgs's DuckDuckGo engine `extract_results`.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -338,3 +340,90 @@ def test_search_handlers_cover_every_api_host(handlers: dict[str, Handler]) -> N
         "html.duckduckgo.com",
         "lite.duckduckgo.com",
     }
+
+
+# --- through the frozen-web proxy: each official client unchanged, only its environment ------
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from webproxy_helpers import ProxyThread, mitmdump_missing  # noqa: E402
+
+from drarena.webproxy.handlers import HandlerTable  # noqa: E402
+from drarena.webproxy.proxy import CA_VARIABLES, RunningProxy  # noqa: E402
+
+MITM_MISSING = mitmdump_missing()
+needs_proxy = pytest.mark.skipif(bool(MITM_MISSING), reason=f"no mitmproxy: {MITM_MISSING}")
+
+
+@pytest.fixture(scope="module")
+def search_proxy(
+    handlers: dict[str, Handler],
+    pydocs_indexed: tuple[Path, Path],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[RunningProxy]:
+    table = HandlerTable()
+    table.update(handlers)
+    runner = ProxyThread(pydocs_indexed[0], tmp_path_factory.mktemp("searchproxy"), table)
+    running = runner.start()
+    yield running
+    runner.stop()
+
+
+@pytest.fixture
+def proxied_env(search_proxy: RunningProxy, monkeypatch: pytest.MonkeyPatch) -> RunningProxy:
+    for name in (*CA_VARIABLES, "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    for name, value in search_proxy.info.client_env().items():
+        monkeypatch.setenv(name, value)
+    search_proxy.frozen.log.take()  # this test's exchanges only
+    return search_proxy
+
+
+def logged_searches(proxy: RunningProxy) -> list[Any]:
+    return [entry for entry in proxy.frozen.log.take() if entry.kind == "search"]
+
+
+@needs_proxy
+def test_tavily_client_at_its_default_url_through_the_proxy(
+    proxied_env: RunningProxy, snapshot_urls: set[str]
+) -> None:
+    from tavily import TavilyClient
+
+    answer = TavilyClient(api_key="tvly-frozen").search(QUERY, max_results=2)
+    assert answer["results"] and {r["url"] for r in answer["results"]} <= snapshot_urls
+    (entry,) = logged_searches(proxied_env)
+    assert entry.url == "https://api.tavily.com/search"
+    assert proxied_env.outside_connections() == 0
+
+
+@needs_proxy
+def test_brave_client_through_the_proxy(proxied_env: RunningProxy, snapshot_urls: set[str]) -> None:
+    from brave_search_python_client import BraveSearch, WebSearchRequest
+
+    client = BraveSearch(api_key="frozen")
+    answer = asyncio.run(client.web(WebSearchRequest(q=QUERY, count=3)))
+    assert answer.web is not None and 1 <= len(answer.web.results) <= 3
+    assert {r.url for r in answer.web.results} <= snapshot_urls
+    (entry,) = logged_searches(proxied_env)
+    assert entry.url.startswith("https://api.search.brave.com/res/v1/web/search?")
+    assert proxied_env.outside_connections() == 0
+
+
+@needs_proxy
+@pytest.mark.xfail(
+    strict=True,
+    reason="the proxy loses primp's POST body (its next bytes parse as a new request): "
+    "reported to PROXY, repro in /work/notes/searchapi_primp_post_repro.py",
+)
+def test_ddgs_through_the_proxy(proxied_env: RunningProxy, snapshot_urls: set[str]) -> None:
+    from ddgs import DDGS
+
+    ca = str(proxied_env.info.ca_cert)
+    results = DDGS(proxy=proxied_env.info.url, verify=ca).text(
+        QUERY, backend="duckduckgo", max_results=5
+    )
+    assert results and {r["href"] for r in results} <= snapshot_urls
+    assert all(
+        e.url.startswith("https://html.duckduckgo.com/html") for e in logged_searches(proxied_env)
+    )
+    assert proxied_env.outside_connections() == 0
