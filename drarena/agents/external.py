@@ -33,7 +33,7 @@ import signal
 import sys
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -51,6 +51,10 @@ from drarena.agents.registry import AgentContext, parse_agent_args
 from drarena.errors import DrarenaError
 from drarena.models.config import ModelRole
 from drarena.models.guard import NetworkGuard, is_loopback
+from drarena.registry import ComponentSpec
+
+if TYPE_CHECKING:
+    from drarena.agents.frozenweb import FrozenWebPlan, WebTrace
 
 PROTOCOL = 1
 STDERR_TAIL = 400  # characters of stderr shown in an error
@@ -125,6 +129,18 @@ class CommandArgs(BaseModel):
     )
     max_stdout_bytes: int = Field(
         MAX_STDOUT, gt=0, le=1 << 30, description="stdout past this kills the agent (an error)"
+    )
+    web_proxy: bool | None = Field(
+        None,
+        description="frozen runs: the agent's HTTP and HTTPS go through drarena's frozen-web "
+        "proxy (pages from the snapshot, search APIs from search_retriever; HTTP(S)_PROXY and "
+        "the CA variables set). null: when mitmproxy is installed (make setup-proxy); true: "
+        "required (an answer without it is an error); false: never",
+    )
+    search_retriever: ComponentSpec = Field(
+        default_factory=lambda: ComponentSpec(kind="bm25"),
+        description="retriever behind the search APIs the proxy emulates (SearXNG, Tavily, "
+        "Brave, DuckDuckGo), answered through the run's tool record",
     )
 
     @field_validator("command")
@@ -279,19 +295,36 @@ class CommandAgent:
             target = loopback_port(url)
             if target is not None and target not in self.bridged:
                 self.bridged.append(target)
+        self._web: FrozenWebPlan | None = None  # made on the first frozen answer
+
+    def web_plan(self) -> FrozenWebPlan:
+        if self._web is None:
+            from drarena.agents.frozenweb import FrozenWebPlan
+
+            self._web = FrozenWebPlan(
+                self._context, self.args.web_proxy, self.args.search_retriever
+            )
+        return self._web
 
     async def answer(self, conversation: Conversation, word_limit: tuple[int, int]) -> Answer:
         word_limit = check_word_limit(word_limit)
         rec = Recorder(self.name, self._context.clock, self._context.url_checker)
         payload = request_json(conversation, word_limit, self.search_url)
         started = rec.now()
+        from drarena.agents.frozenweb import WebTrace
+
+        trace: WebTrace | None = None
+        if NetworkGuard.is_active():  # a frozen run: the web is the snapshot, through the proxy
+            trace = WebTrace()
         try:
-            stdout = await self._run(payload)
+            stdout = await self._run(payload, trace)
             reply = parse_reply(stdout)
-        except (OSError, ValueError, TimeoutError) as exc:
+        except (OSError, ValueError, TimeoutError, DrarenaError) as exc:
             error = f"external agent {self.name}: {exc}"
+            self._web_step(rec, trace, started, [])
             rec.step(None, error=error, note=f"command {shlex.join(self.args.argv())}")
             return rec.finish("", [], error=error)
+        self._web_step(rec, trace, started, reply.citations)
         events = [
             tool_event(
                 f"ext-{i}", c.name, arguments_text(c.arguments), started, started, urls=c.urls
@@ -304,8 +337,36 @@ class CommandAgent:
             report, urls = cite.split_references(report)
         return rec.finish(report, urls)
 
-    async def _run(self, payload: str) -> str:
-        env = agent_environment(os.environ, self.args, self.protocol_env)
+    def _web_step(
+        self, rec: Recorder, trace: WebTrace | None, started: float, cited: list[str]
+    ) -> None:
+        """The proxy's log as one step: a web_fetch / web_search event per request."""
+        if trace is not None:
+            rec.step(None, trace.events(started, rec.now()), note=trace.summary(cited))
+
+    async def _run(self, payload: str, trace: WebTrace | None = None) -> str:
+        """Run the agent once; with a `trace` (a frozen run), behind the frozen-web proxy when
+        it is available (trace.note says why not), its log left in `trace`."""
+        if trace is None:
+            return await self._isolated(payload, {}, [])
+        plan = self.web_plan()
+        why = plan.unavailable()
+        if why:
+            trace.note = why
+            return await self._isolated(payload, {}, [])
+        from drarena.agents.frozenweb import PROXY_ENV, SEARXNG_ENV
+        from drarena.webproxy.searchapi import SEARXNG_HOST
+
+        async with plan.running(trace) as proxy:
+            extra = proxy.info.client_env(direct=self.bridged) | {PROXY_ENV: proxy.info.url}
+            if proxy.frozen.handlers.hosts():
+                extra[SEARXNG_ENV] = f"https://{SEARXNG_HOST}"
+            return await self._isolated(payload, extra, [("127.0.0.1", proxy.info.port)])
+
+    async def _isolated(
+        self, payload: str, extra_env: dict[str, str], extra_bridges: list[tuple[str, int]]
+    ) -> str:
+        env = agent_environment(os.environ, self.args, {**self.protocol_env, **extra_env})
         # In a frozen run (the guard is active) the agent gets a namespace of its own.
         isolation = None
         if NetworkGuard.is_active():
@@ -314,7 +375,7 @@ class CommandAgent:
             isolation = sandbox.probe()
         if isolation is None or not isolation.available:
             return await self._exchange(self.args.argv(), env, payload)
-        async with sandbox.bridges(self.bridged) as bridge_args:
+        async with sandbox.bridges([*self.bridged, *extra_bridges]) as bridge_args:
             argv = [
                 *isolation.prefix,
                 sys.executable,

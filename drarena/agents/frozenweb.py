@@ -1,0 +1,151 @@
+"""Command agents behind the frozen-web proxy: starting it for an answer, and what it saw.
+
+Why: an unmodified agent fetches pages with its own HTTP client and searches through a public
+search API. In a frozen run drarena gives it the proxy (drarena.webproxy) through the
+environment, bridges the proxy's port into the agent's network namespace (the only way out),
+and afterwards turns the proxy's log into the round's trajectory: one `web_fetch` event per
+page request (its URL, or the error "not in snapshot"), one `web_search` event per emulated
+search API call (its query and the result URLs). Citations can then be held against what the
+agent actually read. Searches go through the run's tool record (context.retriever), so a
+replay answers them with no index; pages come from the snapshot, which a replay has.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from drarena.agents.base import ToolEvent
+from drarena.agents.common import tool_event
+from drarena.agents.registry import AgentContext
+from drarena.errors import DrarenaError
+from drarena.registry import ComponentSpec
+from drarena.web.snapshot import Snapshot
+from drarena.webproxy.backend import FetchEntry
+from drarena.webproxy.handlers import HandlerTable
+from drarena.webproxy.proxy import RunningProxy, find_mitmdump, frozen_web_proxy
+
+SEARXNG_ENV = "DRARENA_SEARXNG_URL"
+PROXY_ENV = "DRARENA_WEB_PROXY"
+
+
+@dataclass
+class WebTrace:
+    """What one answer did through the proxy (filled even when the agent fails)."""
+
+    entries: list[FetchEntry] = field(default_factory=list)
+    outside: int = 0
+    started_s: float = 0.0
+    note: str = ""  # why there was no proxy, or what it lacked (no search APIs)
+
+    def fetched(self) -> set[str]:
+        return {e.url for e in self.entries if e.kind == "page" and e.status < 400}
+
+    def events(self, started: float, now: float) -> list[ToolEvent]:
+        out = []
+        for i, e in enumerate(self.entries):
+            if e.kind == "search":
+                query = {"query": e.query, "url": e.url}
+                out.append(
+                    tool_event(f"web-{i}", "web_search", _json(query), started, now, urls=e.urls)
+                )
+                continue
+            error = None
+            if e.kind == "missing":
+                error = "not in snapshot"
+            elif e.kind == "refused" or e.error:
+                error = e.error or f"refused ({e.status})"
+            args: dict[str, object] = {"method": e.method, "url": e.url, "status": e.status}
+            urls = (e.url,) if e.kind == "page" and e.status < 400 else ()
+            out.append(
+                tool_event(
+                    f"web-{i}", "web_fetch", _json(args), started, now, urls=urls, error=error
+                )
+            )
+        return out
+
+    def summary(self, cited: Sequence[str]) -> str:
+        if not self.entries and self.note and not self.started_s:
+            return f"frozen web proxy: none ({self.note})"
+        pages = [e for e in self.entries if e.kind != "search"]
+        missing = sum(e.kind == "missing" for e in pages)
+        searches = sum(e.kind == "search" for e in self.entries)
+        unread = [u for u in dict.fromkeys(cited) if u not in self.fetched()]
+        text = (
+            f"frozen web proxy: {len(pages)} fetches ({missing} not in snapshot), {searches} "
+            f"searches, {len(unread)} cited URL(s) never fetched, outside connections "
+            f"{self.outside}, proxy start {self.started_s:.1f} s"
+        )
+        return f"{text}; {self.note}" if self.note else text
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+class FrozenWebPlan:
+    """Per command agent: whether it gets the proxy, the snapshot and the search handlers
+    (built once, on the first answer that needs them)."""
+
+    def __init__(self, context: AgentContext, want: bool | None, retriever: ComponentSpec):
+        self.context, self.want, self.retriever = context, want, retriever
+        self._snap: Snapshot | None = None
+        self._handlers: HandlerTable | None = None
+        self._handler_note = ""
+
+    def unavailable(self) -> str:
+        """'' when the proxy can run; else why not (an error when the config requires it)."""
+        if self.want is False:
+            return "off in the agent's args (web_proxy: false)"
+        why = ""
+        if self.context.snapshot_dir is None:
+            why = "no snapshot in this context"
+        else:
+            try:
+                find_mitmdump()
+            except DrarenaError as exc:
+                why = str(exc)
+        if why and self.want:
+            raise DrarenaError(f"web_proxy: true, but {why}")
+        return why
+
+    def handlers(self) -> tuple[HandlerTable, str]:
+        if self._handlers is None:
+            from drarena.webproxy.searchapi import search_handlers
+
+            table = HandlerTable()
+            try:
+                table.update(search_handlers(self.context.retriever(self.retriever)))
+            except DrarenaError as exc:  # no index: pages only, and the note says so
+                self._handler_note = f"no search APIs ({exc})"
+            self._handlers = table
+        return self._handlers, self._handler_note
+
+    def snapshot(self) -> Snapshot:
+        if self._snap is None:
+            assert self.context.snapshot_dir is not None
+            self._snap = Snapshot.open(self.context.snapshot_dir)
+        return self._snap
+
+    @asynccontextmanager
+    async def running(self, trace: WebTrace) -> AsyncIterator[RunningProxy]:
+        """The proxy for one answer, in a private folder (its CA included) removed after;
+        the log and counters land in `trace` however the block ends."""
+        handlers, note = self.handlers()
+        trace.note = note
+        folder = Path(tempfile.mkdtemp(prefix="drarena-webproxy-"))
+        try:
+            async with frozen_web_proxy(self.snapshot(), handlers, state_dir=folder) as proxy:
+                trace.started_s = proxy.started_s
+                try:
+                    yield proxy
+                finally:
+                    trace.entries = proxy.frozen.log.take()
+                    trace.outside = proxy.outside_connections()
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
