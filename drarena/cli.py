@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "drarena.web.commands",
     "drarena.corpus.commands",
     "drarena.search.commands",
+    "drarena.webproxy.commands",
     "drarena.models.commands",
     "drarena.arena.commands",
     "drarena.agents.commands",
@@ -35,7 +36,7 @@ OLD_SNAPSHOT = "snapshot (old form)"
 
 # group -> its one-line help, in the order `drarena --help` lists them
 GROUPS = {
-    "snapshot": "crawl, import, export, verify, serve, extract, trees",
+    "snapshot": "crawl, import, export, verify, serve, serve-web, extract, trees",
     "search": "index, query, serve, diagnose (retrievers of a snapshot)",
     "run": "rank, replay, add-agent, compare (a run folder); match (one match)",
     "drift": "snapshot (vs the live web or a later one); run (asked again live)",
@@ -52,6 +53,7 @@ ROUTES: dict[str, tuple[str | None, str, bool]] = {
     "snapshot-export": ("snapshot", "export", False),
     "verify": ("snapshot", "verify", True),
     "replay-snapshot": ("snapshot", "serve", True),
+    "serve-web": ("snapshot", "serve-web", False),
     "extract": ("snapshot", "extract", True),
     "trees": ("snapshot", "trees", True),
     "index": ("search", "index", True),
