@@ -42,6 +42,17 @@ setup-proxy: .venv-proxy/bin/mitmdump
 	$(PYTHON) -m venv .venv-proxy
 	.venv-proxy/bin/pip install -q $(if $(wildcard locks/proxy-py$(PYVER).txt),-c locks/proxy-py$(PYVER).txt) "mitmproxy>=11,<13"
 
+## setup-agents: real research agents from PyPI (smolagents, GPT Researcher), each in its own
+## venv under .venv-agents/ (scripts/setup_agents.sh); docs/real-agents.md says how they run
+.PHONY: setup-agents bench-agents
+setup-agents:
+	bash scripts/setup_agents.sh
+
+## bench-agents: the real-agent tournament (configs/agents/tournament.yaml): both agents behind
+## the frozen-web proxy plus a react baseline on the CPU model; slow, not part of `make test`
+bench-agents: setup setup-models setup-proxy setup-agents
+	$(BIN)/drarena tournament configs/agents/tournament.yaml
+
 ## setup-browser: Debian's chromium for the report's headless browser test (apt, once)
 setup-browser:
 	bash scripts/setup_browser.sh

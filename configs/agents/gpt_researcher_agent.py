@@ -1,0 +1,62 @@
+"""drarena command exchange (protocol 1) -> GPT Researcher, unmodified.
+
+Runs inside .venv-agents/gpt-researcher (scripts/setup_agents.sh). GPT Researcher is
+configured only through its documented environment variables (set in the tournament config's
+`env:`): RETRIEVER=tavily with any TAVILY_API_KEY (drarena's frozen-web proxy answers
+api.tavily.com from the snapshot's index), SCRAPER=bs (its requests + BeautifulSoup scraper;
+pages come from the snapshot through the same proxy), FAST_LLM / SMART_LLM / STRATEGIC_LLM /
+EMBEDDING naming the local OpenAI-compatible server's model, OPENAI_BASE_URL pointing at it.
+
+Glue only: OPENAI_BASE_URL and the model names default to what drarena passes
+(DRARENA_MODEL_API_BASE, DRARENA_MODEL) when the config leaves them unset; the report's
+source URLs become the citations, in the order GPT Researcher lists them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sys
+
+
+def configure() -> None:
+    served = os.environ.get("DRARENA_MODEL", "openai/served").removeprefix("openai/")
+    defaults = {
+        "OPENAI_BASE_URL": os.environ.get("DRARENA_MODEL_API_BASE", "http://127.0.0.1:8000/v1"),
+        "OPENAI_API_KEY": "none",
+        "FAST_LLM": f"openai:{served}",
+        "SMART_LLM": f"openai:{served}",
+        "STRATEGIC_LLM": f"openai:{served}",
+        "EMBEDDING": f"custom:{served}",
+    }
+    for name, value in defaults.items():
+        os.environ.setdefault(name, value)
+
+
+async def research(question: str, low: int, high: int) -> tuple[str, list[str]]:
+    from gpt_researcher import GPTResearcher
+
+    researcher = GPTResearcher(query=question, report_type="research_report")
+    await researcher.conduct_research()
+    report = await researcher.write_report(
+        custom_prompt=f"Answer '{question}' in {low} to {high} words, citing sources as [n]."
+    )
+    return report, list(researcher.get_source_urls())
+
+
+def main() -> int:
+    request = json.load(sys.stdin)
+    configure()
+    low, high = request.get("word_limit") or (150, 250)
+    report, sources = asyncio.run(research(request["question"], low, high))
+    cited = [u for u in sources if isinstance(u, str) and u.startswith(("http://", "https://"))]
+    # GPT Researcher writes markdown links; its markers [n] refer to the source list order
+    report = re.sub(r"\]\((https?://[^)\s]+)\)", "]", report)
+    json.dump({"report": report, "citations": cited}, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
