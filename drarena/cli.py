@@ -38,7 +38,7 @@ OLD_SNAPSHOT = "snapshot (old form)"
 GROUPS = {
     "snapshot": "crawl, import, export, verify, serve, serve-web, extract, trees",
     "search": "index, query, serve, diagnose (retrievers of a snapshot)",
-    "run": "rank, replay, add-agent, compare (a run folder); match (one match)",
+    "run": "rank, replay, add-agent, rejudge, compare (a run folder); match (one match)",
     "drift": "snapshot (vs the live web or a later one); run (asked again live)",
     "agent": "ask (one agent, one question)",
     "model": "serve (a local OpenAI-compatible model server)",
@@ -63,6 +63,7 @@ ROUTES: dict[str, tuple[str | None, str, bool]] = {
     "rank": ("run", "rank", True),
     "replay": ("run", "replay", True),
     "add-agent": ("run", "add-agent", True),
+    "rejudge": ("run", "rejudge", False),
     "compare": ("run", "compare", False),
     "match": ("run", "match", True),
     "drift": ("drift", "snapshot", True),

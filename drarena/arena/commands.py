@@ -102,6 +102,52 @@ def register(subparsers: Any) -> None:
     d.add_argument("--model", default=None, help="as for `drarena tournament`")
     d.set_defaults(func=cmd_drift_run)
 
+    j = subparsers.add_parser(
+        "rejudge",
+        help="judge a finished run's stored rounds again with another Examiner; "
+        "agreement and Cohen's kappa with the run's own verdicts",
+        description="Judge every stored round of a finished run again (same tasks, same "
+        "answers, both orders, the same judging code) with another judge, and report per-round "
+        "agreement and Cohen's kappa with the run's verdicts (5-way, A/TIE/B, failure type), "
+        "with bootstrap 95% intervals. The run is only read; the rejudge's model cache, "
+        "rejudge.json and rejudge.md go to --out (a second rejudge makes no model calls).",
+    )
+    j.add_argument("run", type=Path, help="finished run folder, e.g. runs/demo")
+    j.add_argument(
+        "--model",
+        default=None,
+        help="the new judge's model: a litellm model string (e.g. openai/qwen2.5-coder-1.5b "
+        "with --api-base), or 'served' for the local model server; the run's judge "
+        "sampling is kept",
+    )
+    j.add_argument("--api-base", default=None, help="OpenAI-compatible endpoint of --model")
+    j.add_argument(
+        "--role", default=None, help="judge with this model role (of --config, else of the run)"
+    )
+    j.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help="a tournament config whose models.roles holds the judge "
+        "(--role, default its judging role)",
+    )
+    j.add_argument("--temperature", type=float, default=None, help="judge sampling temperature")
+    j.add_argument("--seed", type=int, default=None, help="judge sampling seed")
+    where = j.add_mutually_exclusive_group()
+    where.add_argument(
+        "--out", type=Path, default=None, help="report and cache folder (default <run>-rejudge)"
+    )
+    where.add_argument(
+        "--write",
+        type=Path,
+        default=None,
+        metavar="OUT",
+        help="as --out, and make OUT a run folder ranked by the new judgments (run.json naming "
+        "the source run and the judge, matches.jsonl rescored, leaderboard, report.html)",
+    )
+    j.add_argument("--no-serve", action="store_true", help="as for `drarena tournament`")
+    j.set_defaults(func=cmd_rejudge)
+
     m = subparsers.add_parser("match", help="one match between two agents on one tree")
     m.add_argument("snapshot", type=Path)
     m.add_argument("--a", required=True, help="agent kind for side A")
@@ -295,6 +341,32 @@ def cmd_drift_run(args: argparse.Namespace) -> int:
             + ": drift-run.json and live-matches.jsonl"
         )
         return 0 if result.identical else 1
+    return 0
+
+
+def cmd_rejudge(args: argparse.Namespace) -> int:
+    from drarena.arena.rejudge import JudgeSpec, rejudge
+
+    out: Path = args.write or args.out or args.run.with_name(args.run.name + "-rejudge")
+    spec = JudgeSpec(
+        model=args.model,
+        api_base=args.api_base,
+        role=args.role,
+        config=args.config,
+        temperature=args.temperature,
+        seed=args.seed,
+    )
+    started = time.perf_counter()
+    result = rejudge(args.run, out, spec, write=args.write is not None, serve=not args.no_serve)
+    print(result.markdown)
+    if result.leaderboard_md is not None:
+        from drarena.ledger.folder import RunDir
+        from drarena.report.run import write_report
+
+        write_report(RunDir(out), result.config, result.log)
+        print(result.leaderboard_md)
+        print(f"report: {out / 'report.html'}")
+    print(f"{time.perf_counter() - started:.0f} s; {out / 'rejudge.json'}")
     return 0
 
 

@@ -1,0 +1,437 @@
+"""`drarena run rejudge RUN`: a finished run's rounds judged again by another Examiner.
+
+Why: a ranking is only as good as its judge, and one way to measure a judge without humans is
+to ask whether a second judge agrees (DR-Arena reports Cohen's kappa 0.84-0.90 between
+Examiners). Every stored round with a task and two judgeable answers is judged again through
+the same judging code a tournament uses (both orders, reconciled), by the judge model given
+here; nothing is asked of the agents and no task is generated. The comparison is per round:
+the source run's reconciled verdict against the new one, as agreement and Cohen's kappa
+(drarena.ledger.agreement) on the 5-way verdict, on the direction (A / TIE / B), and on the
+loser's failure type where both judges named the same winner (the type diagnoses the loser,
+so it is compared only when both judges mean the same loser).
+
+The output folder (default <RUN>-rejudge) holds the rejudge's own model cache, so a second
+rejudge with the same judge makes no model calls, and rejudge.json / rejudge.md. With
+`write`, it is also a run folder (run.json naming the source run and the new judge,
+matches.jsonl with the new judgments and rescored matches, the leaderboard): `drarena run rank`
+reads it like any run. The walk through each tree stays the source run's (the rounds played
+are the ones the first Examiner's verdicts chose); every stored round is rescored, none is cut.
+The source run is only read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from drarena.arena.config import SERVED, TournamentConfig, load_config, parse_config
+from drarena.arena.rounds import failure, for_judge
+from drarena.arena.session import bind_roles, model_endpoint
+from drarena.errors import DrarenaError
+from drarena.examiner.evolve import MatchScore, add_round, outcome
+from drarena.examiner.judge import PairJudgment, judge_pair
+from drarena.examiner.templates import template_hashes
+from drarena.examiner.verdicts import Judgment
+from drarena.ledger.agreement import Agreement, collapse, measure
+from drarena.ledger.agreement import to_markdown as agreement_markdown
+from drarena.ledger.folder import RunDir, read_text, write_atomic
+from drarena.ledger.records import MatchRecord, RoundRecord
+from drarena.models.client import ModelClient
+from drarena.models.config import CacheMode, ModelRole, ModelsConfig, Sampling
+from drarena.records import Record
+
+SCHEMA_VERSION = 1
+MARK = "rejudge_of"
+REPORT_JSON = "rejudge.json"
+REPORT_MD = "rejudge.md"
+ROLE = "rejudge"
+# what a rejudge writes into its folder (the cache is kept: a second rejudge is free)
+WRITTEN = (
+    REPORT_JSON,
+    REPORT_MD,
+    "run.json",
+    "matches.jsonl",
+    "leaderboard.md",
+    "leaderboard.csv",
+    "leaderboard.json",
+    "report.html",
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JudgeSpec:
+    """Which judge to ask: a role of a config (default the run's own judging role), its
+    model replaced when `model` is given, its sampling changed by the given fields."""
+
+    model: str | None = None
+    api_base: str | None = None
+    role: str | None = None
+    config: Path | None = None
+    temperature: float | None = None
+    seed: int | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RoundComparison(Record):
+    """One round: the source run's reconciled judgment and the new judge's ('' error when
+    the new judge answered); `original` is None where the source round was not judged."""
+
+    match_id: str
+    round: int
+    a: str
+    b: str
+    original: Judgment | None
+    new: Judgment | None
+    error: str = ""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RejudgeReport(Record):
+    schema_version: int
+    rejudge_of: str
+    source_judge: dict[str, Any]
+    judge: dict[str, Any]
+    prompt_hashes: dict[str, str]
+    source_prompt_hashes: dict[str, str]
+    rounds_stored: int
+    rounds_rejudged: int
+    rounds_compared: int
+    rounds_new_judge_failed: int
+    verdict: Agreement
+    direction: Agreement
+    failure_type: Agreement
+    rounds: tuple[RoundComparison, ...]
+    model_calls: int
+    written_run: bool
+
+
+@dataclasses.dataclass
+class RejudgeResult:
+    report: RejudgeReport
+    markdown: str
+    leaderboard_md: str | None  # with `write`
+    log: list[MatchRecord]  # with `write`: the rescored matches
+    config: TournamentConfig
+
+
+def judging_role(config: TournamentConfig) -> str:
+    """The role that judged the source run (a config with a separate judge role names it)."""
+    role = getattr(config.match, "judge_role", None)
+    return role if isinstance(role, str) and role else config.match.examiner_role
+
+
+def resolve_judge(source: TournamentConfig, spec: JudgeSpec) -> tuple[str, ModelRole]:
+    """(a description of where the judge came from, the judge's model role)."""
+    base = source if spec.config is None else load_config(spec.config)
+    where = "the run's config" if spec.config is None else str(spec.config)
+    name = spec.role or judging_role(base)
+    if spec.model is not None and spec.role is None and spec.config is None:
+        # a bare --model: the run's judge settings (sampling, timeout) with another model
+        name = judging_role(source)
+    role = base.models.roles.get(name)
+    if role is None:
+        known = ", ".join(sorted(base.models.roles)) or "none"
+        raise DrarenaError(f"{where}: models.roles has no role {name!r} (roles: {known})")
+    update: dict[str, Any] = {}
+    if spec.model is not None:
+        update.update(model=spec.model, api_base=spec.api_base, api_bases=None)
+    elif spec.api_base is not None:
+        update.update(api_base=spec.api_base, api_bases=None)
+    sampling = role.sampling.model_dump()
+    if spec.temperature is not None:
+        sampling["temperature"] = spec.temperature
+    if spec.seed is not None:
+        sampling["seed"] = spec.seed
+    try:
+        update["sampling"] = Sampling.model_validate(sampling)
+        judge = ModelRole.model_validate({**role.model_dump(), **update})
+    except ValueError as exc:
+        raise DrarenaError(f"rejudge judge: {str(exc).splitlines()[0]}") from None
+    return f"{where}, role {name}", judge
+
+
+def judge_record(role: ModelRole, origin: str) -> dict[str, Any]:
+    return {
+        "from": origin,
+        "model": role.model,
+        "api_base": role.api_base,
+        "sampling": role.sampling.as_params(),
+    }
+
+
+def prepare_out(source: Path, out: Path) -> None:
+    """`out` ready for a rejudge: never the source run (nor inside or around it); a new or
+    empty folder as is; a folder an earlier rejudge of the same run made (MARK in its
+    rejudge.json) loses only the files a rejudge writes, keeping its model cache; any
+    other folder is refused, nothing deleted."""
+    src, dst = source.resolve(), out.resolve()
+    if dst == src or dst.is_relative_to(src) or src.is_relative_to(dst):
+        raise DrarenaError(f"{out}: is, holds or lies inside the run being rejudged ({source})")
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise DrarenaError(f"{out}: exists and is not a folder")
+    if not any(out.iterdir()):
+        return
+    marker = out / REPORT_JSON
+    try:
+        earlier = json.loads(read_text(marker)) if marker.is_file() else None
+    except (ValueError, DrarenaError):
+        earlier = None
+    if not isinstance(earlier, dict) or earlier.get(MARK) != str(src):
+        raise DrarenaError(
+            f"{out}: not empty and not a rejudge of {source} (no {REPORT_JSON} naming it); "
+            "nothing was deleted: choose a new or empty folder"
+        )
+    for name in WRITTEN:
+        for path in (out / name, out / (name + ".tmp")):
+            path.unlink(missing_ok=True)
+    matches = out / "matches"
+    if matches.is_dir():
+        for path in matches.iterdir():
+            if path.is_file() and path.name.endswith((".json", ".json.tmp")):
+                path.unlink()
+
+
+def judgeable(r: RoundRecord) -> bool:
+    """A round the new judge can see exactly as the first one could: a task, two answers,
+    neither empty nor failed."""
+    if r.task.task is None or r.answer_a is None or r.answer_b is None:
+        return False
+    return not failure(r.answer_a) and not failure(r.answer_b)
+
+
+async def judge_rounds(
+    log: Sequence[MatchRecord], client: ModelClient
+) -> dict[tuple[str, int], PairJudgment | str]:
+    """Every judgeable round judged again: a PairJudgment, or the error (a failing judge is
+    a recorded failure, as in a tournament round, never a crash)."""
+
+    async def one(r: RoundRecord) -> PairJudgment | str:
+        task, a, b = r.task.task, r.answer_a, r.answer_b
+        assert task is not None and a is not None and b is not None
+        try:
+            return await judge_pair(client, ROLE, task, for_judge(a), for_judge(b))
+        except DrarenaError as exc:
+            return f"judge failed: {exc}"
+
+    keys = [(m.match_id, r.index) for m in log for r in m.rounds if judgeable(r)]
+    jobs = [one(r) for m in log for r in m.rounds if judgeable(r)]
+    return dict(zip(keys, await asyncio.gather(*jobs), strict=True))
+
+
+def compare(
+    log: Sequence[MatchRecord], judged: dict[tuple[str, int], PairJudgment | str]
+) -> list[RoundComparison]:
+    out = []
+    for m in log:
+        for r in m.rounds:
+            got = judged.get((m.match_id, r.index))
+            if got is None:
+                continue
+            original = None if r.judgment is None or r.void_reason else r.judgment.reconciled
+            if isinstance(got, str):
+                out.append(RoundComparison(m.match_id, r.index, m.a, m.b, original, None, got))
+            else:
+                out.append(RoundComparison(m.match_id, r.index, m.a, m.b, original, got.reconciled))
+    return out
+
+
+def agreements(
+    rows: Sequence[RoundComparison], *, resamples: int, seed: int
+) -> tuple[Agreement, Agreement, Agreement]:
+    """Verdict (5-way), direction (A / TIE / B) and failure type (rounds where both judges
+    named the same winner), each over the rounds both judges judged."""
+    both = [(r.original, r.new) for r in rows if r.original is not None and r.new is not None]
+    verdicts = [(o.verdict.value, n.verdict.value) for o, n in both]
+    directions = [(collapse(o), collapse(n)) for o, n in verdicts]
+    failures = [
+        (o.loser_failure_type.value, n.loser_failure_type.value)
+        for o, n in both
+        if collapse(o.verdict.value) == collapse(n.verdict.value) != "TIE"
+    ]
+    return (
+        measure("verdict (5-way)", verdicts, resamples=resamples, seed=seed),
+        measure("direction (A/TIE/B)", directions, resamples=resamples, seed=seed),
+        measure("failure type (same winner)", failures, resamples=resamples, seed=seed),
+    )
+
+
+def rescore(
+    m: MatchRecord, judged: dict[tuple[str, int], PairJudgment | str], max_void_rounds: int
+) -> MatchRecord:
+    """The match with the new judgments in its rounds and its score and outcome recomputed
+    as a tournament computes them; rounds the new judge could not see stay as recorded."""
+    score = MatchScore(0, 0, 0, 0)
+    rounds = []
+    for r in m.rounds:
+        got = judged.get((m.match_id, r.index))
+        if isinstance(got, PairJudgment):
+            r = dataclasses.replace(r, judgment=got, void_reason="")
+        elif isinstance(got, str):
+            r = dataclasses.replace(r, judgment=None, void_reason=got)
+        verdict = None if r.void_reason or r.judgment is None else r.judgment.reconciled.verdict
+        score = add_round(score, verdict)
+        rounds.append(dataclasses.replace(r, score=score))
+    void = ""
+    if not rounds:
+        void = m.void_reason
+    elif score.rounds_void > max_void_rounds or score.rounds_scored == 0:
+        reasons = "; ".join(r.void_reason for r in rounds if r.void_reason)
+        void = f"{score.rounds_void} void round(s): {reasons}"
+    return dataclasses.replace(
+        m,
+        rounds=tuple(rounds),
+        score=score,
+        outcome=outcome(score, max_void_rounds=max_void_rounds),
+        void_reason=void,
+    )
+
+
+def to_markdown(report: RejudgeReport) -> str:
+    j, s = report.judge, report.source_judge
+    lines = [
+        f"rejudge of {report.rejudge_of}",
+        f"source judge: {s['model']} {s['sampling']}",
+        f"new judge: {j['model']} {j['sampling']} ({j['from']})",
+        f"rounds: {report.rounds_stored} stored, {report.rounds_rejudged} judged again, "
+        f"{report.rounds_compared} judged by both, {report.rounds_new_judge_failed} the new "
+        f"judge failed; {report.model_calls} model calls",
+        "",
+        agreement_markdown([report.verdict, report.direction, report.failure_type]),
+    ]
+    if report.prompt_hashes != report.source_prompt_hashes:
+        lines.insert(
+            3,
+            "note: the prompt templates differ from the ones the source run recorded "
+            "(prompt_hashes): the new judge read today's wording",
+        )
+    confusion = report.verdict.confusion
+    if confusion:
+        lines.append(
+            "verdicts (source -> new): " + ", ".join(f"{k} {v}" for k, v in confusion.items())
+        )
+    return "\n".join(lines) + "\n"
+
+
+@contextlib.contextmanager
+def judge_client(
+    config: TournamentConfig,
+    judge: ModelRole,
+    cache_path: Path,
+    *,
+    serve: bool,
+    backend: Any = None,
+) -> Iterator[ModelClient]:
+    """A client with one role, the judge, its calls cached in `cache_path`; a `served` judge
+    uses the local model server (DRARENA_MODEL_API_BASE, or the CPU default one started
+    here), as a tournament's roles do."""
+    models = ModelsConfig(roles={ROLE: judge}, concurrency=config.models.concurrency)
+    models = models.model_copy(update={"retry": config.models.retry})
+    only = config.model_copy(update={"models": models})
+    endpoint: contextlib.AbstractContextManager[tuple[str | None, str | None]] = (
+        model_endpoint(only, serve)
+        if judge.model == SERVED
+        else contextlib.nullcontext((None, None))
+    )
+    with endpoint as (api_base, served):
+        yield ModelClient(
+            bind_roles(models, api_base, served, cache_path, CacheMode.READ_WRITE), backend=backend
+        )
+
+
+def rejudge(
+    source_path: Path,
+    out_path: Path,
+    spec: JudgeSpec,
+    *,
+    write: bool = False,
+    serve: bool = True,
+    resamples: int | None = None,
+    seed: int | None = None,
+    backend: Any = None,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> RejudgeResult:
+    """Judge `source_path`'s stored rounds again into `out_path` (see the module doc). The
+    bootstrap's `resamples` and `seed` default to the run's rating settings."""
+    source = RunDir(source_path)
+    header = source.header()
+    if header is None:
+        raise DrarenaError(f"{source_path}: no run.json (not a run folder)")
+    config = parse_config(header["config"], f"{source.header_path}: config")
+    log = source.read_log()
+    stored = sum(len(m.rounds) for m in log)
+    if not any(judgeable(r) for m in log for r in m.rounds):
+        raise DrarenaError(
+            f"{source.log_path}: no round holds a task and two judgeable answers "
+            f"({stored} rounds stored); nothing to rejudge"
+        )
+    origin, judge = resolve_judge(config, spec)
+    prepare_out(source_path, out_path)
+    out = RunDir(out_path)
+    out_path.mkdir(parents=True, exist_ok=True)
+    mark = {"schema_version": SCHEMA_VERSION, MARK: str(source_path.resolve()), "finished": False}
+    write_atomic(out_path / REPORT_JSON, json.dumps(mark) + "\n")  # a crash resumes here
+    with judge_client(config, judge, out.cache_path, serve=serve, backend=backend) as client:
+        judged = asyncio.run(judge_rounds(log, client))
+        bound = client.role(ROLE)
+        calls = client.model_calls
+        usage = {k: v.to_dict() for k, v in client.usage().items()}
+    rows = compare(log, judged)
+    verdict, direction, failure_type = agreements(
+        rows,
+        resamples=config.rating.resamples if resamples is None else resamples,
+        seed=config.rating.seed if seed is None else seed,
+    )
+    source_role = header.get("bound_roles", {}).get(judging_role(config), {})
+    report = RejudgeReport(
+        SCHEMA_VERSION,
+        str(source_path.resolve()),
+        {
+            "role": judging_role(config),
+            "model": source_role.get("model", "unknown"),
+            "sampling": source_role.get("sampling", {}),
+        },
+        judge_record(bound, origin),
+        template_hashes(),
+        dict(header.get("prompt_hashes", {})),
+        stored,
+        len(rows),
+        sum(r.original is not None and r.new is not None for r in rows),
+        sum(r.new is None for r in rows),
+        verdict,
+        direction,
+        failure_type,
+        tuple(rows),
+        calls,
+        write,
+    )
+    leaderboard_md = None
+    rescored: list[MatchRecord] = []
+    if write:
+        from drarena.arena.execute import finish
+
+        rescored = [rescore(m, judged, config.match.max_void_rounds) for m in log]
+        new_header = {k: v for k, v in header.items() if k not in ("replay_of", MARK, "rejudge")}
+        new_header.update(
+            created=now().isoformat(timespec="seconds"),
+            model_calls=calls,
+            usage=usage,
+            **{MARK: report.rejudge_of},
+            rejudge={"judge": report.judge, "prompt_hashes": report.prompt_hashes},
+        )
+        out.write_header(new_header)
+        for m in rescored:
+            out.save_match(m)
+        out.write_log(rescored)
+        leaderboard_md = finish(out, config, rescored)
+    markdown = to_markdown(report)
+    write_atomic(out_path / REPORT_MD, markdown)
+    write_atomic(out_path / REPORT_JSON, report.to_json() + "\n")
+    return RejudgeResult(report, markdown, leaderboard_md, rescored, config)
