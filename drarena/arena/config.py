@@ -3,31 +3,57 @@
 A role whose model is `served` is bound at run time to the model server the command uses
 (the local CPU server it starts, or DRARENA_MODEL_API_BASE): one config runs on a laptop and
 on a GPU box. The run header keeps both the config as written and the bound roles.
+
+Two things are resolved while parsing, so that run.json's config says what the run did:
+- `protocol: paper` fills every `match:` switch the config does not set with the DR-Arena
+  paper's choice (PAPER_MATCH; docs/deviations.md lists them). A key written in `match:`
+  wins over the preset, so an ablation can run on top of it.
+- Task generation and judging have their own model roles (the reference samples tasks at
+  temperature 0.7 and judgments at 0.1). A config that defines no role of that name gets one
+  derived from the Examiner's role with the paper's temperature.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from drarena.arena.match import MatchSettings
 from drarena.errors import DrarenaError
-from drarena.models.config import ModelsConfig
+from drarena.models.config import ModelRole, ModelsConfig
 from drarena.registry import ComponentSpec
 from drarena.yamlfile import load_yaml_mapping
 
 SERVED = "served"
+
+# The paper's sampling temperatures (reference core/examiner.py: generate_question at 0.7,
+# judge_answers at 0.1), given to a task-generation or judge role derived from the Examiner.
+TASKGEN_TEMPERATURE = 0.7
+JUDGE_TEMPERATURE = 0.1
+
+# `protocol: paper`: each match switch at the paper's (and its reference code's) choice.
+PAPER_MATCH: dict[str, Any] = {
+    "max_rounds": 10,
+    "gap_to_stop": 2,
+    "start_depth": 1,
+    "start_width": 2,
+    "page_chars": 15000,
+    "page_budget_chars": None,
+    "cut_history_on_backtrack": True,
+    "leaf_fallback_widen": True,
+    "checklist_max_items": None,
+    "flat_context": False,
+    "first_round_only": False,
+}
 
 
 class TreesSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     count: int = Field(3, ge=1, description="trees every pairing plays (the same set for all)")
-    seed: int = Field(
-        1, description="seed of `drarena snapshot trees` when the trees must be built"
-    )
+    seed: int = Field(1, description="seed of `drarena trees` when the trees must be built")
     ids: tuple[str, ...] = Field((), description="explicit tree ids; default: the first count")
 
 
@@ -45,7 +71,7 @@ class AgentEntry(BaseModel):
 
 
 class IndexSettings(BaseModel):
-    """How `drarena tournament` builds missing indexes (see `drarena search index --help`)."""
+    """How `drarena tournament` builds missing indexes (see `drarena index --help`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -96,7 +122,7 @@ class TournamentConfig(BaseModel):
         pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$", description="run folder name under runs_root"
     )
     snapshot: Path = Field(description="snapshot folder (WARC + CDXJ + manifest)")
-    index_root: Path = Field(Path("index"), description="where `drarena search index` writes")
+    index_root: Path = Field(Path("index"), description="where `drarena index` writes")
     runs_root: Path = Field(Path("runs"))
     seed: int = Field(0, description="run seed: Swiss draws and every match's generator")
     offline: bool = Field(True, description="frozen web only; a guard refuses other hosts")
@@ -112,8 +138,21 @@ class TournamentConfig(BaseModel):
         "or --live); default provider: a "
         "SearXNG on 127.0.0.1:8888",
     )
+    protocol: Literal["drarena", "paper"] = Field(
+        "drarena",
+        description="drarena: the match: defaults (the paper's rules except the documented "
+        "improvements in docs/deviations.md); paper: every match: switch not written in the "
+        "config set to the paper's choice",
+    )
     models: ModelsConfig
     agents: tuple[AgentEntry, ...] = Field(min_length=2)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            data = derive_stage_roles(apply_protocol(data))
+        return data
 
     @field_validator("agents")
     @classmethod
@@ -132,6 +171,63 @@ class TournamentConfig(BaseModel):
         return self.model_copy(
             update={"offline": False, "live": self.live or LiveSettings.model_validate({})}
         )
+
+
+def apply_protocol(data: dict[str, Any]) -> dict[str, Any]:
+    """The raw config with `protocol: paper`'s match switches filled in where not written."""
+    if data.get("protocol") != "paper":
+        return data
+    match = data.get("match")
+    if isinstance(match, MatchSettings):
+        match = match.model_dump(exclude_unset=True)
+    if match is not None and not isinstance(match, dict):
+        return data  # the field's own validation names the problem
+    return {**data, "match": {**PAPER_MATCH, **(match or {})}}
+
+
+def derive_stage_roles(data: dict[str, Any]) -> dict[str, Any]:
+    """The raw config with a task-generation and a judge role derived from the Examiner's
+    role (its model and sampling, at the paper's temperature) when models.roles has no role
+    of the configured name. A config that names its own roles is left as it is."""
+    models, match = data.get("models"), data.get("match") or {}
+    if isinstance(match, MatchSettings):
+        match = match.model_dump()
+    if not isinstance(models, dict | ModelsConfig) or not isinstance(match, dict):
+        return data
+    raw = models if isinstance(models, dict) else models.model_dump(exclude_unset=True)
+    roles = raw.get("roles")
+    if not isinstance(roles, dict):
+        return data
+    defaults = MatchSettings.model_fields
+    examiner = roles.get(match.get("examiner_role", defaults["examiner_role"].default))
+    if examiner is None:
+        return data  # check_components names the missing role
+    added = dict(roles)
+    for key, temperature in (
+        ("taskgen_role", TASKGEN_TEMPERATURE),
+        ("judge_role", JUDGE_TEMPERATURE),
+    ):
+        name = match.get(key, defaults[key].default)
+        if isinstance(name, str) and name not in added:
+            added[name] = _with_temperature(examiner, temperature)
+    if len(added) == len(roles):
+        return data
+    return {**data, "models": {**raw, "roles": added}}
+
+
+def _with_temperature(role: Any, temperature: float) -> Any:
+    if isinstance(role, ModelRole):
+        return role.model_copy(
+            update={"sampling": role.sampling.model_copy(update={"temperature": temperature})}
+        )
+    if not isinstance(role, dict):
+        return role  # the role's own validation names the problem
+    sampling = role.get("sampling") or {}
+    if isinstance(sampling, BaseModel):
+        sampling = sampling.model_dump()
+    if not isinstance(sampling, dict):
+        return role
+    return {**role, "sampling": {**sampling, "temperature": temperature}}
 
 
 def load_config(path: Path) -> TournamentConfig:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from drarena.agents.base import Agent, Answer, Conversation, SourcePage
+from drarena.agents.base import Agent, Answer, Conversation, SourcePage, Turn
 from drarena.arena.rounds import play_round
 from drarena.corpus.treewalk import CannotExpand, TreePath, TreeWalker
 from drarena.examiner.evolve import (
@@ -41,16 +41,63 @@ class MatchSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_rounds: int = Field(3, ge=1, le=20, description="rounds before the match ends anyway")
+    max_rounds: int = Field(
+        10, ge=1, le=20, description="rounds before the match ends anyway (the paper: 10)"
+    )
     gap_to_stop: int = Field(2, ge=1, description="point gap that ends the match early")
     max_void_rounds: int = Field(1, ge=0, description="more void rounds than this void the match")
     start_depth: int = Field(1, ge=1, description="depth of the first round's node")
     start_width: int = Field(2, ge=1, description="target pages in the first round")
-    page_budget_chars: int = Field(
-        6000, ge=500, description="page text in the task prompt, shared evenly"
+    page_chars: int = Field(
+        15000,
+        ge=200,
+        description="characters of each page's text in the task prompt (the reference "
+        "gives the Examiner up to about 15k per page)",
+    )
+    page_budget_chars: int | None = Field(
+        None,
+        ge=500,
+        description="optional cap on all page text in the task prompt, shared evenly (a "
+        "third to the reasoning chain), on top of page_chars; the key's meaning before "
+        "page_chars existed, so older configs keep their prompts; null: no cap",
     )
     task_attempts: int = Field(2, ge=1, description="tries per task before the node is skipped")
     examiner_role: str = Field("examiner", description="model role of the Examiner")
+    taskgen_role: str = Field(
+        "taskgen",
+        description="model role that writes tasks; a tournament config without a role of "
+        "this name derives it from examiner_role at temperature 0.7 (the paper's)",
+    )
+    judge_role: str = Field(
+        "judge",
+        description="model role that judges; a tournament config without a role of this "
+        "name derives it from examiner_role at temperature 0.1 (the paper's)",
+    )
+    cut_history_on_backtrack: bool = Field(
+        True,
+        description="a backtrack drops the conversation turns both agents played below the "
+        "node it returns to (the reference); false: conversations keep every turn",
+    )
+    leaf_fallback_widen: bool = Field(
+        True,
+        description="a DEPTH loss at a node with no deeper child widens instead (W+1, the "
+        "reference); false: the walk stays with W unchanged",
+    )
+    checklist_max_items: int | None = Field(
+        None,
+        ge=1,
+        description="ceiling on each checklist's length; null: depth items <= W and width "
+        "items <= 2W, so every target can be checked at any W (the paper sets no cap)",
+    )
+    flat_context: bool = Field(
+        False,
+        description="ablation (paper 4.3): task generation sees the target pages only, "
+        "with no reasoning chain and no link relations",
+    )
+    first_round_only: bool = Field(
+        False,
+        description="ablation (paper 4.3, Table 6): a match ends after its first scored round",
+    )
 
 
 def match_seed(run_seed: int, a: str, b: str, tree: str) -> int:
@@ -83,6 +130,7 @@ class MatchRunner:
         earlier: list[str] = []
         conv: dict[str, Conversation | None] = {"a": None, "b": None}
         last: dict[str, str] = {"a": "", "b": ""}
+        marks: list[int] = []  # turns played when each descend happened (reference snapshots)
         width = s.start_width
         try:
             path: TreePath = self.walker.start(s.start_depth)
@@ -103,16 +151,18 @@ class MatchRunner:
                 max_rounds=s.max_rounds,
                 gap_to_stop=s.gap_to_stop,
                 max_void_rounds=s.max_void_rounds,
-            )
-            move: Transition | None = None
-            if not stop:
-                path, width, move = self._move(rec, path, depth, width)
+            ) or (s.first_round_only and score.rounds_scored >= 1)
             if rec.task.task is not None:
                 earlier.append(rec.task.task.question)
             if played is not None:  # only a played round continues the conversations
                 for side, (conversation, answer) in zip(("a", "b"), played, strict=True):
                     conv[side] = conversation
                     last[side] = answer.report
+            move: Transition | None = None
+            if not stop:
+                new_path, width, move = self._move(rec, path, depth, width)
+                move = self._follow_walk(path, new_path, move, marks, conv, last)
+                path = new_path
             rec = dataclasses.replace(rec, score=score, transition=move)
             rounds.append(rec)
             if self.on_round is not None:
@@ -144,12 +194,14 @@ class MatchRunner:
         self, rec: RoundRecord, path: TreePath, depth: int, width: int
     ) -> tuple[TreePath, int, Transition]:
         """Apply the transition table; a void round moves deeper to fresh pages (asking the
-        same node again would replay the same failure from the cache)."""
+        same node again would replay the same failure from the cache). A DEPTH loss at a
+        node with no deeper child widens instead, as the reference's `_advance_tree` failing
+        does (`leaf_fallback_widen`)."""
         if rec.judgment is None or rec.void_reason:
             planned = Transition(Move.DEEPEN, depth + 1, width)
         else:
             planned = transition(rec.judgment.reconciled, depth, width)
-        new_path, move = path, planned.move
+        new_path, move, new_width = path, planned.move, planned.width
         try:
             if planned.move in (Move.DEEPEN, Move.DEEPEN_WIDEN):
                 new_path = self.walker.descend(path)
@@ -159,8 +211,41 @@ class MatchRunner:
             if rec.void_reason:  # the same node again would replay the same failure
                 with contextlib.suppress(CannotExpand):
                     new_path, move = self.walker.start(self.settings.start_depth), Move.RESTART
+            elif planned.move == Move.DEEPEN and self.settings.leaf_fallback_widen:
+                move, new_width = Move.WIDEN, width + 1
             # otherwise the tree ends here: stay, and let the width change do the work
-        return new_path, planned.width, Transition(move, len(new_path) - 1, planned.width)
+        return new_path, new_width, Transition(move, len(new_path) - 1, new_width)
+
+    def _follow_walk(
+        self,
+        old: TreePath,
+        new: TreePath,
+        move: Transition,
+        marks: list[int],
+        conv: dict[str, Conversation | None],
+        last: dict[str, str],
+    ) -> Transition:
+        """The reference's history snapshots: each descend remembers how many turns the
+        conversations had; a backtrack cuts both back to that many (the turns asked below
+        the node the walk returns to are dropped, as `_backtrack` does). The transition
+        records the turns kept when it cut."""
+        if move.move == Move.RESTART:
+            marks.clear()
+        elif len(new) > len(old):
+            marks.append(conversation_turns(conv["a"]))
+        elif len(new) < len(old) and marks:
+            keep = marks.pop()
+            if self.settings.cut_history_on_backtrack:
+                for side in ("a", "b"):
+                    conv[side], last[side] = cut_conversation(conv[side], last[side], keep)
+                return dataclasses.replace(move, history_turns=keep)
+        return move
+
+    def _role(self, name: str) -> str:
+        """A stage's model role. A tournament config always has it (derived from the
+        Examiner when not written); a hand-made ModelsConfig without it (a plugin's test)
+        uses the Examiner's role as it is."""
+        return name if name in self.client.config.roles else self.settings.examiner_role
 
     async def _play_round(
         self,
@@ -217,17 +302,21 @@ class MatchRunner:
                 return void(f"targets: {again}"), None
         urls = tuple(t.url for t in targets)
         tree_urls = [n.url for n in self.walker.tree.nodes]
+        s = self.settings
         task_out = await generate_task(
             self.client,
-            self.settings.examiner_role,
+            self._role(s.taskgen_role),
             root=root,
-            chain=chain,
+            chain=() if s.flat_context else chain,
             targets=targets,
             depth=depth,
             earlier_questions=earlier,
             tree_urls=tree_urls,
-            page_budget_chars=self.settings.page_budget_chars,
-            max_attempts=self.settings.task_attempts,
+            page_chars=s.page_chars,
+            page_budget_chars=s.page_budget_chars,
+            max_attempts=s.task_attempts,
+            checklist_max_items=s.checklist_max_items,
+            relations=not s.flat_context,
         )
         task = task_out.task
         if task is None:
@@ -249,7 +338,7 @@ class MatchRunner:
             (convs[0], convs[1]),
             limits,
             self.client,
-            self.settings.examiner_role,
+            self._role(self.settings.judge_role),
         )
         for name, ans in zip((self.a, self.b), play.answers, strict=True):
             if ans is not None:
@@ -275,6 +364,25 @@ class MatchRunner:
             None,
         )
         return rec, [(convs[0], first), (convs[1], second)]
+
+
+def conversation_turns(conv: Conversation | None) -> int:
+    """Turns played in a conversation: its earlier turns and the current one."""
+    return 0 if conv is None else len(conv.history) + 1
+
+
+def cut_conversation(
+    conv: Conversation | None, last: str, keep: int
+) -> tuple[Conversation | None, str]:
+    """The conversation (and the answer to its current question) as they were after the
+    first `keep` turns; `keep` 0 is no conversation yet."""
+    if conv is None or keep >= conversation_turns(conv):
+        return conv, last
+    if keep <= 0:
+        return None, ""
+    turns = (*conv.history, Turn(conv.question, last))
+    kept = turns[keep - 1]
+    return Conversation(kept.question, turns[: keep - 1], conv.targets), kept.answer
 
 
 def match_rng(run_seed: int, a: str, b: str, tree: str) -> random.Random:

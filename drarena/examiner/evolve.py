@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from enum import StrEnum
+from typing import ClassVar
 
 from drarena.examiner.verdicts import FailureType, Judgment, TieQuality, Verdict
 from drarena.records import Record
@@ -28,11 +29,15 @@ class Move(StrEnum):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Transition(Record):
-    """The move taken after a round and the (depth, width) it leads to."""
+    """The move taken after a round and the (depth, width) it leads to; `history_turns`:
+    when a backtrack cut both conversations, the turns each kept (None: no cut)."""
+
+    _omit_if_none: ClassVar[tuple[str, ...]] = ("history_turns",)
 
     move: Move
     depth: int
     width: int
+    history_turns: int | None = None
 
 
 def choose_move(judgment: Judgment) -> Move:

@@ -17,12 +17,16 @@ from drarena.records import Record
 
 QUESTION_MAX_CHARS = 400
 ITEM_MAX_CHARS = 160
-MAX_ITEMS = 6
+MAX_ITEMS = 6  # the ceiling `match.checklist_max_items: 6` restores (drarena before issue 16)
 
 
-def task_schema(n_sources: int, n_targets: int = MAX_ITEMS) -> dict[str, Any]:
+def task_schema(
+    n_sources: int, n_targets: int = MAX_ITEMS, *, max_items: int | None = None
+) -> dict[str, Any]:
     """The task JSON Schema for a prompt that shows `n_sources` numbered pages, `n_targets` of
-    them targets: at most one depth item per target and two width items per target.
+    them targets: at most one depth item per target and two width items per target, so every
+    target can be checked at any width (the paper sets no bound; this one keeps a rambling
+    model's output proportional to W). `max_items`: an optional fixed ceiling on both lists.
 
     Checklist items cite their page by number, not by URL: constrained decoding then makes
     an untraceable citation impossible, where small models mangle URLs they must copy. The
@@ -42,7 +46,7 @@ def task_schema(n_sources: int, n_targets: int = MAX_ITEMS) -> dict[str, Any]:
             "type": "array",
             "items": item,
             "minItems": 1,
-            "maxItems": max(1, min(most, MAX_ITEMS)),
+            "maxItems": max(1, most if max_items is None else min(most, max_items)),
         }
 
     return {

@@ -1,7 +1,9 @@
 """Task generation: the Examiner writes a question and its checklists from a tree path.
 
 Thin I/O over pure parts: the prompt is rendered from a template, page texts are quoted as
-data and cut evenly to the context budget, the JSON answer is schema-checked by the model
+data and cut to a per-page budget (the reference shows each page whole up to its crawler's
+cap, about 15k characters; an optional total cap shares a budget evenly, the older rule),
+the JSON answer is schema-checked by the model
 layer and then validated here (de-contextualization, traceable checklist URLs, no repeats).
 A failed validation is fed back as the reason for one more try; after the last try the node
 is skipped with the reasons logged, never asked half-valid.
@@ -19,7 +21,7 @@ from drarena.examiner.evolve import word_limit
 from drarena.examiner.taskcheck import Task, check_task, forbidden_names, task_schema
 from drarena.models.client import ModelClient
 from drarena.models.structured import complete_json
-from drarena.quoting import fit_evenly, quote_block
+from drarena.quoting import Fitted, fit_evenly, quote_block
 from drarena.records import Record
 
 
@@ -45,14 +47,36 @@ def word_limit_instruction(limits: tuple[int, int]) -> str:
     return f"Answer in {limits[0]} to {limits[1]} words."
 
 
+def fit_pages(texts: list[str], page_chars: int, budget_chars: int | None) -> list[Fitted]:
+    """Each text cut to `page_chars`; with a total budget, first shared evenly within it
+    (water-filling, as before per-page budgets existed). The original length is kept."""
+    shared = (
+        fit_evenly(texts, budget_chars)
+        if budget_chars is not None
+        else [Fitted(t, len(t), False) for t in texts]
+    )
+    return [
+        Fitted(f.text[:page_chars], f.original_chars, f.cut or len(f.text) > page_chars)
+        for f in shared
+    ]
+
+
 def _render_pages(
-    pages: Sequence[TreePage], budget_chars: int, first: int
+    pages: Sequence[TreePage],
+    page_chars: int,
+    budget_chars: int | None,
+    first: int,
+    *,
+    relations: bool = True,
 ) -> tuple[str, list[str]]:
-    """Pages as quoted blocks numbered SOURCE first, first+1, ... (checklists cite them)."""
-    fitted = fit_evenly([p.text for p in pages], budget_chars)
+    """Pages as quoted blocks numbered SOURCE first, first+1, ... (checklists cite them);
+    without `relations` (the flat-context ablation) no page says how it links to another."""
+    fitted = fit_pages([p.text for p in pages], page_chars, budget_chars)
     blocks, cut = [], []
     for i, (page, fit) in enumerate(zip(pages, fitted, strict=True), first):
-        header = f"title: {page.title}\nurl: {page.url}\nrelation: {page.relation}"
+        header = f"title: {page.title}\nurl: {page.url}"
+        if relations:
+            header += f"\nrelation: {page.relation}"
         if fit.cut:
             cut.append(page.url)
             header += f"\n(text cut to {len(fit.text)} of {fit.original_chars} characters)"
@@ -70,18 +94,29 @@ async def generate_task(
     depth: int,
     earlier_questions: Sequence[str],
     tree_urls: Sequence[str],
-    page_budget_chars: int,
+    page_chars: int = 15000,
+    page_budget_chars: int | None = None,
     max_attempts: int = 2,
+    checklist_max_items: int | None = None,
+    relations: bool = True,
 ) -> TaskOutcome:
+    """`depth`: the node's depth (root 0). `page_chars`: each page's text cap;
+    `page_budget_chars`: an optional cap on all of it (a third to the chain: it sets the
+    logic, the targets hold the facts). `checklist_max_items`: a ceiling on each checklist
+    (None: depth items <= W, width items <= 2W). `relations`: False for the flat-context
+    ablation (the caller also passes no chain)."""
     if not targets:
         raise DrarenaError("generate_task: no target pages")
     width = len(targets)
     limits = word_limit(width, depth)
     instruction = word_limit_instruction(limits)
-    # the chain gets a third of the budget: it sets the logic, the targets hold the facts
-    chain_text, cut_chain = _render_pages(chain, page_budget_chars // 3, 1)
+    chain_budget = None if page_budget_chars is None else page_budget_chars // 3
+    target_budget = (
+        None if page_budget_chars is None else page_budget_chars - page_budget_chars // 3
+    )
+    chain_text, cut_chain = _render_pages(chain, page_chars, chain_budget, 1, relations=relations)
     target_text, cut_targets = _render_pages(
-        targets, page_budget_chars - page_budget_chars // 3, len(chain) + 1
+        targets, page_chars, target_budget, len(chain) + 1, relations=relations
     )
     sources = [p.url for p in (*chain, *targets)]
     prompt = templates.render(
@@ -93,7 +128,7 @@ async def generate_task(
         n_sources=len(sources),
         earlier_questions="\n".join(f"- {q}" for q in earlier_questions) or "(none)",
     )
-    schema = task_schema(len(sources), len(targets))
+    schema = task_schema(len(sources), len(targets), max_items=checklist_max_items)
     forbidden = forbidden_names(
         [root.title, *(t.title for t in targets)], [root.url, *(t.url for t in targets)]
     )

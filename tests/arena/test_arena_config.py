@@ -54,7 +54,7 @@ def test_bad_configs_name_the_field(mutate, message: str) -> None:
             lambda c: c["agents"][1]["args"].update(retriever={"kind": "magic"}),
             "agents.b.args.retriever: unknown retriever kind 'magic'",
         ),
-        (lambda c: c["agents"][0].update(args={"role": "judge"}), "agents.a.args.role: no role"),
+        (lambda c: c["agents"][0].update(args={"role": "critic"}), "agents.a.args.role: no role"),
         (lambda c: c["models"]["roles"].pop("examiner"), "match.examiner_role"),
     ],
 )
