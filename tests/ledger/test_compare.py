@@ -13,6 +13,7 @@ from drarena.errors import DrarenaError
 from drarena.ledger import compare as cmp
 from drarena.ledger.compare import compare, kendall_tau, pearson_r, read_scores, spearman_rho
 
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "demo-expected-order.csv"
 X = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
 
 
@@ -110,3 +111,13 @@ def test_reading_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         read_scores(write(tmp_path, b"a,1\nb\xff,2\n"))
     with pytest.raises(DrarenaError, match="cannot read"):
         read_scores(tmp_path / "missing.csv")
+
+
+def test_the_shipped_example_reads() -> None:
+    assert read_scores(EXAMPLE) == {
+        "oracle": 3.0,
+        "react-bm25": 2.0,
+        "react-dense": 2.0,
+        "rag": 2.0,
+        "closed_book": 1.0,
+    }
