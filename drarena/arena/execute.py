@@ -160,7 +160,7 @@ def check_replay_inputs(header: dict[str, Any], config: TournamentConfig, where:
     be the bytes the run read: otherwise a replay would ask other questions and miss its
     cache. One line naming what differs and how to rebuild it."""
     from drarena.corpus.trees import TREES_DIR
-    from drarena.examiner.templates import template_hashes
+    from drarena.examiner.templates import used_hashes
     from drarena.web.snapshot import Snapshot
 
     snap = config.snapshot
@@ -195,7 +195,7 @@ def check_replay_inputs(header: dict[str, Any], config: TournamentConfig, where:
             state = "missing" if not path.is_file() else "not the tree the run played"
             raise DrarenaError(f"{where}: tree {path} is {state}; run `{trees_hint}`")
     recorded = header.get("prompt_hashes")
-    if recorded is not None and recorded != template_hashes():
+    if recorded is not None and recorded != used_hashes(config.match.template_specs()):
         raise DrarenaError(
             f"{where}: the Examiner's prompt templates differ from the run's "
             f"(made at drarena revision {header.get('git_revision', '?')})"
@@ -221,13 +221,24 @@ def replay(
 ) -> tuple[RunResult, list[str]]:
     """Re-execute `run` into `out` from its record alone (model cache and tool record: no
     model, index, JVM or encoder); returns the files that differ. `snapshot`: where the run's
+def legacy_judging(config: dict[str, Any]) -> dict[str, Any]:
+    """A run recorded before the judge prompt was choosable (no `match.judge_prompt` in its
+    stored config) was judged by the v1 prompt, kept under its old name: replay with it."""
+    from drarena.examiner.templates import LEGACY_JUDGE_PROMPT
+
+    match = config.get("match", {})
+    if not isinstance(match, dict) or "judge_prompt" in match:
+        return config
+    return {**config, "match": {**match, "judge_prompt": LEGACY_JUDGE_PROMPT}}
+
+
     snapshot is on this machine (default: the path in its config)."""
     header = run.header()
     if header is None:
         raise DrarenaError(f"{run.path}: no run.json (not a run folder)")
     if not run.cache_path.is_file():
         raise DrarenaError(f"{run.cache_path}: no model cache to replay from")
-    config = parse_config(header["config"], f"{run.header_path}: config")
+    config = parse_config(legacy_judging(header["config"]), f"{run.header_path}: config")
     if snapshot is not None:
         config = config.model_copy(update={"snapshot": snapshot})
     if config.offline:

@@ -21,7 +21,7 @@ from drarena.arena.config import SERVED, TournamentConfig
 from drarena.corpus.records import Doc, Tree
 from drarena.digests import file_sha256
 from drarena.errors import DrarenaError
-from drarena.examiner.templates import template_hashes
+from drarena.examiner.templates import used_hashes
 from drarena.ledger.header import RunHeader
 from drarena.models.config import CacheConfig, CacheMode, ModelRole, ModelsConfig
 
@@ -318,7 +318,7 @@ def build_header(
             "snapshot_fingerprint": snapshot.fingerprint,
             "index_manifests": index_fingerprints(config),
             "trees": {t: file_sha256(tree_dir / f"{t}.json") for t in sorted(trees)},
-            "prompt_hashes": template_hashes(),
+            "prompt_hashes": used_hashes(config.match.template_specs()),
             "versions": versions(),
             "lock_sha256": lock_digests(),
             "git_revision": git_revision(),
