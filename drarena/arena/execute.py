@@ -216,11 +216,6 @@ class NoModelBackend:
         return False
 
 
-def replay(
-    run: RunDir, out: RunDir, *, snapshot: Path | None = None
-) -> tuple[RunResult, list[str]]:
-    """Re-execute `run` into `out` from its record alone (model cache and tool record: no
-    model, index, JVM or encoder); returns the files that differ. `snapshot`: where the run's
 def legacy_judging(config: dict[str, Any]) -> dict[str, Any]:
     """A run recorded before the judge prompt was choosable (no `match.judge_prompt` in its
     stored config) was judged by the v1 prompt, kept under its old name: replay with it."""
@@ -232,6 +227,11 @@ def legacy_judging(config: dict[str, Any]) -> dict[str, Any]:
     return {**config, "match": {**match, "judge_prompt": LEGACY_JUDGE_PROMPT}}
 
 
+def replay(
+    run: RunDir, out: RunDir, *, snapshot: Path | None = None
+) -> tuple[RunResult, list[str]]:
+    """Re-execute `run` into `out` from its record alone (model cache and tool record: no
+    model, index, JVM or encoder); returns the files that differ. `snapshot`: where the run's
     snapshot is on this machine (default: the path in its config)."""
     header = run.header()
     if header is None:

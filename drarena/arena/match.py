@@ -102,10 +102,6 @@ class MatchSettings(BaseModel):
         description="ablation (paper 4.3, Table 6): a match ends after its first scored round",
     )
 
-
-def match_seed(run_seed: int, a: str, b: str, tree: str) -> int:
-    """The match's generator seed, from the run seed, the pair and the tree."""
-    digest = hashlib.sha256(f"{run_seed}\x1f{a}\x1f{b}\x1f{tree}".encode()).digest()
     # judging (owned by the judging code: drarena/examiner/judge.py, templates.py)
     judge_prompt: str = Field(
         templates.DEFAULT_PROMPTS["judge"],
@@ -152,6 +148,11 @@ def match_seed(run_seed: int, a: str, b: str, tree: str) -> int:
     def template_specs(self) -> dict[str, str]:
         """The prompt templates a run with these settings uses, by slot."""
         return {"taskgen": self.taskgen_prompt, **self.judge_options(0, 0).template_specs()}
+
+
+def match_seed(run_seed: int, a: str, b: str, tree: str) -> int:
+    """The match's generator seed, from the run seed, the pair and the tree."""
+    digest = hashlib.sha256(f"{run_seed}\x1f{a}\x1f{b}\x1f{tree}".encode()).digest()
     return int.from_bytes(digest[:8], "big")
 
 
@@ -388,13 +389,13 @@ class MatchRunner:
             limits,
             self.client,
             self._role(self.settings.judge_role),
+            self.settings.judge_options(self.seed, index),
         )
         for name, ans in zip((self.a, self.b), play.answers, strict=True):
             if ans is not None:
                 self.timings.append(
                     AnswerTiming(self.match_id, index, name, ans.wall_s, ans.model_s)
                 )
-            self.settings.judge_options(self.seed, index),
         a_ans, b_ans = play.stable
         if not play.played:
             return void(play.void, task_out, urls, a_ans, b_ans), None
