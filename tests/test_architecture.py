@@ -4,7 +4,8 @@ Rooms, lowest first (a room may import only rooms below it; agents and examiner 
 and never import each other):
 
   base (drarena/*.py: errors, records, registry, quoting, ...) -> web -> corpus -> live
-  -> search -> webproxy -> models -> agents | examiner -> ledger -> drift -> arena -> report
+  -> search -> webproxy -> models -> agents | examiner -> ledger -> validity -> drift
+  -> arena -> report
 
 Each room's `commands.py`, and drarena/cli.py, are the command-line shell: thin argument
 handling over the library, above every room; they may import any room, and no room module
@@ -29,6 +30,7 @@ ORDER = [
     "models",
     "agents",
     "ledger",
+    "validity",
     "drift",
     "arena",
     "report",

@@ -1,0 +1,1 @@
+"""Examiner validity: judge answer pairs whose preference is known by construction."""

@@ -1,0 +1,175 @@
+"""CLI: `drarena examiner-check SNAPSHOT`: can this Examiner rank? (the shell: may import
+any room; builds the run context as a tournament does and calls drarena.validity.check)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+REPORT_FILE = "examiner-check.json"
+ROLES_FILE = "roles.json"
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "examiner-check",
+        help="measure the Examiner on answer pairs of known preference: can it rank?",
+        description="Generate tasks from the snapshot's Information Trees, build answer pairs "
+        "whose right verdict is known by construction (a reference answer against controlled "
+        "degradations, and equal pairs), judge each in both orders with the real judging code, "
+        "and report accuracy, position consistency, failure-type accuracy, length bias, tie "
+        "rate, injection success and the questions' leak rate, with bootstrap 95%% intervals, "
+        "and a one-line verdict: can rank / cannot rank.",
+    )
+    p.add_argument("snapshot", type=Path, help="snapshot folder, e.g. snapshots/pydocs")
+    who = p.add_mutually_exclusive_group()
+    who.add_argument(
+        "--config", type=Path, default=None, help="take the models (and seed) from this config"
+    )
+    who.add_argument(
+        "--model", default=None, help="serve this model for the 'served' Examiner role"
+    )
+    p.add_argument("--pairs", type=int, default=3, help="tasks; each gives one pair per kind")
+    p.add_argument("--seed", type=int, default=None, help="default: the config's seed, else 0")
+    p.add_argument(
+        "--modes",
+        default="pairwise",
+        help="judge modes to compare, comma-separated: pairwise, pointwise, both",
+    )
+    p.add_argument(
+        "--out", type=Path, default=None, help="folder (default runs/examiner-check-<snapshot>)"
+    )
+    p.add_argument("--no-serve", action="store_true", help="use DRARENA_MODEL_API_BASE")
+    p.add_argument(
+        "--replay",
+        action="store_true",
+        help="re-run from the folder's model cache only (zero model calls) and check the "
+        "JSON comes out identical",
+    )
+    p.add_argument("--index-root", type=Path, default=Path("index"))
+    p.set_defaults(func=cmd_examiner_check)
+
+
+def default_config(snapshot: Path, index_root: Path, seed: int) -> Any:
+    """A config for the check alone: the Examiner served, greedy (closed-book agents only
+    because a config needs two; they are never asked)."""
+    from drarena.arena.config import parse_config
+
+    return parse_config(
+        {
+            "name": f"examiner-check-{snapshot.name}"[:64],
+            "snapshot": str(snapshot),
+            "index_root": str(index_root),
+            "seed": seed,
+            "models": {
+                "retry": {"max_attempts": 2},
+                "roles": {
+                    role: {
+                        "model": "served",
+                        "timeout_s": 600,
+                        "sampling": {"temperature": 0.0, "max_tokens": 512, "seed": 0},
+                    }
+                    for role in ("examiner", "agent")
+                },
+            },
+            "agents": [
+                {"name": "closed_book-1", "kind": "closed_book"},
+                {"name": "closed_book-2", "kind": "closed_book"},
+            ],
+        },
+        "drarena examiner-check",
+    )
+
+
+def run_check(
+    config: Any,
+    out: Path,
+    settings: Any,
+    *,
+    replay: bool = False,
+    serve: bool = True,
+    model: str | None = None,
+    backend: Any = None,
+) -> tuple[dict[str, Any], int]:
+    """Run (or replay) the check of `config`'s Examiner into `out`; returns the report and
+    the number of model calls made. A replay binds the recorded models, answers every call
+    from the folder's cache and writes nothing."""
+    from drarena.arena.context import open_run
+    from drarena.arena.execute import NoModelBackend
+    from drarena.errors import DrarenaError
+    from drarena.ledger.folder import write_atomic
+    from drarena.models.config import CacheMode
+    from drarena.validity.check import examiner_check
+
+    cache = out / "llm-cache.sqlite"
+    fixed = None
+    if replay:
+        roles_path = out / ROLES_FILE
+        if not roles_path.is_file() or not (out / REPORT_FILE).is_file() or not cache.is_file():
+            raise DrarenaError(
+                f"{out}: nothing to replay (no {ROLES_FILE}, {REPORT_FILE} or cache)"
+            )
+        fixed = json.loads(roles_path.read_text(encoding="utf-8"))
+        backend = backend or NoModelBackend()
+    else:
+        out.mkdir(parents=True, exist_ok=True)
+    role = config.match.examiner_role
+    with open_run(
+        config,
+        cache_path=cache,
+        cache_mode=CacheMode.REPLAY if replay else CacheMode.READ_WRITE,
+        serve=serve and not replay,
+        model=model,
+        fixed_roles=fixed,
+        prepare=not replay,
+        agent_names=set(),
+        backend=backend,
+    ) as ctx:
+        with ctx.guard():
+            report = asyncio.run(
+                examiner_check(ctx.client, role, ctx.trees, ctx.pages, settings, ctx.expander)
+            )
+        calls = ctx.client.model_calls
+        bound = {k: {"model": r.model, "api_base": r.api_base} for k, r in ctx.bound.roles.items()}
+    if not replay:
+        write_atomic(out / REPORT_FILE, json.dumps(report, indent=2, sort_keys=True) + "\n")
+        write_atomic(out / ROLES_FILE, json.dumps(bound, indent=2, sort_keys=True) + "\n")
+    return report, calls
+
+
+def cmd_examiner_check(args: argparse.Namespace) -> int:
+    from drarena.arena.config import load_config
+    from drarena.errors import DrarenaError
+    from drarena.validity.check import CheckSettings, table
+
+    if args.pairs < 1:
+        raise DrarenaError("--pairs: at least 1")
+    modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
+    if not modes:
+        raise DrarenaError("--modes: name at least one judge mode")
+    if args.config is not None:
+        config = load_config(args.config).model_copy(update={"snapshot": args.snapshot})
+    else:
+        config = default_config(args.snapshot, args.index_root, args.seed or 0)
+    seed = config.seed if args.seed is None else args.seed
+    settings = CheckSettings(pairs=args.pairs, seed=seed, modes=modes)
+    out: Path = args.out or Path("runs") / f"examiner-check-{args.snapshot.name}"
+    started = time.perf_counter()
+    report, calls = run_check(
+        config, out, settings, replay=args.replay, serve=not args.no_serve, model=args.model
+    )
+    print(f"Examiner {report['examiner_model']} on {args.snapshot}, seed {seed}")
+    print(table(report))
+    print(f"{calls} model calls, {time.perf_counter() - started:.0f} s")
+    path = out / REPORT_FILE
+    if args.replay:
+        text = json.dumps(report, indent=2, sort_keys=True) + "\n"
+        same = path.read_text(encoding="utf-8") == text
+        print("replay: " + ("identical " if same else "DIFFERENT ") + str(path))
+        return 0 if same else 1
+    print(f"report: {path}")
+    return 0
