@@ -28,7 +28,9 @@ from pydantic import ValidationError
 from drarena.agents.base import Agent, Conversation, SourcePage
 from drarena.arena.config import LiveSettings, TournamentConfig, parse_config
 from drarena.arena.driftcompare import DriftRunReport, build_report, to_markdown
+from drarena.arena.execute import legacy_judging
 from drarena.arena.live import LivePages, capture_path, finish_block, header_block
+from drarena.arena.match import MatchSettings
 from drarena.arena.rounds import play_round
 from drarena.errors import DrarenaError
 from drarena.examiner.evolve import MatchScore, add_round, outcome
@@ -75,8 +77,10 @@ async def ask_again(
     role: str,
     pages: LivePages,
     max_void_rounds: int,
+    judging: MatchSettings | None = None,
 ) -> MatchRecord:
-    """The frozen match's tasks, answered live and judged; the record of the live match."""
+    """The frozen match's tasks, answered live and judged (as `judging`'s judge settings
+    say, default: pairwise, both orders); the record of the live match."""
     score = MatchScore(0, 0, 0, 0)
     rounds: list[RoundRecord] = []
     conv: list[Conversation | None] = [None, None]
@@ -100,6 +104,7 @@ async def ask_again(
             task.word_limit,
             client,
             role,
+            None if judging is None else judging.judge_options(frozen.seed, fr.index),
         )
         judged, void, answers, stable = play.judgment, play.void, play.answers, play.stable
         score = add_round(score, None if void or judged is None else judged.reconciled.verdict)
@@ -162,6 +167,7 @@ async def ask_all(
                 config.match.examiner_role,
                 pages,
                 config.match.max_void_rounds,
+                config.match,
             )
 
     return list(await asyncio.gather(*(one(m) for m in frozen)))
@@ -212,7 +218,7 @@ def drift_run(
         raise DrarenaError(
             f"{run_path}: a live run; drift-run compares a frozen run with the live web"
         )
-    config = parse_config(header["config"], f"{run.header_path}: config")
+    config = parse_config(legacy_judging(header["config"]), f"{run.header_path}: config")
     check_components(config)
     frozen = frozen_matches(run)
     saved = _read_json(out / HEADER) if replay else None

@@ -1,0 +1,217 @@
+"""Real PyPI research agents, unmodified, behind the frozen-web proxy: what each one does.
+
+For each agent adapter in configs/agents/ (run from its own venv, .venv-agents/<name>) and
+each question: the agent gets only the proxy and CA variables and the model server's URL, as
+a `command` agent does in a tournament, and this prints its wall time per answer, model calls
+(counted by a loopback relay in front of the model server), searches made and pages fetched
+(from the proxy's log), pages not in the snapshot, outside connections (mitmproxy's count),
+citations, and the error when it broke. Setup time is what scripts/setup_agents.sh printed.
+
+Usage: .venv/bin/python bench/bench_real_agents.py --api-base http://127.0.0.1:PORT/v1
+         [--agents smolagents,gpt-researcher] [--question "..."]... [--timeout 900]
+(needs `make setup-proxy setup-agents`, an indexed snapshot, and a model server:
+`drarena model serve --port PORT`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from drarena.search.base import build_retriever
+from drarena.web.snapshot import Snapshot
+from drarena.webproxy.handlers import HandlerTable
+from drarena.webproxy.proxy import frozen_web_proxy
+from drarena.webproxy.searchapi import search_handlers
+
+ROOT = Path(__file__).resolve().parents[1]
+ADAPTERS = {
+    "smolagents": ("smolagents", "configs/agents/smolagents_agent.py", {}),
+    "gpt-researcher": (
+        "gpt-researcher",
+        "configs/agents/gpt_researcher_agent.py",
+        {
+            "RETRIEVER": "tavily",
+            "TAVILY_API_KEY": "tvly-frozen-web",
+            "SCRAPER": "bs",
+            "MAX_ITERATIONS": "1",
+            "MAX_SEARCH_RESULTS_PER_QUERY": "3",
+            "TOTAL_WORDS": "250",
+        },
+    ),
+}
+QUESTIONS = [
+    "How do I read and write JSON files in Python, and what does json.dumps do with non-ASCII?",
+    "What is the difference between a list and a tuple in Python?",
+]
+MAX_RELAY_BODY = 8 << 20
+
+
+class Relay(ThreadingHTTPServer):
+    upstream: str
+    calls: int
+    lock: threading.Lock
+
+
+class RelayHandler(BaseHTTPRequestHandler):
+    """Forwards to the model server and counts POSTs (chat/completion/embedding calls)."""
+
+    server: Relay
+
+    def _forward(self) -> None:
+        length = min(int(self.headers.get("Content-Length") or 0), MAX_RELAY_BODY)
+        body = self.rfile.read(length) if length else None
+        if self.command == "POST":
+            with self.server.lock:
+                self.server.calls += 1
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host",)}
+        request = urllib.request.Request(
+            self.server.upstream + self.path, data=body, headers=headers, method=self.command
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=900) as response:
+                status, data, rheaders = response.status, response.read(), response.headers
+        except urllib.error.HTTPError as exc:
+            status, data, rheaders = exc.code, exc.read(), exc.headers
+        self.send_response(status)
+        for key, value in rheaders.items():
+            if key.lower() not in ("transfer-encoding", "content-length", "connection"):
+                self.send_header(key, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = _forward
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def relay(upstream: str) -> Iterator[Relay]:
+    server = Relay(("127.0.0.1", 0), RelayHandler)
+    server.upstream, server.calls, server.lock = upstream.rstrip("/"), 0, threading.Lock()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def run_agent(
+    argv: list[str], env: dict[str, str], question: str, timeout: float
+) -> tuple[int | None, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+        cwd=ROOT,
+        start_new_session=True,
+    )
+    payload = {
+        "protocol": 1,
+        "question": question,
+        "history": [],
+        "word_limit": [150, 250],
+        "search_url": None,
+    }
+    try:
+        out, err = await asyncio.wait_for(
+            process.communicate(json.dumps(payload).encode()), timeout
+        )
+    except TimeoutError:
+        os.killpg(process.pid, 9)
+        await process.wait()
+        return None, "", f"killed after {timeout:g} s"
+    return process.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
+    retriever = build_retriever({"kind": args.retriever}, args.snapshot, args.index_root)
+    table = HandlerTable()
+    table.update(search_handlers(retriever))
+    rows = []
+    with tempfile.TemporaryDirectory() as state, Snapshot.open(args.snapshot) as snap:
+        async with frozen_web_proxy(snap, table, state_dir=Path(state)) as proxy:
+            with relay(args.api_base.removesuffix("/v1")) as counter:
+                model_base = f"http://127.0.0.1:{counter.server_address[1]}/v1"
+                direct = [("127.0.0.1", counter.server_address[1])]
+                for name in args.agents.split(","):
+                    venv, script, extra = ADAPTERS[name]
+                    python = ROOT / ".venv-agents" / venv / "bin" / "python"
+                    for question in args.question or QUESTIONS:
+                        env = {
+                            "PATH": os.environ.get("PATH", ""),
+                            "HOME": os.environ.get("HOME", "/tmp"),
+                            "DRARENA_MODEL_API_BASE": model_base,
+                            "DRARENA_MODEL": f"openai/{args.model}",
+                            **proxy.info.client_env(direct),
+                            **extra,
+                        }
+                        proxy.frozen.log.take()
+                        calls0, t0 = counter.calls, time.monotonic()
+                        rc, out, err = await run_agent(
+                            [str(python), script], env, question, args.timeout
+                        )
+                        wall = time.monotonic() - t0
+                        log = proxy.frozen.log.take()
+                        reply: dict[str, Any] = {}
+                        lines = [line for line in out.splitlines() if line.strip()]
+                        try:
+                            reply = json.loads(lines[-1]) if lines else {}
+                        except ValueError:
+                            reply = {}
+                        rows.append(
+                            {
+                                "agent": name,
+                                "question": question[:60],
+                                "wall_s": round(wall, 1),
+                                "model_calls": counter.calls - calls0,
+                                "searches": sum(e.kind == "search" for e in log),
+                                "pages": sum(e.kind == "page" for e in log),
+                                "missing": sum(e.kind == "missing" for e in log),
+                                "outside": proxy.outside_connections(),
+                                "citations": len(reply.get("citations", [])),
+                                "report_words": len(str(reply.get("report", "")).split()),
+                                "error": ""
+                                if rc == 0 and reply
+                                else (f"exit {rc}: " + err.strip()[-300:]),
+                            }
+                        )
+                        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--api-base", required=True, help="model server, …/v1")
+    parser.add_argument("--model", default="served", help="served model name")
+    parser.add_argument("--agents", default="smolagents,gpt-researcher")
+    parser.add_argument("--question", action="append", help="question (repeatable)")
+    parser.add_argument("--snapshot", type=Path, default=ROOT / "snapshots" / "pydocs")
+    parser.add_argument("--index-root", type=Path, default=ROOT / "index")
+    parser.add_argument("--retriever", default="bm25")
+    parser.add_argument("--timeout", type=float, default=900.0)
+    args = parser.parse_args()
+    asyncio.run(main_async(args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
