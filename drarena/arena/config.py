@@ -46,6 +46,17 @@ PAPER_MATCH: dict[str, Any] = {
     "checklist_max_items": None,
     "flat_context": False,
     "first_round_only": False,
+    "word_limit_root_counted": True,
+}
+
+# A run recorded before issue 16 stored a config without these keys; it replays with what
+# drarena did then (one Examiner role for tasks and judgments; no history cut; no leaf
+# fallback; checklists capped at 6; D without the root; the total page budget only).
+LEGACY_MATCH: dict[str, Any] = {
+    "cut_history_on_backtrack": False,
+    "leaf_fallback_widen": False,
+    "checklist_max_items": 6,
+    "word_limit_root_counted": False,
 }
 
 
@@ -171,6 +182,20 @@ class TournamentConfig(BaseModel):
         return self.model_copy(
             update={"offline": False, "live": self.live or LiveSettings.model_validate({})}
         )
+
+
+def legacy_match(config: dict[str, Any]) -> dict[str, Any]:
+    """A stored run config (run.json) from before issue 16, recognised by its match block
+    having no `taskgen_role`, with the switches that reproduce its rounds; others as given."""
+    match = config.get("match")
+    if not isinstance(match, dict) or "taskgen_role" in match:
+        return config
+    examiner = match.get("examiner_role", "examiner")
+    old = {**LEGACY_MATCH, "taskgen_role": examiner, "judge_role": examiner}
+    budget = match.get("page_budget_chars")
+    if isinstance(budget, int):
+        old["page_chars"] = max(budget, 200)  # a page never exceeded the total budget
+    return {**config, "match": {**old, **match}}
 
 
 def apply_protocol(data: dict[str, Any]) -> dict[str, Any]:

@@ -70,13 +70,14 @@ def round_points(verdict: Verdict) -> tuple[int, int]:
     return (signed, 0) if signed > 0 else (0, -signed)
 
 
-def word_limit(width: int, depth: int) -> tuple[int, int]:
+def word_limit(width: int, depth: int, *, root_counted: bool = True) -> tuple[int, int]:
     """The reference's answer length window: min(100+30W+20D, 300) to that plus 100.
 
     `depth` is the node's depth (the root is 0). The reference's D is the length of the node
     path with the root counted (`len(node_path_stack)` in core/evolvement_loop.py), one more
-    than the depth: a depth-1 node has D = 2."""
-    d = depth + 1
+    than the depth: a depth-1 node has D = 2. `root_counted=False` is drarena's rule before
+    issue 16 (D = depth), kept so that runs recorded then replay."""
+    d = depth + 1 if root_counted else depth
     low = min(100 + 30 * width + 20 * d, 300)
     return low, low + 100
 

@@ -99,16 +99,17 @@ async def generate_task(
     max_attempts: int = 2,
     checklist_max_items: int | None = None,
     relations: bool = True,
+    root_counted: bool = True,
 ) -> TaskOutcome:
     """`depth`: the node's depth (root 0). `page_chars`: each page's text cap;
     `page_budget_chars`: an optional cap on all of it (a third to the chain: it sets the
     logic, the targets hold the facts). `checklist_max_items`: a ceiling on each checklist
     (None: depth items <= W, width items <= 2W). `relations`: False for the flat-context
-    ablation (the caller also passes no chain)."""
+    ablation (the caller also passes no chain). `root_counted`: see evolve.word_limit."""
     if not targets:
         raise DrarenaError("generate_task: no target pages")
     width = len(targets)
-    limits = word_limit(width, depth)
+    limits = word_limit(width, depth, root_counted=root_counted)
     instruction = word_limit_instruction(limits)
     chain_budget = None if page_budget_chars is None else page_budget_chars // 3
     target_budget = (

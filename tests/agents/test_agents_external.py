@@ -449,7 +449,7 @@ def test_unknown_model_role_of_a_command_agent_is_one_line() -> None:
                 {
                     "name": "ext",
                     "kind": "command",
-                    "args": {"command": ["true"], "model_role": "judge"},
+                    "args": {"command": ["true"], "model_role": "critic"},
                 },
             ],
         },
@@ -458,7 +458,8 @@ def test_unknown_model_role_of_a_command_agent_is_one_line() -> None:
     with pytest.raises(DrarenaError) as info:
         check_components(config)
     assert str(info.value) == (
-        "agents.ext.args.model_role: no role 'judge' in models.roles (have agent, examiner)"
+        "agents.ext.args.model_role: no role 'critic' in models.roles (have agent, examiner, "
+        "judge, taskgen)"
     )
 
 
