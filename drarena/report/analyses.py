@@ -71,10 +71,10 @@ def scatter_svg(
         f'<text x="{width / 2:.0f}" y="{height - 12}" text-anchor="middle">{esc(x_label)}</text>',
         f'<text x="12" y="{height / 2:.0f}" transform="rotate(-90 12 {height / 2:.0f})" '
         f'text-anchor="middle">{esc(y_label)}</text>',
-        f'<text x="{pad}" y="{height - pad + 16}">{x0:g}</text>',
-        f'<text x="{width - pad}" y="{height - pad + 16}" text-anchor="end">{x1:g}</text>',
-        f'<text x="{pad - 4}" y="{height - pad}" text-anchor="end">{y0:g}</text>',
-        f'<text x="{pad - 4}" y="{pad + 4}" text-anchor="end">{y1:g}</text>',
+        f'<text x="{pad}" y="{height - pad + 16}">{x0:.4g}</text>',
+        f'<text x="{width - pad}" y="{height - pad + 16}" text-anchor="end">{x1:.4g}</text>',
+        f'<text x="{pad - 4}" y="{height - pad}" text-anchor="end">{y0:.4g}</text>',
+        f'<text x="{pad - 4}" y="{pad + 4}" text-anchor="end">{y1:.4g}</text>',
     ]
     for x, y, name in points:
         parts.append(
