@@ -1,4 +1,4 @@
-"""Baselines that bracket `react`: closed_book < rag < react < oracle on a capable model.
+"""Baselines that bracket `react`: null < closed_book < rag < react < oracle on a capable model.
 
 Why: if the Examiner does not prefer the oracle (given the round's target pages) over the
 closed-book model, the arena is not measuring research; the baselines make that testable.
@@ -18,6 +18,7 @@ from drarena.agents.common import (
     CITE_RULE,
     CUT_NOTE,
     DATA_RULE,
+    TEXT_CALL_NOTE,
     Message,
     Recorder,
     answer_from_text,
@@ -30,6 +31,7 @@ from drarena.agents.common import (
     page_block,
     read_answer,
     tool_event,
+    unwrap_text_calls,
 )
 from drarena.agents.registry import AgentContext, parse_agent_args
 from drarena.errors import DrarenaError
@@ -95,6 +97,12 @@ async def single_answer(
             rec.step(None, error=error)
             break
         model = rec.model(completion)
+        unwrapped = unwrap_text_calls(completion, ("answer",))
+        if unwrapped is not completion:
+            note_text = TEXT_CALL_NOTE
+            completion = unwrapped
+        else:
+            note_text = ""
         if completion.text.strip():
             text, finish = completion.text.strip(), completion.finish_reason
         call = next((c for c in completion.tool_calls if c.name == "answer"), None)
@@ -126,7 +134,9 @@ async def single_answer(
             ]
             continue
         rec.step(
-            model, [tool_event(call.id, call.name, call.arguments, called, rec.now())], note=note
+            model,
+            [tool_event(call.id, call.name, call.arguments, called, rec.now())],
+            note="; ".join(n for n in (note_text, note) if n),
         )
         if not urls:
             report, urls = cite.split_references(report)
@@ -281,6 +291,38 @@ class OracleAgent(_SingleCallAgent):
         if not pages and answer.error is None:
             return dataclasses.replace(answer, error="the oracle was given no target pages")
         return answer
+
+
+class NullArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: str = Field(
+        "I don't know.",
+        min_length=1,
+        max_length=500,
+        description="the answer it always gives (no model call, no citations)",
+    )
+
+
+class NullAgent:
+    """Always "I don't know.", with no model call: the bottom of the known-order ladder
+    (bench/bench_validity.py). An Examiner that does not rank every agent with an answer
+    above it cannot rank at all."""
+
+    def __init__(self, name: str, args: NullArgs, context: AgentContext) -> None:
+        self.name = name
+        self.args = args
+        self._context = context
+
+    async def answer(self, conversation: Conversation, word_limit: tuple[int, int]) -> Answer:
+        check_word_limit(word_limit)
+        rec = Recorder(self.name, self._context.clock, self._context.url_checker)
+        rec.step(None, note="null agent: fixed answer, no model call")
+        return rec.finish(self.args.text, [])
+
+
+def build_null(*, context: AgentContext, name: str = "null", **args: Any) -> NullAgent:
+    return NullAgent(name, parse_agent_args(NullArgs, args, "null"), context)
 
 
 def build_closed_book(

@@ -6,16 +6,17 @@ keys, tool events, citation check), or their answers and benchmark figures do no
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from drarena.agents import citations as cite
 from drarena.agents.base import Answer, Conversation, ModelCall, Step, ToolEvent, Trajectory
 from drarena.models.structured import strict_tool
-from drarena.models.types import Completion
+from drarena.models.types import Completion, ToolCall
 from drarena.quoting import quote_block
 
 Message = dict[str, Any]
@@ -164,6 +165,60 @@ def read_answer(arguments: str, finish_reason: str) -> tuple[str, list[str], str
         if salvaged is None:
             raise
         return salvaged, [], CUT_NOTE
+
+
+_TEXT_CALL_START = re.compile(r'\{\s*"name"\s*:')
+MAX_TEXT_CALL_SCAN = 200_000  # characters of a reply searched for calls written as text
+TEXT_CALL_NOTE = "tool call written as text in the reply, unwrapped"
+
+
+def text_tool_calls(text: str, names: Collection[str]) -> list[ToolCall]:
+    """Tool calls a model wrote as text instead of as calls, e.g. a fenced
+    ```json {"name": "answer", "arguments": {...}}``` block, a <tool_call> tag the server did
+    not parse, or the bare object. Only objects naming one of `names` with an object (or
+    JSON-object string) of arguments count; anything else is left as text.
+
+    Why: some servers (llama.cpp with Qwen2.5-Coder, for one) return a forced call as text;
+    without this the whole call, JSON and all, became the agent's report.
+    """
+    decoder = json.JSONDecoder()
+    calls: list[ToolCall] = []
+    scan = text[:MAX_TEXT_CALL_SCAN]
+    position = 0
+    while match := _TEXT_CALL_START.search(scan, position):
+        try:
+            data, end = decoder.raw_decode(scan, match.start())
+        except (json.JSONDecodeError, RecursionError):
+            position = match.end()
+            continue
+        position = end
+        if not isinstance(data, dict) or data.get("name") not in names:
+            continue
+        arguments = data.get("arguments", data.get("parameters"))
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except (json.JSONDecodeError, RecursionError):
+                continue
+        if not isinstance(arguments, dict):
+            continue
+        calls.append(
+            ToolCall(
+                id=f"text-call-{len(calls)}", name=data["name"], arguments=arguments_text(arguments)
+            )
+        )
+    return calls
+
+
+def unwrap_text_calls(completion: Completion, names: Collection[str]) -> Completion:
+    """The completion with calls written as text turned into tool calls (text then empty);
+    unchanged when it has real tool calls or the text holds none."""
+    if completion.tool_calls:
+        return completion
+    calls = text_tool_calls(completion.text, names)
+    if not calls:
+        return completion
+    return dataclasses.replace(completion, text="", tool_calls=tuple(calls))
 
 
 def cut_answer_in_text(text: str, finish_reason: str) -> str | None:

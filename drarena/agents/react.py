@@ -32,6 +32,7 @@ from drarena.agents.common import (
     page_block,
     read_answer,
     tool_event,
+    unwrap_text_calls,
 )
 from drarena.agents.registry import AgentContext, parse_agent_args
 from drarena.errors import DrarenaError
@@ -192,6 +193,7 @@ class _Run:
             if completion is None:
                 return self.fallback("the model call failed")
             model = self.rec.model(completion)
+            completion = unwrap_text_calls(completion, TOOL_NAMES)
             self.messages.append(completion.assistant_message())
             salvaged = cut_answer_in_text(completion.text, completion.finish_reason)
             if not completion.tool_calls and salvaged is not None:
@@ -416,6 +418,7 @@ class _Run:
         if completion is None:
             return self.fallback(reason)
         model = self.rec.model(completion)
+        completion = unwrap_text_calls(completion, ("answer",))
         started = self.rec.now()
         call = next((c for c in completion.tool_calls if c.name == "answer"), None)
         salvaged = cut_answer_in_text(completion.text, completion.finish_reason)

@@ -31,6 +31,7 @@ AGENTS.register("react", "drarena.agents.react:build")
 AGENTS.register("closed_book", "drarena.agents.baselines:build_closed_book")
 AGENTS.register("rag", "drarena.agents.baselines:build_rag")
 AGENTS.register("oracle", "drarena.agents.baselines:build_oracle")
+AGENTS.register("null", "drarena.agents.baselines:build_null")
 AGENTS.register("command", "drarena.agents.external:build_command")
 AGENTS.register("http", "drarena.agents.external:build_http")
 
@@ -92,6 +93,7 @@ AGENT_ARGS = {
     "closed_book": "drarena.agents.baselines:BaselineArgs",
     "rag": "drarena.agents.baselines:RagArgs",
     "oracle": "drarena.agents.baselines:OracleArgs",
+    "null": "drarena.agents.baselines:NullArgs",
     "command": "drarena.agents.external:CommandArgs",
     "http": "drarena.agents.external:HttpArgs",
 }
