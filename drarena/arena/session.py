@@ -199,8 +199,9 @@ def model_endpoint(
 ) -> Iterator[tuple[str | None, str | None]]:
     """(api_base, model name) of the server `served` roles bind to, or (None, None).
 
-    With `model` (make tournament MODEL=...), vLLM serves it: on the GPU when one is there,
-    else on the CPU build (then `model` must be a local Hugging Face folder). Without it, the
+    With `model` (make tournament MODEL=...), a name of serve.LLAMACPP_MODELS (qwen1.5b-cpu) is
+    served by llama.cpp on the CPU; anything else by vLLM: on the GPU when one is there, else on
+    the CPU build (then `model` must be a local Hugging Face folder). Without it, the
     server at DRARENA_MODEL_API_BASE is reused, or the CPU default model is started."""
     import os
 
@@ -214,19 +215,7 @@ def model_endpoint(
         with serving.model_server() as handle:
             yield handle.api_base, handle.model
         return
-    port = serving.free_port()
-    if serving.has_gpu():
-        name = Path(model).name.lower()
-        handle = serving.start_server(
-            serving.gpu_command(model, port),
-            dict(os.environ),
-            port,
-            name,
-            serving.REPO / ".cache" / "logs" / f"vllm-gpu-{port}.log",
-            ready_timeout_s=1800.0,
-        )
-    else:
-        handle = serving.start_cpu_server(port, model_dir=Path(model))
+    handle = serving.start_model(model)  # a llama.cpp name (qwen1.5b-cpu), or vLLM
     try:
         yield handle.api_base, handle.model
     finally:

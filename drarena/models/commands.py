@@ -17,7 +17,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--model",
         default=None,
-        help="HF id or folder; with a GPU runs `vllm serve MODEL`; "
+        help="HF id or folder; with a GPU runs `vllm serve MODEL`; qwen1.5b-cpu: "
+        "Qwen2.5-Coder-1.5B-Instruct Q4_K_M on llama.cpp (CPU; `make setup-qwen`); "
         "default: the CPU SmolLM2-135M-Instruct folder",
     )
     parser.add_argument(
@@ -37,7 +38,10 @@ def serve_command(args: argparse.Namespace) -> int:
 
     port = args.port or serve.free_port()
     gpu = args.device == "gpu" or (args.device == "auto" and serve.has_gpu())
-    if gpu:
+    if args.model in serve.LLAMACPP_MODELS:
+        print(f"starting llama.cpp serving {args.model} (about 5-30 s)...", file=sys.stderr)
+        handle = serve.start_llamacpp_server(args.model, port)
+    elif gpu:
         if not args.model:
             print("drarena serve: the GPU path needs --model (MODEL=...)", file=sys.stderr)
             return 2

@@ -5,6 +5,13 @@ server up the same way, wait until it answers /v1/models, and never leave it run
 paths share the code: vLLM's CPU build in .venv-vllm serving SmolLM2-135M-Instruct (the
 default with no GPU), and `vllm serve` on a GPU box. DRARENA_MODEL_API_BASE points at a server
 someone already runs; it is then reused and never stopped.
+
+A third kind serves a GGUF file with llama.cpp's OpenAI-compatible server (the `xllamacpp`
+wheel in .venv-llamacpp, scripts/llamacpp_server.py): the CPU Examiner that can rank,
+Qwen2.5-Coder-1.5B-Instruct Q4_K_M, named `qwen1.5b-cpu` (LLAMACPP_MODELS; `make setup-qwen`).
+llama.cpp runs the 4-bit weights as they are, where vLLM's CPU build needs them converted to
+bf16 (about 3.5 GB for 1.78B parameters, read in full for every token); docs/models.md has the
+figures.
 """
 
 from __future__ import annotations
@@ -259,6 +266,111 @@ def start_cpu_server(
         log_path,
         ready_timeout_s,
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class LlamaCppModel:
+    """A GGUF model served by llama.cpp under a short name (`MODEL=<name>`)."""
+
+    served_name: str
+    gguf: str  # relative to the repository; DRARENA_QWEN_GGUF overrides it for qwen1.5b-cpu
+    setup: str  # the command that installs it
+    ctx_per_slot: int = CPU_MAX_MODEL_LEN
+    parallel: int = 2
+
+
+LLAMACPP_MODELS: dict[str, LlamaCppModel] = {
+    "qwen1.5b-cpu": LlamaCppModel(
+        served_name="qwen2.5-coder-1.5b-instruct",
+        gguf=".cache/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        setup="make setup-qwen",
+    ),
+}
+
+
+def llamacpp_python() -> Path:
+    return Path(os.environ.get("DRARENA_LLAMACPP_PYTHON", REPO / ".venv-llamacpp/bin/python"))
+
+
+def llamacpp_command(
+    python: Path,
+    gguf: Path,
+    port: int,
+    served_name: str,
+    *,
+    ctx_per_slot: int = CPU_MAX_MODEL_LEN,
+    parallel: int = 2,
+    threads: int | None = None,
+) -> list[str]:
+    """scripts/llamacpp_server.py under .venv-llamacpp: llama.cpp's server for one GGUF."""
+    return [
+        str(python),
+        str(REPO / "scripts" / "llamacpp_server.py"),
+        "--model",
+        str(gguf),
+        "--alias",
+        served_name,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--ctx-per-slot",
+        str(ctx_per_slot),
+        "--parallel",
+        str(parallel),
+        "--threads",
+        str(threads or os.cpu_count() or 1),
+    ]
+
+
+def start_llamacpp_server(
+    name: str,
+    port: int | None = None,
+    *,
+    threads: int | None = None,
+    ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S,
+) -> ServerHandle:
+    """Serve the named GGUF model (LLAMACPP_MODELS) with llama.cpp on loopback; `threads`
+    (default DRARENA_LLAMACPP_THREADS, else every core) decode each batch."""
+    spec = LLAMACPP_MODELS[name]
+    python = llamacpp_python()
+    gguf = Path(os.environ.get("DRARENA_QWEN_GGUF", REPO / spec.gguf))
+    if not python.exists() or not gguf.is_file():
+        raise DrarenaError(
+            f"model {name}: llama.cpp server not installed ({python} or {gguf} missing); "
+            f"run `{spec.setup}` (scripts/setup_qwen.sh) first"
+        )
+    port = port or free_port()
+    command = llamacpp_command(
+        python,
+        gguf,
+        port,
+        spec.served_name,
+        ctx_per_slot=spec.ctx_per_slot,
+        parallel=spec.parallel,
+        threads=threads or int(os.environ.get("DRARENA_LLAMACPP_THREADS", "0")) or None,
+    )
+    log_path = REPO / ".cache" / "logs" / f"llamacpp-{port}.log"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return start_server(command, env, port, spec.served_name, log_path, ready_timeout_s)
+
+
+def start_model(model: str, port: int | None = None) -> ServerHandle:
+    """`MODEL=...`: a LLAMACPP_MODELS name is served by llama.cpp on the CPU; anything else by
+    vLLM, on the GPU when there is one, else by the CPU build (a local Hugging Face folder)."""
+    if model in LLAMACPP_MODELS:
+        return start_llamacpp_server(model, port)
+    port = port or free_port()
+    if has_gpu():
+        return start_server(
+            gpu_command(model, port),
+            dict(os.environ),
+            port,
+            Path(model).name.lower(),
+            REPO / ".cache" / "logs" / f"vllm-gpu-{port}.log",
+            ready_timeout_s=1800.0,
+        )
+    return start_cpu_server(port, model_dir=Path(model))
 
 
 def external_server(api_base: str) -> ServerHandle:
