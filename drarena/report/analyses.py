@@ -103,7 +103,8 @@ def analyses_section(a: Analyses) -> str:
         for p in a.pairs
     )
     points = [(p.rating_gap, p.mean_rounds, f"{p.a} v {p.b}") for p in a.pairs]
-    depth = {f"depth {k}": v for k, v in a.depth_histogram.items()}
+    # drarena's depth counts the root as 0; the paper's D (Figure 8, the word limit) counts it
+    depth = {f"depth {k} (D={int(k) + 1})": v for k, v in a.depth_histogram.items()}
     width = {f"width {k}": v for k, v in a.width_histogram.items()}
     agent_rows = "".join(
         f"<tr><td>{esc(c.agent)}</td><td>{esc(c.model or '-')}</td>"

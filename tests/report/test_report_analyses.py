@@ -78,6 +78,7 @@ def test_rank_json_and_report_show_the_analyses(
     ):
         assert heading in page or heading.replace("&#x27;", "'") in page, heading
     assert 'aria-label="verdict shares"' in page and "Pearson r undefined here" in page
+    assert ">depth 1 (D=2)</text>" in page  # the paper's D counts the root
     assert "<script" not in page and "http://" not in page.split("<h2>Matches</h2>")[0].replace(
         "served at http://127.0.0.1", ""
     )
