@@ -47,16 +47,19 @@ PAPER_MATCH: dict[str, Any] = {
     "flat_context": False,
     "first_round_only": False,
     "word_limit_root_counted": True,
+    "chain_ancestors": 2,
 }
 
 # A run recorded before issue 16 stored a config without these keys; it replays with what
 # drarena did then (one Examiner role for tasks and judgments; no history cut; no leaf
-# fallback; checklists capped at 6; D without the root; the total page budget only).
+# fallback; checklists capped at 6; D without the root; every ancestor in the chain; the
+# total page budget only).
 LEGACY_MATCH: dict[str, Any] = {
     "cut_history_on_backtrack": False,
     "leaf_fallback_widen": False,
     "checklist_max_items": 6,
     "word_limit_root_counted": False,
+    "chain_ancestors": None,
 }
 
 

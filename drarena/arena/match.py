@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from drarena.agents.base import Agent, Answer, Conversation, SourcePage, Turn
 from drarena.arena.rounds import play_round
+from drarena.corpus.records import TreePage
 from drarena.corpus.treewalk import CannotExpand, TreePath, TreeWalker
 from drarena.examiner.evolve import (
     MatchScore,
@@ -93,6 +94,13 @@ class MatchSettings(BaseModel):
         True,
         description="the word limit's D counts the root, as the reference does; false: D is "
         "the node's depth (20 words fewer; drarena before issue 16, kept so its runs replay)",
+    )
+    chain_ancestors: int | None = Field(
+        2,
+        ge=0,
+        description="ancestors of the current node shown to task generation as its "
+        "reasoning chain, nearest last (the reference: the last two, path[-3:-1]); 0: the "
+        "paper's 'No Logic Chain' ablation; null: every ancestor from the root",
     )
     flat_context: bool = Field(
         False,
@@ -312,7 +320,7 @@ class MatchRunner:
             self.client,
             self._role(s.taskgen_role),
             root=root,
-            chain=() if s.flat_context else chain,
+            chain=() if s.flat_context else shown_chain(chain, s.chain_ancestors),
             targets=targets,
             depth=depth,
             earlier_questions=earlier,
@@ -370,6 +378,13 @@ class MatchRunner:
             None,
         )
         return rec, [(convs[0], first), (convs[1], second)]
+
+
+def shown_chain(chain: tuple[TreePage, ...], ancestors: int | None) -> tuple[TreePage, ...]:
+    """The reasoning chain task generation sees: the last `ancestors` (None: all)."""
+    if ancestors is None:
+        return chain
+    return chain[max(0, len(chain) - ancestors) :] if ancestors else ()
 
 
 def conversation_turns(conv: Conversation | None) -> int:

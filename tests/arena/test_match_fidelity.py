@@ -170,3 +170,23 @@ async def test_page_chars_cuts_each_page() -> None:
     prompt = backend.requests[0]["messages"][0]["content"]
     assert prompt.count("(text cut to 300 of ") == 3
     assert len(record.rounds[0].task.pages_cut) == 3
+
+
+async def test_task_generation_sees_the_last_two_ancestors() -> None:
+    """At depth 3 the reference shows the two nearest ancestors (path[-3:-1]), not the root;
+    chain_ancestors: null shows all three, 0 none (the paper's No Logic Chain ablation)."""
+    verdicts = A_WINS + B_WINS + A_WINS
+    counts = {}
+    for ancestors in (2, None, 0):
+        backend = examiner(verdicts)
+        await runner(backend, max_rounds=3, chain_ancestors=ancestors).run()
+        task_prompts = [
+            r["messages"][0]["content"]
+            for r in backend.requests
+            if r["response_format"]["json_schema"]["name"] == "task"
+        ]
+        chain = task_prompts[2].split("A. REASONING CHAIN", 1)[1].split("B. TARGET PAGES")[0]
+        counts[ancestors] = chain.count("<<<BEGIN SOURCE")
+        if ancestors == 2:
+            assert "/r.html" not in chain  # the root is not among the last two ancestors
+    assert counts == {2: 2, None: 3, 0: 0}
