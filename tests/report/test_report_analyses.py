@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -153,3 +155,19 @@ def test_sections_render_hand_built_figures() -> None:
     c = compare({"a": 3.0, "b": 2.0, "c": 1.0}, {"a": 30.0, "b": 20.0, "c": 10.0}, against="t")
     section = comparison_section(c)
     assert "<td>spearman</td><td class=num>1.000</td>" in section
+
+
+def test_a_served_run_renders_without_importing_litellm(run: Path) -> None:
+    """The report of a run on a served model needs no price map: a replay (which renders the
+    report) keeps litellm unimported, as tests/arena/test_arena_recorded_run.py requires."""
+    probe = (
+        "import sys\n"
+        "from drarena.cli import main\n"
+        "rc = main(['run', 'rank', sys.argv[1], '--json'])\n"
+        "print('litellm' in sys.modules, rc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(run)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-1] == "False 0"
