@@ -1,0 +1,173 @@
+"""The known-order ladder: does a tournament recover an order known by construction?
+
+Agents whose order is known before any match: oracle (given the round's target pages) >
+react with hybrid search > closed_book (no web) > null (always "I don't know", no model call).
+A tournament on the committed snapshot (the demo's settings, these agents, enough Swiss rounds
+that every pair meets once with 4 agents), then: the recovered order (by rating), Spearman and
+Kendall (tau-b, ties counted) against the known order, per pair the known-better agent's score
+rate over scored rounds (win 1, tie 0.5, loss 0) with a seeded 95% bootstrap interval, the
+examiner-check figures the run recorded (when the tournament runs one), and the wall time.
+
+An Examiner that judges by position (SmolLM2-135M) ties everything: all ratings equal, the
+correlations undefined (printed as nan), every score rate 0.5. That is the expected failure.
+
+Usage: .venv/bin/python bench/bench_validity.py [--model qwen1.5b-cpu] [--ladder reduced]
+  [--max-rounds 2] [--judge-mode pairwise|pointwise|both]      (`make bench-validity`)
+--ladder reduced drops react (oracle > closed_book > null: the cheapest ladder, for the 1.5B
+model on 2 cores). The run folder is runs/bench-validity-<model>-<ladder>-<judge mode>; a rerun
+resumes it, and a finished one replays from its cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from scipy import stats
+
+from drarena.ledger.records import MatchRecord
+
+REPO = Path(__file__).resolve().parents[1]
+LADDERS: dict[str, list[dict[str, Any]]] = {
+    "full": [
+        {"name": "oracle", "kind": "oracle"},
+        {
+            "name": "react-hybrid",
+            "kind": "react",
+            "args": {"retriever": {"kind": "hybrid"}, "max_steps": 4, "max_open_pages": 2},
+        },
+        {"name": "closed_book", "kind": "closed_book"},
+        {"name": "null", "kind": "null"},
+    ],
+    "reduced": [
+        {"name": "oracle", "kind": "oracle"},
+        {"name": "closed_book", "kind": "closed_book"},
+        {"name": "null", "kind": "null"},
+    ],
+}
+
+
+def ladder_config(
+    base: Mapping[str, Any], ladder: str, name: str, max_rounds: int, judge_mode: str
+) -> dict[str, Any]:
+    """The demo config with the ladder's agents; Swiss rounds = n - 1 (every pair once)."""
+    config: dict[str, Any] = json.loads(json.dumps(base))  # a deep copy of plain YAML data
+    agents = LADDERS[ladder]
+    config["name"] = name
+    config["agents"] = agents
+    config["swiss_rounds"] = len(agents) - 1
+    match = dict(config.get("match") or {})
+    match["max_rounds"] = max_rounds
+    if judge_mode != "pairwise":  # the default; a config without the key stays loadable
+        match["judge_mode"] = judge_mode
+    config["match"] = match
+    return config
+
+
+def round_scores(log: Sequence[MatchRecord]) -> dict[tuple[str, str], list[float]]:
+    """Per ordered pair (x, y): x's score in each scored round against y (1, 0.5, 0)."""
+    scores: dict[tuple[str, str], list[float]] = {}
+    for match in log:
+        for rnd in match.rounds:
+            if rnd.void_reason or rnd.judgment is None:
+                continue
+            signed = rnd.judgment.reconciled.verdict.signed
+            a = 1.0 if signed > 0 else 0.0 if signed < 0 else 0.5
+            scores.setdefault((match.a, match.b), []).append(a)
+            scores.setdefault((match.b, match.a), []).append(1.0 - a)
+    return scores
+
+
+def bootstrap_mean(
+    values: Sequence[float], seed: int, resamples: int = 2000
+) -> tuple[float, float]:
+    """Seeded percentile bootstrap 95% interval of the mean."""
+    rng = random.Random(seed)
+    n = len(values)
+    means = sorted(sum(rng.choice(values) for _ in range(n)) / n for _ in range(resamples))
+    return means[int(0.025 * resamples)], means[int(0.975 * resamples) - 1]
+
+
+def order_agreement(known: Sequence[str], rating: Mapping[str, float]) -> tuple[float, float]:
+    """(Spearman rho, Kendall tau-b) of the ratings against the known order (first best);
+    nan when the ratings are all equal (no order recovered at all)."""
+    truth = [len(known) - i for i in range(len(known))]
+    got = [rating[a] for a in known]
+    if len(set(got)) < 2:
+        return math.nan, math.nan
+    rho = float(stats.spearmanr(truth, got).statistic)
+    tau = float(stats.kendalltau(truth, got).statistic)
+    return rho, tau
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--model", default=None, help="MODEL (default: the CPU SmolLM2 server)")
+    parser.add_argument("--ladder", choices=sorted(LADDERS), default="full")
+    parser.add_argument("--max-rounds", type=int, default=2, help="rounds per match")
+    parser.add_argument("--judge-mode", default="pairwise", help="pairwise, pointwise or both")
+    parser.add_argument("--base", type=Path, default=REPO / "configs/demo.yaml")
+    args = parser.parse_args()
+
+    from drarena.arena.config import load_config
+    from drarena.arena.execute import execute
+    from drarena.ledger.folder import RunDir
+    from drarena.models.config import CacheMode
+
+    label = (args.model or "smollm2").replace("/", "_")
+    name = f"bench-validity-{label}-{args.ladder}-{args.judge_mode}"
+    base = yaml.safe_load(args.base.read_text(encoding="utf-8"))
+    config_data = ladder_config(base, args.ladder, name, args.max_rounds, args.judge_mode)
+    config_path = REPO / "runs" / f"{name}.yaml"
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    config_path.write_text(yaml.safe_dump(config_data, sort_keys=False), encoding="utf-8")
+    config = load_config(config_path)
+    run = RunDir(config.runs_root / config.name)
+    started = time.perf_counter()
+    result = execute(config, run, serve=True, cache_mode=CacheMode.READ_WRITE, model=args.model)
+    wall = time.perf_counter() - started
+
+    known = [a["name"] for a in LADDERS[args.ladder]]
+    board = json.loads((run.path / "leaderboard.json").read_text(encoding="utf-8"))
+    rating = {row["agent"]: float(row["rating"]) for row in board}
+    recovered = sorted(known, key=lambda a: (-rating[a], known.index(a)))
+    rho, tau = order_agreement(known, rating)
+    print(
+        f"model: {args.model or 'smollm2-135m (vLLM CPU)'}; ladder {args.ladder}; "
+        f"judge_mode {args.judge_mode}; {len(result.log)} matches, "
+        f"{result.model_calls} model calls, wall {wall:.0f} s"
+    )
+    print("known order:     " + " > ".join(known))
+    print("recovered order: " + " > ".join(f"{a} ({rating[a]:.0f})" for a in recovered))
+    print(f"Spearman rho {rho:.3f}, Kendall tau-b {tau:.3f} (nan: all ratings equal)")
+    scores = round_scores(result.log)
+    print("pair (known better first): score rate over scored rounds [95% bootstrap], W/T/L")
+    for i, x in enumerate(known):
+        for y in known[i + 1 :]:
+            values = scores.get((x, y), [])
+            if not values:
+                print(f"  {x} vs {y}: no scored round")
+                continue
+            low, high = bootstrap_mean(values, seed=len(values))
+            wins, ties = values.count(1.0), values.count(0.5)
+            print(
+                f"  {x} vs {y}: {sum(values) / len(values):.2f} [{low:.2f}, {high:.2f}], "
+                f"{wins}/{ties}/{len(values) - wins - ties} of {len(values)}"
+            )
+    header = json.loads((run.path / "run.json").read_text(encoding="utf-8"))
+    checks = {k: v for k, v in header.items() if "examiner" in k.lower() and "check" in k.lower()}
+    print("examiner-check: " + (json.dumps(checks)[:1500] if checks else "none recorded"))
+    print(f"run folder: {run.path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
