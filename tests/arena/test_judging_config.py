@@ -3,16 +3,28 @@ errors, the order alternation of judge_orders: 1, and the legacy replay rule."""
 
 from __future__ import annotations
 
+import json
+import random
+import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
+from arena_fakes import ScriptedAgentForTests, examiner_step, make_tree
 
 from drarena.arena.config import parse_config
 from drarena.arena.execute import legacy_judging
-from drarena.arena.match import MatchSettings
+from drarena.arena.match import MatchRunner, MatchSettings, match_seed
+from drarena.corpus.treewalk import TreeWalker
 from drarena.errors import DrarenaError
 from drarena.examiner import templates
+from drarena.examiner.evolve import Outcome
 from drarena.examiner.judge import JudgeMode
+from drarena.ledger.records import MatchRecord
+from drarena.models.client import ModelClient
+from drarena.models.config import ModelsConfig
+from drarena.models.scripted import ScriptedBackendForTests, reply
 
 
 def config(**match: object) -> dict:
@@ -80,3 +92,63 @@ def test_a_run_recorded_before_the_choice_replays_with_the_v1_prompt() -> None:
     new = config(judge_prompt="checklist-first")
     assert legacy_judging(new) == new
     assert templates.LEGACY_JUDGE_PROMPT in templates.shipped_names()
+
+
+def judge_runner(step: Any, **settings: Any) -> MatchRunner:
+    tree, docs = make_tree()
+    client = ModelClient(
+        ModelsConfig(roles={"examiner": {"model": "openai/scripted"}}),
+        backend=ScriptedBackendForTests([step] * 50),
+    )
+    seed = match_seed(7, "A", "B", tree.id)
+    return MatchRunner(
+        "m1",
+        1,
+        "A",
+        "B",
+        ScriptedAgentForTests("A", report="Alpha found entity one and detail one clearly"),
+        ScriptedAgentForTests("B", report="Beta says nothing useful here at all"),
+        TreeWalker(tree=tree, pages=docs, rng=random.Random(seed)),
+        client,
+        MatchSettings(**settings),
+        seed,
+    )
+
+
+async def test_one_order_in_the_match_loop_alternates_the_order_shown() -> None:
+    tasks = examiner_step([{"v": "TIE", "q": "HIGH"}] * 3)
+    shown: list[str] = []
+
+    def step(request: Mapping[str, Any]) -> Any:
+        prompt = request["messages"][0]["content"]
+        if request["response_format"]["json_schema"]["name"] == "verdict":
+            shown.append("A" if prompt.index("Alpha found") < prompt.index("Beta says") else "B")
+        return tasks(request)
+
+    r = judge_runner(step, judge_orders=1, max_rounds=3)
+    record = await r.run()
+    assert len(record.rounds) == 3 and len(shown) == 3  # one judgment per round
+    first = "B" if r.seed % 2 else "A"
+    assert shown == [first, "A" if first == "B" else "B", first]
+    for rnd in record.rounds:
+        assert rnd.judgment is not None and len(rnd.judgment.orders()) == 1
+
+
+async def test_pointwise_in_the_match_loop_records_verified_grades() -> None:
+    tasks = examiner_step([])
+
+    def step(request: Mapping[str, Any]) -> Any:
+        if request["response_format"]["json_schema"]["name"] != "grades":
+            return tasks(request)
+        prompt = request["messages"][0]["content"]
+        n = int(re.search(r"CHECKLIST \((\d+) items", prompt).group(1))  # type: ignore[union-attr]
+        quote = "Alpha found entity one" if "Alpha found" in prompt else "an invented passage"
+        return reply(json.dumps({"items": [{"satisfied": True, "quote": quote}] * n}))
+
+    record = await judge_runner(step, judge_mode="pointwise").run()
+    assert record.outcome == Outcome.A_WINS and len(record.rounds) == 1
+    judged = record.rounds[0].judgment
+    assert judged is not None and judged.ab is None and judged.pointwise is not None
+    assert all(g.verified for g in judged.pointwise.a.items)
+    assert not any(g.verified for g in judged.pointwise.b.items)  # claimed, quote not found
+    assert MatchRecord.from_json(record.to_json()) == record
