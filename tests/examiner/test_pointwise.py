@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from drarena.examiner import templates
 from drarena.examiner.judge import (
@@ -23,6 +25,7 @@ from drarena.examiner.pointwise import (
     derive,
     grade_items,
     grading_prompt,
+    normalise,
     quote_found,
 )
 from drarena.examiner.taskcheck import ChecklistItem, Task
@@ -30,6 +33,7 @@ from drarena.examiner.verdicts import FailureType, Judgment, TieQuality, Verdict
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelsConfig
 from drarena.models.scripted import ScriptedBackendForTests, reply
+from drarena.quoting import defang
 
 TASK = Task(
     question="Which module reads delimited text, and what does its reader return per row?",
@@ -96,6 +100,7 @@ def grade(depth: list[bool], width: list[bool]) -> AnswerGrade:
 
 
 T, F = True, False
+EDGE_CHARS = "\"'`“”‘’«»…. "
 
 
 @pytest.mark.parametrize(
@@ -235,3 +240,26 @@ def test_the_grading_prompt_shows_no_copyable_example() -> None:
     text = grading_prompt(TASK, GOOD)
     assert "{" not in templates.load("pointwise") and "[true" not in text.lower()
     assert text.count("<<<BEGIN ANSWER>>>") == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    answer=st.text(max_size=300),
+    entries=st.lists(
+        st.fixed_dictionaries({"satisfied": st.booleans(), "quote": st.text(max_size=60)}),
+        max_size=4,
+    ),
+)
+def test_a_verified_item_is_claimed_and_quoted_from_the_answer(
+    answer: str, entries: list[dict]
+) -> None:
+    """Property: whatever the grader writes, an item counts only when claimed and its quote
+    (normalised) occurs in the answer; one grade per checklist item, always."""
+    got = grade_items(TASK, answer, {"items": entries})
+    assert len(got) == 3
+    for g in got:
+        if g.verified:
+            assert g.claimed and quote_found(g.quote, answer)
+            assert normalise(g.quote).strip(EDGE_CHARS) in normalise(answer) or normalise(
+                g.quote
+            ).strip(EDGE_CHARS) in normalise(defang(answer))
