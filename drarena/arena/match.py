@@ -15,13 +15,15 @@ import dataclasses
 import hashlib
 import random
 from collections.abc import Callable
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from drarena.agents.base import Agent, Answer, Conversation, SourcePage, Turn
 from drarena.arena.rounds import play_round
 from drarena.corpus.records import TreePage
 from drarena.corpus.treewalk import CannotExpand, TreePath, TreeWalker
+from drarena.examiner import templates
 from drarena.examiner.evolve import (
     MatchScore,
     Move,
@@ -32,6 +34,7 @@ from drarena.examiner.evolve import (
     transition,
     word_limit,
 )
+from drarena.examiner.judge import JudgeMode, JudgeOptions
 from drarena.examiner.taskgen import TaskOutcome, generate_task
 from drarena.ledger.records import SCHEMA_VERSION, AnswerTiming, MatchRecord, RoundRecord
 from drarena.models.client import ModelClient
@@ -111,6 +114,52 @@ class MatchSettings(BaseModel):
         False,
         description="ablation (paper 4.3, Table 6): a match ends after its first scored round",
     )
+    # judging (owned by the judging code: drarena/examiner/judge.py, templates.py)
+    judge_prompt: str = Field(
+        templates.DEFAULT_PROMPTS["judge"],
+        description="pairwise judge prompt: a name shipped in drarena/examiner/prompts/ "
+        "(paper: the paper's human-preference criteria; checklist-first: checklist before "
+        "style) or a file path (a '/' or a .txt ending); its sha256 goes into run.json",
+    )
+    taskgen_prompt: str = Field(
+        templates.DEFAULT_PROMPTS["taskgen"],
+        description="task generation prompt: a shipped name or a file path, as judge_prompt",
+    )
+    judge_mode: JudgeMode = Field(
+        JudgeMode.PAIRWISE,
+        description="pairwise (the paper: both answers in one prompt), pointwise (each "
+        "answer graded alone per checklist item, a quote verified by code; a deviation) or "
+        "both (pointwise decides coverage, pairwise breaks its ties on presentation)",
+    )
+    judge_orders: Literal[1, 2] = Field(
+        2,
+        description="2: judge both orders and reconcile; 1: the paper's single judgment, A/B "
+        "swapped on alternate rounds of a match (first order from the match seed)",
+    )
+    judge_sees_checklist: bool = Field(
+        True, description="false: the paper's ablation, no checklist shown to the pairwise judge"
+    )
+
+    @field_validator("judge_prompt", "taskgen_prompt")
+    @classmethod
+    def _prompt_exists(cls, spec: str) -> str:
+        return templates.check_spec(spec)
+
+    def judge_options(self, seed: int, round_index: int) -> JudgeOptions:
+        """The judging of round `round_index` of the match with `seed`: with one order, the
+        A/B order alternates every round, starting from the seed's parity, so each agent is
+        shown first in half the rounds (+-1) whatever the pairing or tree count."""
+        return JudgeOptions(
+            prompt=self.judge_prompt,
+            mode=self.judge_mode,
+            orders=self.judge_orders,
+            sees_checklist=self.judge_sees_checklist,
+            swap=self.judge_orders == 1 and (seed + round_index) % 2 == 1,
+        )
+
+    def template_specs(self) -> dict[str, str]:
+        """The prompt templates a run with these settings uses, by slot."""
+        return {"taskgen": self.taskgen_prompt, **self.judge_options(0, 0).template_specs()}
 
 
 def match_seed(run_seed: int, a: str, b: str, tree: str) -> int:
@@ -353,6 +402,7 @@ class MatchRunner:
             limits,
             self.client,
             self._role(self.settings.judge_role),
+            self.settings.judge_options(self.seed, index),
         )
         for name, ans in zip((self.a, self.b), play.answers, strict=True):
             if ans is not None:
