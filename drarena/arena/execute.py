@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from drarena.arena.config import TournamentConfig, parse_config
+from drarena.arena.config import TournamentConfig, legacy_match, parse_config
 from drarena.arena.context import open_run
 from drarena.arena.live import capture_fingerprint, capture_path, finish_block, header_block
 from drarena.arena.session import config_digest
@@ -238,7 +238,8 @@ def replay(
         raise DrarenaError(f"{run.path}: no run.json (not a run folder)")
     if not run.cache_path.is_file():
         raise DrarenaError(f"{run.cache_path}: no model cache to replay from")
-    config = parse_config(legacy_judging(header["config"]), f"{run.header_path}: config")
+    stored = legacy_match(legacy_judging(header["config"]))  # rules of older drarenas
+    config = parse_config(stored, f"{run.header_path}: config")
     if snapshot is not None:
         config = config.model_copy(update={"snapshot": snapshot})
     if config.offline:
