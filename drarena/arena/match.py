@@ -380,6 +380,7 @@ class MatchRunner:
             checklist_max_items=s.checklist_max_items,
             relations=not s.flat_context,
             root_counted=s.word_limit_root_counted,
+            prompt=s.taskgen_prompt,
         )
         task = task_out.task
         if task is None:

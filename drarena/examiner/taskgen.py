@@ -100,12 +100,14 @@ async def generate_task(
     checklist_max_items: int | None = None,
     relations: bool = True,
     root_counted: bool = True,
+    prompt: str = "taskgen",
 ) -> TaskOutcome:
     """`depth`: the node's depth (root 0). `page_chars`: each page's text cap;
     `page_budget_chars`: an optional cap on all of it (a third to the chain: it sets the
     logic, the targets hold the facts). `checklist_max_items`: a ceiling on each checklist
     (None: depth items <= W, width items <= 2W). `relations`: False for the flat-context
-    ablation (the caller also passes no chain). `root_counted`: see evolve.word_limit."""
+    ablation (the caller also passes no chain). `root_counted`: see evolve.word_limit.
+    `prompt`: the template, a shipped name or a file path (match.taskgen_prompt)."""
     if not targets:
         raise DrarenaError("generate_task: no target pages")
     width = len(targets)
@@ -120,8 +122,8 @@ async def generate_task(
         targets, page_chars, target_budget, len(chain) + 1, relations=relations
     )
     sources = [p.url for p in (*chain, *targets)]
-    prompt = templates.render(
-        "taskgen",
+    text = templates.render(
+        prompt,
         root_topic=root.title or root.url,
         reasoning_chain=chain_text,
         target_pages=target_text,
@@ -133,7 +135,7 @@ async def generate_task(
     forbidden = forbidden_names(
         [root.title, *(t.title for t in targets)], [root.url, *(t.url for t in targets)]
     )
-    messages: list[dict[str, str]] = [{"role": "user", "content": prompt}]
+    messages: list[dict[str, str]] = [{"role": "user", "content": text}]
     attempts: list[TaskAttempt] = []
     cut = tuple(cut_chain + cut_targets)
     for _ in range(max_attempts):

@@ -152,3 +152,21 @@ async def test_pointwise_in_the_match_loop_records_verified_grades() -> None:
     assert all(g.verified for g in judged.pointwise.a.items)
     assert not any(g.verified for g in judged.pointwise.b.items)  # claimed, quote not found
     assert MatchRecord.from_json(record.to_json()) == record
+
+
+async def test_a_taskgen_prompt_file_is_what_the_task_generator_is_asked(tmp_path: Path) -> None:
+    mine = tmp_path / "taskgen.txt"
+    shipped = templates.load("taskgen")
+    mine.write_text("MY TASK PROMPT\n" + shipped, encoding="utf-8")
+    tasks = examiner_step([{"v": "A_MUCH_BETTER", "f": "DEPTH"}, {"v": "B_MUCH_BETTER"}])
+    asked: list[str] = []
+
+    def step(request: Mapping[str, Any]) -> Any:
+        if request["response_format"]["json_schema"]["name"] == "task":
+            asked.append(request["messages"][0]["content"])
+        return tasks(request)
+
+    record = await judge_runner(step, taskgen_prompt=str(mine)).run()
+    assert record.outcome == Outcome.A_WINS
+    assert asked and all(p.startswith("MY TASK PROMPT\n") for p in asked)
+    assert MatchSettings(taskgen_prompt=str(mine)).template_specs()["taskgen"] == str(mine)
