@@ -145,7 +145,7 @@ async def protocol_checks(handle: serve.ServerHandle) -> None:
             schema,
             name="pick",
         )
-        print(f"  json_schema: valid {value} ({time.monotonic() - started:.0f} s)", flush=True)
+        print(f"  json_schema: valid {value[0]} ({time.monotonic() - started:.0f} s)", flush=True)
     except DrarenaError as exc:
         print(f"  json_schema: FAILED {str(exc)[:200]}", flush=True)
     started = time.monotonic()
@@ -222,7 +222,13 @@ def main() -> int:
     if not args.skip_peer:
         peer = run_one(
             "smollm2-135m vLLM CPU (peer)",
-            lambda: serve.start_cpu_server(),
+            # DRARENA_MODEL_API_BASE: a SmolLM2 server already running is measured instead
+            # (no second vLLM on a loaded machine; it is never stopped).
+            lambda: (
+                serve.external_server(os.environ["DRARENA_MODEL_API_BASE"])
+                if os.environ.get("DRARENA_MODEL_API_BASE")
+                else serve.start_cpu_server()
+            ),
             args.prompt_tokens,
             args.gen_tokens,
             not args.no_judge,

@@ -319,7 +319,7 @@ def llamacpp_command(
         "--parallel",
         str(parallel),
         "--threads",
-        str(threads or os.cpu_count() or 1),
+        str(threads or max(1, (os.cpu_count() or 1) - 1)),
     ]
 
 
@@ -331,7 +331,11 @@ def start_llamacpp_server(
     ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S,
 ) -> ServerHandle:
     """Serve the named GGUF model (LLAMACPP_MODELS) with llama.cpp on loopback; `threads`
-    (default DRARENA_LLAMACPP_THREADS, else every core) decode each batch."""
+    (default DRARENA_LLAMACPP_THREADS, else all cores but one) decode each batch.
+
+    Why not every core: llama.cpp's threads wait for each other at every layer, so one
+    descheduled thread stalls them all. On 2 cores shared with other work (load average 20)
+    1 thread generated 1.3 tokens/s and 2 threads 0.17-0.30 (bench/bench_cpu_examiner.py)."""
     spec = LLAMACPP_MODELS[name]
     python = llamacpp_python()
     gguf = Path(os.environ.get("DRARENA_QWEN_GGUF", REPO / spec.gguf))
