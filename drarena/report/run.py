@@ -64,6 +64,11 @@ class RunAnalyses:
         }
 
 
+def one_line(exc: Exception) -> str:
+    """An exception's text on one line, capped (pydantic's errors span several lines)."""
+    return " ".join(str(exc).split())[:200]
+
+
 def read_timings(run: RunDir) -> list[AnswerTiming]:
     """timings.jsonl as records (none when the run has no such file)."""
     if not run.timings_path.is_file():
@@ -76,7 +81,7 @@ def read_timings(run: RunDir) -> list[AnswerTiming]:
                 raise ValueError("not a JSON object")
             out.append(AnswerTiming.from_dict(value))
         except (ValueError, TypeError) as exc:
-            raise DrarenaError(f"{run.timings_path}:{n}: bad timing ({str(exc)[:200]})") from None
+            raise DrarenaError(f"{run.timings_path}:{n}: bad timing ({one_line(exc)})") from None
     return out
 
 
@@ -91,7 +96,7 @@ def read_comparison(run: RunDir) -> Comparison | None:
         return Comparison.from_dict(value)
     except (ValueError, TypeError) as exc:
         raise DrarenaError(
-            f"{path}: damaged comparison ({str(exc)[:200]}); run `drarena run compare` again"
+            f"{path}: damaged comparison ({one_line(exc)}); run `drarena run compare` again"
         ) from None
 
 

@@ -10,7 +10,7 @@ from matchkit import answer, judgment, match, round_
 
 from drarena.examiner.evolve import Outcome
 from drarena.examiner.verdicts import FailureType, Judgment, TieQuality, Verdict
-from drarena.ledger.analysis import Price, agent_models, analyse, pearson
+from drarena.ledger.analysis import Price, agent_models, analyse, litellm_prices, pearson
 from drarena.ledger.records import AnswerTiming, MatchRecord
 
 V = Verdict
@@ -159,3 +159,21 @@ def test_agent_models_from_the_header() -> None:
         "b": "gpt-4o",
         "c": "",
     }
+
+
+def test_litellm_prices_from_the_bundled_map() -> None:
+    prices = litellm_prices(
+        {
+            "api": "gpt-4o-mini",
+            "prefixed": "openai/gpt-4o-mini",
+            "served": "served",
+            "local": "gpt-4o-mini (served at http://127.0.0.1:9/v1)",
+            "unknown": "no-such-model-anywhere",
+            "command": "",
+        }
+    )
+    api = prices["api"]
+    assert api is not None and api.input_per_token > 0 and api.output_per_token > 0
+    prefixed = prices["prefixed"]  # the provider prefix is tried off when the full name misses
+    assert prefixed is not None and prefixed.input_per_token == api.input_per_token
+    assert [prices[k] for k in ("served", "local", "unknown", "command")] == [None] * 4

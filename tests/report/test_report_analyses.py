@@ -171,3 +171,33 @@ def test_a_served_run_renders_without_importing_litellm(run: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines()[-1] == "False 0"
+
+
+def test_seconds_come_from_timings_and_a_bad_timing_is_one_line(
+    run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = [json.loads(x) for x in (run / "matches.jsonl").read_text().splitlines()]
+    first = log[0]
+    timing = {"match_id": first["match_id"], "round": 0, "agent": first["a"]}
+    (run / "timings.jsonl").write_text(
+        json.dumps(timing | {"wall_s": 3.5, "model_s": 2.25}) + "\n", encoding="utf-8"
+    )
+    assert main(["run", "rank", str(run), "--json"]) == 0
+    costs = {c["agent"]: c for c in json.loads(capsys.readouterr().out)["analyses"]["agent_costs"]}
+    assert (costs[first["a"]]["model_seconds"], costs[first["a"]]["wall_seconds"]) == (2.25, 3.5)
+    assert costs[first["b"]]["model_seconds"] is None  # no timing recorded for it
+    before = (run / "report.html").read_bytes()
+    with (run / "timings.jsonl").open("a", encoding="utf-8") as f:
+        f.write('{"match_id": "m"}\n')
+    assert main(["run", "rank", str(run), "--json"]) != 0
+    err = capsys.readouterr().err.strip()
+    assert f"{run / 'timings.jsonl'}:2: bad timing" in err and "\n" not in err
+    assert (run / "report.html").read_bytes() == before  # nothing overwritten
+
+
+def test_a_damaged_comparison_is_one_line(run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (run / "comparison.json").write_text('{"against": "x"}', encoding="utf-8")
+    assert main(["run", "rank", str(run)]) != 0
+    err = capsys.readouterr().err.strip()
+    assert f"{run / 'comparison.json'}: damaged comparison (" in err and "\n" not in err
+    assert not (run / "report.html").exists()
