@@ -48,6 +48,13 @@ PAPER_MATCH: dict[str, Any] = {
     "first_round_only": False,
     "word_limit_root_counted": True,
     "chain_ancestors": 2,
+    # judging (drarena/examiner/judge.py): the paper's prompt, one judgment per round with the
+    # A/B order alternating, both answers in one prompt, the checklist shown
+    "judge_prompt": "paper",
+    "taskgen_prompt": "taskgen",
+    "judge_mode": "pairwise",
+    "judge_orders": 1,
+    "judge_sees_checklist": True,
 }
 
 # A run recorded before issue 16 stored a config without these keys; it replays with what
