@@ -33,6 +33,15 @@ def register(subparsers: Any) -> None:
         "pages, everything read is captured into a new snapshot under "
         "`live.capture_root` that `drarena run replay RUN` replays offline",
     )
+    t.add_argument(
+        "--examiner-check-pairs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="tasks of the examiner-check run (or reused) before the first match: its "
+        "figures go into run.json and above the leaderboard (default 1: 7 pairs)",
+    )
+    t.add_argument("--no-examiner-check", action="store_true", help="skip the examiner-check")
     t.set_defaults(func=cmd_tournament)
 
     r = subparsers.add_parser("rank", help="recompute a run's leaderboard from matches.jsonl")
@@ -181,9 +190,15 @@ def cmd_tournament(args: argparse.Namespace) -> int:
     run = RunDir(config.runs_root / config.name)
     started = time.perf_counter()
     result = execute(
-        config, run, serve=not args.no_serve, cache_mode=CacheMode.READ_WRITE, model=args.model
+        config,
+        run,
+        serve=not args.no_serve,
+        cache_mode=CacheMode.READ_WRITE,
+        model=args.model,
+        examiner_check_pairs=0 if args.no_examiner_check else max(args.examiner_check_pairs, 0),
     )
     write_report(run, result.config or config, result.log)
+    print_examiner_check(run)
     print(result.leaderboard_md)
     seconds = run.answer_seconds()
     if seconds:
@@ -198,6 +213,15 @@ def cmd_tournament(args: argparse.Namespace) -> int:
     print(f"report: {run.path / 'report.html'}")
     print_live(run)
     return 0
+
+
+def print_examiner_check(run: Any) -> None:
+    """The run's examiner-check figures, and a one-line warning when it cannot rank."""
+    from drarena.validity.reuse import header_lines
+
+    block = (run.header() or {}).get("examiner_check")
+    for line in header_lines(block) if block else []:
+        print(line)
 
 
 def print_live(run: Any) -> None:

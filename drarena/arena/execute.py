@@ -74,6 +74,7 @@ def execute(
     backend: Any = None,
     replay_tools: bool | None = None,
     header_extra: dict[str, Any] | None = None,
+    examiner_check_pairs: int = 0,
 ) -> RunResult:
     """Play (or resume) the tournament of `config` into `run`. `backend`: the model
     backend (tests inject a scripted one; default litellm).
@@ -83,7 +84,10 @@ def execute(
 
     Live mode (`offline: false`): the provider is checked first, then one LiveWeb serves
     every read and captures it; `live_replay` (the captures of a finished live run) answers
-    every read from those captures instead, with the network guard on."""
+    every read from those captures instead, with the network guard on.
+
+    `examiner_check_pairs` > 0: an examiner-check of that many tasks runs (or is reused)
+    before the first match and its figures go into run.json (drarena.arena.examinercheck)."""
     if not config.offline:
         config = config.as_live()  # the default live block when the config has none
     old = run.header()
@@ -131,6 +135,10 @@ def execute(
             else:
                 earlier = [] if old is None else old.get("live", {}).get("captures", [])
                 header.live = header_block(config.live, earlier, capture)
+        if examiner_check_pairs > 0 and newcomer is None:  # the Examiner's figures first
+            from drarena.arena.examinercheck import tournament_check
+
+            header.examiner_check = tournament_check(ctx, header, examiner_check_pairs)
         run.write_header(header)
         tournament = ctx.tournament(run)
         try:

@@ -56,6 +56,7 @@ class RunHeader(BaseModel):
     usage: dict[str, Any] = Field(default_factory=dict)
     model_calls: int | None = None
     replay_of: str | None = None
+    examiner_check: dict[str, Any] | None = None  # drarena.validity figures, if run
 
     def to_json(self) -> str:
         """Sorted, indented JSON; fields never set are left out (a header carries what the

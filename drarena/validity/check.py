@@ -112,7 +112,10 @@ async def make_tasks(
         walker = TreeWalker(tree=tree, pages=pages, rng=rng, expander=expander)
         try:
             path = walker.start(1)
-            if rng.random() < 0.5:  # half the draws one level deeper, when the tree allows
+            for _ in range(rng.randrange(3)):  # 0 to 2 levels deeper, as the tree allows
+                with contextlib.suppress(CannotExpand):
+                    path = walker.descend(path)
+            if (tree.id, path[-1]) in used:  # drawn before: one level deeper, if any
                 with contextlib.suppress(CannotExpand):
                     path = walker.descend(path)
             if (tree.id, path[-1]) in used:
@@ -156,19 +159,20 @@ def _failure(j: Judgment) -> str:
 
 
 async def judge_known_pair(
-    client: ModelClient, role: str, task: Task, pair: Pair, mode: str
+    client: ModelClient, role: str, task: Task, pair: Pair, options: JudgeOptions
 ) -> PairOutcome:
     """One pair in both orders, from the reference's side; a judge failure is recorded."""
     try:
         first, second, reconciled = await _judge(
-            client, role, task, pair.reference, pair.other, mode
+            client, role, task, pair.reference, pair.other, options
         )
     except DrarenaError as exc:
+        mode = options.mode.value
         return PairOutcome(pair.task_index, pair.kind, mode, None, None, None, error=str(exc)[:300])
     return PairOutcome(
         pair.task_index,
         pair.kind,
-        mode,
+        options.mode.value,
         first.verdict.signed,
         second.verdict.signed,
         reconciled.verdict.signed,
@@ -182,7 +186,7 @@ async def _judge(
     task: Task,
     ref: AnswerForJudge,
     other: AnswerForJudge,
-    mode: str,
+    options: JudgeOptions,
 ) -> tuple[Judgment, Judgment, Judgment]:
     """(reference-as-A judgment, reference-as-B judgment mapped back, reconciled).
 
@@ -190,13 +194,11 @@ async def _judge(
     (reference, other) and of (other, reference) mapped back, reconciled as the pairwise
     orders are (pointwise grades each answer alone, so the second call's grades come from
     the cache; the two agree unless a tie-break in `both` mode follows the position)."""
-    if mode == JudgeMode.PAIRWISE:
-        pj = await judge_answers(
-            client, role, task, ref, other, JudgeOptions(mode=JudgeMode.PAIRWISE)
-        )
+    opts = dataclasses.replace(options, orders=2, swap=False)
+    if opts.mode == JudgeMode.PAIRWISE:
+        pj = await judge_answers(client, role, task, ref, other, opts)
         assert pj.ab is not None and pj.ba is not None  # orders: 2
         return pj.ab.raw.judgment, pj.ba.raw.judgment.swapped(), pj.reconciled
-    opts = JudgeOptions(mode=JudgeMode(mode))
     one, two = await asyncio.gather(
         judge_answers(client, role, task, ref, other, opts),
         judge_answers(client, role, task, other, ref, opts),
@@ -212,8 +214,17 @@ async def examiner_check(
     pages: Mapping[str, Doc],
     settings: CheckSettings,
     expander: Expander | None = None,
+    *,
+    judge_role: str | None = None,
+    options: JudgeOptions | None = None,
 ) -> dict[str, Any]:
-    """Run the check; returns the report (JSON-ready, deterministic given seed and cache)."""
+    """Run the check; returns the report (JSON-ready, deterministic given seed and cache).
+
+    `role` writes the tasks, `judge_role` (default: `role`) judges; `options`: the judging
+    a tournament uses (its prompt, checklist switch); each of `settings.modes` replaces its
+    mode, and every pair is judged in both orders whatever its `orders` says."""
+    judge = judge_role or role
+    base = options or JudgeOptions()
     for mode in settings.modes:
         if mode not in MODES:
             raise DrarenaError(f"--modes: unknown judge mode {mode!r} (one of {', '.join(MODES)})")
@@ -229,7 +240,12 @@ async def examiner_check(
     for mode in settings.modes:
         outcomes = list(
             await asyncio.gather(
-                *(judge_known_pair(client, role, task, pair, mode) for task, pair in pairs)
+                *(
+                    judge_known_pair(
+                        client, judge, task, pair, dataclasses.replace(base, mode=JudgeMode(mode))
+                    )
+                    for task, pair in pairs
+                )
             )
         )
         outcomes_all += outcomes
@@ -247,8 +263,10 @@ async def examiner_check(
     return {
         "schema_version": SCHEMA_VERSION,
         "settings": settings.to_dict(),
-        "examiner_role": role,
-        "examiner_model": client.role(role).model,
+        "taskgen_role": role,
+        "judge_role": judge,
+        "examiner_model": client.role(judge).model,
+        "judge_prompt": base.prompt,
         "thresholds": {
             "min_accuracy": MIN_ACCURACY,
             "min_accuracy_low": MIN_ACCURACY_LOW,

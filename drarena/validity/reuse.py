@@ -1,0 +1,84 @@
+"""A tournament's examiner-check: run once per Examiner, reused by later runs (thin I/O).
+
+Why reuse: the figures depend only on the Examiner's model and sampling, the prompts, the
+snapshot's trees and the check's settings; a second tournament with the same ones (another
+set of agents, a resumed run) reads the stored report instead of judging the pairs again.
+The key hashes exactly those inputs; the store is a folder of <key>.json files beside the
+runs, written atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from drarena.validity.check import SCHEMA_VERSION, summary
+
+STORE_DIR = "examiner-checks"
+
+
+def check_key(parts: Mapping[str, Any]) -> str:
+    """sha256 of the check's inputs (sorted JSON), with the report's schema version."""
+    text = json.dumps({"schema_version": SCHEMA_VERSION, **parts}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def reuse_or_run(
+    store: Path, key: str, run: Callable[[], dict[str, Any]]
+) -> tuple[dict[str, Any], bool]:
+    """The stored report for `key`, or `run()`'s, stored; and whether it was reused. A
+    stored file that is not a report of this schema is run again (and replaced)."""
+    path = store / f"{key}.json"
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(stored, dict) and stored.get("schema_version") == SCHEMA_VERSION:
+            return stored, True
+    except (OSError, ValueError):
+        pass
+    report = run()
+    store.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=store, prefix=f".{key}.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+    return report, False
+
+
+def header_block(report: Mapping[str, Any], key: str, reused: bool) -> dict[str, Any]:
+    """What run.json keeps: the figures and verdict per mode, the key, reused or not."""
+    return {**summary(report), "key": key, "reused": reused, "tasks": len(report["tasks"])}
+
+
+def header_lines(block: Mapping[str, Any]) -> list[str]:
+    """The lines printed above the leaderboard; the last one a warning when it cannot rank."""
+    lines = []
+    for mode, result in block.get("results", {}).items():
+        f = result["figures"]
+        lines.append(
+            f"Examiner check ({mode}, {block.get('tasks', '?')} task(s)"
+            f"{', reused' if block.get('reused') else ''}): "
+            + ", ".join(
+                f"{label} {_short(f.get(k))}"
+                for k, label in (
+                    ("accuracy", "accuracy"),
+                    ("position_consistency", "consistency"),
+                    ("length_bias", "length bias"),
+                    ("tie_rate_equal", "ties on equal"),
+                    ("injection_success", "injection"),
+                )
+            )
+        )
+    if not block.get("can_rank", False):
+        lines.append(f"WARNING: the Examiner cannot rank: {block.get('verdict', '')}")
+    return lines
+
+
+def _short(f: Mapping[str, Any] | None) -> str:
+    if not f or f.get("value") is None:
+        return "n/a"
+    return f"{f['value']:.2f} [{f['low']:.2f}, {f['high']:.2f}]"

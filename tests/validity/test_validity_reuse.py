@@ -1,0 +1,46 @@
+"""A tournament's examiner-check: stored by key, reused, printed with a warning."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from drarena.validity.reuse import check_key, header_block, header_lines, reuse_or_run
+
+
+def fake_report(can: bool) -> dict[str, Any]:
+    fig = {"value": 0.5, "low": 0.25, "high": 0.75, "n": 4}
+    return {
+        "schema_version": 1,
+        "tasks": [{"question": "q"}],
+        "outcomes": [{"x": 1}],
+        "results": {"pairwise": {"figures": {"accuracy": fig}, "can_rank": can}},
+        "can_rank": can,
+        "verdict": "cannot rank: decisive accuracy 0.50" if not can else "can rank",
+    }
+
+
+def test_reuse_by_key(tmp_path: Path) -> None:
+    calls: list[int] = []
+
+    def run() -> dict[str, Any]:
+        calls.append(1)
+        return fake_report(False)
+
+    key = check_key({"roles": {"judge": {"model": "m"}}, "prompt_hashes": {"judge": "h"}})
+    assert key != check_key({"roles": {"judge": {"model": "other"}}, "prompt_hashes": {}})
+    first, reused = reuse_or_run(tmp_path, key, run)
+    again, reused_again = reuse_or_run(tmp_path, key, run)
+    assert (reused, reused_again, len(calls)) == (False, True, 1)
+    assert again == first
+    (tmp_path / f"{key}.json").write_text("not json", encoding="utf-8")  # damaged: run again
+    assert reuse_or_run(tmp_path, key, run)[1] is False and len(calls) == 2
+
+
+def test_header_block_and_lines() -> None:
+    block = header_block(fake_report(False), "k", True)
+    assert "outcomes" not in block and block["tasks"] == 1 and block["reused"] is True
+    lines = header_lines(block)
+    assert lines[0].startswith("Examiner check (pairwise, 1 task(s), reused): accuracy 0.50")
+    assert lines[-1] == "WARNING: the Examiner cannot rank: cannot rank: decisive accuracy 0.50"
+    assert not any("WARNING" in x for x in header_lines(header_block(fake_report(True), "k", False)))
