@@ -39,7 +39,12 @@ def client(steps: list) -> tuple[ModelClient, ScriptedBackendForTests]:
 
 
 def verdict(v: str, checklist: bool = True) -> str:
-    obj = {"verdict": v, "tie_quality": "NA", "loser_failure_type": "DEPTH", "reasoning": "r"}
+    obj: dict[str, object] = {
+        "verdict": v,
+        "tie_quality": "NA",
+        "loser_failure_type": "DEPTH",
+        "reasoning": "r",
+    }
     if checklist:
         obj |= {"checklist_a": [True, True], "checklist_b": [False, False]}
     return json.dumps(obj)

@@ -172,7 +172,7 @@ async def test_judge_both_orders_agree() -> None:
         [reply(verdict("A_MUCH_BETTER", f="DEPTH")), reply(verdict("B_BETTER", f="WIDTH"))]
     )
     pj = await judge_pair(c, "examiner", task, A, B)
-    assert pj.ab.order == "AB" and pj.ba.order == "BA"
+    assert [o.order for o in pj.orders()] == ["AB", "BA"]
     assert pj.reconciled.verdict == Verdict.A_BETTER
     assert pj.reconciled.loser_failure_type == FailureType.BOTH
     first, second = (r["messages"][0]["content"] for r in backend.requests)
