@@ -114,7 +114,13 @@ def main() -> int:
     parser.add_argument("--ladder", choices=sorted(LADDERS), default="full")
     parser.add_argument("--max-rounds", type=int, default=2, help="rounds per match")
     parser.add_argument("--judge-mode", default="pairwise", help="pairwise, pointwise or both")
-    parser.add_argument("--base", type=Path, default=REPO / "configs/demo.yaml")
+    parser.add_argument(
+        "--base",
+        type=Path,
+        default=None,
+        help="config whose settings the ladder keeps (default configs/demo.yaml; "
+        "configs/demo-qwen.yaml with --model qwen1.5b-cpu: its 1800 s call timeout)",
+    )
     args = parser.parse_args()
 
     from drarena.arena.config import load_config
@@ -124,7 +130,10 @@ def main() -> int:
 
     label = (args.model or "smollm2").replace("/", "_")
     name = f"bench-validity-{label}-{args.ladder}-{args.judge_mode}"
-    base = yaml.safe_load(args.base.read_text(encoding="utf-8"))
+    base_path = args.base or REPO / (
+        "configs/demo-qwen.yaml" if args.model == "qwen1.5b-cpu" else "configs/demo.yaml"
+    )
+    base = yaml.safe_load(base_path.read_text(encoding="utf-8"))
     config_data = ladder_config(base, args.ladder, name, args.max_rounds, args.judge_mode)
     config_path = REPO / "runs" / f"{name}.yaml"
     config_path.parent.mkdir(parents=True, exist_ok=True)
