@@ -30,13 +30,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from drarena.arena.config import SERVED, TournamentConfig, load_config, parse_config
+from drarena.arena.config import SERVED, TournamentConfig, legacy_match, load_config, parse_config
+from drarena.arena.execute import finish, legacy_judging
 from drarena.arena.rounds import failure, for_judge
 from drarena.arena.session import bind_roles, model_endpoint
 from drarena.errors import DrarenaError
 from drarena.examiner.evolve import MatchScore, add_round, outcome
-from drarena.examiner.judge import PairJudgment, judge_pair
-from drarena.examiner.templates import template_hashes
+from drarena.examiner.judge import JudgeOptions, PairJudgment, judge_answers
+from drarena.examiner.templates import used_hashes
 from drarena.examiner.verdicts import Judgment
 from drarena.ledger.agreement import Agreement, collapse, measure
 from drarena.ledger.agreement import to_markdown as agreement_markdown
@@ -120,20 +121,13 @@ class RejudgeResult:
     config: TournamentConfig
 
 
-def judging_role(config: TournamentConfig) -> str:
-    """The role that judged the source run (a config with a separate judge role names it)."""
-    role = getattr(config.match, "judge_role", None)
-    return role if isinstance(role, str) and role else config.match.examiner_role
-
-
 def resolve_judge(source: TournamentConfig, spec: JudgeSpec) -> tuple[str, ModelRole]:
-    """(a description of where the judge came from, the judge's model role)."""
+    """(a description of where the judge came from, the judge's model role). Default: the
+    role that judged the run (match.judge_role; the Examiner's role in runs recorded before
+    judging had a role of its own)."""
     base = source if spec.config is None else load_config(spec.config)
     where = "the run's config" if spec.config is None else str(spec.config)
-    name = spec.role or judging_role(base)
-    if spec.model is not None and spec.role is None and spec.config is None:
-        # a bare --model: the run's judge settings (sampling, timeout) with another model
-        name = judging_role(source)
+    name = spec.role or base.match.judge_role
     role = base.models.roles.get(name)
     if role is None:
         known = ", ".join(sorted(base.models.roles)) or "none"
@@ -208,21 +202,23 @@ def judgeable(r: RoundRecord) -> bool:
 
 
 async def judge_rounds(
-    log: Sequence[MatchRecord], client: ModelClient
+    log: Sequence[MatchRecord], client: ModelClient, options: Callable[[int, int], JudgeOptions]
 ) -> dict[tuple[str, int], PairJudgment | str]:
-    """Every judgeable round judged again: a PairJudgment, or the error (a failing judge is
-    a recorded failure, as in a tournament round, never a crash)."""
+    """Every judgeable round judged again with the run's judging options (prompt, mode,
+    orders; with one order, the same A/B order the round had): a PairJudgment, or the error
+    (a failing judge is a recorded failure, as in a tournament round, never a crash)."""
 
-    async def one(r: RoundRecord) -> PairJudgment | str:
+    async def one(seed: int, r: RoundRecord) -> PairJudgment | str:
         task, a, b = r.task.task, r.answer_a, r.answer_b
         assert task is not None and a is not None and b is not None
         try:
-            return await judge_pair(client, ROLE, task, for_judge(a), for_judge(b))
+            chosen = options(seed, r.index)
+            return await judge_answers(client, ROLE, task, for_judge(a), for_judge(b), chosen)
         except DrarenaError as exc:
             return f"judge failed: {exc}"
 
     keys = [(m.match_id, r.index) for m in log for r in m.rounds if judgeable(r)]
-    jobs = [one(r) for m in log for r in m.rounds if judgeable(r)]
+    jobs = [one(m.seed, r) for m in log for r in m.rounds if judgeable(r)]
     return dict(zip(keys, await asyncio.gather(*jobs), strict=True))
 
 
@@ -306,7 +302,7 @@ def to_markdown(report: RejudgeReport) -> str:
         "",
         agreement_markdown([report.verdict, report.direction, report.failure_type]),
     ]
-    if report.prompt_hashes != report.source_prompt_hashes:
+    if not set(report.prompt_hashes.values()) <= set(report.source_prompt_hashes.values()):
         lines.insert(
             3,
             "note: the prompt templates differ from the ones the source run recorded "
@@ -364,7 +360,9 @@ def rejudge(
     header = source.header()
     if header is None:
         raise DrarenaError(f"{source_path}: no run.json (not a run folder)")
-    config = parse_config(header["config"], f"{source.header_path}: config")
+    # the rules the run was played by (older drarenas: the Examiner judged, v1 prompt)
+    rules = legacy_match(legacy_judging(header["config"]))
+    config = parse_config(rules, f"{source.header_path}: config")
     log = source.read_log()
     stored = sum(len(m.rounds) for m in log)
     if not any(judgeable(r) for m in log for r in m.rounds):
@@ -372,14 +370,16 @@ def rejudge(
             f"{source.log_path}: no round holds a task and two judgeable answers "
             f"({stored} rounds stored); nothing to rejudge"
         )
+    bound_roles = header.get("bound_roles") or {}
     origin, judge = resolve_judge(config, spec)
+    options = config.match.judge_options
     prepare_out(source_path, out_path)
     out = RunDir(out_path)
     out_path.mkdir(parents=True, exist_ok=True)
     mark = {"schema_version": SCHEMA_VERSION, MARK: str(source_path.resolve()), "finished": False}
     write_atomic(out_path / REPORT_JSON, json.dumps(mark) + "\n")  # a crash resumes here
     with judge_client(config, judge, out.cache_path, serve=serve, backend=backend) as client:
-        judged = asyncio.run(judge_rounds(log, client))
+        judged = asyncio.run(judge_rounds(log, client, options))
         bound = client.role(ROLE)
         calls = client.model_calls
         usage = {k: v.to_dict() for k, v in client.usage().items()}
@@ -389,17 +389,18 @@ def rejudge(
         resamples=config.rating.resamples if resamples is None else resamples,
         seed=config.rating.seed if seed is None else seed,
     )
-    source_role = header.get("bound_roles", {}).get(judging_role(config), {})
+    source_name = config.match.judge_role
+    source_role = bound_roles.get(source_name, {})
     report = RejudgeReport(
         SCHEMA_VERSION,
         str(source_path.resolve()),
         {
-            "role": judging_role(config),
+            "role": source_name,
             "model": source_role.get("model", "unknown"),
             "sampling": source_role.get("sampling", {}),
         },
         judge_record(bound, origin),
-        template_hashes(),
+        used_hashes(options(0, 0).template_specs()),
         dict(header.get("prompt_hashes", {})),
         stored,
         len(rows),
@@ -415,8 +416,6 @@ def rejudge(
     leaderboard_md = None
     rescored: list[MatchRecord] = []
     if write:
-        from drarena.arena.execute import finish
-
         rescored = [rescore(m, judged, config.match.max_void_rounds) for m in log]
         new_header = {k: v for k, v in header.items() if k not in ("replay_of", MARK, "rejudge")}
         new_header.update(

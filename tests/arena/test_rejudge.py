@@ -206,3 +206,21 @@ def test_unknown_role_and_an_unjudgeable_run_are_one_line(recorded: Path, tmp_pa
     with pytest.raises(DrarenaError, match="nothing to rejudge"):
         rejudge(recorded, tmp_path / "y", JudgeSpec(), backend=judge_only(None))
     assert main(["run", "rejudge", str(tmp_path / "missing")]) == 2
+
+
+def test_the_run_s_judging_options_are_used_again(recorded: Path, tmp_path: Path) -> None:
+    header = RunDir(recorded).header()
+    assert header is not None
+    config = parse_config({**CONFIG, "match": {"max_rounds": 2, "judge_orders": 1}}, "test")
+    RunDir(recorded).write_header({**header, "config": config.model_dump(mode="json")})
+    backend = judge_only(strength_examiner())
+    once = rejudge(recorded, tmp_path / "once", JudgeSpec(), backend=backend).report
+    assert once.model_calls == once.rounds_rejudged == played_rounds(recorded)  # one order
+    assert once.direction.kappa == 1.0
+    # a run recorded before judging was configurable (its stored config has neither
+    # judge_prompt nor taskgen_role): the Examiner's role judges again, with the v1 prompt
+    RunDir(recorded).write_header({**header, "config": CONFIG})
+    old = rejudge(recorded, tmp_path / "old", JudgeSpec(), backend=judge_only(strength_examiner()))
+    assert list(old.report.prompt_hashes) == ["judge"]
+    assert old.report.source_judge["role"] == "examiner"
+    assert old.report.judge["from"] == "the run's config, role examiner"
