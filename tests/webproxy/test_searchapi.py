@@ -217,7 +217,8 @@ def test_searxng_bad_parameters(
 
 def brave_get(handlers: dict[str, Handler], **params: str) -> WebResponse:
     url = f"https://{searchapi.BRAVE_HOST}/res/v1/web/search?{urlencode(params)}"
-    return call(handlers[searchapi.BRAVE_HOST], "GET", url, **{"X-Subscription-Token": "k"})
+    headers = (("X-Subscription-Token", "k"),)
+    return handlers[searchapi.BRAVE_HOST](WebRequest("GET", url, headers))
 
 
 def test_brave_answer_parses_with_the_official_response_model(
