@@ -5,8 +5,9 @@ which runs mitmdump as a child process; this file imports only mitmproxy and the
 library). mitmproxy does what a proxy must do right (CONNECT, TLS interception with a CA of
 its own, HTTP/1 and HTTP/2 to clients); this addon only:
 
-- rewrites each request to drarena's backend on 127.0.0.1 (plain HTTP), carrying the URL the
-  agent asked for in X-Drarena-Target (a client's own header of that name is overwritten);
+- rewrites each request (its body read whole) to drarena's backend on 127.0.0.1 (plain
+  HTTP), carrying the URL the agent asked for in X-Drarena-Target (a client's own header of
+  that name is overwritten);
 - refuses any upstream connection to anything but the backend (mitmproxy runs with
   connection_strategy=lazy and upstream_cert=false, so a CONNECT opens nothing upstream) and
   counts each refusal in the state file: a correct setup counts zero;
@@ -59,7 +60,9 @@ class FrozenWebAddon:
         self.port = int(addresses[0][1]) if addresses else 0
         self._write_state()
 
-    def requestheaders(self, flow: http.HTTPFlow) -> None:
+    def request(self, flow: http.HTTPFlow) -> None:
+        """Called with the whole body read (mitmproxy buffers bodies unless told to stream),
+        before any upstream connection."""
         request = flow.request
         target = request.url  # from the absolute-form URL or the CONNECT target, not Host
         host, port = self._backend()
@@ -67,6 +70,13 @@ class FrozenWebAddon:
         request.scheme = "http"
         request.host = host
         request.port = port  # (the host setter updated the Host header too)
+        # An HTTP/2 client (primp, the client of ddgs) may send a body without Content-Length;
+        # on the HTTP/1 hop to the backend the body then lacked framing and was read as the
+        # next request. The body is complete here, so frame it explicitly.
+        body = request.raw_content or b""
+        if body or request.method in ("POST", "PUT", "PATCH"):
+            request.headers.pop("transfer-encoding", None)
+            request.headers["content-length"] = str(len(body))
 
     def server_connect(self, data: Any) -> None:
         address = data.server.address

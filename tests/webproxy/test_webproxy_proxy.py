@@ -30,9 +30,10 @@ pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"no mitmproxy here: {MISS
 def echo_search(request: WebRequest) -> WebResponse:
     """A handler as the search-API emulation registers one (answers from its arguments)."""
     q = request.query().get("q", "")
-    return WebResponse.json_response(
-        {"query": q, "method": request.method}, kind="search", query=q, urls=("https://x/1",)
-    )
+    answer: dict[str, object] = {"query": q, "method": request.method}
+    if request.method == "POST":
+        answer["form"] = request.form()
+    return WebResponse.json_response(answer, kind="search", query=q, urls=("https://x/1",))
 
 
 @pytest.fixture(scope="module")
@@ -172,3 +173,14 @@ def test_nothing_went_outside(proxy: RunningProxy) -> None:
     state = proxy.state()
     assert state["outside_refused"] == 0
     assert state["backend_connections"] >= 1
+
+
+def test_a_post_body_reaches_the_handler_over_http2(proxy: RunningProxy) -> None:
+    """Regression: a client speaking HTTP/2 to the proxy (primp, the client of ddgs) sent a
+    form POST whose body the backend never saw (no Content-Length on the HTTP/1 hop): the
+    body was then parsed as a new request."""
+    primp = pytest.importorskip("primp")
+    client = primp.Client(proxy=proxy.info.url, ca_cert_file=str(proxy.info.ca_cert))
+    got = client.request("POST", "https://search.example.net/search", data={"q": "a b", "b": ""})
+    assert got.status_code == 200
+    assert got.json() == {"query": "", "method": "POST", "form": {"q": "a b", "b": ""}}
