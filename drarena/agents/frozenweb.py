@@ -121,7 +121,7 @@ class FrozenWebPlan:
             table = HandlerTable()
             try:
                 table.update(search_handlers(self.context.retriever(self.retriever)))
-            except DrarenaError as exc:  # no index: pages only, and the note says so
+            except (DrarenaError, OSError) as exc:  # no index: pages only, the note says so
                 self._handler_note = f"no search APIs ({exc})"
             self._handlers = table
         return self._handlers, self._handler_note

@@ -50,6 +50,9 @@ class RunHeader(BaseModel):
     git_revision: str = "unknown"
     seed: int = 0
     agent_isolation: Any = None
+    # frozen runs with command agents: the frozen-web proxy's counts over the run (proxies,
+    # requests, missing, searches, outside_connections; drarena.webproxy.backend.ProxyTally)
+    web_proxy: dict[str, int] | None = None
     derived_digests: dict[str, str] = Field(default_factory=dict)
     tool_record: dict[str, Any] | None = None
     live: dict[str, Any] | None = None

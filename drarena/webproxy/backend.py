@@ -125,6 +125,31 @@ def _other_scheme(url: str) -> str | None:
     return urlunsplit((swap, netloc, parts.path, parts.query, ""))
 
 
+@dataclass
+class ProxyTally:
+    """Counts over proxies (one per answer): what the run header's `web_proxy` records."""
+
+    proxies: int = 0
+    requests: int = 0
+    missing: int = 0
+    searches: int = 0
+    outside_connections: int = 0  # upstream connections toward anything but the backend
+
+    def add(self, other: ProxyTally) -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def minus(self, earlier: ProxyTally) -> ProxyTally:
+        fields = self.__dataclass_fields__
+        return ProxyTally(**{n: getattr(self, n) - getattr(earlier, n) for n in fields})
+
+    def copy(self) -> ProxyTally:
+        return self.minus(ProxyTally())
+
+    def to_dict(self) -> dict[str, int]:
+        return {n: getattr(self, n) for n in self.__dataclass_fields__}
+
+
 class FrozenWeb:
     """Answers a WebRequest from the handler table, else the snapshot (pure of I/O besides the
     snapshot's reads). A URL captured under the other scheme answers too (an agent asking
@@ -134,6 +159,7 @@ class FrozenWeb:
         self.snap = snap
         self.handlers = handlers or HandlerTable()
         self.log = FetchLog()
+        self.tally = ProxyTally(proxies=1)
 
     def lookup(self, url: str) -> StoredResponse | None:
         stored = self.snap.lookup(url)
@@ -153,6 +179,9 @@ class FrozenWeb:
         return WebResponse(stored.status, headers, body), stored.url
 
     def record(self, request: WebRequest, response: WebResponse, served: str, error: str) -> None:
+        self.tally.requests += 1
+        self.tally.missing += response.kind == "missing"
+        self.tally.searches += response.kind == "search"
         self.log.add(
             FetchEntry(
                 method=request.method,

@@ -25,7 +25,7 @@ from typing import Any
 
 from drarena.errors import DrarenaError
 from drarena.web.snapshot import Snapshot
-from drarena.webproxy.backend import FrozenWeb, backend
+from drarena.webproxy.backend import FrozenWeb, ProxyTally, backend
 from drarena.webproxy.handlers import HandlerTable
 
 MITMDUMP_ENV = "DRARENA_MITMDUMP"
@@ -34,6 +34,9 @@ CA_CERT_NAME = "mitmproxy-ca-cert.pem"  # mitmproxy's name for the CA certificat
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 5.0
 ADDON = Path(__file__).with_name("mitm_addon.py")
+# Every proxy of this process adds its counts here when it stops; a run records the difference
+# between its start and its end (drarena.arena.execute: run.json's `web_proxy`).
+TALLY = ProxyTally()
 CA_VARIABLES = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS")
 
 
@@ -174,8 +177,8 @@ async def frozen_web_proxy(
                 stderr=log,
                 start_new_session=True,
             )
+        running = RunningProxy(ProxyInfo(0, confdir / CA_CERT_NAME), frozen, state, 0.0)
         try:
-            running = RunningProxy(ProxyInfo(0, confdir / CA_CERT_NAME), frozen, state, 0.0)
             deadline = time.monotonic() + START_TIMEOUT_S
             while not running.state().get("port"):
                 if process.returncode is not None:
@@ -191,6 +194,8 @@ async def frozen_web_proxy(
                 raise DrarenaError(f"{info.ca_cert}: mitmproxy wrote no CA certificate")
             yield RunningProxy(info, frozen, state, time.monotonic() - began)
         finally:
+            frozen.tally.outside_connections = running.outside_connections()
+            TALLY.add(frozen.tally)
             if process.returncode is None:
                 process.terminate()
                 try:

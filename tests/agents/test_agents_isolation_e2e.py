@@ -22,6 +22,19 @@ from drarena.ledger.folder import RunDir
 from drarena.models.config import CacheMode
 
 NETNS = sandbox.probe()
+
+
+def proxy_installed() -> bool:
+    from drarena.errors import DrarenaError
+    from drarena.webproxy.proxy import find_mitmdump
+
+    try:
+        find_mitmdump()
+    except DrarenaError:
+        return False
+    return True
+
+
 AGENT = """
 import errno, json, os, socket, sys
 request = json.load(sys.stdin)
@@ -87,7 +100,13 @@ def test_frozen_tournament_runs_command_agents_in_a_namespace(
         prepare=False,
         backend=scripted_models({"fact number": 3}),
     )
-    assert json.loads(run.header_path.read_text())["agent_isolation"] == "netns"
+    header = json.loads(run.header_path.read_text())
+    assert header["agent_isolation"] == "netns"
+    # the frozen-web proxy's counts over the run: zero outside connections, whether or not
+    # mitmproxy is installed here (without it no proxy ran: proxies 0)
+    assert header["web_proxy"]["outside_connections"] == 0
+    if proxy_installed():  # then every answer of the command agent went through one
+        assert header["web_proxy"]["proxies"] >= 1
     seen = [json.loads(line) for line in probe_out.read_text().splitlines()]
     assert seen, "the command agent never ran"
     for answer in seen:
