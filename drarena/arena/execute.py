@@ -141,6 +141,9 @@ def execute(
             header.examiner_check = tournament_check(ctx, header, examiner_check_pairs)
         run.write_header(header)
         tournament = ctx.tournament(run)
+        from drarena.webproxy.proxy import TALLY
+
+        proxy_before = TALLY.copy()  # what this run's command agents do through the proxy
         try:
             with ctx.guard():
                 if ctx.live is not None:
@@ -157,6 +160,8 @@ def execute(
         client = ctx.client
         header.usage = {k: v.to_dict() for k, v in client.usage().items()}
         header.model_calls = client.model_calls
+        if config.offline and any(a.kind == "command" for a in config.agents):
+            header.web_proxy = TALLY.minus(proxy_before).to_dict()
         run.write_header(header)
     md = finish(run, config, log)
     misses = list(client.replay_misses)  # the tool record's misses included
