@@ -1,10 +1,15 @@
-"""CLI: `drarena snapshot proxy SNAPSHOT`, the frozen web as an HTTP(S) forward proxy."""
+"""CLI: `drarena snapshot serve-web SNAPSHOT`, the frozen web as an HTTP(S) forward proxy,
+with the public search APIs (SearXNG JSON, Tavily, Brave, DuckDuckGo) answered from the
+snapshot's index."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from drarena.webproxy.handlers import HandlerTable
 
 
 def register(subparsers: Any) -> None:
@@ -26,6 +31,19 @@ def register(subparsers: Any) -> None:
         help="folder for the CA, mitmdump's log and the request log "
         "(default: .drarena-webproxy/<snapshot name>)",
     )
+    web.add_argument(
+        "--search",
+        default="bm25",
+        metavar="KIND",
+        help="retriever kind answering the emulated search APIs (bm25, dense, hybrid, or a "
+        "plugin kind; default bm25; `none`: no search APIs, only pages)",
+    )
+    web.add_argument(
+        "--index-root",
+        type=Path,
+        default=Path("index"),
+        help="where `drarena search index` wrote the snapshot's indexes (default: index)",
+    )
     web.set_defaults(func=cmd_serve_web)
 
 
@@ -37,8 +55,8 @@ def cmd_serve_web(args: argparse.Namespace) -> int:
     from drarena.web.snapshot import Snapshot
     from drarena.webproxy.proxy import frozen_web_proxy
 
-    async def serve(snap: Snapshot, state_dir: Path) -> None:
-        async with frozen_web_proxy(snap, state_dir=state_dir, port=args.port) as proxy:
+    async def serve(snap: Snapshot, state_dir: Path, handlers: HandlerTable) -> None:
+        async with frozen_web_proxy(snap, handlers, state_dir=state_dir, port=args.port) as proxy:
             env = proxy.info.client_env()
             print(
                 f"frozen web: {snap.name} ({len(snap)} captures) on {proxy.info.url} "
@@ -47,6 +65,8 @@ def cmd_serve_web(args: argparse.Namespace) -> int:
             )
             for name, value in env.items():
                 print(f"export {name}={shlex.quote(value)}", flush=True)
+            if handlers.hosts():
+                print(f"search APIs ({args.search}): {', '.join(handlers.hosts())}", flush=True)
             log_path = state_dir / "requests.jsonl"
             with log_path.open("a", encoding="utf-8") as log:
                 while True:
@@ -59,8 +79,22 @@ def cmd_serve_web(args: argparse.Namespace) -> int:
 
     with Snapshot.open(args.snapshot) as snap:
         state_dir = args.state_dir or Path(".drarena-webproxy") / snap.name
+        handlers = search_table(args.search, args.snapshot, args.index_root)
         try:
-            asyncio.run(serve(snap, state_dir))
+            asyncio.run(serve(snap, state_dir, handlers))
         except KeyboardInterrupt:
             return 0
     return 0
+
+
+def search_table(kind: str, snapshot: Path, index_root: Path) -> HandlerTable:
+    """The emulated search APIs over a `kind` retriever of the snapshot (`none`: no APIs).
+    A missing index is the retriever's own one-line error naming the command that builds it."""
+    from drarena.search.base import build_retriever
+    from drarena.webproxy.handlers import HandlerTable
+    from drarena.webproxy.searchapi import search_handlers
+
+    table = HandlerTable()
+    if kind != "none":
+        table.update(search_handlers(build_retriever({"kind": kind}, snapshot, index_root)))
+    return table

@@ -43,4 +43,5 @@ def test_header_block_and_lines() -> None:
     lines = header_lines(block)
     assert lines[0].startswith("Examiner check (pairwise, 1 task(s), reused): accuracy 0.50")
     assert lines[-1] == "WARNING: the Examiner cannot rank: cannot rank: decisive accuracy 0.50"
-    assert not any("WARNING" in x for x in header_lines(header_block(fake_report(True), "k", False)))
+    lines = header_lines(header_block(fake_report(True), "k", False))
+    assert not any("WARNING" in x for x in lines)

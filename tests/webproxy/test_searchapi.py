@@ -343,6 +343,24 @@ def test_search_handlers_cover_every_api_host(handlers: dict[str, Handler]) -> N
     }
 
 
+def test_serve_web_search_table(pydocs_indexed: tuple[Path, Path]) -> None:
+    """`drarena snapshot serve-web --search KIND` registers every emulated API over that
+    retriever; `--search none` serves pages only; a kind without an index is one line."""
+    from drarena.errors import DrarenaError
+    from drarena.webproxy.commands import search_table
+
+    snapshot, index_root = pydocs_indexed
+    table = search_table("bm25", snapshot, index_root)
+    hosts = {searchapi.SEARXNG_HOST, "api.tavily.com", "api.search.brave.com"}
+    assert table.hosts() == sorted(hosts | {"html.duckduckgo.com", "lite.duckduckgo.com"})
+    handler = table.find(WebRequest("GET", "https://api.search.brave.com/res/v1/web/search?q=x"))
+    assert handler is not None
+    assert search_table("none", snapshot, index_root).hosts() == []
+    with pytest.raises(DrarenaError) as err:
+        search_table("bm25", snapshot, index_root / "missing")
+    assert "\n" not in str(err.value)
+
+
 # --- through the frozen-web proxy: each official client unchanged, only its environment ------
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -411,11 +429,6 @@ def test_brave_client_through_the_proxy(proxied_env: RunningProxy, snapshot_urls
 
 
 @needs_proxy
-@pytest.mark.xfail(
-    strict=True,
-    reason="the proxy loses primp's POST body (its next bytes parse as a new request): "
-    "reported to PROXY, repro in /work/notes/searchapi_primp_post_repro.py",
-)
 def test_ddgs_through_the_proxy(proxied_env: RunningProxy, snapshot_urls: set[str]) -> None:
     from ddgs import DDGS
 
