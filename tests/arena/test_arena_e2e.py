@@ -76,7 +76,7 @@ def test_tournament_replay_and_rank(
         )
         assert rnd.answer_a is not None and rnd.answer_b is not None
         assert rnd.judgment is not None
-        assert (rnd.judgment.ab.order, rnd.judgment.ba.order) == ("AB", "BA")
+        assert [o.order for o in rnd.judgment.orders()] == ["AB", "BA"]
     report = (run / "report.html").read_text()
     assert "<script" not in report and "Leaderboard" in report
     capsys.readouterr()
