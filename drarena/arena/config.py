@@ -74,7 +74,9 @@ class TreesSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     count: int = Field(3, ge=1, description="trees every pairing plays (the same set for all)")
-    seed: int = Field(1, description="seed of `drarena trees` when the trees must be built")
+    seed: int = Field(
+        1, description="seed of `drarena snapshot trees` when the trees must be built"
+    )
     ids: tuple[str, ...] = Field((), description="explicit tree ids; default: the first count")
 
 
@@ -92,7 +94,7 @@ class AgentEntry(BaseModel):
 
 
 class IndexSettings(BaseModel):
-    """How `drarena tournament` builds missing indexes (see `drarena index --help`)."""
+    """How `drarena tournament` builds missing indexes (see `drarena search index --help`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -143,7 +145,7 @@ class TournamentConfig(BaseModel):
         pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$", description="run folder name under runs_root"
     )
     snapshot: Path = Field(description="snapshot folder (WARC + CDXJ + manifest)")
-    index_root: Path = Field(Path("index"), description="where `drarena index` writes")
+    index_root: Path = Field(Path("index"), description="where `drarena search index` writes")
     runs_root: Path = Field(Path("runs"))
     seed: int = Field(0, description="run seed: Swiss draws and every match's generator")
     offline: bool = Field(True, description="frozen web only; a guard refuses other hosts")
