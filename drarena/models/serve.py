@@ -104,6 +104,13 @@ def cpu_command(
         "--max-model-len",
         str(max_model_len),
         "--enforce-eager",
+        # Whole prompts only: with chunked prefill, a seeded request at temperature > 0 (the
+        # paper's 0.7 task generation, 0.1 judging) whose prompt is split across steps kills
+        # the CPU engine ("CPU Generator does not use offset", vLLM's sampled-token discard
+        # rewinds a torch CPU generator). One step takes any prompt up to the context.
+        "--no-enable-chunked-prefill",
+        "--max-num-batched-tokens",
+        str(max_model_len),
         "--enable-auto-tool-choice",
         "--tool-call-parser",
         "hermes",

@@ -56,7 +56,7 @@ def test_tournament_replay_and_rank(
 
     assert header["model_calls"] > 0
     assert header["snapshot_fingerprint"] == Snapshot.open(snapshot).fingerprint
-    assert set(header["prompt_hashes"]) == {"taskgen", "judge"}
+    assert set(header["prompt_hashes"]) == {"taskgen", "paper"}  # default judge: paper
     records = [
         MatchRecord.from_json(line) for line in (run / "matches.jsonl").read_text().splitlines()
     ]

@@ -122,6 +122,11 @@ def test_command_lines_follow_the_tested_recipe() -> None:
     assert cpu[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
     for flag in ("--enforce-eager", "--enable-auto-tool-choice", "parameter", "127.0.0.1"):
         assert flag in cpu
+    # seeded sampling at temperature > 0 kills the CPU engine on a chunked prompt: no chunks,
+    # and one step's token budget covers the whole context
+    assert "--no-enable-chunked-prefill" in cpu
+    budget = cpu[cpu.index("--max-num-batched-tokens") + 1]
+    assert budget == cpu[cpu.index("--max-model-len") + 1]
     gpu = gpu_command("Qwen/Qwen3-8B", 8001)
     assert gpu[1:3] == ["serve", "Qwen/Qwen3-8B"] and "--reasoning-parser" in gpu
     assert gpu[gpu.index("--tool-call-parser") + 1] == "hermes"
