@@ -78,9 +78,11 @@ check: setup
 lint: check
 
 ## test-fast: the unit tests: no model server, no Lucene/encoder fixtures, no end-to-end runs
-## (tests marked model or slow, and those using the shared snapshot fixtures, are left out)
+## (tests marked model or slow, and those using the shared snapshot fixtures, are left out), on
+## TEST_WORKERS pytest-xdist workers (default auto: one per core). CI runs it after `check`.
+TEST_WORKERS ?= auto
 test-fast: setup
-	$(BIN)/python -m pytest -m "not model and not slow" -q
+	$(BIN)/python -m pytest -m "not model and not slow" -q -n $(TEST_WORKERS)
 
 ## docs: the docs site into build/site (`$(BIN)/mkdocs serve` to browse it locally)
 docs: setup
