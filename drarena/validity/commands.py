@@ -22,7 +22,7 @@ def register(subparsers: Any) -> None:
         "whose right verdict is known by construction (a reference answer against controlled "
         "degradations, and equal pairs), judge each in both orders with the real judging code, "
         "and report accuracy, position consistency, failure-type accuracy, length bias, tie "
-        "rate, injection success and the questions' leak rate, with bootstrap 95%% intervals, "
+        "rate, injection success and the questions' leak rate, with bootstrap 95% intervals, "
         "and a one-line verdict: can rank / cannot rank.",
     )
     p.add_argument("snapshot", type=Path, help="snapshot folder, e.g. snapshots/pydocs")
