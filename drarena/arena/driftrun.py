@@ -37,6 +37,7 @@ from drarena.examiner.evolve import MatchScore, add_round, outcome
 from drarena.ledger.folder import RunDir, write_atomic
 from drarena.ledger.records import SCHEMA_VERSION, MatchRecord, RoundRecord
 from drarena.models.client import ModelClient
+from drarena.settle import gather_settled
 
 HEADER = "drift-run-header.json"
 REPORT_JSON = "drift-run.json"
@@ -170,7 +171,7 @@ async def ask_all(
                 config.match,
             )
 
-    return list(await asyncio.gather(*(one(m) for m in frozen)))
+    return await gather_settled(*(one(m) for m in frozen))
 
 
 def live_settings(

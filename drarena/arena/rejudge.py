@@ -46,6 +46,7 @@ from drarena.ledger.records import MatchRecord, RoundRecord
 from drarena.models.client import ModelClient
 from drarena.models.config import CacheMode, ModelRole, ModelsConfig, Sampling
 from drarena.records import Record
+from drarena.settle import gather_settled
 
 SCHEMA_VERSION = 1
 MARK = "rejudge_of"
@@ -219,7 +220,7 @@ async def judge_rounds(
 
     keys = [(m.match_id, r.index) for m in log for r in m.rounds if judgeable(r)]
     jobs = [one(m.seed, r) for m in log for r in m.rounds if judgeable(r)]
-    return dict(zip(keys, await asyncio.gather(*jobs), strict=True))
+    return dict(zip(keys, await gather_settled(*jobs), strict=True))
 
 
 def compare(

@@ -27,6 +27,7 @@ from drarena.ledger.rating import Game, fit_strengths, to_elo
 from drarena.ledger.records import MatchRecord
 from drarena.models.client import ModelClient
 from drarena.records import Record
+from drarena.settle import gather_settled
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -137,7 +138,7 @@ class Tournament:
                 + (f" [void: {record.void_reason[:120]}]" if record.void_reason else "")
             )
 
-        await asyncio.gather(*(one(p) for p in pending))
+        await gather_settled(*(one(p) for p in pending))
 
     async def play_match(self, p: PlannedMatch) -> MatchRecord:
         rng = match_rng(self.seed, p.a, p.b, p.tree)

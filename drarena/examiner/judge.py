@@ -9,7 +9,6 @@ rejudge call it); `judge_pair` is its default: pairwise, both orders, the defaul
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from enum import StrEnum
 from typing import ClassVar
@@ -24,6 +23,7 @@ from drarena.models.client import ModelClient
 from drarena.models.structured import complete_json
 from drarena.quoting import quote_block
 from drarena.records import Record
+from drarena.settle import gather_settled
 
 
 class JudgeMode(StrEnum):
@@ -188,7 +188,7 @@ async def _pairwise(
             return PairJudgment(None, ba, ba.raw.judgment.swapped())
         ab = await _judge_once(client, role, task, a, b, "AB", options)
         return PairJudgment(ab, None, ab.raw.judgment)
-    ab, ba = await asyncio.gather(
+    ab, ba = await gather_settled(
         _judge_once(client, role, task, a, b, "AB", options),
         _judge_once(client, role, task, b, a, "BA", options),
     )
@@ -223,7 +223,7 @@ async def judge_answers(
         raise DrarenaError(f"judge_orders must be 1 or 2, not {opts.orders}")
     if opts.mode == JudgeMode.PAIRWISE:
         return await _pairwise(client, role, task, a, b, opts)
-    grades = await asyncio.gather(
+    grades = await gather_settled(
         grade_answer(client, role, task, a.report), grade_answer(client, role, task, b.report)
     )
     graded = PointwiseJudgment(grades[0], grades[1], derive(grades[0], grades[1]))

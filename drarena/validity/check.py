@@ -10,7 +10,6 @@ cache give the same bytes.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import hashlib
@@ -27,6 +26,7 @@ from drarena.examiner.taskgen import generate_task
 from drarena.examiner.verdicts import Judgment, reconcile
 from drarena.models.client import ModelClient
 from drarena.records import Record
+from drarena.settle import gather_settled
 from drarena.validity.leaks import question_leaks, site_segments
 from drarena.validity.pairs import Pair, build_pairs
 from drarena.validity.stats import (
@@ -199,7 +199,7 @@ async def _judge(
         pj = await judge_answers(client, role, task, ref, other, opts)
         assert pj.ab is not None and pj.ba is not None  # orders: 2
         return pj.ab.raw.judgment, pj.ba.raw.judgment.swapped(), pj.reconciled
-    one, two = await asyncio.gather(
+    one, two = await gather_settled(
         judge_answers(client, role, task, ref, other, opts),
         judge_answers(client, role, task, other, ref, opts),
     )
@@ -239,7 +239,7 @@ async def examiner_check(
     outcomes_all: list[PairOutcome] = []
     for mode in settings.modes:
         outcomes = list(
-            await asyncio.gather(
+            await gather_settled(
                 *(
                     judge_known_pair(
                         client, judge, task, pair, dataclasses.replace(base, mode=JudgeMode(mode))

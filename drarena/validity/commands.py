@@ -26,12 +26,18 @@ def register(subparsers: Any) -> None:
         "and a one-line verdict: can rank / cannot rank.",
     )
     p.add_argument("snapshot", type=Path, help="snapshot folder, e.g. snapshots/pydocs")
-    who = p.add_mutually_exclusive_group()
-    who.add_argument(
-        "--config", type=Path, default=None, help="take the models (and seed) from this config"
+    p.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help="take the models, match settings (page budget, judge prompt) and seed from this "
+        "config, e.g. configs/demo.yaml on CPU",
     )
-    who.add_argument(
-        "--model", default=None, help="serve this model for the 'served' Examiner role"
+    p.add_argument(
+        "--model",
+        default=None,
+        help="serve this model for the config's 'served' roles (as `tournament --model`), "
+        "e.g. qwen1.5b-cpu",
     )
     p.add_argument("--pairs", type=int, default=3, help="tasks; each gives one pair per kind")
     p.add_argument("--seed", type=int, default=None, help="default: the config's seed, else 0")
