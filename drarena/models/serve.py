@@ -111,6 +111,11 @@ def cpu_command(
         "--no-enable-chunked-prefill",
         "--max-num-batched-tokens",
         str(max_model_len),
+        # Compact JSON under a schema: no whitespace between tokens of structure. SmolLM2 at
+        # temperature 0.1 otherwise filled `"checklist_a": [` with newlines up to max_tokens
+        # in every repair (a fresh-clone test's void rounds); string values keep their spaces.
+        "--structured-outputs-config",
+        '{"backend": "xgrammar", "disable_any_whitespace": true}',
         "--enable-auto-tool-choice",
         "--tool-call-parser",
         "hermes",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -127,6 +128,9 @@ def test_command_lines_follow_the_tested_recipe() -> None:
     assert "--no-enable-chunked-prefill" in cpu
     budget = cpu[cpu.index("--max-num-batched-tokens") + 1]
     assert budget == cpu[cpu.index("--max-model-len") + 1]
+    # compact JSON under a schema: a small model cannot pad a verdict with newlines
+    outputs = json.loads(cpu[cpu.index("--structured-outputs-config") + 1])
+    assert outputs == {"backend": "xgrammar", "disable_any_whitespace": True}
     gpu = gpu_command("Qwen/Qwen3-8B", 8001)
     assert gpu[1:3] == ["serve", "Qwen/Qwen3-8B"] and "--reasoning-parser" in gpu
     assert gpu[gpu.index("--tool-call-parser") + 1] == "hermes"
