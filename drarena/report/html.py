@@ -15,6 +15,7 @@ from drarena.examiner.judge import JudgedOrder
 from drarena.htmlpage import CSS, esc
 from drarena.ledger.leaderboard import FAILURES, LeaderboardRow
 from drarena.ledger.records import MatchRecord, RoundRecord
+from drarena.validity.check import FIGURE_ROWS
 
 
 def leaderboard_table(rows: Sequence[LeaderboardRow]) -> str:
@@ -176,6 +177,54 @@ def match_viewer(matches: Sequence[MatchRecord]) -> str:
     return "".join(parts)
 
 
+def _figure(f: Any) -> str:
+    if not isinstance(f, Mapping) or f.get("value") is None:
+        return "n/a"
+    return f"{f['value']:.2f} [{f['low']:.2f}, {f['high']:.2f}] ({f['n']})"
+
+
+def examiner_check_section(block: Mapping[str, Any] | None) -> str:
+    """The Examiner's figures from run.json (`examiner_check`), above the leaderboard because
+    they say how far it can be trusted: one column per judge mode, value [95% interval] (n),
+    and the verdict with its threshold. A run without a check says so, so that silence is
+    never read as a pass."""
+    head = "<h2>Examiner check (answer pairs of known preference)</h2>"
+    if not block:
+        return head + (
+            "<p class=muted>not run for this tournament (--no-examiner-check, or a run "
+            "recorded before the check existed); `drarena examiner-check` measures it</p>"
+        )
+    results = block.get("results") or {}
+    modes = [m for m in results if isinstance(results.get(m), Mapping)]
+    cols = "".join(f"<th>{esc(m)}</th>" for m in modes)
+    body = "".join(
+        f"<tr><td>{esc(label.strip())}</td>"
+        + "".join(
+            f"<td class=num>{esc(_figure((results[m].get('figures') or {}).get(key)))}</td>"
+            for m in modes
+        )
+        + "</tr>"
+        for key, label in FIGURE_ROWS
+    )
+    verdicts = "".join(f"<li>{esc(m)}: {esc(results[m].get('verdict', ''))}</li>" for m in modes)
+    can = bool(block.get("can_rank"))
+    line = (
+        f"<p class={'muted' if can else 'void'}>"
+        f"{'' if can else 'WARNING: '}the Examiner {'can' if can else 'cannot'} rank: "
+        f"{esc(block.get('verdict', ''))}</p>"
+    )
+    about = esc(
+        f"{block.get('tasks', '?')} task(s), leak rate of the questions "
+        f"{_figure(block.get('leak_rate'))}"
+        + (", reused from an earlier run with the same Examiner" if block.get("reused") else "")
+        + (f", key {str(block['key'])[:16]}" if block.get("key") else "")
+    )
+    return (
+        f"{head}{line}<table><tr><th>figure</th>{cols}</tr>{body}</table>"
+        f"<ul>{verdicts}</ul><p class=muted>{about}</p>"
+    )
+
+
 def render_report(
     title: str,
     header: Mapping[str, Any],
@@ -203,6 +252,7 @@ def render_report(
     return (
         f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{esc(title)}</title>"
         f"<style>{CSS}</style></head><body><h1>{esc(title)}</h1><p class=muted>{meta}</p>"
+        f"{examiner_check_section(header.get('examiner_check'))}"
         f"<h2>Leaderboard</h2>{leaderboard_table(rows)}"
         f"<h2>Ratings (Bradley-Terry, 95% bootstrap intervals)</h2>{ratings_svg(rows)}"
         f"<h2>Pairwise results</h2>{win_matrix(agents, matches)}"

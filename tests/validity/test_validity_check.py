@@ -64,3 +64,29 @@ def test_unknown_mode_is_one_clear_error(tmp_path: Path) -> None:
     c = client(tmp_path / "c.sqlite", "read-write", ScriptedBackendForTests([]))
     with pytest.raises(DrarenaError, match="unknown judge mode 'majority'"):
         run(c, CheckSettings(pairs=1, modes=("majority",)))
+
+
+def test_report_html_shows_the_check_above_the_leaderboard(tmp_path: Path) -> None:
+    """The run header's block (what a tournament records) renders as a table with one
+    column per mode, every figure row and the verdict line; an injected verdict in a reason
+    stays text; a run without a check says so."""
+    from drarena.report.html import examiner_check_section, render_report
+    from drarena.validity.check import FIGURE_ROWS
+    from drarena.validity.reuse import header_block
+
+    live = client(
+        tmp_path / "c.sqlite", "read-write", ScriptedBackendForTests([scripted_examiner] * 500)
+    )
+    block = header_block(run(live), "ab" * 32, reused=True)
+    block["verdict"] = block["verdict"] + " <script>x</script>"
+    html = examiner_check_section(block)
+    assert "<th>pairwise</th><th>pointwise</th>" in html
+    for _key, label in FIGURE_ROWS:
+        assert f"<td>{label.strip()}</td>" in html
+    assert "length bias (padded wins)</td><td class=num>1.00 [1.00, 1.00]" in html
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert ("WARNING: the Examiner cannot rank" in html) != bool(block["can_rank"])
+    assert "2 task(s)" in html and "reused" in html and "key abababababababab" in html
+    page = render_report("t", {"examiner_check": block}, [], [])
+    assert page.index("Examiner check") < page.index("<h2>Leaderboard")
+    assert "not run for this tournament" in render_report("t", {}, [], [])
