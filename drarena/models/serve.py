@@ -132,6 +132,12 @@ def cpu_env(cores: int | None = None) -> dict[str, str]:
         "VLLM_CPU_OMP_THREADS_BIND": f"0-{cores - 1}",
         "VLLM_CPU_NUM_OF_RESERVED_CPU": "0",
         "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),
+        # One engine step may take minutes on 2 busy cores (a 2,500-token agent prompt at
+        # load 20); vLLM's default 300 s then stops the whole engine and every later call of
+        # the run fails. The client's own per-call timeouts bound a request instead.
+        "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS": os.environ.get(
+            "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", "1800"
+        ),
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
         "VLLM_NO_USAGE_STATS": "1",

@@ -15,6 +15,7 @@ import pytest
 from drarena.errors import DrarenaError
 from drarena.models.serve import (
     cpu_command,
+    cpu_env,
     external_server,
     free_port,
     gpu_command,
@@ -131,6 +132,8 @@ def test_command_lines_follow_the_tested_recipe() -> None:
     # compact JSON under a schema: a small model cannot pad a verdict with newlines
     outputs = json.loads(cpu[cpu.index("--structured-outputs-config") + 1])
     assert outputs == {"backend": "xgrammar", "disable_any_whitespace": True}
+    # an engine step slower than vLLM's default 300 s must not stop the server (busy CPUs)
+    assert int(cpu_env(2)["VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS"]) >= 1800
     gpu = gpu_command("Qwen/Qwen3-8B", 8001)
     assert gpu[1:3] == ["serve", "Qwen/Qwen3-8B"] and "--reasoning-parser" in gpu
     assert gpu[gpu.index("--tool-call-parser") + 1] == "hermes"
