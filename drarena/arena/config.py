@@ -198,8 +198,13 @@ class TournamentConfig(BaseModel):
 
 def legacy_match(config: dict[str, Any]) -> dict[str, Any]:
     """A stored run config (run.json) from before issue 16, recognised by its match block
-    having no `taskgen_role`, with the switches that reproduce its rounds; others as given."""
+    having no `taskgen_role`, with the switches that reproduce its rounds; one without
+    `forbid_entity_names` (stored before that check) gets false; others as given."""
     match = config.get("match")
+    if isinstance(match, dict) and "forbid_entity_names" not in match:
+        # stored before the entity-name check: its cached questions passed the looser one
+        match = {**match, "forbid_entity_names": False}
+        config = {**config, "match": match}
     if not isinstance(match, dict) or "taskgen_role" in match:
         return config
     examiner = match.get("examiner_role", "examiner")

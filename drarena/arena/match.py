@@ -93,6 +93,13 @@ class MatchSettings(BaseModel):
         description="ceiling on each checklist's length; null: depth items <= W and width "
         "items <= 2W, so every target can be checked at any W (the paper sets no cap)",
     )
+    forbid_entity_names: bool = Field(
+        True,
+        description="task validation also rejects a question naming a target's entity (a "
+        "title's one-word first segment such as a module name, or the URL's file name), not "
+        "only its whole title, URL or host; false: the older, looser check (runs recorded "
+        "before it replay with false)",
+    )
     word_limit_root_counted: bool = Field(
         True,
         description="the word limit's D counts the root, as the reference does; false: D is "
@@ -381,6 +388,7 @@ class MatchRunner:
             relations=not s.flat_context,
             root_counted=s.word_limit_root_counted,
             prompt=s.taskgen_prompt,
+            forbid_entity_names=s.forbid_entity_names,
         )
         task = task_out.task
         if task is None:

@@ -109,6 +109,28 @@ def forbidden_names(titles: Sequence[str], urls: Sequence[str]) -> list[str]:
     return names
 
 
+def entity_names(titles: Sequence[str], urls: Sequence[str]) -> list[str]:
+    """The target pages' entity names: a title's first segment when it is one word or a
+    dotted name ("zipfile" of "zipfile — Work with ZIP archives — ..."), and a URL's file
+    name without its extension ("zipfile" of .../zipfile.html; not "index").
+
+    Why beside the whole titles: a question that names just the module gives its target
+    away as surely as the title does, and the whole-title check let "zipfile" through (issue
+    15's first Qwen run; examiner-check's leak rate measures it). Only target pages: the
+    root's file name ("functions", "library") is an ordinary word of many fair questions."""
+    names = []
+    for title in titles:
+        first = re.split(r"\s+[—–|-]\s+", title.strip(), maxsplit=1)[0].strip()
+        if first and not re.search(r"\s", first):
+            names.append(first)
+    for url in urls:
+        leaf = urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1]
+        stem = leaf.rsplit(".", 1)[0] if "." in leaf else leaf
+        if stem and stem != "index":
+            names.append(stem)
+    return list(dict.fromkeys(names))
+
+
 def check_task(
     raw: dict[str, Any],
     *,

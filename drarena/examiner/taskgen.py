@@ -18,7 +18,13 @@ from drarena.corpus.records import TreePage
 from drarena.errors import DrarenaError
 from drarena.examiner import templates
 from drarena.examiner.evolve import word_limit
-from drarena.examiner.taskcheck import Task, check_task, forbidden_names, task_schema
+from drarena.examiner.taskcheck import (
+    Task,
+    check_task,
+    entity_names,
+    forbidden_names,
+    task_schema,
+)
 from drarena.models.client import ModelClient
 from drarena.models.structured import complete_json
 from drarena.quoting import Fitted, fit_evenly, quote_block
@@ -101,13 +107,16 @@ async def generate_task(
     relations: bool = True,
     root_counted: bool = True,
     prompt: str = "taskgen",
+    forbid_entity_names: bool = True,
 ) -> TaskOutcome:
     """`depth`: the node's depth (root 0). `page_chars`: each page's text cap;
     `page_budget_chars`: an optional cap on all of it (a third to the chain: it sets the
     logic, the targets hold the facts). `checklist_max_items`: a ceiling on each checklist
     (None: depth items <= W, width items <= 2W). `relations`: False for the flat-context
     ablation (the caller also passes no chain). `root_counted`: see evolve.word_limit.
-    `prompt`: the template, a shipped name or a file path (match.taskgen_prompt)."""
+    `prompt`: the template, a shipped name or a file path (match.taskgen_prompt).
+    `forbid_entity_names`: a question may not name a target's entity either (its module
+    or file name), not only its whole title, URL or host (taskcheck.entity_names)."""
     if not targets:
         raise DrarenaError("generate_task: no target pages")
     width = len(targets)
@@ -135,6 +144,8 @@ async def generate_task(
     forbidden = forbidden_names(
         [root.title, *(t.title for t in targets)], [root.url, *(t.url for t in targets)]
     )
+    if forbid_entity_names:
+        forbidden += entity_names([t.title for t in targets], [t.url for t in targets])
     messages: list[dict[str, str]] = [{"role": "user", "content": text}]
     attempts: list[TaskAttempt] = []
     cut = tuple(cut_chain + cut_targets)

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from urllib.parse import urlsplit
 
 from drarena.corpus.records import TreePage
+from drarena.examiner.taskcheck import entity_names
 
 MIN_LEN = 4
 SEGMENT_SPLIT = re.compile(r"\s+[—–|-]\s+")
@@ -33,14 +33,8 @@ def title_segments(title: str) -> list[str]:
 def target_names(page: TreePage, site_segments: frozenset[str] = frozenset()) -> list[str]:
     """The names that give `page` away: entity names and title segments."""
     segments = [s for s in title_segments(page.title) if _norm(s) not in site_segments]
-    names = list(segments)
-    if segments and (" " not in segments[0]):
-        names.append(segments[0])
-    leaf = urlsplit(page.url).path.rstrip("/").rsplit("/", 1)[-1]
-    stem = leaf.rsplit(".", 1)[0] if "." in leaf else leaf
-    if stem and stem != "index":
-        names.append(stem)
-    return list(dict.fromkeys(names))
+    entities = [n for n in entity_names([page.title], [page.url]) if _norm(n) not in site_segments]
+    return list(dict.fromkeys([*segments, *entities]))
 
 
 def site_segments(titles: Sequence[str]) -> frozenset[str]:

@@ -109,9 +109,17 @@ def test_a_run_recorded_before_issue_16_replays_with_its_rules() -> None:
         assert getattr(config.match, key) == value
     assert config.match.max_rounds == stored["match"]["max_rounds"]
     assert config.match.page_chars >= stored["match"]["page_budget_chars"]
+    assert config.match.forbid_entity_names is False  # its questions passed the older check
     # a config written since is left as it is
     new = parse_config(base(), "t.yaml").model_dump(mode="json")
+    assert new["match"]["forbid_entity_names"] is True
     assert legacy_match(new) == new
+    # one stored after issue 16 but before the entity-name check keeps its rules but that one
+    between = {
+        **new,
+        "match": {k: v for k, v in new["match"].items() if k != "forbid_entity_names"},
+    }
+    assert legacy_match(between)["match"] == {**new["match"], "forbid_entity_names": False}
 
 
 def test_old_word_limit_rule_for_old_runs() -> None:

@@ -208,3 +208,42 @@ async def test_judge_failure_raises_model_error() -> None:
     c, _ = client([reply("garbage")] * 6)
     with pytest.raises(Exception, match="no valid JSON"):
         await judge_pair(c, "examiner", task, A, B)
+
+
+@pytest.mark.parametrize("forbid", [True, False])
+async def test_a_question_naming_a_targets_module_is_retried(forbid: bool) -> None:
+    """The target's entity name ("configparser", the title's first segment and the URL's
+    file name) leaks its page as the whole title would; `forbid_entity_names: false` is the
+    older check, which let it through."""
+    named = task_json("How does configparser read INI files, and what reads delimited text?")
+    good = task_json("Which two modules handle delimited text and INI-style settings?")
+    c, _ = client([reply(named), reply(good)])
+    out = await generate_task(
+        c,
+        "examiner",
+        root=ROOT,
+        chain=CHAIN,
+        targets=TARGETS,
+        depth=2,
+        earlier_questions=[],
+        tree_urls=URLS,
+        page_budget_chars=3000,
+        forbid_entity_names=forbid,
+    )
+    assert out.task is not None
+    if forbid:
+        assert out.task.question.startswith("Which two") and len(out.attempts) == 2
+        assert out.attempts[0].reasons == ("the question names its sources: configparser",)
+    else:
+        assert out.task.question.startswith("How does") and len(out.attempts) == 1
+
+
+def test_entity_names_of_targets() -> None:
+    from drarena.examiner.taskcheck import entity_names
+
+    titles = [t.title for t in TARGETS] + [
+        "os.path — Common pathname manipulations",
+        "Built-in Functions",
+    ]
+    urls = [t.url for t in TARGETS] + [BASE + "os.path.html", BASE + "index.html", BASE]
+    assert entity_names(titles, urls) == ["csv", "configparser", "os.path", "library"]
