@@ -192,6 +192,73 @@ def live_settings(
         raise DrarenaError(f"--provider/--web: {field}: {err['msg']}") from None
 
 
+def _frozen_run(run_path: Path) -> tuple[RunDir, dict[str, Any], TournamentConfig]:
+    """The frozen run drift-run asks again: its folder, header and config (checked)."""
+    from drarena.arena.session import check_components
+
+    run = RunDir(run_path)
+    header = run.header()
+    if header is None:
+        raise DrarenaError(f"{run_path}: no run.json (not a run folder)")
+    if header.get("mode") == "live":
+        raise DrarenaError(
+            f"{run_path}: a live run; drift-run compares a frozen run with the live web"
+        )
+    config = parse_config(legacy_judging(header["config"]), f"{run.header_path}: config")
+    check_components(config)
+    return run, header, config
+
+
+def _saved_or_new(
+    out: Path,
+    replay: bool,
+    config: TournamentConfig,
+    provider: dict[str, Any] | None,
+    web: dict[str, Any] | None,
+) -> tuple[dict[str, Any] | None, LiveSettings]:
+    """A replay's saved header and live settings; a new drift-run's settings (never over a
+    finished one: its report is only replayed)."""
+    if replay:
+        saved = _read_json(out / HEADER)
+        if saved is None or not (out / REPORT_JSON).is_file():
+            raise DrarenaError(
+                f"{out}: no finished drift-run to replay (no {HEADER} or {REPORT_JSON})"
+            )
+        return saved, LiveSettings.model_validate(saved["live_settings"])
+    if (out / REPORT_JSON).is_file():
+        raise DrarenaError(
+            f"{out / REPORT_JSON} exists: replay it with --replay, or choose another --out"
+        )
+    return None, live_settings(config, provider, web, out)
+
+
+def _compare(
+    config: TournamentConfig,
+    live: LiveSettings,
+    frozen: Sequence[MatchRecord],
+    live_log: Sequence[MatchRecord],
+) -> tuple[DriftRunReport, dict[str, str]]:
+    """The frozen and live leaderboards compared, and the files that hold the result."""
+    from drarena.ledger.leaderboard import build_leaderboard
+
+    names = config.agent_names()
+    rating = config.rating
+    report = build_report(
+        config.name,
+        live.provider.model_dump(mode="json"),
+        frozen,
+        live_log,
+        build_leaderboard(names, frozen, resamples=rating.resamples, seed=rating.seed),
+        build_leaderboard(names, live_log, resamples=rating.resamples, seed=rating.seed),
+    )
+    files = {
+        REPORT_JSON: json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n",
+        LIVE_LOG: "".join(m.to_json() + "\n" for m in live_log),
+        REPORT_MD: to_markdown(report),
+    }
+    return report, files
+
+
 def drift_run(
     run_path: Path,
     out: Path,
@@ -207,34 +274,11 @@ def drift_run(
     """Ask `run_path`'s questions again live into `out` (or, with `replay`, re-execute
     `out` offline). `backend`: the model backend (tests inject a scripted one)."""
     from drarena.arena.context import open_run
-    from drarena.arena.session import check_components
-    from drarena.ledger.leaderboard import build_leaderboard
     from drarena.models.config import CacheMode
 
-    run = RunDir(run_path)
-    header = run.header()
-    if header is None:
-        raise DrarenaError(f"{run_path}: no run.json (not a run folder)")
-    if header.get("mode") == "live":
-        raise DrarenaError(
-            f"{run_path}: a live run; drift-run compares a frozen run with the live web"
-        )
-    config = parse_config(legacy_judging(header["config"]), f"{run.header_path}: config")
-    check_components(config)
+    run, header, config = _frozen_run(run_path)
     frozen = frozen_matches(run)
-    saved = _read_json(out / HEADER) if replay else None
-    if replay:
-        if saved is None or not (out / REPORT_JSON).is_file():
-            raise DrarenaError(
-                f"{out}: no finished drift-run to replay (no {HEADER} or {REPORT_JSON})"
-            )
-        live = LiveSettings.model_validate(saved["live_settings"])
-    else:
-        if (out / REPORT_JSON).is_file():
-            raise DrarenaError(
-                f"{out / REPORT_JSON} exists: replay it with --replay, or choose another --out"
-            )
-        live = live_settings(config, provider, web, out)
+    saved, live = _saved_or_new(out, replay, config, provider, web)
     live_config = config.model_copy(update={"offline": False, "live": live})
     captures = [Path(c["path"]) for c in saved["live"]["captures"]] if saved else []
     target = None if replay else capture_path(out, f"drift-{config.name}", now())
@@ -279,21 +323,7 @@ def drift_run(
             if not replay:
                 new_header["live"] = finish_block(new_header["live"], closed)
                 write_atomic(out / HEADER, json.dumps(new_header, indent=2, sort_keys=True) + "\n")
-    names_all = config.agent_names()
-    rating = config.rating
-    report = build_report(
-        config.name,
-        live.provider.model_dump(mode="json"),
-        frozen,
-        live_log,
-        build_leaderboard(names_all, frozen, resamples=rating.resamples, seed=rating.seed),
-        build_leaderboard(names_all, live_log, resamples=rating.resamples, seed=rating.seed),
-    )
-    files = {
-        REPORT_JSON: json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n",
-        LIVE_LOG: "".join(m.to_json() + "\n" for m in live_log),
-        REPORT_MD: to_markdown(report),
-    }
+    report, files = _compare(config, live, frozen, live_log)
     identical = None
     if replay:  # the answers, verdicts and comparison must come out the same
         identical = all(

@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from drarena.arena.config import TournamentConfig, legacy_match, parse_config
-from drarena.arena.context import open_run
+from drarena.arena.context import RunContext, open_run
 from drarena.arena.live import capture_fingerprint, capture_path, finish_block, header_block
 from drarena.arena.session import config_digest
 from drarena.digests import file_sha256
 from drarena.errors import DrarenaError
 from drarena.ledger.folder import REPLAY_MARK, RunDir, prepare_replay_target
+from drarena.ledger.header import RunHeader
 from drarena.ledger.leaderboard import build_leaderboard, to_markdown, write_leaderboard
 from drarena.ledger.records import MatchRecord
 from drarena.models.cache import TOOL_SCHEMA_VERSION
@@ -56,6 +57,48 @@ def finish(run: RunDir, config: TournamentConfig, log: list[MatchRecord]) -> str
     )
     write_leaderboard(run, rows)
     return to_markdown(rows)
+
+
+def _start_header(
+    ctx: RunContext,
+    config: TournamentConfig,
+    old: dict[str, Any] | None,
+    header_extra: dict[str, Any] | None,
+    capture: Path | None,
+    live_replay: Sequence[Path] | None,
+    *,
+    resumed: bool,
+) -> RunHeader:
+    """The run header before the first match: the context's (config, fingerprints,
+    versions), what a resumed run keeps of `old` (its creation time, its live captures), the
+    tool record, the derived files' digests and the live block. `old`: the header being
+    on disk (None for a new run); `resumed`: the same tournament goes on (it keeps its
+    creation time), not a newcomer being placed into it."""
+    header = ctx.header()
+    for key, value in (header_extra or {}).items():  # e.g. a replay's replay_of
+        setattr(header, key, value)
+    if old is not None and resumed:
+        header.created = old.get("created", header.created)
+    record = ctx.tool_record
+    if record is not None:  # one list of replay misses, in the order they happened
+        record.misses = ctx.client.replay_misses
+    if config.offline:
+        header.derived_digests = derived_digests(config.snapshot)
+    # a run resumed from one begun without a record has matches no record answers
+    if record is not None and (old is None or "tool_record" in old):
+        header.tool_record = TOOL_RECORD
+    if config.live is not None and ctx.live is not None:
+        if live_replay is not None:
+            header.live = header_block(
+                config.live,
+                [{"path": str(p), "fingerprint": capture_fingerprint(p)} for p in live_replay],
+                None,
+                replayed=True,
+            )
+        else:
+            earlier = [] if old is None else old.get("live", {}).get("captures", [])
+            header.live = header_block(config.live, earlier, capture)
+    return header
 
 
 def execute(
@@ -111,30 +154,9 @@ def execute(
         replay_tools=replay_tools,
         backend=backend,
     ) as ctx:
-        header = ctx.header()
-        for key, value in (header_extra or {}).items():  # e.g. a replay's replay_of
-            setattr(header, key, value)
-        if old is not None and newcomer is None:
-            header.created = old.get("created", header.created)
-        record = ctx.tool_record
-        if record is not None:  # one list of replay misses, in the order they happened
-            record.misses = ctx.client.replay_misses
-        if config.offline:
-            header.derived_digests = derived_digests(config.snapshot)
-        # a run resumed from one begun without a record has matches no record answers
-        if record is not None and (old is None or "tool_record" in old):
-            header.tool_record = TOOL_RECORD
-        if config.live is not None and ctx.live is not None:
-            if live_replay is not None:
-                header.live = header_block(
-                    config.live,
-                    [{"path": str(p), "fingerprint": capture_fingerprint(p)} for p in live_replay],
-                    None,
-                    replayed=True,
-                )
-            else:
-                earlier = [] if old is None else old.get("live", {}).get("captures", [])
-                header.live = header_block(config.live, earlier, capture)
+        header = _start_header(
+            ctx, config, old, header_extra, capture, live_replay, resumed=newcomer is None
+        )
         if examiner_check_pairs > 0 and newcomer is None:  # the Examiner's figures first
             from drarena.arena.examinercheck import tournament_check
 
