@@ -77,6 +77,16 @@ class MatchSettings(BaseModel):
         description="model role that judges; a tournament config without a role of this "
         "name derives it from examiner_role at temperature 0.1 (the paper's)",
     )
+    judges: tuple[str, ...] | None = Field(
+        None,
+        description="a judge panel: model roles (each in models.roles) that each judge every "
+        "round with the same judging settings, concurrently; the round's verdict is their "
+        "majority (more than half; otherwise the median of the signed verdicts, see "
+        "docs/tournaments.md), every member's judgment is kept in the round's record and the "
+        "report shows their pairwise agreement (percent and Cohen's kappa). At least 2 "
+        "distinct roles; an odd number (3, 5) avoids split panels. judge_role is not used "
+        "for rounds when set. null: one judge, judge_role",
+    )
     cut_history_on_backtrack: bool = Field(
         True,
         description="a backtrack drops the conversation turns both agents played below the "
@@ -151,6 +161,18 @@ class MatchSettings(BaseModel):
     @classmethod
     def _prompt_exists(cls, spec: str) -> str:
         return templates.check_spec(spec)
+
+    @field_validator("judges")
+    @classmethod
+    def _panel(cls, judges: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if judges is None:
+            return None
+        if len(judges) < 2:
+            raise ValueError("a judge panel needs at least 2 roles (null: one judge)")
+        repeated = sorted({j for j in judges if judges.count(j) > 1})
+        if repeated:  # the same role twice would repeat the same cached calls
+            raise ValueError(f"judge roles must be distinct, repeated: {', '.join(repeated)}")
+        return judges
 
     def judge_options(self, seed: int, round_index: int) -> JudgeOptions:
         """The judging of round `round_index` of the match with `seed`: with one order, the
@@ -410,7 +432,7 @@ class MatchRunner:
             (convs[0], convs[1]),
             limits,
             self.client,
-            self._role(self.settings.judge_role),
+            self.settings.judges or self._role(self.settings.judge_role),
             self.settings.judge_options(self.seed, index),
         )
         for name, ans in zip((self.a, self.b), play.answers, strict=True):

@@ -13,7 +13,13 @@ import dataclasses
 
 from drarena.agents.base import Agent, Answer, Conversation
 from drarena.errors import DrarenaError
-from drarena.examiner.judge import AnswerForJudge, JudgeOptions, PairJudgment, judge_answers
+from drarena.examiner.judge import (
+    AnswerForJudge,
+    JudgeOptions,
+    PairJudgment,
+    judge_answers,
+    judge_panel,
+)
 from drarena.examiner.taskcheck import Task
 from drarena.models.client import ModelClient
 
@@ -76,12 +82,14 @@ async def play_round(
     conversations: tuple[Conversation, Conversation],
     word_limit: tuple[int, int],
     client: ModelClient,
-    examiner_role: str,
+    examiner_role: str | tuple[str, ...],
     judging: JudgeOptions | None = None,
 ) -> RoundPlay:
     """Both agents answer concurrently (a raising agent is a recorded failure, never a crash),
-    then the Examiner judges as `judging` says (default: pairwise, both orders). A failed
-    agent or judge makes the round void: it never scores as a tie or a win."""
+    then the Examiner judges as `judging` says (default: pairwise, both orders). A tuple of
+    roles is a judge panel (`match.judges`): each role judges with the same options and the
+    majority decides. A failed agent or judge (any panel member) makes the round void: it
+    never scores as a tie or a win."""
     got = await asyncio.gather(
         agents[0].answer(conversations[0], word_limit),
         agents[1].answer(conversations[1], word_limit),
@@ -99,9 +107,14 @@ async def play_round(
     a, b = pair
     assert a is not None and b is not None
     try:
-        judged = await judge_answers(
-            client, examiner_role, task, for_judge(a), for_judge(b), judging
-        )
+        if isinstance(examiner_role, str):
+            judged = await judge_answers(
+                client, examiner_role, task, for_judge(a), for_judge(b), judging
+            )
+        else:
+            judged = await judge_panel(
+                client, examiner_role, task, for_judge(a), for_judge(b), judging
+            )
     except DrarenaError as exc:
         return RoundPlay(pair, stable_pair, None, f"judge failed: {exc}")
     return RoundPlay(pair, stable_pair, judged, "")

@@ -74,6 +74,12 @@ def check_components(config: TournamentConfig) -> None:
             f"match.examiner_role: no role {config.match.examiner_role!r} in "
             f"models.roles (have {', '.join(sorted(roles))})"
         )
+    missing = [j for j in config.match.judges or () if j not in roles]
+    if missing:  # judge_role and taskgen_role are derived by now; panel roles never are
+        raise DrarenaError(
+            f"match.judges: no role {missing[0]!r} in models.roles (have "
+            f"{', '.join(sorted(roles))})"
+        )
     for agent in config.agents:
         where = f"agents.{agent.name}"
         if agent.kind not in AGENTS.kinds():

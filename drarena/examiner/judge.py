@@ -5,6 +5,8 @@ only from the judge's schema-valid JSON. In both orders (`orders: 2`, the defaul
 judgment sees the answers swapped and is mapped back to the match's order before
 reconciliation. `judge_answers` is the one entry point (the round, examiner-check and
 rejudge call it); `judge_pair` is its default: pairwise, both orders, the default prompt.
+`judge_panel` has several judge roles judge the same pair and takes their majority
+(drarena.examiner.panel).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import ClassVar
 from drarena.errors import DrarenaError
 from drarena.examiner import templates
 from drarena.examiner.judgeparse import RawJudgment, judge_fields, judge_schema, parse_judgment
+from drarena.examiner.panel import majority
 from drarena.examiner.pointwise import PointwiseJudgment, derive, grade_answer
 from drarena.examiner.taskcheck import ChecklistItem, Task
 from drarena.examiner.verdicts import FailureType, Judgment, Verdict, reconcile
@@ -79,18 +82,31 @@ class PairJudgment(Record):
     """The judging of one round. `ab` / `ba`: the pairwise judgments made (both with
     `orders: 2`, one with `orders: 1`, none in pointwise mode); `pointwise`: the graded items
     when pointwise grading ran (absent from the JSON otherwise, so records written before it
-    existed keep their bytes); `reconciled`: the round's verdict in the match's order."""
+    existed keep their bytes); `reconciled`: the round's verdict in the match's order.
+    `panel`: with a judge panel (`match.judges`), every member's own judging, in the
+    panel's order; the panel's judgment then has no orders of its own and `reconciled` is the
+    members' majority (absent from the JSON for a single judge, as `pointwise`)."""
 
-    _omit_if_none: ClassVar[tuple[str, ...]] = ("pointwise",)
+    _omit_if_none: ClassVar[tuple[str, ...]] = ("pointwise", "panel")
 
     ab: JudgedOrder | None
     ba: JudgedOrder | None
     reconciled: Judgment
     pointwise: PointwiseJudgment | None = None
+    panel: tuple[PanelMember, ...] | None = None
 
     def orders(self) -> tuple[JudgedOrder, ...]:
         """The pairwise judgments made, (A, B) first."""
         return tuple(j for j in (self.ab, self.ba) if j is not None)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PanelMember(Record):
+    """One panel member's judging of a round: its model role and its judgment, as a single
+    judge's would be recorded."""
+
+    role: str
+    judgment: PairJudgment
 
 
 def _items(items: tuple[ChecklistItem, ...], first: int) -> str:
@@ -231,6 +247,34 @@ async def judge_answers(
         return PairJudgment(None, None, graded.derived, graded)
     pair = await _pairwise(client, role, task, a, b, opts)
     return PairJudgment(pair.ab, pair.ba, combine(graded.derived, pair.reconciled), graded)
+
+
+async def judge_panel(
+    client: ModelClient,
+    roles: tuple[str, ...],
+    task: Task,
+    a: AnswerForJudge,
+    b: AnswerForJudge,
+    options: JudgeOptions | None = None,
+) -> PairJudgment:
+    """Every role in `roles` judges `a` and `b` as `options` say, concurrently; the round's
+    judgment is their majority (drarena.examiner.panel), each member's judging kept in
+    `panel`. All members run to the end and the first failure by position is raised
+    (gather_settled), so a replay fails as the run did; one member failing for good fails
+    the panel (the caller voids the round, as for a single judge)."""
+    if not roles:
+        raise DrarenaError("a judge panel needs at least one judge role")
+
+    async def member(role: str) -> PanelMember:
+        try:
+            return PanelMember(role, await judge_answers(client, role, task, a, b, options))
+        except DrarenaError as exc:
+            raise DrarenaError(f"panel judge {role!r}: {exc}") from exc
+
+    members = tuple(await gather_settled(*(member(r) for r in roles)))
+    return PairJudgment(
+        None, None, majority([m.judgment.reconciled for m in members]), None, members
+    )
 
 
 async def judge_pair(

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from drarena.agents.base import Answer
-from drarena.examiner.judge import JudgedOrder
+from drarena.examiner.judge import JudgedOrder, PanelMember
 from drarena.htmlpage import CSS, esc
 from drarena.ledger.leaderboard import FAILURES, LeaderboardRow
 from drarena.ledger.records import MatchRecord, RoundRecord
@@ -126,6 +126,17 @@ def _judged(j: JudgedOrder) -> str:
     )
 
 
+def _member(p: PanelMember) -> str:
+    """A judge panel member's judging of a round: its verdict and its orders."""
+    rec = p.judgment.reconciled
+    orders = "".join(_judged(j) for j in p.judgment.orders())
+    return (
+        f"<li>judge {esc(p.role)}: {esc(rec.verdict.value)}"
+        f"{' (' + esc(rec.tie_quality.value) + ')' if rec.tie_quality else ''}, loser failure "
+        f"{esc(rec.loser_failure_type.value)}{f'<ul>{orders}</ul>' if orders else ''}</li>"
+    )
+
+
 def _round(m: MatchRecord, r: RoundRecord) -> str:
     out = [f"<h4>round {r.index + 1}: depth {r.depth}, width {r.width}</h4>"]
     task = r.task.task
@@ -147,9 +158,12 @@ def _round(m: MatchRecord, r: RoundRecord) -> str:
     )
     if r.judgment is not None:
         rec = r.judgment.reconciled
+        if r.judgment.panel is not None:
+            out.append(f"<ul>{''.join(_member(p) for p in r.judgment.panel)}</ul>")
         out.append(
             f"<ul>{''.join(_judged(j) for j in (r.judgment.ab, r.judgment.ba) if j)}</ul>"
-            f"<p><b>reconciled:</b> {esc(rec.verdict.value)}"
+            f"<p><b>{'panel majority' if r.judgment.panel else 'reconciled'}:</b> "
+            f"{esc(rec.verdict.value)}"
             f"{' (' + esc(rec.tie_quality.value) + ')' if rec.tie_quality else ''}, "
             f"loser failure {esc(rec.loser_failure_type.value)}; score "
             f"{r.score.points_a}-{r.score.points_b}</p>"

@@ -17,10 +17,12 @@ from drarena.ledger.analysis import Analyses, agent_models, analyse, litellm_pri
 from drarena.ledger.compare import Comparison
 from drarena.ledger.folder import RunDir, read_text, write_atomic
 from drarena.ledger.leaderboard import LeaderboardRow, build_leaderboard
+from drarena.ledger.panel import PanelAgreement, panel_agreement
 from drarena.ledger.records import AnswerTiming, MatchRecord
 from drarena.ledger.style import StyleRatings, style_ratings
 from drarena.report.analyses import analyses_section, comparison_section, style_section
 from drarena.report.html import render_report
+from drarena.report.panel import panel_section
 
 COMPARISON_FILE = "comparison.json"  # written by `drarena run compare`; kept on re-render
 
@@ -48,20 +50,25 @@ class RunConfig(Protocol):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class RunAnalyses:
-    """Everything the report shows beyond the leaderboard (also `drarena run rank --json`)."""
+    """Everything the report shows beyond the leaderboard (also `drarena run rank --json`).
+    `panel`: the judge panel's agreement, for a run judged by one (`match.judges`)."""
 
     rows: list[LeaderboardRow]
     analyses: Analyses
     style: StyleRatings
     comparison: Comparison | None
+    panel: PanelAgreement | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "leaderboard": [r.to_dict() for r in self.rows],
             "style_ratings": self.style.to_dict(),
             "analyses": self.analyses.to_dict(),
             "comparison": None if self.comparison is None else self.comparison.to_dict(),
         }
+        if self.panel is not None:  # a single judge's run keeps its keys
+            out["judge_panel"] = self.panel.to_dict()
+        return out
 
 
 def one_line(exc: Exception) -> str:
@@ -118,7 +125,8 @@ def run_analyses(run: RunDir, config: RunConfig, log: list[MatchRecord]) -> RunA
     style = style_ratings(
         config.agent_names(), log, resamples=config.rating.resamples, seed=config.rating.seed
     )
-    return RunAnalyses(rows, analyses, style, read_comparison(run))
+    panel = panel_agreement(log, resamples=config.rating.resamples, seed=config.rating.seed)
+    return RunAnalyses(rows, analyses, style, read_comparison(run), panel)
 
 
 def write_report(
@@ -130,6 +138,8 @@ def write_report(
     rows = done.rows
     header = run.header() or {}
     sections = analyses_section(done.analyses) + style_section(rows, done.style)
+    if done.panel is not None:
+        sections += panel_section(done.panel)
     if done.comparison is not None:
         sections += comparison_section(done.comparison)
     page = render_report(
