@@ -201,7 +201,9 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--api-base", required=True, help="model server, …/v1")
-    parser.add_argument("--model", default="served", help="served model name")
+    parser.add_argument(
+        "--model", default=None, help="served model name (default: the first /v1/models lists)"
+    )
     parser.add_argument("--agents", default="smolagents,gpt-researcher")
     parser.add_argument("--question", action="append", help="question (repeatable)")
     parser.add_argument("--snapshot", type=Path, default=ROOT / "snapshots" / "pydocs")
@@ -209,6 +211,9 @@ def main() -> int:
     parser.add_argument("--retriever", default="bm25")
     parser.add_argument("--timeout", type=float, default=900.0)
     args = parser.parse_args()
+    if args.model is None:  # the name the server answers to ("served" is drarena's alias)
+        with urllib.request.urlopen(args.api_base.rstrip("/") + "/models", timeout=30) as r:
+            args.model = json.loads(r.read())["data"][0]["id"]
     asyncio.run(main_async(args))
     return 0
 
