@@ -38,21 +38,28 @@ from drarena.webproxy.proxy import frozen_web_proxy
 from drarena.webproxy.searchapi import search_handlers
 
 ROOT = Path(__file__).resolve().parents[1]
-ADAPTERS = {
-    "smolagents": ("smolagents", "configs/agents/smolagents_agent.py", {}),
-    "gpt-researcher": (
-        "gpt-researcher",
-        "configs/agents/gpt_researcher_agent.py",
-        {
-            "RETRIEVER": "tavily",
-            "TAVILY_API_KEY": "tvly-frozen-web",
-            "SCRAPER": "bs",
-            "MAX_ITERATIONS": "1",
-            "MAX_SEARCH_RESULTS_PER_QUERY": "3",
-            "TOTAL_WORDS": "250",
-        },
-    ),
-}
+TOURNAMENT = ROOT / "configs" / "agents" / "tournament.yaml"
+
+
+def _adapters() -> dict[str, tuple[str, str, dict[str, str]]]:
+    """Each real agent of configs/agents/tournament.yaml: its venv, adapter script and the
+    settings (`env:`) the tournament gives it, so the bench and the tournament run the same
+    agent."""
+    import yaml
+
+    config = yaml.safe_load(TOURNAMENT.read_text(encoding="utf-8"))
+    out = {}
+    for agent in config["agents"]:
+        if agent.get("kind") != "command":
+            continue
+        args = agent["args"]
+        python, script = args["command"][:2]
+        venv = Path(python).parts[1]  # .venv-agents/<venv>/bin/python
+        out[agent["name"]] = (venv, script, {k: str(v) for k, v in args.get("env", {}).items()})
+    return out
+
+
+ADAPTERS = _adapters()
 QUESTIONS = [
     "How do I read and write JSON files in Python, and what does json.dumps do with non-ASCII?",
     "What is the difference between a list and a tuple in Python?",
