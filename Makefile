@@ -125,11 +125,12 @@ bench-cpu-examiner: setup setup-models setup-qwen
 
 ## bench-validity: the known-order ladder (oracle > react hybrid > closed_book > null) as a
 ## tournament on snapshots/pydocs: recovered order, Spearman, Kendall, pairwise score rates with
-## intervals, wall time. MODEL=qwen1.5b-cpu LADDER=reduced JUDGE_MODE=pointwise for the 1.5B model
+## intervals, wall time. MODEL=qwen1.5b-cpu LADDER=reduced for the 1.5B model; JUDGE_MODE=... overrides
+## the base config's judge mode (configs/demo-qwen.yaml: pointwise)
 LADDER ?= full
-JUDGE_MODE ?= pairwise
+JUDGE_MODE ?=
 bench-validity: setup $(if $(filter qwen1.5b-cpu,$(MODEL)),setup-qwen,setup-models)
-	$(BIN)/python bench/bench_validity.py --ladder $(LADDER) --judge-mode $(JUDGE_MODE) \
+	$(BIN)/python bench/bench_validity.py --ladder $(LADDER) $(if $(JUDGE_MODE),--judge-mode $(JUDGE_MODE)) \
 	  $(if $(MODEL),--model $(MODEL))
 
 # --- tournament (issues 7, 8) -----------------------------------------------------------

@@ -66,7 +66,7 @@ def ladder_config(
     config["swiss_rounds"] = len(agents) - 1
     match = dict(config.get("match") or {})
     match["max_rounds"] = max_rounds
-    if judge_mode != "pairwise":  # the default; a config without the key stays loadable
+    if judge_mode != "pairwise" or "judge_mode" in match:  # pairwise is the default
         match["judge_mode"] = judge_mode
     config["match"] = match
     return config
@@ -113,7 +113,11 @@ def main() -> int:
     parser.add_argument("--model", default=None, help="MODEL (default: the CPU SmolLM2 server)")
     parser.add_argument("--ladder", choices=sorted(LADDERS), default="full")
     parser.add_argument("--max-rounds", type=int, default=2, help="rounds per match")
-    parser.add_argument("--judge-mode", default="pairwise", help="pairwise, pointwise or both")
+    parser.add_argument(
+        "--judge-mode",
+        default=None,
+        help="pairwise, pointwise or both (default: the base config's, else pairwise)",
+    )
     parser.add_argument(
         "--base",
         type=Path,
@@ -129,11 +133,13 @@ def main() -> int:
     from drarena.models.config import CacheMode
 
     label = (args.model or "smollm2").replace("/", "_")
-    name = f"bench-validity-{label}-{args.ladder}-{args.judge_mode}"
     base_path = args.base or REPO / (
         "configs/demo-qwen.yaml" if args.model == "qwen1.5b-cpu" else "configs/demo.yaml"
     )
     base = yaml.safe_load(base_path.read_text(encoding="utf-8"))
+    if args.judge_mode is None:
+        args.judge_mode = (base.get("match") or {}).get("judge_mode", "pairwise")
+    name = f"bench-validity-{label}-{args.ladder}-{args.judge_mode}"
     config_data = ladder_config(base, args.ladder, name, args.max_rounds, args.judge_mode)
     config_path = REPO / "runs" / f"{name}.yaml"
     config_path.parent.mkdir(parents=True, exist_ok=True)
