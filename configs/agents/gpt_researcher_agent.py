@@ -33,6 +33,19 @@ def configure() -> None:
     }
     for name, value in defaults.items():
         os.environ.setdefault(name, value)
+    # tiktoken downloads its BPE files (o200k_base, cl100k_base) on first use; on the frozen
+    # web that URL is "not in the snapshot" (a 404, and the agent exited). litellm, which GPT
+    # Researcher installs, ships them in tiktoken's cache layout: tiktoken's own documented
+    # TIKTOKEN_CACHE_DIR points there, so nothing is fetched.
+    # litellm also fetches its model price map from GitHub at import; its documented switch
+    # keeps the copy it ships
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    try:
+        import litellm.litellm_core_utils.tokenizers as bundled
+
+        os.environ.setdefault("TIKTOKEN_CACHE_DIR", os.path.dirname(bundled.__file__))
+    except ImportError:
+        pass
 
 
 async def research(question: str, low: int, high: int) -> tuple[str, list[str]]:
