@@ -58,12 +58,13 @@ LADDERS: dict[str, list[dict[str, Any]]] = {
 def ladder_config(
     base: Mapping[str, Any], ladder: str, name: str, max_rounds: int, judge_mode: str
 ) -> dict[str, Any]:
-    """The demo config with the ladder's agents; Swiss rounds = n - 1 (every pair once)."""
+    """The demo config with the ladder's agents; Swiss rounds: n - 1 for an even n, n for an
+    odd one (each round has a bye then), so that every pair can meet once."""
     config: dict[str, Any] = json.loads(json.dumps(base))  # a deep copy of plain YAML data
     agents = LADDERS[ladder]
     config["name"] = name
     config["agents"] = agents
-    config["swiss_rounds"] = len(agents) - 1
+    config["swiss_rounds"] = len(agents) - 1 + len(agents) % 2
     match = dict(config.get("match") or {})
     match["max_rounds"] = max_rounds
     if judge_mode != "pairwise" or "judge_mode" in match:  # pairwise is the default
@@ -162,7 +163,8 @@ def main() -> int:
     )
     print("known order:     " + " > ".join(known))
     print("recovered order: " + " > ".join(f"{a} ({rating[a]:.0f})" for a in recovered))
-    print(f"Spearman rho {rho:.3f}, Kendall tau-b {tau:.3f} (nan: all ratings equal)")
+    note = " (nan: all ratings equal)" if math.isnan(rho) else ""
+    print(f"Spearman rho {rho:.3f}, Kendall tau-b {tau:.3f}{note}")
     scores = round_scores(result.log)
     print("pair (known better first): score rate over scored rounds [95% bootstrap], W/T/L")
     for i, x in enumerate(known):
