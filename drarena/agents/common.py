@@ -121,6 +121,10 @@ def parse_answer_arguments(raw: str) -> tuple[str, list[str]]:
 
 
 _REPORT_PREFIX = re.compile(r'"report"\s*:\s*"((?:[^"\\]|\\.)*)')
+# Models writing a call as text put raw newlines inside JSON strings (Qwen2.5-Coder on
+# llama.cpp: '"report": "## Title\n\n..."' with real line breaks), which strict JSON refuses;
+# the call is still meant as one, so strings may hold control characters here.
+_LENIENT = json.JSONDecoder(strict=False)
 
 
 def salvage_answer(raw: str) -> str | None:
@@ -135,7 +139,7 @@ def salvage_answer(raw: str) -> str | None:
     escaped = match.group(1)
     for trim in range(4):  # a cut may split an escape sequence
         try:
-            text: str = json.loads(f'"{escaped[: len(escaped) - trim]}"')
+            text: str = _LENIENT.decode(f'"{escaped[: len(escaped) - trim]}"')
         except json.JSONDecodeError:
             continue
         return text.strip() or None
@@ -181,7 +185,7 @@ def text_tool_calls(text: str, names: Collection[str]) -> list[ToolCall]:
     Why: some servers (llama.cpp with Qwen2.5-Coder, for one) return a forced call as text;
     without this the whole call, JSON and all, became the agent's report.
     """
-    decoder = json.JSONDecoder()
+    decoder = _LENIENT
     calls: list[ToolCall] = []
     scan = text[:MAX_TEXT_CALL_SCAN]
     position = 0

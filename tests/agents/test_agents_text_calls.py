@@ -85,3 +85,20 @@ async def test_null_agent_answers_without_a_model() -> None:
         Conversation("q"), (1, 5)
     )
     assert custom.report == "No idea."
+
+
+def test_raw_line_breaks_inside_a_text_call_still_count() -> None:
+    """Qwen2.5-Coder on llama.cpp writes the report's line breaks raw inside the JSON string
+    (strict JSON refuses them); the call, whole or cut at the token limit, is still the
+    answer: seen as closed_book's report in the 1.5B ladder, JSON wrapper and all."""
+    from drarena.agents.common import cut_answer_in_text
+
+    raw = (
+        '```json\n{\n  "name": "answer",\n  "arguments": {\n'
+        '    "report": "## Title\n\nLine one.\nLine two."\n  }\n}\n```'
+    )
+    (call,) = text_tool_calls(raw, {"answer"})
+    assert json.loads(call.arguments) == {"report": "## Title\n\nLine one.\nLine two."}
+    cut = raw[: raw.index("Line two")] + "Line tw"
+    assert cut_answer_in_text(cut, "length") == "## Title\n\nLine one.\nLine tw"
+    assert cut_answer_in_text(cut, "stop") is None  # only a cut at the limit is salvaged
