@@ -28,7 +28,7 @@ COMMAND_MODULES = (
     "drarena.arena.commands",
     "drarena.agents.commands",
     "drarena.drift.commands",
-    "drarena.validity.commands",
+    "drarena.arena.checkcommands",
     "drarena.report.commands",
 )
 

@@ -131,3 +131,30 @@ def test_the_check_catches_an_upward_import(tmp_path: Path) -> None:
     assert room_of("drarena.arena.commands") == SHELL
     assert room_of("drarena.errors") == "base"
     assert RANK["examiner"] == RANK["agents"]
+
+
+def test_no_two_packages_import_each_other_even_through_commands() -> None:
+    """The before-stop check's rule: package A importing B and B importing A is a cycle even
+    when one side is a commands.py shell (a shell imports downward like everything else)."""
+    deps: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE).parts
+        if len(parts) < 2:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [node.module]
+                if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            for name in names:
+                bits = name.split(".")
+                inside = bits[0] == "drarena" and len(bits) > 2 and bits[1] != parts[0]
+                if inside and (PACKAGE / bits[1]).is_dir():
+                    deps.setdefault(parts[0], set()).add(bits[1])
+    mutual = sorted(
+        f"{a}<->{b}" for a in deps for b in deps[a] if a < b and a in deps.get(b, set())
+    )
+    assert mutual == []

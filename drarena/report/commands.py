@@ -41,13 +41,12 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from drarena.arena.config import parse_config
     from drarena.errors import DrarenaError
     from drarena.ledger.compare import compare, read_scores, to_text
     from drarena.ledger.folder import RunDir, write_atomic
     from drarena.ledger.leaderboard import check_agents
     from drarena.ledger.style import style_ratings
-    from drarena.report.run import COMPARISON_FILE, run_analyses, write_report
+    from drarena.report.run import COMPARISON_FILE, run_analyses, stored_config, write_report
 
     if args.resamples < 0:
         raise DrarenaError(f"--resamples: must be 0 or more, got {args.resamples}")
@@ -56,7 +55,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if header is None:
         raise DrarenaError(f"{args.run}: no run.json (not a run folder)")
     theirs = read_scores(args.against)  # a bad file fails before anything is computed
-    config = parse_config(header["config"], f"{run.header_path}: config")
+    config = stored_config(header.get("config"), f"{run.header_path}: config")
     log = run.read_log()
     if not log:
         raise DrarenaError(f"{run.log_path}: no matches in the log; nothing to compare")

@@ -49,6 +49,45 @@ class RunConfig(Protocol):
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class StoredRating:
+    resamples: int
+    seed: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StoredRunConfig:
+    """The part of a run's stored config (run.json `config`) the report reads: a RunConfig
+    built without the arena's config model, so the report room's commands need nothing of
+    the arena (the arena's commands write reports; the two packages must not import each
+    other)."""
+
+    name: str
+    agents: tuple[str, ...]
+    rating: StoredRating
+
+    def agent_names(self) -> list[str]:
+        return sorted(self.agents)
+
+
+def stored_config(data: Any, where: str) -> StoredRunConfig:
+    """`data` (run.json's `config`) as a StoredRunConfig; a missing or mistyped field is one
+    DrarenaError naming it."""
+    if not isinstance(data, dict):
+        raise DrarenaError(f"{where}: not a config object")
+    name, agents, rating = data.get("name"), data.get("agents"), data.get("rating") or {}
+    if not isinstance(name, str):
+        raise DrarenaError(f"{where}: name: missing or not a string")
+    if not isinstance(agents, list) or not all(
+        isinstance(a, dict) and isinstance(a.get("name"), str) for a in agents
+    ):
+        raise DrarenaError(f"{where}: agents: a list of objects with a name is required")
+    resamples, seed = rating.get("resamples", 1000), rating.get("seed", 0)
+    if not isinstance(resamples, int) or not isinstance(seed, int):
+        raise DrarenaError(f"{where}: rating: resamples and seed must be integers")
+    return StoredRunConfig(name, tuple(a["name"] for a in agents), StoredRating(resamples, seed))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class RunAnalyses:
     """Everything the report shows beyond the leaderboard (also `drarena run rank --json`).
     `panel`: the judge panel's agreement, for a run judged by one (`match.judges`)."""

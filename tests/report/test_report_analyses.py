@@ -201,3 +201,22 @@ def test_a_damaged_comparison_is_one_line(run: Path, capsys: pytest.CaptureFixtu
     err = capsys.readouterr().err.strip()
     assert f"{run / 'comparison.json'}: damaged comparison (" in err and "\n" not in err
     assert not (run / "report.html").exists()
+
+
+def test_stored_config_reads_what_the_report_needs_and_names_a_bad_field() -> None:
+    from drarena.errors import DrarenaError
+    from drarena.report.run import stored_config
+
+    got = stored_config(
+        {"name": "t", "agents": [{"name": "b"}, {"name": "a"}], "rating": {"seed": 3}}, "run.json"
+    )
+    assert (got.name, got.agent_names(), got.rating.resamples, got.rating.seed) == (
+        "t",
+        ["a", "b"],
+        1000,
+        3,
+    )
+    with pytest.raises(DrarenaError, match=r"^run.json: agents: "):
+        stored_config({"name": "t", "agents": [{"kind": "x"}]}, "run.json")
+    with pytest.raises(DrarenaError, match=r"^run.json: rating: "):
+        stored_config({"name": "t", "agents": [], "rating": {"seed": "x"}}, "run.json")

@@ -1,5 +1,6 @@
-"""CLI: `drarena examiner-check SNAPSHOT`: can this Examiner rank? (the shell: may import
-any room; builds the run context as a tournament does and calls drarena.validity.check)."""
+"""CLI: `drarena examiner-check SNAPSHOT`: can this Examiner rank? It builds the run context
+as a tournament does and calls drarena.validity.check, so it lives in the arena room (above
+validity), not in validity, which must not import the arena."""
 
 from __future__ import annotations
 
