@@ -23,6 +23,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from drarena.agents.common import answer_tool, unwrap_text_calls
 from drarena.errors import DrarenaError
@@ -201,6 +202,14 @@ def main() -> int:
     parser.add_argument("--prompt-tokens", type=int, default=400)
     parser.add_argument("--gen-tokens", type=int, default=48)
     parser.add_argument("--skip-peer", action="store_true", help="no SmolLM2/vLLM run")
+    parser.add_argument(
+        "--vllm-model-dir",
+        type=Path,
+        default=None,
+        help="also serve this HF folder with vLLM's CPU build: the 1.5B GGUF converted to "
+        "bf16 (`.venv-vllm/bin/python scripts/vllm_convert_gguf.py GGUF DIR`), the other "
+        "serving option for the same model",
+    )
     parser.add_argument("--checks", action="store_true", help="json_schema + tool call check")
     parser.add_argument(
         "--no-judge", action="store_true", help="skip the judge call (minutes under load)"
@@ -217,6 +226,16 @@ def main() -> int:
                 args.gen_tokens,
                 not args.no_judge,
                 args.checks,
+            )
+        )
+    if args.vllm_model_dir is not None:
+        results.append(
+            run_one(
+                "qwen1.5b bf16 vLLM CPU",
+                lambda: serve.start_cpu_server(model_dir=args.vllm_model_dir),
+                args.prompt_tokens,
+                args.gen_tokens,
+                not args.no_judge,
             )
         )
     if not args.skip_peer:
