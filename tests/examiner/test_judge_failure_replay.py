@@ -13,26 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from judge_helpers import TASK, A, B
 
 from drarena.errors import DrarenaError
-from drarena.examiner.judge import AnswerForJudge, judge_answers
-from drarena.examiner.taskcheck import ChecklistItem, Task
+from drarena.examiner.judge import judge_answers
 from drarena.models.backend import BackendReply, TransientModelError
 from drarena.models.client import ModelClient, ReplayMissError
 from drarena.models.config import ModelsConfig
 from drarena.models.scripted import reply
 from drarena.settle import gather_settled
-
-TASK = Task(
-    question="Which module reads delimited text?",
-    word_limit_instruction="Answer in 160 to 260 words.",
-    word_limit=(160, 260),
-    checklist_depth=(ChecklistItem("the csv module", "http://x/csv.html"),),
-    checklist_width=(ChecklistItem("reader yields lists", "http://x/csv.html"),),
-    rationale="r",
-)
-A = AnswerForJudge("Answer A: the csv module", 1, 1, 0)
-B = AnswerForJudge("Answer B: no idea", 0, 0, 0)
 
 
 class BadJsonSlowForOneOrderForTests:

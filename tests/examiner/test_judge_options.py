@@ -9,27 +9,16 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from judge_helpers import TASK, A, B
 
 from drarena.errors import DrarenaError
 from drarena.examiner import templates
-from drarena.examiner.judge import AnswerForJudge, JudgeOptions, judge_answers, judge_prompt
+from drarena.examiner.judge import JudgeOptions, judge_answers, judge_prompt
 from drarena.examiner.judgeparse import judge_schema
-from drarena.examiner.taskcheck import ChecklistItem, Task
 from drarena.examiner.verdicts import FailureType, Judgment, Verdict
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelsConfig
 from drarena.models.scripted import ScriptedBackendForTests, reply
-
-TASK = Task(
-    question="Which module reads delimited text?",
-    word_limit_instruction="Answer in 160 to 260 words.",
-    word_limit=(160, 260),
-    checklist_depth=(ChecklistItem("the csv module", "http://x/csv.html"),),
-    checklist_width=(ChecklistItem("reader yields lists", "http://x/csv.html"),),
-    rationale="r",
-)
-A = AnswerForJudge("Answer A: the csv module", 1, 1, 0)
-B = AnswerForJudge("Answer B: no idea", 0, 0, 0)
 
 
 def client(steps: list) -> tuple[ModelClient, ScriptedBackendForTests]:

@@ -9,11 +9,11 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from judge_helpers import TASK, A, B
 
 from drarena.errors import DrarenaError
-from drarena.examiner.judge import AnswerForJudge, JudgeOptions, PairJudgment, judge_panel
+from drarena.examiner.judge import JudgeOptions, PairJudgment, judge_panel
 from drarena.examiner.panel import majority, majority_verdict, median_signed, most_common
-from drarena.examiner.taskcheck import ChecklistItem, Task
 from drarena.examiner.verdicts import FailureType, Judgment, TieQuality, Verdict
 from drarena.models.backend import BackendReply
 from drarena.models.client import ModelClient
@@ -114,16 +114,6 @@ def test_an_even_panel_split_on_direction_is_a_high_tie() -> None:
     assert majority(four) == Judgment(V.TIE, Q.LOW, F.NONE)
 
 
-TASK = Task(
-    question="Which module reads delimited text?",
-    word_limit_instruction="Answer in 160 to 260 words.",
-    word_limit=(160, 260),
-    checklist_depth=(ChecklistItem("the csv module", "http://x/csv.html"),),
-    checklist_width=(ChecklistItem("reader yields lists", "http://x/csv.html"),),
-    rationale="r",
-)
-A = AnswerForJudge("Answer A: the csv module", 1, 1, 0)
-B = AnswerForJudge("Answer B: no idea", 0, 0, 0)
 ROLES = ("j1", "j2", "j3")
 
 
