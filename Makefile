@@ -109,8 +109,8 @@ setup-qwen: setup
 	DRARENA_PY=$(BIN)/python bash scripts/setup_qwen.sh
 
 ## serve: start a vLLM server on 127.0.0.1 and print its api_base; MODEL=<hf id or path> on a GPU box
-serve: setup $(if $(MODEL),$(if $(filter qwen1.5b-cpu,$(MODEL)),setup-qwen),setup-models)
-	$(BIN)/drarena model serve $(if $(MODEL),--model $(MODEL))
+serve: setup $(if $(filter qwen1.5b-cpu,$(MODEL)),setup-qwen,$(if $(filter-out smollm2,$(MODEL)),,setup-models))
+	$(BIN)/drarena model serve $(if $(filter-out smollm2,$(MODEL)),--model $(MODEL))
 
 ## bench-models: throughput at concurrency 1/4/8, client overhead, replay speed (CPU server)
 bench-models: setup setup-models
@@ -136,7 +136,12 @@ bench-validity: setup $(if $(filter qwen1.5b-cpu,$(MODEL)),setup-qwen,setup-mode
 # --- tournament (issues 7, 8) -----------------------------------------------------------
 .PHONY: tournament drift-run
 OFFLINE ?= 1
-CONFIG ?= $(if $(filter 0,$(OFFLINE)),configs/live-demo.yaml,$(if $(filter qwen1.5b-cpu,$(MODEL)),configs/demo-qwen.yaml,configs/demo.yaml))
+# The main job's model (issue 15): offline and without CONFIG or MODEL, the 1.5B CPU Examiner
+# (qwen1.5b-cpu: configs/demo-qwen.yaml on llama.cpp, about 10-15 min on 2 cores; docs/models.md);
+# MODEL=smollm2: configs/demo.yaml on the 135M smoke model (vLLM CPU, about 5 min; it cannot
+# rank); MODEL=<hf id or path> with CONFIG, or CONFIG alone, serves that config as before.
+TMODEL := $(or $(MODEL),$(if $(filter 0,$(OFFLINE)),,$(if $(filter undefined,$(origin CONFIG)),qwen1.5b-cpu)))
+CONFIG ?= $(if $(filter 0,$(OFFLINE)),configs/live-demo.yaml,$(if $(filter qwen1.5b-cpu,$(TMODEL)),configs/demo-qwen.yaml,configs/demo.yaml))
 ## tournament: the main job. Builds what the snapshot lacks (extract, trees, indexes), starts
 ## the model server (CPU default; MODEL=<hf id or path> serves that model with vLLM), runs the
 ## Swiss tournament of $(CONFIG), prints the leaderboard and the path of report.html. Re-running
@@ -162,9 +167,9 @@ LOOPBACK_UP = pids=""; trap 'test -z "$$pids" || kill $$pids 2>/dev/null' EXIT; 
 	    r.urlopen('http://127.0.0.1:8766/health', timeout=2)" 2>/dev/null && break; \
 	    sleep 0.5; done; \
 	fi
-tournament: setup $(if $(MODEL),$(if $(filter qwen1.5b-cpu,$(MODEL)),setup-qwen),setup-models)
+tournament: setup $(if $(filter qwen1.5b-cpu,$(TMODEL)),setup-qwen,$(if $(filter-out smollm2,$(TMODEL)),,setup-models))
 	@set -eo pipefail; $(LOOPBACK_UP); \
-	$(BIN)/drarena tournament $(CONFIG) $(if $(MODEL),--model $(MODEL)) $(if $(filter 0,$(OFFLINE)),--live)
+	$(BIN)/drarena tournament $(CONFIG) $(if $(filter-out smollm2,$(TMODEL)),--model $(TMODEL)) $(if $(filter 0,$(OFFLINE)),--live)
 
 ## drift-run: ask the finished frozen tournament $(RUN)'s questions again live (same agents,
 ## live search) and compare verdicts and ratings: drift-run.{json,md} in $(RUN)-drift. With
