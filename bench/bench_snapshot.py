@@ -57,9 +57,9 @@ def free_port() -> int:
 
 
 def start_replay(snapshot: Path, port: int, latency_ms: float = 0.0) -> subprocess.Popen[bytes]:
-    """`drarena replay-snapshot`, or (latency_ms > 0) the same app behind a fixed wait per
+    """`drarena snapshot serve`, or (latency_ms > 0) the same app behind a fixed wait per
     response, served by this script in a child process (see serve_delayed)."""
-    cmd = [sys.executable, "-m", "drarena", "replay-snapshot", str(snapshot), "--port", str(port)]
+    cmd = [sys.executable, "-m", "drarena", "snapshot", "serve", str(snapshot), "--port", str(port)]
     if latency_ms > 0:
         cmd = [
             sys.executable,
