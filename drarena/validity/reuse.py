@@ -74,7 +74,9 @@ def header_lines(block: Mapping[str, Any]) -> list[str]:
             )
         )
     if not block.get("can_rank", False):
-        lines.append(f"WARNING: the Examiner cannot rank: {block.get('verdict', '')}")
+        # the verdict line starts with "cannot rank: ..." itself; say it once
+        reason = str(block.get("verdict", "")).removeprefix("cannot rank: ")
+        lines.append(f"WARNING: the Examiner cannot rank: {reason}")
     return lines
 
 

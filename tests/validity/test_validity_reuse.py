@@ -42,6 +42,6 @@ def test_header_block_and_lines() -> None:
     assert "outcomes" not in block and block["tasks"] == 1 and block["reused"] is True
     lines = header_lines(block)
     assert lines[0].startswith("Examiner check (pairwise, 1 task(s), reused): accuracy 0.50")
-    assert lines[-1] == "WARNING: the Examiner cannot rank: cannot rank: decisive accuracy 0.50"
+    assert lines[-1] == "WARNING: the Examiner cannot rank: decisive accuracy 0.50"
     lines = header_lines(header_block(fake_report(True), "k", False))
     assert not any("WARNING" in x for x in lines)
