@@ -150,7 +150,15 @@ class TournamentConfig(BaseModel):
     seed: int = Field(0, description="run seed: Swiss draws and every match's generator")
     offline: bool = Field(True, description="frozen web only; a guard refuses other hosts")
     swiss_rounds: int | None = Field(None, ge=1, description="default: ceil(log2 n) + 1")
-    concurrency: int = Field(2, ge=1, description="matches played at once within a round")
+    concurrency: int = Field(2, ge=1, description="matches played at once")
+    early_start: int = Field(
+        4,
+        ge=0,
+        le=6,
+        description="start a next-round match as soon as its pairing is certain, once at most "
+        "this many matches of the round are unfinished (4^k plans); 0: round by round. The "
+        "same matches and records either way; not in config_digest",
+    )
     trees: TreesSettings = Field(default_factory=TreesSettings)
     match: MatchSettings = Field(default_factory=MatchSettings)
     rating: RatingSettings = Field(default_factory=RatingSettings)

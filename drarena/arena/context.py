@@ -153,6 +153,7 @@ class RunContext:
             c.concurrency,
             self.expander,
             walker_factory=self.walker,
+            early_start=c.early_start,
         )
 
 

@@ -5,16 +5,25 @@ rounds before r, every match's generator is seeded by (run seed, pair, tree), an
 matches are kept one file each. Re-running the same command recomputes the same plan, skips
 what is on disk and plays the rest; the canonical log is rewritten in plan order after each
 round, so an interrupted and resumed run ends byte-identical to an uninterrupted one.
+
+Early start: round r+1's pairing needs every result of round r, so a round-by-round
+scheduler idles the model servers while a round's last matches finish. When at most
+`early_start` matches of round r are unfinished, round r+1 is planned under every outcome
+they could still have (A wins, tie, B wins, void: 4^k plans); a match planned under all of
+them is certain and starts at once. Since a match's seed, id and inputs do not depend on when
+it starts, the matches played and every record are those of the round-by-round scheduler.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import hashlib
+import itertools
 import random
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from drarena.agents.base import Agent
 from drarena.arena.match import MatchRunner, MatchSettings, match_rng, match_seed
@@ -53,25 +62,103 @@ def current_ratings(agents: Sequence[str], records: Sequence[MatchRecord]) -> di
     return {a: float(r) for a, r in zip(agents, elo, strict=True)}
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Result(Record):
+    """What the pairing reads of a finished match: who met, and A's score (1, 0.5 or 0;
+    None for a void match, which counts as a meeting but not as a game)."""
+
+    a: str
+    b: str
+    score_a: float | None
+
+    @classmethod
+    def of(cls, m: MatchRecord) -> Result:
+        return cls(m.a, m.b, m.score_a())
+
+
+# every score a match can end with: A wins, tie, B wins, void
+OUTCOMES: tuple[float | None, ...] = (1.0, 0.5, 0.0, None)
+
+
+@functools.lru_cache(maxsize=2048)
+def _pairing(
+    agents: tuple[str, ...],
+    swiss_round: int,
+    seed: int,
+    results: tuple[Result, ...],
+    byes: frozenset[str],
+) -> Pairing:
+    """Memoised (pure): the early-start planner asks for the same history many times, and the
+    real plan of a round is one of the hypothetical ones it has already fitted."""
+    if swiss_round == 0:
+        ratings = None
+    else:
+        fitted = [Game(r.a, r.b, r.score_a) for r in results if r.score_a is not None]
+        elo = to_elo(fit_strengths(list(agents), fitted))
+        ratings = {a: float(x) for a, x in zip(agents, elo, strict=True)}
+    played = {frozenset((r.a, r.b)) for r in results}
+    return pair_round(list(agents), ratings, played, set(byes), round_rng(seed, swiss_round))
+
+
+def _planned(pairing: Pairing, swiss_round: int, tree_ids: Sequence[str]) -> list[PlannedMatch]:
+    return [
+        PlannedMatch(f"r{swiss_round}-{a}-vs-{b}-{tree}", swiss_round, a, b, tree)
+        for a, b in pairing.pairs
+        for tree in tree_ids
+    ]
+
+
 def plan_round(
     agents: Sequence[str],
     tree_ids: Sequence[str],
     swiss_round: int,
     seed: int,
-    earlier: Sequence[MatchRecord],
+    earlier: Sequence[MatchRecord | Result],
     byes: Sequence[str],
 ) -> tuple[Pairing, list[PlannedMatch]]:
     """Round `swiss_round` (0-based): pure function of the seed and earlier matches."""
-    agents = sorted(agents)
-    ratings = None if swiss_round == 0 else current_ratings(agents, earlier)
-    played = {frozenset((m.a, m.b)) for m in earlier}
-    pairing = pair_round(agents, ratings, played, set(byes), round_rng(seed, swiss_round))
-    planned = [
-        PlannedMatch(f"r{swiss_round}-{a}-vs-{b}-{tree}", swiss_round, a, b, tree)
-        for a, b in pairing.pairs
-        for tree in tree_ids
-    ]
-    return pairing, planned
+    results = tuple(m if isinstance(m, Result) else Result.of(m) for m in earlier)
+    pairing = _pairing(tuple(sorted(agents)), swiss_round, seed, results, frozenset(byes))
+    return pairing, _planned(pairing, swiss_round, sorted(tree_ids))
+
+
+def certain_matches(
+    agents: Sequence[str],
+    tree_ids: Sequence[str],
+    swiss_round: int,
+    seed: int,
+    history: Sequence[Result | PlannedMatch],
+    byes: Sequence[str],
+    *,
+    max_open: int = 4,
+) -> list[PlannedMatch]:
+    """The matches of round `swiss_round` that are planned whatever the unfinished matches in
+    `history` end with (pure).
+
+    `history` is the log as it will be written, in plan order, with each match not yet finished
+    still as its PlannedMatch. Round `swiss_round` is planned under every combination of
+    OUTCOMES for those (4^k plans); a match in all of them (same id: same round, agents and
+    tree) is certain. More than `max_open` unfinished matches: none is (the plans cost 4^k BT
+    fits). The result keeps plan order; with nothing unfinished it is the plan itself."""
+    open_at = [i for i, h in enumerate(history) if isinstance(h, PlannedMatch)]
+    if len(open_at) > max_open:
+        return []
+    common: list[PlannedMatch] | None = None
+    for combo in itertools.product(OUTCOMES, repeat=len(open_at)):
+        filled = dict(zip(open_at, combo, strict=True))
+        results = [
+            Result(h.a, h.b, filled[i]) if isinstance(h, PlannedMatch) else h
+            for i, h in enumerate(history)
+        ]
+        _, planned = plan_round(agents, tree_ids, swiss_round, seed, results, byes)
+        if common is None:
+            common = planned
+        else:
+            keep = {p.match_id for p in planned}
+            common = [p for p in common if p.match_id in keep]
+        if not common:
+            break
+    return common or []
 
 
 @dataclasses.dataclass
@@ -93,52 +180,144 @@ class Tournament:
     log: Callable[[str], None] = dataclasses.field(
         default=lambda line: print(line, file=sys.stderr, flush=True)
     )
+    # start a next-round match once it is certain, while at most this many matches of the
+    # round are unfinished (see certain_matches); 0: round by round
+    early_start: int = 4
 
     def n_rounds(self) -> int:
         return self.rounds or default_rounds(len(self.agents))
 
     async def play(self) -> list[MatchRecord]:
-        """Play every round; returns the canonical log."""
+        """Play every round; returns the canonical log.
+
+        Matches run as tasks under one gate of `concurrency` (FIFO: a round's matches are
+        queued before any of the next round's). Each round's log is written, in plan order,
+        only when all of its matches are done, as the round-by-round scheduler does."""
         self.run.create()
         done = self.run.finished()
         names = sorted(self.agents)
         tree_ids = sorted(self.trees)
+        gate = asyncio.Semaphore(self.concurrency)
+        started: dict[str, asyncio.Task[None]] = {}
         log: list[MatchRecord] = []
         byes: list[str] = []
-        for r in range(self.n_rounds()):
-            pairing, planned = plan_round(names, tree_ids, r, self.seed, log, byes)
-            if pairing.bye:
-                byes.append(pairing.bye)
-            pending = [p for p in planned if p.match_id not in done]
-            self.log(
-                f"swiss round {r + 1}/{self.n_rounds()}: "
-                + ", ".join(f"{a} vs {b}" for a, b in pairing.pairs)
-                + (f"; bye {pairing.bye}" if pairing.bye else "")
-                + f" ({len(planned) - len(pending)} of {len(planned)} matches on disk)"
-            )
-            await self._play_all(pending, done)
-            log += [done[p.match_id] for p in planned]
-            self.run.write_log(log)
+        try:
+            for r in range(self.n_rounds()):
+                pairing, planned = plan_round(names, tree_ids, r, self.seed, log, byes)
+                if pairing.bye:
+                    byes.append(pairing.bye)
+                ids = {p.match_id for p in planned}
+                stray = [m for m, t in started.items() if m.startswith(f"r{r}-") and m not in ids]
+                if stray:  # certain_matches guarantees it; checked because records depend on it
+                    raise DrarenaError(f"started early but not in round {r + 1}'s plan: {stray}")
+                pending = [p for p in planned if p.match_id not in done]
+                early = sum(p.match_id in started for p in planned)
+                self.log(
+                    f"swiss round {r + 1}/{self.n_rounds()}: "
+                    + ", ".join(f"{a} vs {b}" for a, b in pairing.pairs)
+                    + (f"; bye {pairing.bye}" if pairing.bye else "")
+                    + f" ({len(planned) - len(pending)} of {len(planned)} matches on disk"
+                    + (f", {early} started early" if early else "")
+                    + ")"
+                )
+                for p in pending:
+                    if p.match_id not in started:
+                        started[p.match_id] = asyncio.create_task(self._one(p, gate, done))
+                next_round = r + 1 if r + 1 < self.n_rounds() else None
+                await self._finish_round(
+                    names, tree_ids, log, byes, planned, next_round, gate, started, done
+                )
+                log += [done[p.match_id] for p in planned]
+                self.run.write_log(log)
+        except BaseException:  # interrupted (or a match failed): stop what still runs
+            for task in started.values():
+                task.cancel()
+            await self._settle(started.values())
+            raise
         return log
+
+    async def _finish_round(
+        self,
+        names: list[str],
+        tree_ids: list[str],
+        log: list[MatchRecord],
+        byes: list[str],
+        planned: list[PlannedMatch],
+        next_round: int | None,
+        gate: asyncio.Semaphore,
+        started: dict[str, asyncio.Task[None]],
+        done: dict[str, MatchRecord],
+    ) -> None:
+        """Wait for round `planned`'s matches; meanwhile start the certain ones of
+        `next_round`. A failed match raises once every match of the round has settled, the
+        first by plan position (as gather_settled does)."""
+        asked: int | None = None
+        while True:
+            unfinished = [p for p in planned if p.match_id not in done]
+            waiting = {started[p.match_id] for p in unfinished if not started[p.match_id].done()}
+            if (
+                next_round is not None
+                and 0 < len(unfinished) <= self.early_start
+                and len(unfinished) != asked
+            ):
+                asked = len(unfinished)
+                history: list[Result | PlannedMatch] = [Result.of(m) for m in log]
+                history += [
+                    Result.of(done[p.match_id]) if p.match_id in done else p for p in planned
+                ]
+                certain = await asyncio.to_thread(
+                    certain_matches,
+                    names,
+                    tree_ids,
+                    next_round,
+                    self.seed,
+                    history,
+                    byes,
+                    max_open=self.early_start,
+                )
+                for p in certain:
+                    if p.match_id not in done and p.match_id not in started:
+                        started[p.match_id] = asyncio.create_task(self._one(p, gate, done))
+                continue  # matches may have finished while planning
+            if not waiting:
+                break
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        for p in planned:  # the first failure by plan position, as gather_settled raises
+            task = started.get(p.match_id)
+            if task is not None and p.match_id not in done:
+                await self._settle(started.values())
+                task.result()
+
+    @staticmethod
+    async def _settle(tasks: Collection[asyncio.Task[None]]) -> None:
+        """Let every started match end (a failure or an interrupt must not leave matches
+        running unobserved: their model calls would be missing from the cache)."""
+        pending = [t for t in tasks if not t.done()]
+        if pending:
+            await asyncio.wait(pending)
+        for t in tasks:  # observed: the caller raises the failure that counts
+            if not t.cancelled():
+                t.exception()
+
+    async def _one(
+        self, p: PlannedMatch, gate: asyncio.Semaphore, done: dict[str, MatchRecord]
+    ) -> None:
+        async with gate:
+            record = await self.play_match(p)
+        self.run.save_match(record)
+        done[p.match_id] = record
+        self.log(
+            f"  {p.match_id}: {record.outcome.value} "
+            f"{record.score.points_a}-{record.score.points_b} in "
+            f"{len(record.rounds)} round(s)"
+            + (f" [void: {record.void_reason[:120]}]" if record.void_reason else "")
+        )
 
     async def _play_all(
         self, pending: Sequence[PlannedMatch], done: dict[str, MatchRecord]
     ) -> None:
         gate = asyncio.Semaphore(self.concurrency)
-
-        async def one(p: PlannedMatch) -> None:
-            async with gate:
-                record = await self.play_match(p)
-            self.run.save_match(record)
-            done[p.match_id] = record
-            self.log(
-                f"  {p.match_id}: {record.outcome.value} "
-                f"{record.score.points_a}-{record.score.points_b} in "
-                f"{len(record.rounds)} round(s)"
-                + (f" [void: {record.void_reason[:120]}]" if record.void_reason else "")
-            )
-
-        await gather_settled(*(one(p) for p in pending))
+        await gather_settled(*(self._one(p, gate, done) for p in pending))
 
     async def play_match(self, p: PlannedMatch) -> MatchRecord:
         rng = match_rng(self.seed, p.a, p.b, p.tree)
