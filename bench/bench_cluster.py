@@ -1,7 +1,8 @@
 """Cluster bench: the real tournament against simulated replicas of an OpenAI-compatible server.
 
-Run: .venv/bin/python bench/bench_cluster.py [--agents 8,32] [--replicas 1,4] [--slots 4]
-     [--per-token-ms 5] [--rounds 3] [--snapshot snapshots/pydocs]
+Run: .venv/bin/python bench/bench_cluster.py [--agents 8,32,128] [--replicas 1,4,16]
+     [--slots 4] [--per-token-ms 5] [--answer-sentences 4] [--rounds 3] [--trees 1]
+     [--early-start 0,4] [--budget-s 450] [--snapshot snapshots/pydocs]
 
 A child process serves R simulated replicas on loopback (aiohttp, one port each). Each replica
 has a batch limit (`--slots`: requests it decodes at once; more wait in its queue) and a fixed
@@ -15,10 +16,15 @@ This process runs drarena.arena.execute.execute, the real tournament: closed_boo
 model call per answer), the real ModelClient over HTTP through litellm, one role per agent
 with `api_bases` listing every replica (the client's least-in-flight balancer spreads them).
 
-Prints per (agents, replicas): wall of execute(), the server's active window (first request to
-last answer), busy slot-seconds, utilisation = busy slot-seconds / (capacity x window), the
-server's own limit (busy slot-seconds / capacity: the wall a perfectly packed schedule would
-need), the mean and peak requests in flight, and in-flight requests sampled every second.
+Each (agents, replicas) pair is played twice in the same run, round by round (`early_start:
+0`) and with early start (`early_start: 4`: next-round matches start once their pairing is
+certain), and the two matches.jsonl must be the same bytes. Prints per run: wall of execute()
+and drarena's CPU seconds, the server's active window (first request to last answer), busy
+slot-seconds, utilisation = busy slot-seconds / (capacity x window), the server's own limit
+(busy slot-seconds / capacity: the wall a perfectly packed schedule would need), the
+dependency bound (rounds x the longest task, answer and judgment: what unlimited slots would
+need round by round), the share of the window with fewer requests than slots, the mean and
+peak requests in flight, and in-flight requests over time (at most ~40 buckets).
 The snapshot is copied to a temporary folder (trees and extraction are built there once), so
 the repository is never written.
 """
@@ -27,7 +33,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
+import io
 import json
 import os
 import re
@@ -47,7 +55,14 @@ SAMPLE_S = 0.1
 # --- the simulated server (child process) ---------------------------------------------------
 
 
-def canned(body: dict[str, Any]) -> dict[str, Any]:
+def kind_of(body: dict[str, Any]) -> str:
+    fmt = body.get("response_format")
+    if fmt and fmt["json_schema"]["name"] == "task":
+        return "task"
+    return "judge" if fmt else "answer"
+
+
+def canned(body: dict[str, Any], sentences: int = 30) -> dict[str, Any]:
     """The assistant message for one request: a pure function of it."""
     fmt = body.get("response_format")
     prompt = "\n".join(str(m.get("content") or "") for m in body["messages"])
@@ -88,7 +103,7 @@ def canned(body: dict[str, Any]) -> dict[str, Any]:
             ),
         }
     strength = re.search(r"strength-(\d+)", str(body.get("model", "")))
-    words = " ".join(["The pages describe the topic in detail."] * 30)
+    words = " ".join(["The pages describe the topic in detail."] * sentences)
     report = f"Report strength={strength.group(1) if strength else 0}. {words}"
     args = json.dumps({"report": report, "citations": []})
     return {
@@ -100,7 +115,7 @@ def canned(body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def serve(replicas: int, slots: int, per_token_s: float) -> None:
+async def serve(replicas: int, slots: int, per_token_s: float, sentences: int) -> None:
     from aiohttp import web
 
     stats: dict[str, Any] = {}
@@ -113,6 +128,7 @@ async def serve(replicas: int, slots: int, per_token_s: float) -> None:
             last=None,
             samples=[],
             peak_in_flight=0,
+            longest={},
             t0=time.monotonic(),
         )
 
@@ -128,7 +144,7 @@ async def serve(replicas: int, slots: int, per_token_s: float) -> None:
             in_flight[0] += 1
             stats["peak_in_flight"] = max(stats["peak_in_flight"], in_flight[0])
             try:
-                message = canned(body)
+                message = canned(body, sentences)
                 text = message["content"] + "".join(
                     c["function"]["arguments"] for c in message.get("tool_calls", ())
                 )
@@ -137,6 +153,8 @@ async def serve(replicas: int, slots: int, per_token_s: float) -> None:
                     hold = per_token_s * tokens
                     await asyncio.sleep(hold)
                     stats["busy"] += hold
+                    kind = kind_of(body)
+                    stats["longest"][kind] = max(stats["longest"].get(kind, 0.0), hold)
             finally:
                 in_flight[0] -= 1
             stats["requests"] += 1
@@ -201,7 +219,12 @@ def get(port: int, path: str) -> Any:
 
 
 def run_one(
-    n_agents: int, replicas: int, args: argparse.Namespace, snapshot: Path, work: Path
+    n_agents: int,
+    replicas: int,
+    early_start: int,
+    args: argparse.Namespace,
+    snapshot: Path,
+    work: Path,
 ) -> dict[str, Any]:
     from drarena.arena.config import parse_config
     from drarena.arena.execute import execute
@@ -218,6 +241,8 @@ def run_one(
             str(args.slots),
             "--per-token-ms",
             str(args.per_token_ms),
+            "--answer-sentences",
+            str(args.answer_sentences),
         ],
         stdout=subprocess.PIPE,
         text=True,
@@ -238,7 +263,7 @@ def run_one(
                 {"name": f"cb{i:03d}", "kind": "closed_book", "args": {"role": f"agent{i}"}}
             )
         capacity = replicas * args.slots
-        name = f"cluster-{n_agents}a-{replicas}r"
+        name = f"cluster-{n_agents}a-{replicas}r-e{early_start}"
         config = parse_config(
             {
                 "name": name,
@@ -248,8 +273,9 @@ def run_one(
                 "seed": 1,
                 "swiss_rounds": args.rounds,
                 "concurrency": max(1, n_agents // 2),
+                "early_start": early_start,
                 "trees": {"count": args.trees},
-                "match": {"max_rounds": 1},
+                "match": {"max_rounds": args.match_rounds},
                 "rating": {"resamples": 20},
                 "models": {
                     "concurrency": 4 * capacity,
@@ -262,18 +288,24 @@ def run_one(
         )
         get(ports[0], "/reset")
         started = time.monotonic()
-        result = execute(
-            config,
-            RunDir(work / "runs" / name),
-            serve=False,
-            cache_mode=CacheMode.OFF,
-            prepare=False,
-        )
+        cpu = time.process_time()
+        lines = io.StringIO()  # the tournament's progress lines: counted, not shown
+        with contextlib.redirect_stderr(lines):
+            result = execute(
+                config,
+                RunDir(work / "runs" / name),
+                serve=False,
+                cache_mode=CacheMode.OFF,
+                prepare=False,
+            )
+        cpu = time.process_time() - cpu
         wall = time.monotonic() - started
         stats = get(ports[0], "/stats")
     finally:
         child.terminate()
         child.wait(timeout=30)
+    log_bytes = (work / "runs" / name / "matches.jsonl").read_bytes()
+    early_started = sum(int(n) for n in re.findall(r"(\d+) started early", lines.getvalue()))
     window = (stats["last"] - stats["first"]) if stats["first"] is not None else 0.0
     busy = stats["busy"]
     # samples within the server's active window only (setup before the first request is
@@ -281,28 +313,41 @@ def run_one(
     begin = (stats["first"] or 0.0) - stats["t0"]
     end = (stats["last"] or 0.0) - stats["t0"]
     active = [(t - begin, n) for t, n in stats["samples"] if begin <= t <= end]
-    per_second: dict[int, list[int]] = {}
+    width = max(1.0, window / 40)  # at most ~40 buckets a run
+    buckets: dict[int, list[int]] = {}
     for t, n in active:
-        per_second.setdefault(int(t), []).append(n)
-    series = [round(sum(v) / len(v), 1) for _, v in sorted(per_second.items())]
+        buckets.setdefault(int(t / width), []).append(n)
+    series = [round(sum(v) / len(v), 1) for _, v in sorted(buckets.items())]
     sampled = [n for _, n in active]
+    longest = stats["longest"]
+    # the dependency bound: each match round is a chain task -> two answers (concurrent) -> two
+    # judgments (concurrent); with unlimited slots a round-by-round schedule cannot beat Swiss
+    # rounds x the longest of each (x match rounds where the longest match plays them all)
+    chain = sum(longest.get(k, 0.0) for k in ("task", "answer", "judge"))
     return {
         "agents": n_agents,
         "replicas": replicas,
+        "early_start": early_start,
         "capacity": capacity,
         "matches": len(result.log),
+        "early_started": early_started,
         "requests": stats["requests"],
         "model_calls": result.model_calls,
         "wall_s": wall,
+        "cpu_s": cpu,
         "window_s": window,
         "busy_slot_s": busy,
         "limit_s": busy / capacity,
+        "chain_bound_s": args.rounds * args.match_rounds * chain,
         "util_window": busy / (capacity * window) if window else 0.0,
         "util_wall": busy / (capacity * wall),
+        "starved": sum(1 for n in sampled if n < capacity) / len(sampled) if sampled else 0.0,
         "setup_s": wall - window,
         "peak_in_flight": stats["peak_in_flight"],
         "mean_in_flight": sum(sampled) / len(sampled) if sampled else 0.0,
         "series": series,
+        "bucket_s": width,
+        "log_sha256": hashlib.sha256(log_bytes).hexdigest()[:16],
     }
 
 
@@ -334,53 +379,112 @@ def load() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--agents", default="8,32")
-    parser.add_argument("--replicas", default="1,4")
+    parser.add_argument("--agents", default="8,32,128")
+    parser.add_argument("--replicas", default="1,4,16")
     parser.add_argument("--slots", type=int, default=4, help="batch limit per replica")
     parser.add_argument("--per-token-ms", type=float, default=5.0)
+    parser.add_argument(
+        "--answer-sentences", type=int, default=4, help="length of the canned agent answer"
+    )
     parser.add_argument("--rounds", type=int, default=3, help="Swiss rounds")
     parser.add_argument("--trees", type=int, default=1, help="trees per pairing")
+    parser.add_argument(
+        "--match-rounds",
+        type=int,
+        default=1,
+        help="match.max_rounds: above 1, matches between equal strengths (ties) go on, so a "
+        "Swiss round ends on a tail of long matches",
+    )
+    parser.add_argument(
+        "--early-start",
+        default="0,4",
+        help="the tournament's early_start values to compare (0: round by round)",
+    )
+    parser.add_argument(
+        "--budget-s", type=float, default=450.0, help="skip the runs left after this long"
+    )
     parser.add_argument("--snapshot", type=Path, default=ROOT / "snapshots" / "pydocs")
     args = parser.parse_args()
     if args.serve:
-        asyncio.run(serve(args.serve, args.slots, args.per_token_ms / 1000.0))
+        asyncio.run(
+            serve(args.serve, args.slots, args.per_token_ms / 1000.0, args.answer_sentences)
+        )
         return
     import logging
 
     logging.disable(logging.WARNING)  # the per-call log lines would drown the figures
+    began = time.monotonic()
+    rows: list[dict[str, Any]] = []
+    skipped: list[str] = []
     with tempfile.TemporaryDirectory(prefix="drarena-bench-cluster-") as tmp:
         work = Path(tmp)
         snapshot = prepared(args.snapshot)
         print(
             f"bench_cluster: slots/replica {args.slots}, {args.per_token_ms} ms/token, "
-            f"{args.rounds} Swiss rounds, {args.trees} tree(s)/pairing, closed_book agents, "
-            f"match concurrency = agents/2; load {load()}",
+            f"{args.rounds} Swiss rounds, {args.trees} tree(s)/pairing, match max_rounds "
+            f"{args.match_rounds}, closed_book agents "
+            f"({args.answer_sentences}-sentence answers), match concurrency = agents/2, "
+            f"early_start {args.early_start}; load {load()}",
             flush=True,
         )
         for n_agents in (int(x) for x in args.agents.split(",")):
             for replicas in (int(x) for x in args.replicas.split(",")):
-                r = run_one(n_agents, replicas, args, snapshot, work)
-                print(
-                    f"\n{r['agents']} agents x {r['replicas']} replica(s) (capacity "
-                    f"{r['capacity']}): {r['matches']} matches, {r['requests']} requests; "
-                    f"wall {r['wall_s']:.1f} s (setup before the first request "
-                    f"{r['setup_s']:.1f} s), server window {r['window_s']:.1f} s, "
-                    f"server limit {r['limit_s']:.1f} s (window/limit "
-                    f"{r['window_s'] / r['limit_s']:.2f}x); utilisation "
-                    f"{100 * r['util_window']:.0f}% of the window, "
-                    f"{100 * r['util_wall']:.0f}% of the wall; in flight mean "
-                    f"{r['mean_in_flight']:.1f}, peak {r['peak_in_flight']}; load {load()}"
-                )
-                print(
-                    "  requests in flight, mean per second of the window: "
-                    + " ".join(f"{v:g}" for v in r["series"])
-                )
+                for early in (int(x) for x in args.early_start.split(",")):
+                    tag = f"{n_agents} x {replicas} early_start={early}"
+                    if time.monotonic() - began > args.budget_s:
+                        skipped.append(tag)
+                        print(f"\n{tag}: skipped (budget of {args.budget_s:.0f} s spent)")
+                        continue
+                    r = run_one(n_agents, replicas, early, args, snapshot, work)
+                    rows.append(r)
+                    print(
+                        f"\n{tag} (capacity {r['capacity']}): {r['matches']} matches "
+                        f"({r['early_started']} started early), "
+                        f"{r['requests']} requests; wall {r['wall_s']:.1f} s (setup "
+                        f"{r['setup_s']:.1f} s), drarena CPU {r['cpu_s']:.1f} s; server "
+                        f"window {r['window_s']:.1f} s, limit {r['limit_s']:.1f} s "
+                        f"(window/limit {r['window_s'] / r['limit_s']:.2f}x), dependency "
+                        f"bound {r['chain_bound_s']:.1f} s; utilisation "
+                        f"{100 * r['util_window']:.0f}% of the window, "
+                        f"{100 * r['util_wall']:.0f}% of the wall; fewer requests than slots "
+                        f"{100 * r['starved']:.0f}% of the window; in flight mean "
+                        f"{r['mean_in_flight']:.1f}, peak {r['peak_in_flight']}; matches.jsonl "
+                        f"sha256 {r['log_sha256']}; load {load()}",
+                        flush=True,
+                    )
+                    print(
+                        f"  requests in flight, mean per {r['bucket_s']:.1f} s of the window: "
+                        + " ".join(f"{v:g}" for v in r["series"]),
+                        flush=True,
+                    )
     print(
-        "\nWhat limits utilisation: Swiss rounds pair on all results of the previous round, "
-        "so only one round's matches are ever in flight (agents/2 matches, each a chain of "
-        "task -> 2 answers -> 2 judgments); a round's tail waits for its slowest match. "
-        "More trees per pairing (--trees) or more agents fill the server; so would a "
-        "scheduler that starts next-round matches as soon as their pairing is known."
+        "\nagents x replicas (slots)  early_start  matches (early)  window   limit  bound"
+        "  window/limit"
+        "  util  starved  in flight  same log"
+    )
+    logs: dict[tuple[int, int], set[str]] = {}
+    for r in rows:
+        logs.setdefault((r["agents"], r["replicas"]), set()).add(r["log_sha256"])
+    for r in rows:
+        same = "yes" if len(logs[(r["agents"], r["replicas"])]) == 1 else "NO"
+        print(
+            f"{r['agents']:>4} x {r['replicas']:<2} ({r['capacity']:>2})"
+            f"{r['early_start']:>12}  {r['matches']:>7} ({r['early_started']:>3})  "
+            f"{r['window_s']:>5.1f} s "
+            f"{r['limit_s']:>5.1f} s {r['chain_bound_s']:>4.1f} s"
+            f"  {r['window_s'] / r['limit_s']:>9.2f}x"
+            f"  {100 * r['util_window']:>3.0f}%  {100 * r['starved']:>6.0f}%"
+            f"  {r['mean_in_flight']:>5.1f}/{r['peak_in_flight']:<4} {same}"
+        )
+    if skipped:
+        print("not measured (budget): " + "; ".join(skipped))
+    print(
+        f"\nbench took {time.monotonic() - began:.0f} s. window/limit near 1 means the "
+        "simulated server was the limit; where the dependency bound (Swiss rounds x match "
+        "rounds x the longest task, answer and judgment) exceeds the limit, the chains of "
+        "dependent calls are, and only early start (next-round matches whose pairing is "
+        "certain) can overlap rounds; where drarena's CPU approaches the window, the one "
+        "drarena process is."
     )
 
 

@@ -249,8 +249,8 @@ class Tournament:
         done: dict[str, MatchRecord],
     ) -> None:
         """Wait for round `planned`'s matches; meanwhile start the certain ones of
-        `next_round`. A failed match raises once every match of the round has settled, the
-        first by plan position (as gather_settled does)."""
+        `next_round`. A failed match raises once every started match has settled, the first
+        of this round by plan position (as gather_settled does)."""
         asked: int | None = None
         while True:
             unfinished = [p for p in planned if p.match_id not in done]
@@ -272,7 +272,7 @@ class Tournament:
                     next_round,
                     self.seed,
                     history,
-                    byes,
+                    tuple(byes),
                     max_open=self.early_start,
                 )
                 for p in certain:

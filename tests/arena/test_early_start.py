@@ -31,26 +31,21 @@ def test_a_pairing_forced_whatever_the_open_match_gives_is_certain() -> None:
     # a beat b and c: top whatever happens. Unmet pairs left are a-d and b-c only, so the
     # third round is {a, d}, {b, c} under every outcome of b-d; a leads, so a-d is certain.
     # b-c is not: b above c if b beats d, below if d wins, so its A/B sides are not known.
-    history = [
-        Result("a", "b", 1.0),
-        Result("c", "d", 1.0),
-        Result("a", "c", 1.0),
-        open_(1, "b", "d"),
-    ]
-    certain = certain_matches(AGENTS, ["t"], 2, 7, history, [])
+    known = [Result("a", "b", 1.0), Result("c", "d", 1.0), Result("a", "c", 1.0)]
+    certain = certain_matches(AGENTS, ["t"], 2, 7, [*known, open_(1, "b", "d")], [])
     assert [p.match_id for p in certain] == ["r2-a-vs-d-t"]
-    b_wins = plan_round(AGENTS, ["t"], 2, 7, [*history[:3], Result("b", "d", 1.0)], [])[1]
-    d_wins = plan_round(AGENTS, ["t"], 2, 7, [*history[:3], Result("b", "d", 0.0)], [])[1]
+    b_wins = plan_round(AGENTS, ["t"], 2, 7, [*known, Result("b", "d", 1.0)], [])[1]
+    d_wins = plan_round(AGENTS, ["t"], 2, 7, [*known, Result("b", "d", 0.0)], [])[1]
     assert {p.match_id for p in b_wins} == {"r2-a-vs-d-t", "r2-b-vs-c-t"}
     assert {p.match_id for p in d_wins} == {"r2-a-vs-d-t", "r2-c-vs-b-t"}
 
 
 def test_a_pairing_that_follows_the_open_result_is_not_certain() -> None:
     # second round: a beat b; whoever wins c-d meets a, so nothing is certain
-    history = [Result("a", "b", 1.0), open_(0, "c", "d")]
-    assert certain_matches(AGENTS, ["t"], 1, 7, history, []) == []
-    c_wins = plan_round(AGENTS, ["t"], 1, 7, [history[0], Result("c", "d", 1.0)], [])[1]
-    d_wins = plan_round(AGENTS, ["t"], 1, 7, [history[0], Result("c", "d", 0.0)], [])[1]
+    a_won = Result("a", "b", 1.0)
+    assert certain_matches(AGENTS, ["t"], 1, 7, [a_won, open_(0, "c", "d")], []) == []
+    c_wins = plan_round(AGENTS, ["t"], 1, 7, [a_won, Result("c", "d", 1.0)], [])[1]
+    d_wins = plan_round(AGENTS, ["t"], 1, 7, [a_won, Result("c", "d", 0.0)], [])[1]
     assert "r1-a-vs-c-t" in {p.match_id for p in c_wins}
     assert "r1-a-vs-d-t" in {p.match_id for p in d_wins}
 
@@ -159,7 +154,7 @@ def test_scripted_control_flow_a_failed_match_stops_the_run_and_it_resumes(
             raise RuntimeError("boom")
         return await real(p)
 
-    broken.play_match = fails_once  # type: ignore[method-assign]
+    broken.play_match = fails_once
     with pytest.raises(RuntimeError, match="boom"):
         asyncio.run(broken.play())
     resumed = asyncio.run(tournament(tmp_path / "broken", SIX, 3).play())
