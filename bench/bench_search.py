@@ -20,8 +20,11 @@ repository is never written. Prints:
   the bm25 retriever today against the same retriever reading Lucene's hits one at a time
   (SimpleSearcher through pyjnius, the code before the bulk path), with the count of queries
   whose top 10 differ between the two (must be 0);
-- serve-search under bounded load (part serve): 500 SearXNG-format queries, 10 in flight, to
-  `drarena serve-search`'s app with each of those two retrievers, one after the other.
+- serve-search under bounded load (part serve): 500 distinct SearXNG-format queries (none
+  repeats, so no cache could help; serve-search keeps no result cache), 10 in flight, to
+  `drarena serve-search`'s app over the per-hit retriever (the code issue 19 measured at 64
+  q/s) and over the bulk one (today), one after the other, each after two untimed passes of
+  the 200 queries above (the JVM's compiler is still busy after a few hundred).
 The load average is printed with each part: absolute figures follow the machine's load, the
 ratios to the peer measured in the same run much less.
 """
@@ -53,6 +56,7 @@ from drarena.search.passages import PassageSettings  # noqa: E402
 
 K = 10
 WARMUP = 2
+ISSUE_SERVE_QPS = 64.0  # serve-search's throughput when issue 19 was filed (heavily loaded machine)
 
 
 def latencies(fn: Callable[[str], Any], queries: list[str]) -> tuple[float, float, float]:
@@ -230,11 +234,15 @@ def bm25_part(snapshot: Path, layout: IndexLayout, queries: list[str]) -> None:
     print(f"  ({load()} at end)")
 
 
+SERVE_MODES = ("per-hit", "bulk")
+
+
 def serve_main(mode: str, snapshot: Path, index_root: Path, port: int) -> None:
-    """Child process of the serve part: serve-search's app over one of the two retrievers."""
+    """Child process of the serve part: serve-search's app over the per-hit retriever (the
+    code the issue measured) or the bulk one (serve-search today)."""
     from drarena.search import server
 
-    retriever = bm25_retrievers(snapshot, index_root)[mode]
+    retriever = bm25_retrievers(snapshot, index_root)["before" if mode == "per-hit" else "after"]
     server.serve_http(retriever, snapshot.name, "127.0.0.1", port)
 
 
@@ -278,18 +286,23 @@ async def load_test(
 
 
 def serve_part(
-    snapshot: Path, layout: IndexLayout, queries: list[str], total: int, concurrency: int
+    snapshot: Path,
+    layout: IndexLayout,
+    warm: list[str],
+    queries: list[str],
+    concurrency: int,
 ) -> None:
     import asyncio
     import socket
     import subprocess
 
+    total = len(queries)
     print(
-        f"\nserve-search, SearXNG format, {total} queries, {concurrency} in flight "
-        f"({load()} at start)"
+        f"\nserve-search, SearXNG format, {total} distinct queries, {concurrency} in flight, "
+        f"after {WARMUP * len(warm)} warm-up requests ({load()} at start)"
     )
     rates, cpu_ms = {}, {}
-    for mode in ("before", "after"):
+    for mode in SERVE_MODES:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port = int(sock.getsockname()[1])
@@ -315,7 +328,7 @@ def serve_part(
                     break
                 except OSError:
                     time.sleep(0.1)
-            asyncio.run(load_test(port, queries, 2 * concurrency, concurrency))  # warm-up
+            asyncio.run(load_test(port, warm, WARMUP * len(warm), concurrency))
             cpu = process_cpu(proc.pid)
             secs, times = asyncio.run(load_test(port, queries, total, concurrency))
             cpu_ms[mode] = (process_cpu(proc.pid) - cpu) * 1000 / total
@@ -324,13 +337,14 @@ def serve_part(
             proc.wait()
         rates[mode] = total / secs
         print(
-            f"  bm25 {mode:6} {rates[mode]:7.1f} q/s   p50 {statistics.median(times):7.1f} ms"
-            f"   p95 {times[int(0.95 * (len(times) - 1))]:7.1f} ms   server CPU "
+            f"  bm25 {mode:8} {rates[mode]:7.1f} q/s   p50 {statistics.median(times):6.2f} ms"
+            f"   p95 {times[int(0.95 * (len(times) - 1))]:6.2f} ms   server CPU "
             f"{cpu_ms[mode]:5.2f} ms/query"
         )
     print(
-        f"  after / before: {rates['after'] / rates['before']:.2f}x queries/s, server CPU per "
-        f"query {cpu_ms['before'] / cpu_ms['after']:.2f}x lower ({load()} at end)"
+        f"  bulk / per-hit: {rates['bulk'] / rates['per-hit']:.2f}x queries/s, server CPU per "
+        f"query {cpu_ms['per-hit'] / cpu_ms['bulk']:.2f}x lower; bulk / the issue's 64 q/s: "
+        f"{rates['bulk'] / ISSUE_SERVE_QPS:.1f}x ({load()} at end)"
     )
 
 
@@ -349,7 +363,7 @@ def main() -> int:
     parser.add_argument("--dense-per-doc", type=int, default=1)
     parser.add_argument("--serve-queries", type=int, default=500)
     parser.add_argument("--concurrency", type=int, default=10)
-    parser.add_argument("--serve", choices=("before", "after"), help=argparse.SUPPRESS)
+    parser.add_argument("--serve", choices=SERVE_MODES, help=argparse.SUPPRESS)
     parser.add_argument("--index-root", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -395,7 +409,15 @@ def main() -> int:
         if "bm25" in parts:
             bm25_part(snapshot, layout, queries)
         if "serve" in parts:
-            serve_part(snapshot, layout, queries, args.serve_queries, args.concurrency)
+            gold = [d.id for d in docs if d.indexed]
+            every = build_queries(docs, gold, max_pages=len(gold))
+            distinct = list(dict.fromkeys(q.text for q in every))
+            if len(distinct) < args.serve_queries:
+                raise SystemExit(
+                    f"--serve-queries {args.serve_queries}: this snapshot gives "
+                    f"{len(distinct)} distinct queries"
+                )
+            serve_part(snapshot, layout, queries, distinct[: args.serve_queries], args.concurrency)
         if "dense" in parts:
             dense_build = build.build_dense(layout, state, per_doc=args.dense_per_doc)
             print(
