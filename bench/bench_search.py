@@ -10,10 +10,11 @@ repository is never written. Prints:
 - per retriever (bm25, dense, hybrid) at k=10 after two untimed passes: queries/s, p50 and
   p95 latency, and raw Lucene passage search for reference;
 - dense encoding (part encode, 1,000 passages by default): passages/s of sentence-transformers
-  fp32 on torch (1 thread, torch's threads), bf16 autocast where the CPU has AMX/AVX512-BF16,
-  and the int8 ONNX Runtime graph, each with its cosine against fp32 (a default must keep
+  fp32 on torch (1 thread, torch's threads), bf16 where the CPU has AMX/AVX512-BF16 (torch
+  autocast, and the exported graph on OpenVINO: drarena's default there), and the int8 ONNX
+  Runtime graph (1 and 2 threads), each with its cosine against fp32 (a default must keep
   >= 0.99), per wall second and per CPU-second of this process (the second moves less with
-  the machine's load);
+  the machine's load), and the load average after each;
 - bm25s over the same passages, tokenized by the same Lucene analyzer: queries/s ratio and
   mean top-10 passage overlap with Lucene;
 - bm25 before/after (part bm25): pyserini's own LuceneSearcher, drarena's bulk Lucene path, and
@@ -82,34 +83,52 @@ def row(name: str, qps: float, p50: float, p95: float) -> str:
 
 def encoding(texts: list[str], work: Path) -> list[str]:
     """Each encoder on the same passages: passages/s (wall and per CPU-second of this process)
-    and cosine against fp32. bf16 only where the CPU has AMX or AVX512-BF16."""
+    and cosine against fp32. bf16 only where the CPU has AMX or AVX512-BF16; the bf16 graph on
+    OpenVINO (drarena's default there) and torch's bf16 autocast side by side."""
     encoder = embed.load_encoder(embed.DEFAULT_MODEL)
     embed.encode(encoder, texts[:4])
     flags = embed.cpu_flags()
     noted = flags & {"avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16"}
     out = [f"  CPU flags: {' '.join(sorted(noted)) or 'none of note'}"]
-    start = time.perf_counter()
-    onnx_path = work / embed.ONNX_FILE
-    embed.export_int8(encoder, onnx_path)
-    out.append(
-        f"  int8 export (torch -> ONNX -> int8 MatMuls): "
-        f"{time.perf_counter() - start:.1f} s, {onnx_path.stat().st_size / 1e6:.1f} MB"
-    )
-    int8 = embed.OnnxEncoder(encoder, onnx_path, threads=1)
-    int8.encode(texts[:4], 4, None)
-    reference = None
-    configs: list[tuple[str, Any, embed.Precision, int | None, int | None]] = [
-        ("fp32 torch, 1 thread", encoder, "fp32", None, 1),
-        ("fp32 torch, default threads", encoder, "fp32", None, None),
-        ("bf16 autocast", encoder, "bf16", None, 1),
-        ("int8 onnxruntime, 1 thread", int8, "int8", None, 1),
+    graphs: dict[str, Any] = {}
+    exports: list[tuple[embed.Precision, Callable[[Any, Path], None], str]] = [
+        ("int8", embed.export_int8, "onnxruntime"),
+        ("bf16", embed.export_fp32, "openvino"),
     ]
-    for label, enc, precision, max_tokens, threads in configs:
+    for precision, export, runtime in exports:
+        if precision == "bf16" and not (embed.bf16_supported(flags) and embed.openvino_available()):
+            continue
+        start = time.perf_counter()
+        path = work / (embed.graph_file(precision) or "")
+        export(encoder, path)
+        out.append(
+            f"  {precision} export ({path.name}): {time.perf_counter() - start:.1f} s, "
+            f"{path.stat().st_size / 1e6:.1f} MB"
+        )
+        graphs[precision] = (path, runtime)
+    reference = None
+    configs: list[tuple[str, embed.Precision, int | None, int]] = [
+        ("fp32 torch, 1 thread", "fp32", 1, 32),
+        ("fp32 torch, default threads", "fp32", None, 32),
+        ("bf16 torch autocast", "bf16", None, 32),
+        ("bf16 openvino", "bf16", None, embed.OPENVINO_BATCH),
+        ("int8 onnxruntime, 1 thread", "int8", 1, 32),
+        ("int8 onnxruntime, 2 threads", "int8", 2, 32),
+    ]
+    for label, precision, threads, batch in configs:
         if precision == "bf16" and not embed.bf16_supported(flags):
             out.append(f"  {label:28} not supported here (no amx_bf16 / avx512_bf16 flag)")
             continue
+        enc: Any = encoder
+        if label.startswith(("int8", "bf16 openvino")):
+            if precision not in graphs:
+                out.append(f"  {label:28} not installed")
+                continue
+            path, runtime = graphs[precision]
+            enc = embed.OnnxEncoder(encoder, path, threads, runtime)
+            embed.encode(enc, texts[:8], precision, batch)
         start, cpu = time.perf_counter(), time.process_time()
-        vectors = embed.encode(enc, texts, precision, max_tokens=max_tokens, threads=threads)
+        vectors = embed.encode(enc, texts, precision, batch_size=batch, threads=threads)
         rate = len(texts) / (time.perf_counter() - start)
         cpu_rate = len(texts) / max(time.process_time() - cpu, 1e-9)
         if reference is None:
@@ -118,9 +137,9 @@ def encoding(texts: list[str], work: Path) -> list[str]:
         out.append(
             f"  {label:28} {rate:7.1f} passages/s ({rate / base:4.2f}x)  "
             f"{cpu_rate:6.1f} per CPU-s ({cpu_rate / cpu_base:4.2f}x)   cosine vs fp32 "
-            f"min {cos.min():.5f} mean {cos.mean():.5f}"
+            f"min {cos.min():.5f} mean {cos.mean():.5f}   ({load()})"
         )
-    out.append(f"  default precision here: {embed.default_precision()}")
+    out.append(f"  default precision here: {embed.default_precision(flags)}")
     return out
 
 
@@ -421,8 +440,8 @@ def main() -> int:
         if "dense" in parts:
             dense_build = build.build_dense(layout, state, per_doc=args.dense_per_doc)
             print(
-                f"\ndense index build (MiniLM fp32, first {args.dense_per_doc} passage(s) per "
-                f"page): {dense_build.seconds:.1f} s, "
+                f"\ndense index build (MiniLM {embed.default_precision()}, first "
+                f"{args.dense_per_doc} passage(s) per page): {dense_build.seconds:.1f} s, "
                 f"{dense_build.count / dense_build.seconds:.1f} passages/s ({load()})"
             )
             for kind in ("dense", "hybrid"):
@@ -432,9 +451,9 @@ def main() -> int:
             sample = [
                 p.indexed_text(settings)
                 for p in passages[:: max(1, len(passages) // args.encode_sample)]
-            ]
+            ][: args.encode_sample]
             print(f"\ndense encoding, {len(sample)} passages spread over the snapshot ({load()}):")
-            for line in encoding(sample[: args.encode_sample], work):
+            for line in encoding(sample, work):
                 print(line)
         if "bm25s" in parts:
             print("\nBM25 peer: bm25s (k1=0.9, b=0.4, method lucene) on the same passages")

@@ -99,10 +99,12 @@ class IndexSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     dense_per_doc: int | None = Field(
-        1,
+        None,
         ge=1,
-        description="passages per page in the dense index (None: all; a full dense "
-        "index of pydocs takes minutes on 2 CPU cores)",
+        description="passages per page in the dense index (None: all). All passages: dense "
+        "recall@10 0.985 against 0.922 for the first passage of each page on pydocs "
+        "(docs/search.md); about 65 s for pydocs on 2 AVX512-BF16 cores, several minutes "
+        "on torch fp32 elsewhere",
     )
 
 

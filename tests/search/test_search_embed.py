@@ -1,5 +1,5 @@
-"""The int8 ONNX Runtime encoder against sentence-transformers fp32, CPU flag detection, and
-the precision checks of `drarena index`."""
+"""The int8 ONNX Runtime and bf16 OpenVINO encoders against sentence-transformers fp32, CPU
+flag detection, and the precision checks of `drarena index`."""
 
 from __future__ import annotations
 
@@ -47,6 +47,31 @@ def test_int8_graph_agrees_with_fp32(tmp_path: Path) -> None:
     assert embed.backend_of("int8").startswith("onnxruntime ")
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not embed.bf16_supported(), reason="no AMX / AVX512-BF16 on this CPU")
+def test_bf16_graph_agrees_with_fp32(tmp_path: Path) -> None:
+    """The float32 graph compiled by OpenVINO in bfloat16: unit vectors at cosine >= 0.99 to
+    fp32 in the input order, over several streams and batches as over one text."""
+    encoder = embed.load_encoder(embed.DEFAULT_MODEL)
+    path = tmp_path / embed.ONNX_FP32_FILE
+    embed.export_fp32(encoder, path)
+    bf16 = embed.OnnxEncoder(encoder, path, threads=2, runtime="openvino")
+    reference = embed.encode(encoder, TEXTS, "fp32", threads=1)
+    vectors = embed.encode(bf16, TEXTS, "bf16", batch_size=2)
+    assert vectors.shape == reference.shape and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-3)
+    cosine = (vectors * reference).sum(axis=1)
+    assert cosine.min() >= 0.99, cosine
+    one = embed.encode(bf16, TEXTS[1:2], "bf16", batch_size=2)
+    assert float((one * vectors[1]).sum()) >= 0.999
+    short = embed.encode(bf16, TEXTS[3:4], "bf16", max_tokens=32)
+    assert float((short * vectors[3]).sum()) < 0.999  # truncation changed the input
+    assert encoder.max_seq_length == 256
+    assert embed.backend_of("bf16").startswith("openvino ")
+    loaded = embed.load_graph(embed.DEFAULT_MODEL, tmp_path, "bf16", threads=1)
+    assert float((embed.encode(loaded, TEXTS[:1], "bf16") * vectors[0]).sum()) >= 0.999
+
+
 def test_bf16_is_detected_from_cpu_flags() -> None:
     assert embed.bf16_supported({"avx2", "amx_bf16", "amx_tile"})
     assert embed.bf16_supported({"avx512f", "avx512_bf16"})
@@ -59,7 +84,22 @@ def test_precision_is_checked() -> None:
     assert embed.check_precision("fp32") == "fp32"
     with pytest.raises(DrarenaError, match="choose one of fp32, bf16, int8"):
         embed.check_precision("fp16")
-    assert embed.default_precision() == "fp32"  # int8 opt-in until its recall is measured
+    # bf16 (OpenVINO) only where the CPU does bf16 in hardware; int8 stays opt-in
+    assert embed.default_precision({"avx2", "avx512f"}) == "fp32"
+    expected = "bf16" if embed.openvino_available() else "fp32"
+    assert embed.default_precision({"avx512f", "avx512_bf16"}) == expected
+    if not embed.bf16_supported():
+        with pytest.raises(DrarenaError, match="AMX or AVX512-BF16"):
+            embed.check_precision("bf16")
+    for precision in embed.PRECISIONS:
+        assert (
+            embed.graph_file(precision)
+            == {
+                "fp32": None,
+                "bf16": embed.ONNX_FP32_FILE,
+                "int8": embed.ONNX_FILE,
+            }[precision]
+        )
 
 
 def test_int8_refuses_models_it_cannot_express() -> None:
@@ -72,3 +112,5 @@ def test_int8_refuses_models_it_cannot_express() -> None:
 
     with pytest.raises(DrarenaError, match="mean Pooling"):
         embed.export_int8([Transformer(), Pooling()], Path("/nonexistent/encoder.onnx"))
+    with pytest.raises(DrarenaError, match="mean Pooling"):
+        embed.export_fp32([Transformer(), Pooling()], Path("/nonexistent/encoder.onnx"))
