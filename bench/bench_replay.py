@@ -1,8 +1,9 @@
-"""A tournament on the CPU model, then `drarena replay` of it: both times in one run.
+"""A tournament on the CPU model, then `drarena run replay` of it: both times in one run.
 
 The replay answers every model call from the run's cache and every search/open from its tool
 record, so it needs no model server, no JVM and no encoder; this prints how long each took,
-the ratio, and which heavy modules the replay process imported (none expected).
+the ratio (issue 19's target: 200x), how many modules the replay process imported (scipy only
+when some game was decisive; no heavy module expected) and the load average before and after.
 
 Usage:
   .venv/bin/python bench/bench_replay.py                       # configs/demo.yaml
@@ -42,9 +43,10 @@ PROBE = (
     "import json, sys, time\n"
     "from drarena.cli import main\n"
     "t = time.perf_counter()\n"
-    "rc = main(['replay', sys.argv[1], '--out', sys.argv[2]])\n"
+    "rc = main(['run', 'replay', sys.argv[1], '--out', sys.argv[2]])\n"
     "print(json.dumps({'rc': rc, 'seconds': time.perf_counter() - t, 'heavy': "
-    f"[m for m in {HEAVY!r} if m in sys.modules]}}))\n"
+    f"[m for m in {HEAVY!r} if m in sys.modules], 'modules': len(sys.modules), "
+    "'scipy': 'scipy' in sys.modules}))\n"
 )
 
 
@@ -92,8 +94,12 @@ def main() -> int:
     from drarena.models.serve import model_server
 
     bin_dir = Path(sys.executable).parent
+    # Python's default: bytecode cached on first import, as in a user's clone (a sandbox that
+    # sets PYTHONDONTWRITEBYTECODE would make the replay compile drarena again, ~0.3 s)
+    base_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    load_before = os.getloadavg()
     with model_server() as server:
-        env = {**os.environ, "DRARENA_MODEL_API_BASE": server.api_base}
+        env = {**base_env, "DRARENA_MODEL_API_BASE": server.api_base}
         started = time.perf_counter()
         played = subprocess.run(
             [str(bin_dir / "drarena"), "tournament", "config.yaml", "--no-serve"],
@@ -111,7 +117,7 @@ def main() -> int:
     from drarena.models.cache import compact
 
     compact(run / "llm-cache.sqlite")  # one file, no WAL: what a copy of the run carries
-    env = {k: v for k, v in os.environ.items() if k != "DRARENA_MODEL_API_BASE"}
+    env = {k: v for k, v in base_env.items() if k != "DRARENA_MODEL_API_BASE"}
     out = workdir / "runs" / f"{config['name']}-replay"
     if (out / "run.json").is_file():
         shutil.rmtree(out)  # the replay this bench made last time
@@ -141,13 +147,17 @@ def main() -> int:
         f"calls, {tools} recorded tool results)"
     )
     print(
-        f"replay: {replay_s:.1f} s wall for the command ({probe['seconds']:.2f} s inside "
-        f"it, Python start and imports excluded); heavy modules imported: "
+        f"replay: {replay_s:.2f} s wall for the command ({probe['seconds']:.2f} s inside "
+        f"`drarena run replay`, Python's start excluded); {probe['modules']} modules "
+        f"imported, scipy {'among them' if probe['scipy'] else 'not'}; heavy modules: "
         f"{probe['heavy'] or 'none'}"
     )
+    load = os.getloadavg()
     print(
         f"ratio:  {run_s / replay_s:.0f}x (command), {run_s / probe['seconds']:.0f}x "
-        f"(inside); load average {os.getloadavg()[0]:.2f}"
+        f"(inside); load average (1, 5, 15 min) {load_before[0]:.2f} {load_before[1]:.2f} "
+        f"{load_before[2]:.2f} before the run, {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} "
+        "after the replay"
     )
     if probe["rc"] != 0:
         print("replay: NOT identical")

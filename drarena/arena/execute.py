@@ -163,9 +163,11 @@ def execute(
             header.examiner_check = tournament_check(ctx, header, examiner_check_pairs)
         run.write_header(header)
         tournament = ctx.tournament(run)
-        from drarena.webproxy.proxy import TALLY
+        proxied = config.offline and any(a.kind == "command" for a in config.agents)
+        if proxied:  # what this run's command agents do through the frozen-web proxy
+            from drarena.webproxy.proxy import TALLY  # (aiohttp: imported only for them)
 
-        proxy_before = TALLY.copy()  # what this run's command agents do through the proxy
+            proxy_before = TALLY.copy()
         try:
             with ctx.guard():
                 if ctx.live is not None:
@@ -182,7 +184,7 @@ def execute(
         client = ctx.client
         header.usage = {k: v.to_dict() for k, v in client.usage().items()}
         header.model_calls = client.model_calls
-        if config.offline and any(a.kind == "command" for a in config.agents):
+        if proxied:
             header.web_proxy = TALLY.minus(proxy_before).to_dict()
         run.write_header(header)
     md = finish(run, config, log)
@@ -275,6 +277,10 @@ def replay(
         raise DrarenaError(f"{run.cache_path}: no model cache to replay from")
     stored = legacy_match(legacy_judging(header["config"]))  # rules of older drarenas
     config = parse_config(stored, f"{run.header_path}: config")
+    # round by round: a replayed match ends as soon as it is read, so planning the next
+    # round under the 4^k outcomes of the unfinished ones (BT fits, scipy's import) would only
+    # delay it; the matches and their bytes are the same either way (config_digest too)
+    config = config.model_copy(update={"early_start": 0})
     if snapshot is not None:
         config = config.model_copy(update={"snapshot": snapshot})
     if config.offline:

@@ -8,17 +8,20 @@ count as half a win each way. Ratings are 1000 + 400*log10(e)*theta, centred on 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
-from scipy.optimize import minimize
 
 from drarena.records import Record
 
 ELO_SCALE = 400.0 / math.log(10.0)
 ELO_ANCHOR = 1000.0
+GTOL = 1e-10  # L-BFGS-B's tolerance on the largest gradient component
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -56,6 +59,50 @@ def _neg_log_likelihood(
     return nll, grad
 
 
+def minimize_lbfgs(
+    fun: Callable[..., tuple[float, np.ndarray]], x0: np.ndarray, args: tuple[Any, ...]
+) -> np.ndarray:
+    """scipy's L-BFGS-B from `x0` (`fun` returns the value and the gradient); when the
+    gradient at `x0` is already within GTOL, `x0` itself, without importing scipy.
+
+    Why: L-BFGS-B checks the gradient before its first step and returns `x0` unchanged when
+    it is within the tolerance, so the shortcut gives the same bytes; and it is what a fit
+    of only tied games (the usual outcome with a small CPU judge, and many bootstrap
+    resamples of any small tournament) meets, so a replay of such a run never pays for
+    scipy's import (about 0.35 s, a third of the demo's replay)."""
+    _, grad = fun(x0, *args)
+    if float(np.max(np.abs(grad))) <= GTOL:  # NaN compares False: scipy decides
+        return np.array(x0, dtype=float)
+    from scipy.optimize import minimize
+
+    with _one_blas_thread():
+        result = minimize(
+            fun, x0, args=args, jac=True, method="L-BFGS-B", options={"maxiter": 1000, "gtol": GTOL}
+        )
+    return np.asarray(result.x, dtype=float)
+
+
+@functools.cache
+def _blas_controller() -> Any:
+    """threadpoolctl's view of the BLAS libraries loaded now (scipy's OpenBLAS included:
+    made after its import)."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def _one_blas_thread() -> contextlib.AbstractContextManager[Any]:
+    """BLAS on one thread while L-BFGS-B runs. Why: a fit here has 2 to a few dozen
+    parameters, and OpenBLAS's threads cost more to wake than the work: on 2 cores a fit
+    took 29 ms with its default threads and 0.5 ms with one, so a bootstrap of 1,000
+    resamples took most of a replay's time (16 s for the 1.5B demo). OpenBLAS splits no
+    operation this small, so the result is the same bytes (tests/ledger check it)."""
+    limit: contextlib.AbstractContextManager[Any] = _blas_controller().limit(
+        limits=1, user_api="blas"
+    )
+    return limit
+
+
 def fit_strengths(
     agents: Sequence[str], games: Sequence[Game], *, prior_games: float = 1.0
 ) -> np.ndarray:
@@ -69,15 +116,7 @@ def fit_strengths(
     ia = np.array([index[g.a] for g in games])
     ib = np.array([index[g.b] for g in games])
     s = np.array([g.score_a for g in games], dtype=float)
-    result = minimize(
-        _neg_log_likelihood,
-        theta0,
-        args=(ia, ib, s, prior_games),
-        jac=True,
-        method="L-BFGS-B",
-        options={"maxiter": 1000, "gtol": 1e-10},
-    )
-    theta: np.ndarray = np.asarray(result.x, dtype=float)
+    theta = minimize_lbfgs(_neg_log_likelihood, theta0, (ia, ib, s, prior_games))
     centred: np.ndarray = theta - theta.mean()
     return centred
 
@@ -102,15 +141,33 @@ def rate(
     level: float = 0.95,
 ) -> list[Rating]:
     """Fit, bootstrap over games (seeded), and rank; sorted by rating, then name."""
-    agents = sorted(agents)
+    key = (tuple(sorted(agents)), tuple(games), resamples, seed, prior_games, level)
+    return list(_rate(*key))
+
+
+@functools.lru_cache(maxsize=8)
+def _rate(
+    agents: tuple[str, ...],
+    games: tuple[Game, ...],
+    resamples: int,
+    seed: int,
+    prior_games: float,
+    level: float,
+) -> tuple[Rating, ...]:
+    """`rate`, kept for the same inputs. Why: a command writes the leaderboard and then the
+    report from the same log, and each asked for the same bootstrap (1,000 fits) again."""
     point = to_elo(fit_strengths(agents, games, prior_games=prior_games))
     if games and resamples > 0:
         rng = np.random.default_rng(seed)
         samples = np.empty((resamples, len(agents)))
+        fits: dict[bytes, np.ndarray] = {}  # the same draw, in the same order: the same fit
         for r in range(resamples):
             picks = rng.integers(0, len(games), size=len(games))
-            sample = [games[i] for i in picks]
-            samples[r] = to_elo(fit_strengths(agents, sample, prior_games=prior_games))
+            key = picks.tobytes()
+            if key not in fits:
+                sample = [games[i] for i in picks]
+                fits[key] = to_elo(fit_strengths(agents, sample, prior_games=prior_games))
+            samples[r] = fits[key]
         tail = (1.0 - level) / 2 * 100
         lower = np.percentile(samples, tail, axis=0)
         upper = np.percentile(samples, 100 - tail, axis=0)
@@ -127,4 +184,4 @@ def rate(
         )
         for i, a in enumerate(agents)
     ]
-    return sorted(rows, key=lambda r: (-r.rating, r.agent))
+    return tuple(sorted(rows, key=lambda r: (-r.rating, r.agent)))

@@ -27,10 +27,16 @@ import re
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.optimize import minimize
 
 from drarena.agents.base import Answer
-from drarena.ledger.rating import Game, Rating, fit_strengths, interval_ranks, to_elo
+from drarena.ledger.rating import (
+    Game,
+    Rating,
+    fit_strengths,
+    interval_ranks,
+    minimize_lbfgs,
+    to_elo,
+)
 from drarena.ledger.records import MatchRecord
 from drarena.records import Record
 
@@ -155,15 +161,7 @@ def fit_style(
     ia = np.array([index[a] for a, _, _ in pairs])
     ib = np.array([index[b] for _, b, _ in pairs])
     s = np.array([v for _, _, v in pairs], dtype=float)
-    result = minimize(
-        _nll,
-        np.zeros(n + x.shape[1]),
-        args=(n, ia, ib, x, s, prior_games),
-        jac=True,
-        method="L-BFGS-B",
-        options={"maxiter": 1000, "gtol": 1e-10},
-    )
-    params = np.asarray(result.x, dtype=float)
+    params = minimize_lbfgs(_nll, np.zeros(n + x.shape[1]), (n, ia, ib, x, s, prior_games))
     theta = params[:n]
     return theta - theta.mean(), params[n:]
 
@@ -191,11 +189,16 @@ def style_ratings(
         rng = np.random.default_rng(seed)
         samples = np.empty((resamples, len(agents)))
         betas = np.empty((resamples, len(used)))
+        fits: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}  # same draw, same fit
         for r in range(resamples):
             picks = rng.integers(0, len(pairs), size=len(pairs))
-            t, b = fit_style(agents, [pairs[i] for i in picks], x[picks], prior_games=prior_games)
-            samples[r] = to_elo(t)
-            betas[r] = b
+            key = picks.tobytes()
+            if key not in fits:
+                t, b = fit_style(
+                    agents, [pairs[i] for i in picks], x[picks], prior_games=prior_games
+                )
+                fits[key] = (to_elo(t), b)
+            samples[r], betas[r] = fits[key]
         tail = (1.0 - level) / 2 * 100
         lower, upper = (np.percentile(samples, q, axis=0) for q in (tail, 100 - tail))
         b_low, b_up = (np.percentile(betas, q, axis=0) for q in (tail, 100 - tail))

@@ -13,6 +13,8 @@ from drarena.models.config import ModelsConfig
 from drarena.models.scripted import ScriptedBackendForTests, reply
 from drarena.models.structured import (
     StructuredOutputError,
+    _first_error,
+    _validator,
     complete_json,
     complete_tool_call,
     strict_tool,
@@ -81,6 +83,23 @@ async def test_invalid_schema_is_a_clear_error() -> None:
     client, _ = client_for([])
     with pytest.raises(DrarenaError, match="schema 'bad': invalid JSON Schema"):
         await complete_json(client, "examiner", ASK, {"type": "nonsense"}, name="bad")
+
+
+async def test_an_invalid_schema_is_refused_every_time_it_is_asked_for() -> None:
+    """The validator cache keeps only checked schemas: a bad one fails again, by its name."""
+    client, _ = client_for([])
+    for name in ("bad", "worse"):
+        with pytest.raises(DrarenaError, match=f"schema '{name}': invalid JSON Schema"):
+            await complete_json(client, "examiner", ASK, {"type": "nonsense"}, name=name)
+
+
+def test_a_schema_is_checked_once_and_later_edits_to_it_change_nothing() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    first = _validator(schema, "schema 's'")
+    assert _validator(dict(schema), "schema 's'") is first  # same content: same validator
+    schema["properties"] = {"n": {"type": "string"}}  # the caller's dict, edited afterwards
+    assert _first_error(first, {"n": 3}) is None
+    assert _first_error(_validator(schema, "schema 's'"), {"n": 3}) is not None
 
 
 def test_strict_tool_requires_every_property() -> None:
