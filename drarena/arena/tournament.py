@@ -32,6 +32,7 @@ from drarena.corpus.records import Doc, Tree
 from drarena.corpus.treewalk import Expander, TreeWalker
 from drarena.errors import DrarenaError
 from drarena.ledger.folder import RunDir
+from drarena.ledger.leaderboard import games_of
 from drarena.ledger.rating import Game, fit_strengths, to_elo
 from drarena.ledger.records import MatchRecord
 from drarena.models.client import ModelClient
@@ -53,13 +54,14 @@ def round_rng(seed: int, swiss_round: int, salt: str = "swiss") -> random.Random
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
-def games(records: Sequence[MatchRecord]) -> list[Game]:
-    return [Game(m.a, m.b, s) for m in records if (s := m.score_a()) is not None]
+def ratings_of(agents: Sequence[str], games: Sequence[Game]) -> dict[str, float]:
+    """Elo-scale Bradley-Terry ratings the pairing orders agents by."""
+    elo = to_elo(fit_strengths(list(agents), games))
+    return {a: float(r) for a, r in zip(agents, elo, strict=True)}
 
 
 def current_ratings(agents: Sequence[str], records: Sequence[MatchRecord]) -> dict[str, float]:
-    elo = to_elo(fit_strengths(list(agents), games(records)))
-    return {a: float(r) for a, r in zip(agents, elo, strict=True)}
+    return ratings_of(agents, games_of(records))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -94,8 +96,7 @@ def _pairing(
         ratings = None
     else:
         fitted = [Game(r.a, r.b, r.score_a) for r in results if r.score_a is not None]
-        elo = to_elo(fit_strengths(list(agents), fitted))
-        ratings = {a: float(x) for a, x in zip(agents, elo, strict=True)}
+        ratings = ratings_of(agents, fitted)
     played = {frozenset((r.a, r.b)) for r in results}
     return pair_round(list(agents), ratings, played, set(byes), round_rng(seed, swiss_round))
 
