@@ -5,32 +5,13 @@ before). These read `make -n`'s plan: nothing is installed, served or played.
 
 from __future__ import annotations
 
-import os
-import subprocess
-from pathlib import Path
-
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
+from make_plans import make_dry_run
 
 
 def plan(*args: str) -> tuple[str, list[str]]:
     """(the drarena tournament command line, the set-up scripts) `make tournament ARGS` runs."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k
-        not in ("PYTHON", "VENV", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MODEL", "CONFIG", "OFFLINE")
-    }
-    out = subprocess.run(
-        ["make", "-n", "tournament", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
+    out = make_dry_run("tournament", *args, drop=("MODEL", "CONFIG", "OFFLINE"))
     commands = [line for line in out.splitlines() if "drarena tournament " in line]
     assert len(commands) == 1, out
     command = commands[0][commands[0].index("drarena tournament ") :].strip()

@@ -8,7 +8,6 @@ installs a package or touches the repository's own venvs.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shutil
 import subprocess
@@ -17,6 +16,7 @@ import venv
 from pathlib import Path
 
 import pytest
+from make_plans import make_dry_run
 
 from drarena.arena import session
 
@@ -32,21 +32,7 @@ def pyenv_python(minor: str) -> Path | None:
 
 def make_dry(*args: str) -> str:
     """The commands `make setup` would run, without running them (-B: as if out of date)."""
-    env = {
-        k: v
-        for k, v in os.environ.items()  # not the PYTHON of a `make test PYTHON=...`
-        if k not in ("PYTHON", "VENV", "MAKEFLAGS", "MFLAGS", "MAKELEVEL")
-    }
-    result = subprocess.run(
-        ["make", "-n", "-B", "setup", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    return result.stdout
+    return make_dry_run("-B", "setup", *args)
 
 
 def test_default_interpreter_keeps_dot_venv() -> None:
