@@ -72,6 +72,28 @@ def test_bf16_graph_agrees_with_fp32(tmp_path: Path) -> None:
     assert float((embed.encode(loaded, TEXTS[:1], "bf16") * vectors[0]).sum()) >= 0.999
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not embed.openvino_available(), reason="onnx is not installed")
+def test_exported_graph_uses_plain_attention(tmp_path: Path) -> None:
+    """The export writes attention as MatMul -> Softmax -> MatMul (what OpenVINO fuses), not
+    SDPA's IsNaN/Where guard, and leaves the torch model on its own attention afterwards."""
+    import onnx
+
+    encoder = embed.load_encoder(embed.DEFAULT_MODEL)
+    config = encoder[0].auto_model.config
+    before = config._attn_implementation
+    path = tmp_path / embed.ONNX_FP32_FILE
+    embed.export_fp32(encoder, path)
+    ops = {node.op_type for node in onnx.load(str(path)).graph.node}
+    assert "Softmax" in ops and "IsNaN" not in ops, sorted(ops)
+    assert config._attn_implementation == before
+    if before == "sdpa":  # the graph the check tells apart: SDPA's guard for masked rows
+        embed.export_fp32(encoder, tmp_path / "sdpa.onnx", eager_attention=False)
+        assert "IsNaN" in {
+            node.op_type for node in onnx.load(str(tmp_path / "sdpa.onnx")).graph.node
+        }
+
+
 def test_bf16_is_detected_from_cpu_flags() -> None:
     assert embed.bf16_supported({"avx2", "amx_bf16", "amx_tile"})
     assert embed.bf16_supported({"avx512f", "avx512_bf16"})
