@@ -173,15 +173,14 @@ def _rate(
         upper = np.percentile(samples, 100 - tail, axis=0)
     else:
         lower, upper = point.copy(), point.copy()
-    ranks = interval_ranks(list(lower), list(upper))
+    # Ranks compare the bounds as written (6 decimals), not the fit's last bits, which
+    # differ between CPUs' BLAS kernels: an interval touching another's must not rank above
+    # it on one machine and beside it on the next.
+    low = [round(float(x), 6) for x in lower]
+    high = [round(float(x), 6) for x in upper]
+    ranks = interval_ranks(low, high)
     rows = [
-        Rating(
-            a,
-            round(float(point[i]), 6),
-            round(float(lower[i]), 6),
-            round(float(upper[i]), 6),
-            ranks[i],
-        )
+        Rating(a, round(float(point[i]), 6), low[i], high[i], ranks[i])
         for i, a in enumerate(agents)
     ]
     return tuple(sorted(rows, key=lambda r: (-r.rating, r.agent)))
