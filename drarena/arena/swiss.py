@@ -50,7 +50,8 @@ def _pair_without_repeats(
 RATING_RESOLUTION = 1e-6
 
 
-def _comparable(rating: float) -> float:
+def comparable_rating(rating: float) -> float:
+    """A rating (or a gap between two) on the RATING_RESOLUTION grid, for ordering."""
     return round(rating / RATING_RESOLUTION) * RATING_RESOLUTION
 
 
@@ -75,7 +76,7 @@ def pair_round(
         order = sorted(agents)
         rng.shuffle(order)
     else:
-        order = sorted(agents, key=lambda a: (-_comparable(ratings.get(a, 0.0)), a))
+        order = sorted(agents, key=lambda a: (-comparable_rating(ratings.get(a, 0.0)), a))
     bye = None
     if len(order) % 2 == 1:
         candidates = [a for a in reversed(order) if a not in byes] or [order[-1]]

@@ -27,7 +27,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 from drarena.agents.base import Agent
 from drarena.arena.match import MatchRunner, MatchSettings, match_rng, match_seed
-from drarena.arena.swiss import Pairing, default_rounds, pair_round
+from drarena.arena.swiss import Pairing, comparable_rating, default_rounds, pair_round
 from drarena.corpus.records import Doc, Tree
 from drarena.corpus.treewalk import Expander, TreeWalker
 from drarena.errors import DrarenaError
@@ -363,7 +363,11 @@ class Tournament:
             rivals = [a for a in names if a != newcomer and a not in met]
             if not rivals:
                 break
-            rival = min(rivals, key=lambda a: (abs(ratings[a] - ratings[newcomer]), a))
+            here = comparable_rating(ratings[newcomer])
+            rival = min(
+                rivals,
+                key=lambda a: (comparable_rating(abs(comparable_rating(ratings[a]) - here)), a),
+            )
             planned = [
                 PlannedMatch(
                     f"r{first + i}-{newcomer}-vs-{rival}-{tree}", first + i, newcomer, rival, tree
