@@ -205,16 +205,12 @@ def style_ratings(
     else:
         lower, upper = point.copy(), point.copy()
         b_low, b_up = beta.copy(), beta.copy()
-    ranks = interval_ranks(list(lower), list(upper))
+    low = [round(float(v), 6) for v in lower]  # ranks read the bounds as written: see rate()
+    high = [round(float(v), 6) for v in upper]
+    ranks = interval_ranks(low, high)
     rows = sorted(
         (
-            Rating(
-                a,
-                round(float(point[i]), 6),
-                round(float(lower[i]), 6),
-                round(float(upper[i]), 6),
-                ranks[i],
-            )
+            Rating(a, round(float(point[i]), 6), low[i], high[i], ranks[i])
             for i, a in enumerate(agents)
         ),
         key=lambda r: (-r.rating, r.agent),
