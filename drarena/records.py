@@ -54,15 +54,43 @@ class Record:
 _ADAPTERS: dict[type, TypeAdapter[Any]] = {}
 
 
+# The leaves of a record: returned as they are (an enum member too: json writes its value).
+_PLAIN = (str, int, float, bool, type(None))
+# dataclass type -> (its field names, those left out while None); None: not a dataclass
+_SHAPES: dict[type, tuple[tuple[str, ...], frozenset[str]] | None] = {}
+
+
+def _shape(cls: type) -> tuple[tuple[str, ...], frozenset[str]] | None:
+    """A type's field names and `_omit_if_none`, looked up once per type: a match record has
+    ~50,000 nested values, and asking dataclasses.fields for each made saving one ~1 ms of
+    the event loop (128 agents: 192 saves and 3 log rewrites a run)."""
+    try:
+        return _SHAPES[cls]
+    except KeyError:
+        shape = (
+            (
+                tuple(f.name for f in dataclasses.fields(cls)),
+                frozenset(getattr(cls, "_omit_if_none", ())),
+            )
+            if dataclasses.is_dataclass(cls)
+            else None
+        )
+        _SHAPES[cls] = shape
+        return shape
+
+
 def _as_dict(obj: Any) -> Any:
     """dataclasses.asdict, except that a Record's `_omit_if_none` fields are dropped while
     None (asdict itself cannot skip fields of nested records)."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        omit = getattr(obj, "_omit_if_none", ())
+    if isinstance(obj, _PLAIN):
+        return obj
+    shape = _shape(type(obj))
+    if shape is not None:
+        names, omit = shape
         return {
-            f.name: _as_dict(value)
-            for f in dataclasses.fields(obj)
-            if not ((value := getattr(obj, f.name)) is None and f.name in omit)
+            name: _as_dict(value)
+            for name in names
+            if not ((value := getattr(obj, name)) is None and name in omit)
         }
     if isinstance(obj, tuple | list):
         return type(obj)(_as_dict(v) for v in obj)

@@ -53,9 +53,13 @@ class PromptTemplate:
         }
 
 
-def shipped_names() -> list[str]:
+@cache
+def shipped_names() -> tuple[str, ...]:
+    """The templates shipped in drarena/examiner/prompts/, by name. Listed once a process
+    (they are package files, as `load` reads them once): every judge and task call resolves
+    its template by name, and listing the folder each time cost ~1.5 ms a call."""
     folder = resources.files("drarena.examiner") / "prompts"
-    return sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".txt"))
+    return tuple(sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".txt")))
 
 
 def is_path(spec: str) -> bool:

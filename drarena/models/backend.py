@@ -12,6 +12,8 @@ import os
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from drarena.models import direct
+from drarena.models.direct import DirectChat
 from drarena.models.types import ToolCall
 
 
@@ -50,10 +52,14 @@ def _import_litellm() -> Any:
 
 
 class LiteLLMBackend:
-    """Every real model call: litellm.acompletion with its own retries turned off."""
+    """Every real model call: litellm.acompletion with its own retries turned off, or, where
+    litellm would only forward the request to a self-hosted OpenAI-compatible server, the
+    same request posted directly (drarena.models.direct: same replies, a fraction of the CPU).
+    `direct=False` sends every call through litellm."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, direct: bool = True) -> None:
         self._litellm = _import_litellm()
+        self._direct = DirectChat() if direct else None
         lt = self._litellm
         self._retriable: tuple[type[BaseException], ...] = (
             lt.RateLimitError,
@@ -74,24 +80,23 @@ class LiteLLMBackend:
         return isinstance(status, int) and (status >= 500 or status in (408, 409, 429))
 
     async def complete(self, request: Mapping[str, Any]) -> BackendReply:
-        kwargs = dict(request)
-        kwargs.setdefault("api_key", "EMPTY")
-        response = await self._litellm.acompletion(num_retries=0, max_retries=0, **kwargs)
+        model = str(request["model"])
+        if self._direct is not None and direct.eligible(request):
+            response = await self._direct.complete(request)
+            cost = self._direct.cost(model, response)
+        else:
+            kwargs = dict(request)
+            kwargs.setdefault("api_key", "EMPTY")
+            response = await self._litellm.acompletion(num_retries=0, max_retries=0, **kwargs)
+            hidden = getattr(response, "_hidden_params", None) or {}
+            cost = hidden.get("response_cost")
         choice = response.choices[0]
         message = choice.message
-        calls = tuple(
-            ToolCall(
-                id=str(c.id), name=str(c.function.name), arguments=str(c.function.arguments or "")
-            )
-            for c in (message.tool_calls or ())
-        )
         usage = getattr(response, "usage", None)
-        hidden = getattr(response, "_hidden_params", None) or {}
-        cost = hidden.get("response_cost")
         return BackendReply(
-            model=str(response.model or request["model"]),
+            model=str(response.model or model),
             text=str(message.content or ""),
-            tool_calls=calls,
+            tool_calls=direct.tool_calls_of(message),
             finish_reason=str(choice.finish_reason or ""),
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),

@@ -111,13 +111,23 @@ def test_scripted_control_flow_early_start_writes_what_round_by_round_writes(
     sequential.early_start = 0
     early = tournament(tmp_path / "early", names, seed)
     early.log = lines.append
+    play = early.play_match
+
+    async def slow_on_t2(p: PlannedMatch) -> MatchRecord:
+        # scripted matches end at once; a plan that has not finished when a round's last
+        # match does is dropped, so the matches on tree t2 take a while (as model calls do)
+        if p.tree == "t2":
+            await asyncio.sleep(0.5)
+        return await play(p)
+
+    early.play_match = slow_on_t2  # type: ignore[method-assign,unused-ignore]
     seq_log = asyncio.run(sequential.play())
     early_log = asyncio.run(early.play())
     assert [m.to_json() for m in early_log] == [m.to_json() for m in seq_log]
     assert run_dir_bytes(tmp_path / "early") == run_dir_bytes(tmp_path / "seq")
-    # four agents, two trees: a round's 4 matches are within early_start=4 from its start, so
-    # the next round is planned then, whatever order they finish in (the last round's pairs
-    # are forced; their A/B sides are certain in this draw)
+    # two trees: once a round's t1 matches are done, at most early_start=4 (its t2 matches)
+    # are open, so the next round is planned while they play (the last round's pairs are
+    # forced; their A/B sides are certain in these draws)
     assert any("started early" in line for line in lines), lines
 
 
@@ -176,3 +186,17 @@ def test_early_start_is_scheduling_only_so_not_in_the_config_digest() -> None:
         default
     )
     assert config_digest(default) != config_digest(parse_config({**base(), "seed": 99}, "t.yaml"))
+
+
+def test_a_stopped_plan_finds_nothing_certain() -> None:
+    """The scheduler stops a plan it no longer needs (its round ended, or a match finished
+    and a cheaper plan replaces it): a stopped plan starts nothing."""
+    import threading
+
+    history: list[Result | PlannedMatch] = [Result("a", "b", 1.0), open_(0, "c", "d")]
+    stop = threading.Event()
+    assert certain_matches(AGENTS, ["t"], 1, 7, history, [], stop=stop) == certain_matches(
+        AGENTS, ["t"], 1, 7, history, []
+    )
+    stop.set()
+    assert certain_matches(AGENTS, ["t"], 1, 7, history, [], stop=stop) == []

@@ -1,0 +1,321 @@
+"""The direct path (drarena.models.direct) against litellm's own path, on one loopback server.
+
+Each request is sent both ways (LiteLLMBackend() and LiteLLMBackend(direct=False)); the server
+records the JSON bodies it received, which must be equal, and each scripted answer (or HTTP
+failure) must give the same BackendReply (or the same exception class and message)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from drarena.models import direct
+from drarena.models.backend import BackendReply, LiteLLMBackend
+from drarena.models.serve import free_port
+
+RECORDED = Path(__file__).resolve().parents[1] / "arena/fixtures/recorded-run/llm-cache.sqlite"
+SAMPLING = {"temperature": 0.0, "top_p": 1.0, "max_tokens": 64, "seed": 0}
+ASK = [{"role": "user", "content": "hello"}]
+ANSWER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "answer",
+        "description": "Give the final report.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "report": {"type": "string"},
+                "citations": {"type": "array", "items": {"type": "string"}},
+            },
+            "required": ["report", "citations"],
+        },
+    },
+}
+CHOICE = {"type": "function", "function": {"name": "answer"}}
+SCHEMA_FORMAT = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "verdict",
+        "schema": {
+            "type": "object",
+            "properties": {"verdict": {"type": "string", "enum": ["A", "B", "TIE"]}},
+            "required": ["verdict"],
+            "additionalProperties": False,
+        },
+        "strict": True,
+    },
+}
+CONVERSATION = [
+    {"role": "system", "content": "You research."},
+    {"role": "user", "content": "Question?"},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": "call-abc-0",
+                "type": "function",
+                "function": {"name": "search", "arguments": '{"query": "x"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call-abc-0", "content": "1. a page"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call-abc-1",
+                "type": "function",
+                "function": {"name": "open", "arguments": '{"n": 1}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call-abc-1", "content": "page text"},
+]
+
+
+def recorded_requests() -> list[dict[str, Any]]:
+    """The requests of the recorded run (task, judge, agents with tools), as cached."""
+    with sqlite3.connect(RECORDED) as db:
+        return [json.loads(r) for (r,) in db.execute("select request from calls order by key")]
+
+
+REQUESTS: dict[str, dict[str, Any]] = {
+    "plain": {"messages": ASK, **SAMPLING},
+    "no seed, stop": {"messages": ASK, "temperature": 0.7, "max_tokens": 8, "stop": ["\n\n"]},
+    "json schema": {"messages": ASK, "response_format": SCHEMA_FORMAT, **SAMPLING},
+    "forced tool": {"messages": ASK, "tools": [ANSWER_TOOL], "tool_choice": CHOICE, **SAMPLING},
+    "auto tool": {"messages": ASK, "tools": [ANSWER_TOOL], "tool_choice": "auto", **SAMPLING},
+    "required tool": {"messages": ASK, "tools": [ANSWER_TOOL], "tool_choice": "required"},
+    "tools, no choice": {"messages": CONVERSATION, "tools": [ANSWER_TOOL], **SAMPLING},
+    "choice, no tools": {"messages": ASK, "tool_choice": "auto", **SAMPLING},
+    "conversation": {"messages": CONVERSATION, "tools": [ANSWER_TOOL], "tool_choice": CHOICE},
+    **{f"recorded {i}": r for i, r in enumerate(recorded_requests())},
+}
+
+
+def chat(message: dict[str, Any], **top: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "served-name",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16},
+    }
+    choice = top.pop("choice", {})
+    body["choices"][0].update(choice)
+    body.update(top)
+    return {k: v for k, v in body.items() if v is not None}
+
+
+TOOL_CALL = {
+    "id": "chatcmpl-tool-9f8e",
+    "type": "function",
+    "function": {"name": "answer", "arguments": '{"report": "r", "citations": []}'},
+}
+# scenario -> (HTTP status, body: a dict is sent as JSON, a str as it is)
+ANSWERS: dict[str, tuple[int, dict[str, Any] | str]] = {
+    "text": (200, chat({"role": "assistant", "content": "The answer."})),
+    "tool call": (
+        200,
+        chat(
+            {"role": "assistant", "content": None, "tool_calls": [TOOL_CALL]},
+            choice={"finish_reason": "tool_calls"},
+        ),
+    ),
+    "tool call, stop": (
+        200,
+        chat({"role": "assistant", "content": "", "tool_calls": [TOOL_CALL]}),
+    ),
+    "no arguments": (
+        200,
+        chat(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{**TOOL_CALL, "function": {"name": "answer", "arguments": None}}],
+            }
+        ),
+    ),
+    "length": (
+        200,
+        chat({"role": "assistant", "content": "cut"}, choice={"finish_reason": "length"}),
+    ),
+    "eos": (200, chat({"role": "assistant", "content": "x"}, choice={"finish_reason": "eos"})),
+    "no finish reason": (
+        200,
+        chat({"role": "assistant", "content": "x"}, choice={"finish_reason": None}),
+    ),
+    "no usage": (200, chat({"role": "assistant", "content": "x"}, usage=None)),
+    "no model": (200, chat({"role": "assistant", "content": "x"}, model=None)),
+    "reasoning": (
+        200,
+        chat({"role": "assistant", "content": "final", "reasoning_content": "I think"}),
+    ),
+    "think tags": (200, chat({"role": "assistant", "content": "<think>hm</think>final"})),
+    "priced reply model": (200, chat({"role": "assistant", "content": "x"}, model="gpt-4o")),
+    "500": (500, {"error": {"message": "boom", "type": "server_error"}}),
+    "503": (503, {"error": {"message": "overloaded"}}),
+    "429": (429, {"error": {"message": "slow down"}}),
+    "404": (404, {"error": {"message": "The model `m` does not exist.", "code": 404}}),
+    "400 detail": (400, {"detail": "bad request"}),
+    "500 text": (500, "Internal Server Error"),
+    "500 error string": (500, {"error": "it broke"}),
+    "502 message only": (502, {"message": "bad gateway", "code": 502}),
+    "500 error, no message": (500, {"error": {"code": 500, "type": "x"}}),
+    "500 empty message": (500, {"error": {"message": ""}}),
+    "malformed": (200, "{this is not json"),
+}
+
+
+@dataclass
+class Recorder:
+    base: str = ""
+    bodies: list[dict[str, Any]] = field(default_factory=list)
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[Recorder]:
+    recorder = Recorder()
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        recorder.bodies.append(await request.json())
+        status, body = ANSWERS[request.match_info["scenario"].replace("_", " ")]
+        if isinstance(body, str):
+            return web.Response(text=body, status=status, content_type="application/json")
+        return web.json_response(body, status=status)
+
+    app = web.Application()
+    app.router.add_post("/{scenario}/v1/chat/completions", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    recorder.base = f"http://127.0.0.1:{port}"
+    yield recorder
+    await runner.cleanup()
+
+
+def request_for(shape: dict[str, Any], base: str, scenario: str, model: str) -> dict[str, Any]:
+    return {
+        **{k: v for k, v in shape.items() if k != "model"},
+        "model": model,
+        "timeout": 10.0,
+        "api_base": f"{base}/{scenario.replace(' ', '_')}/v1",
+    }
+
+
+async def both(
+    request: dict[str, Any], recorder: Recorder
+) -> tuple[BackendReply | str, BackendReply | str]:
+    """Each path's reply, or 'ExceptionClass: message'; the two bodies must be equal."""
+    results: list[BackendReply | str] = []
+    for backend in (LiteLLMBackend(), LiteLLMBackend(direct=False)):
+        try:
+            results.append(await backend.complete(request))
+        except Exception as exc:
+            results.append(f"{type(exc).__name__}: {exc}")
+    first, second = recorder.bodies[-2:]
+    assert first == second
+    return results[0], results[1]
+
+
+@pytest.mark.parametrize("shape", sorted(REQUESTS))
+async def test_same_body_and_reply_for_every_request_shape(server: Recorder, shape: str) -> None:
+    request = request_for(REQUESTS[shape], server.base, "tool call", "openai/sim-model")
+    assert direct.eligible(request)
+    mine, theirs = await both(request, server)
+    assert mine == theirs
+
+
+@pytest.mark.parametrize("scenario", sorted(ANSWERS))
+async def test_same_reply_or_error_for_every_answer(server: Recorder, scenario: str) -> None:
+    request = request_for(REQUESTS["forced tool"], server.base, scenario, "openai/sim-model")
+    mine, theirs = await both(request, server)
+    assert mine == theirs
+    if scenario == "priced reply model":  # litellm prices the reply by the server's model
+        assert isinstance(mine, BackendReply) and mine.cost_usd
+
+
+async def test_unreachable_endpoint_fails_alike() -> None:
+    request = request_for(REQUESTS["plain"], f"http://127.0.0.1:{free_port()}", "x", "openai/m")
+    messages = []
+    for backend in (LiteLLMBackend(), LiteLLMBackend(direct=False)):
+        with pytest.raises(Exception) as info:
+            await backend.complete(request)
+        assert backend.is_retriable(info.value)
+        messages.append(f"{type(info.value).__name__}: {info.value}")
+    assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"model": "hosted_vllm/m"}, "another provider: litellm transforms it"),
+        ({"model": "openai/gpt-4o"}, "a catalog model"),
+        ({"model": "openai/o3-mini"}, "o-series: parameters renamed"),
+        ({"model": "openai/gpt-5-mini"}, "GPT-5: parameters renamed"),
+        ({"api_base": None}, "the provider's own endpoint"),
+        ({"stream": True}, "a key the client never sends"),
+        ({"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}, "parts"),
+        (
+            {"tools": [{**ANSWER_TOOL, "function": {"name": "t", "parameters": {"pattern": "x"}}}]},
+            "a regex pattern litellm may drop",
+        ),
+    ],
+)
+def test_what_stays_with_litellm(change: dict[str, Any], why: str) -> None:
+    request = {**request_for(REQUESTS["plain"], "http://127.0.0.1:1", "x", "openai/m"), **change}
+    assert not direct.eligible(request), why
+
+
+def test_one_session_per_event_loop_closed_with_it() -> None:
+    """Two asyncio.run calls on one backend (the Examiner check, then the tournament): each
+    loop gets its own session, closed when asyncio.run finalises the loop."""
+    backend = LiteLLMBackend()
+    chat_ = backend._direct
+    assert chat_ is not None
+    sessions: list[Any] = []
+
+    async def one() -> None:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            return web.json_response(ANSWERS["text"][1])
+
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", handle)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        request = request_for(REQUESTS["plain"], f"http://127.0.0.1:{port}", "", "openai/m")
+        request["api_base"] = f"http://127.0.0.1:{port}/v1"
+        for _ in range(2):
+            reply = await backend.complete(request)
+            assert reply.text == "The answer."
+        sessions.extend(chat_._sessions.values())
+        await runner.cleanup()
+
+    for _ in range(2):
+        asyncio.run(one())
+    assert len(sessions) == 2 and sessions[0] is not sessions[1]
+    assert all(s.closed for s in sessions)
+
+
+@pytest.fixture(autouse=True)
+def _quiet_litellm() -> Iterator[None]:
+    import logging
+
+    logging.getLogger("LiteLLM").setLevel(logging.ERROR)
+    yield
