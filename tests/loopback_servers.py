@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -26,6 +27,19 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+async def start_app(app: Any) -> tuple[Any, int]:
+    """An aiohttp app on a free loopback port: its started runner (the caller awaits
+    `runner.cleanup()`) and the port. Why here: the fake model servers of the model, router,
+    direct-path and external-agent tests each started theirs with the same five lines."""
+    from aiohttp import web
+
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return runner, int(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
 
 
 def stop(proc: subprocess.Popen[str]) -> None:

@@ -17,6 +17,7 @@ import pytest
 import uvicorn
 from agent_helpers import PAGES, MemoryRetrieverForTests
 from aiohttp import web
+from loopback_servers import start_app
 
 from drarena.agents import sandbox
 from drarena.agents.base import Conversation
@@ -181,11 +182,7 @@ async def agent_service() -> AsyncIterator[tuple[str, list[dict[str, Any]]]]:
 
     app = web.Application()
     app.router.add_post("/{mode}/v1/chat/completions", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    runner, port = await start_app(app)
     yield f"http://127.0.0.1:{port}", seen
     await runner.cleanup()
 

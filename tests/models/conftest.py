@@ -11,6 +11,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
+from loopback_servers import start_app
 
 from drarena.models.testing import model_role, model_server  # noqa: F401  (fixtures)
 
@@ -99,11 +100,7 @@ async def fault_server() -> AsyncIterator[FaultServer]:
 
     app = web.Application()
     app.router.add_post("/{scenario}/v1/chat/completions", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    runner, port = await start_app(app)
     server.base = f"http://127.0.0.1:{port}"
     yield server
     closing.set()

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from loopback_servers import start_app
 
 from drarena.models import direct
 from drarena.models.backend import BackendReply, LiteLLMBackend
@@ -197,11 +198,7 @@ async def server() -> AsyncIterator[Recorder]:
 
     app = web.Application()
     app.router.add_post("/{scenario}/v1/chat/completions", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    runner, port = await start_app(app)
     recorder.base = f"http://127.0.0.1:{port}"
     yield recorder
     await runner.cleanup()
@@ -294,11 +291,7 @@ def test_one_session_per_event_loop_closed_with_it() -> None:
 
         app = web.Application()
         app.router.add_post("/v1/chat/completions", handle)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        runner, port = await start_app(app)
         request = request_for(REQUESTS["plain"], f"http://127.0.0.1:{port}", "", "openai/m")
         request["api_base"] = f"http://127.0.0.1:{port}/v1"
         for _ in range(2):

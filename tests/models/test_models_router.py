@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from loopback_servers import start_app
 
 from drarena.arena.config import parse_config
 from drarena.errors import DrarenaError
@@ -69,11 +70,7 @@ async def start_replica(replica: FakeReplica, delay_s: float) -> web.AppRunner:
 
     app = web.Application()
     app.router.add_post("/v1/chat/completions", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    runner, port = await start_app(app)
     replica.api_base = f"http://127.0.0.1:{port}/v1"
     return runner
 
