@@ -51,6 +51,11 @@ REQUEST_KEYS = frozenset(
 # Sent as they are (the transport keys, and `model` without its provider, are handled apart).
 BODY_KEYS = ("temperature", "top_p", "max_tokens", "seed", "stop", "tools", "response_format")
 PREFIX = "openai/"
+# The most bytes of one reply read before the call fails: a chat completion is kilobytes (a
+# 32k-token answer with logprobs off is under 1 MiB), and an endpoint that streams without end
+# must not take the process's memory with it. A larger reply fails as a server error (500),
+# which ModelClient retries and then reports.
+MAX_REPLY_BYTES = 32 * 1024 * 1024
 
 
 @functools.lru_cache(maxsize=256)
@@ -200,12 +205,16 @@ class DirectChat:
             async with session.post(
                 url, json=body_of(request), headers=headers, timeout=timeout
             ) as response:
-                raw = await response.read()
                 status = response.status
+                raw = await _read_capped(response)
         except TimeoutError:
             raise _litellm_error(model, 408, "Request timed out.") from None
         except aiohttp.ClientError:
             raise _litellm_error(model, 500, "Connection error.") from None
+        if raw is None:
+            raise _litellm_error(
+                model, 500, f"reply from {url} exceeds {MAX_REPLY_BYTES} bytes; not read further"
+            )
         if status >= 400:
             raise _litellm_error(model, status, _error_message(status, raw))
         try:
@@ -232,6 +241,18 @@ class DirectChat:
             cost = None
         self._priced[key] = cost is not None
         return float(cost) if isinstance(cost, int | float) else None
+
+
+async def _read_capped(response: Any) -> bytes | None:
+    """The reply's bytes, or None once they pass MAX_REPLY_BYTES (reading stops there)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_chunked(1 << 16):
+        size += len(chunk)
+        if size > MAX_REPLY_BYTES:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def tool_calls_of(message: Any) -> tuple[ToolCall, ...]:

@@ -245,6 +245,21 @@ async def test_same_reply_or_error_for_every_answer(server: Recorder, scenario: 
         assert isinstance(mine, BackendReply) and mine.cost_usd
 
 
+async def test_a_reply_past_the_cap_fails_without_being_read(
+    server: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An endpoint that answers more than MAX_REPLY_BYTES fails as a server error naming the
+    cap (retried, then reported by ModelClient), instead of being read into memory."""
+    import litellm
+
+    monkeypatch.setattr(direct, "MAX_REPLY_BYTES", 200)
+    request = request_for(REQUESTS["plain"], server.base, "text", "openai/sim-model")
+    with pytest.raises(litellm.InternalServerError, match="exceeds 200 bytes"):
+        await LiteLLMBackend().complete(request)
+    monkeypatch.setattr(direct, "MAX_REPLY_BYTES", 1 << 20)
+    assert (await LiteLLMBackend().complete(request)).text == "The answer."
+
+
 async def test_unreachable_endpoint_fails_alike() -> None:
     request = request_for(REQUESTS["plain"], f"http://127.0.0.1:{free_port()}", "x", "openai/m")
     messages = []
