@@ -12,6 +12,7 @@ import math
 import random
 from collections.abc import Collection, Mapping, Sequence
 
+from drarena.ledger.rating import settled
 from drarena.records import Record
 
 
@@ -45,16 +46,6 @@ def _pair_without_repeats(
     return None
 
 
-# Elo points below which two ratings count as equal when ordering a round (see pair_round):
-# far above the fit's rounding noise (about 1e-10 Elo), far below any real rating gap.
-RATING_RESOLUTION = 1e-6
-
-
-def comparable_rating(rating: float) -> float:
-    """A rating (or a gap between two) on the RATING_RESOLUTION grid, for ordering."""
-    return round(rating / RATING_RESOLUTION) * RATING_RESOLUTION
-
-
 def pair_round(
     agents: Sequence[str],
     ratings: Mapping[str, float] | None,
@@ -67,16 +58,15 @@ def pair_round(
     Later rounds order agents by rating (then name) and pair each with the nearest-rated
     opponent it has not met, backtracking when that strands someone. If no repeat-free
     pairing exists (a tournament longer than the field allows), adjacent agents meet again.
-    Ratings are compared at RATING_RESOLUTION: agents with the same record have the same
-    rating in exact arithmetic, and the fit's last bits differ between CPUs (BLAS kernels
-    for AVX2, AVX-512 and AMX sum in different orders), so an unrounded sort let the CPU
-    choose who plays whom and as which side (seen: a-vs-d on one machine, d-vs-a on another).
+    Ratings are compared settled (ledger.rating.settled): an unrounded sort let the CPU's
+    last bits choose who plays whom and as which side (seen: a-vs-d on one machine, d-vs-a
+    on another).
     """
     if ratings is None:
         order = sorted(agents)
         rng.shuffle(order)
     else:
-        order = sorted(agents, key=lambda a: (-comparable_rating(ratings.get(a, 0.0)), a))
+        order = sorted(agents, key=lambda a: (-settled(ratings.get(a, 0.0)), a))
     bye = None
     if len(order) % 2 == 1:
         candidates = [a for a in reversed(order) if a not in byes] or [order[-1]]

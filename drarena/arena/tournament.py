@@ -28,13 +28,13 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 from drarena.agents.base import Agent
 from drarena.arena.match import MatchRunner, MatchSettings, match_rng, match_seed
-from drarena.arena.swiss import Pairing, comparable_rating, default_rounds, pair_round
+from drarena.arena.swiss import Pairing, default_rounds, pair_round
 from drarena.corpus.records import Doc, Tree
 from drarena.corpus.treewalk import Expander, TreeWalker
 from drarena.errors import DrarenaError
 from drarena.ledger.folder import RunDir
 from drarena.ledger.leaderboard import games_of
-from drarena.ledger.rating import Game, fit_strengths, to_elo
+from drarena.ledger.rating import Game, fit_strengths, settled, to_elo
 from drarena.ledger.records import MatchRecord
 from drarena.models.client import ModelClient
 from drarena.records import Record
@@ -399,11 +399,8 @@ class Tournament:
             rivals = [a for a in names if a != newcomer and a not in met]
             if not rivals:
                 break
-            here = comparable_rating(ratings[newcomer])
-            rival = min(
-                rivals,
-                key=lambda a: (comparable_rating(abs(comparable_rating(ratings[a]) - here)), a),
-            )
+            here = settled(ratings[newcomer])
+            rival = min(rivals, key=lambda a: (settled(abs(settled(ratings[a]) - here)), a))
             planned = [
                 PlannedMatch(
                     f"r{first + i}-{newcomer}-vs-{rival}-{tree}", first + i, newcomer, rival, tree

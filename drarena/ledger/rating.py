@@ -126,6 +126,18 @@ def to_elo(theta: np.ndarray) -> np.ndarray:
     return elo
 
 
+# Decimals a rating keeps wherever it is written or compared: agents with the same record
+# have the same rating in exact arithmetic, but the fit's last bits differ between CPUs
+# (BLAS kernels for AVX2, AVX-512 and AMX sum in different orders), and no pairing, rank or
+# file may depend on them.
+RATING_DECIMALS = 6
+
+
+def settled(value: float) -> float:
+    """A rating (or a bound, or a gap between two) at RATING_DECIMALS."""
+    return round(float(value), RATING_DECIMALS)
+
+
 def interval_ranks(lower: Sequence[float], upper: Sequence[float]) -> list[int]:
     """rank = 1 + the number of agents whose lower bound is above this one's upper bound."""
     return [1 + sum(1 for lo in lower if lo > up) for up in upper]
@@ -173,14 +185,8 @@ def _rate(
         upper = np.percentile(samples, 100 - tail, axis=0)
     else:
         lower, upper = point.copy(), point.copy()
-    # Ranks compare the bounds as written (6 decimals), not the fit's last bits, which
-    # differ between CPUs' BLAS kernels: an interval touching another's must not rank above
-    # it on one machine and beside it on the next.
-    low = [round(float(x), 6) for x in lower]
-    high = [round(float(x), 6) for x in upper]
+    # ranks compare the bounds as written (settled), not the fit's CPU-dependent last bits
+    low, high = [settled(x) for x in lower], [settled(x) for x in upper]
     ranks = interval_ranks(low, high)
-    rows = [
-        Rating(a, round(float(point[i]), 6), low[i], high[i], ranks[i])
-        for i, a in enumerate(agents)
-    ]
+    rows = [Rating(a, settled(point[i]), low[i], high[i], ranks[i]) for i, a in enumerate(agents)]
     return tuple(sorted(rows, key=lambda r: (-r.rating, r.agent)))

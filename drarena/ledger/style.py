@@ -35,6 +35,7 @@ from drarena.ledger.rating import (
     fit_strengths,
     interval_ranks,
     minimize_lbfgs,
+    settled,
     to_elo,
 )
 from drarena.ledger.records import MatchRecord
@@ -205,14 +206,10 @@ def style_ratings(
     else:
         lower, upper = point.copy(), point.copy()
         b_low, b_up = beta.copy(), beta.copy()
-    low = [round(float(v), 6) for v in lower]  # ranks read the bounds as written: see rate()
-    high = [round(float(v), 6) for v in upper]
+    low, high = [settled(v) for v in lower], [settled(v) for v in upper]  # as rate() does
     ranks = interval_ranks(low, high)
     rows = sorted(
-        (
-            Rating(a, round(float(point[i]), 6), low[i], high[i], ranks[i])
-            for i, a in enumerate(agents)
-        ),
+        (Rating(a, settled(point[i]), low[i], high[i], ranks[i]) for i, a in enumerate(agents)),
         key=lambda r: (-r.rating, r.agent),
     )
     coefs = []
