@@ -168,6 +168,16 @@ def certain_matches(
     return common or []
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class EarlyPlan:
+    """One early-start plan of `next_round`: the round's matches that were still open when it
+    was asked, and the next round's matches it found certain (see certain_matches)."""
+
+    next_round: int
+    open: tuple[PlannedMatch, ...]
+    certain: tuple[PlannedMatch, ...]
+
+
 @dataclasses.dataclass
 class Tournament:
     """Plays a planned tournament into a run folder (see drarena.ledger.folder)."""
@@ -190,6 +200,10 @@ class Tournament:
     # start a next-round match once it is certain, while at most this many matches of the
     # round are unfinished (see certain_matches); 0: round by round
     early_start: int = 4
+    # called in the event loop with each early-start plan that ran to the end, before its
+    # certain matches start (none found: an empty tuple); progress reporting, and how tests
+    # pace scripted matches on the plan instead of on the clock
+    on_plan: Callable[[EarlyPlan], None] | None = None
 
     def n_rounds(self) -> int:
         return self.rounds or default_rounds(len(self.agents))
@@ -263,7 +277,7 @@ class Tournament:
         finishes it is replanned with one open match fewer (the older plan stopped), and when
         the last one finishes the round ends at once, the plan still running stopped and
         dropped. (Awaited in line, a 128-agent plan held the next round back ~0.6 s.)"""
-        asked: int | None = None
+        asked: tuple[PlannedMatch, ...] | None = None
         planning: asyncio.Future[list[PlannedMatch]] | None = None
         stop = threading.Event()
         try:
@@ -273,6 +287,8 @@ class Tournament:
                     started[p.match_id] for p in unfinished if not started[p.match_id].done()
                 }
                 if planning is not None and planning.done():
+                    if self.on_plan is not None and next_round is not None and asked is not None:
+                        self.on_plan(EarlyPlan(next_round, asked, tuple(planning.result())))
                     for p in planning.result():
                         if p.match_id not in done and p.match_id not in started:
                             started[p.match_id] = asyncio.create_task(self._one(p, gate, done))
@@ -280,7 +296,7 @@ class Tournament:
                 if (
                     next_round is not None
                     and 0 < len(unfinished) <= self.early_start
-                    and len(unfinished) != asked
+                    and (asked is None or len(unfinished) != len(asked))
                 ):
                     # a plan under fewer open matches is 4x cheaper per match finished, and
                     # what it finds certain includes what the older one would: drop that one
@@ -289,7 +305,7 @@ class Tournament:
                         await asyncio.wait({planning})
                         planning = None
                         stop = threading.Event()
-                    asked = len(unfinished)
+                    asked = tuple(unfinished)
                     history: list[Result | PlannedMatch] = [Result.of(m) for m in log]
                     history += [
                         Result.of(done[p.match_id]) if p.match_id in done else p for p in planned

@@ -13,6 +13,7 @@ from test_tournament_flow import tournament
 
 from drarena.arena.tournament import (
     OUTCOMES,
+    EarlyPlan,
     PlannedMatch,
     Result,
     certain_matches,
@@ -111,16 +112,29 @@ def test_scripted_control_flow_early_start_writes_what_round_by_round_writes(
     sequential.early_start = 0
     early = tournament(tmp_path / "early", names, seed)
     early.log = lines.append
+    # every match of a round may wait at once below; the gate must not be what they wait on
+    early.concurrency = 4 * len(names)
     play = early.play_match
+    plans: list[EarlyPlan] = []
+    release: dict[str, asyncio.Event] = {}
 
-    async def slow_on_t2(p: PlannedMatch) -> MatchRecord:
-        # scripted matches end at once; a plan that has not finished when a round's last
-        # match does is dropped, so the matches on tree t2 take a while (as model calls do)
-        if p.tree == "t2":
-            await asyncio.sleep(0.5)
+    def on_plan(plan: EarlyPlan) -> None:
+        plans.append(plan)
+        if all(p.tree == "t2" for p in plan.open):  # let the first open one end
+            release.setdefault(plan.open[0].match_id, asyncio.Event()).set()
+
+    async def t2_waits_for_the_plan(p: PlannedMatch) -> MatchRecord:
+        # scripted matches end at once, and a plan still running when a round's last match
+        # ends is dropped; so a match on tree t2 ends only once the next round was planned
+        # with it first among nothing but t2 matches open, one at a time (as model calls
+        # outlast a plan, and end one by one), whatever the load
+        if p.tree == "t2" and p.swiss_round + 1 < early.n_rounds():
+            event = release.setdefault(p.match_id, asyncio.Event())
+            await asyncio.wait_for(event.wait(), timeout=60)
         return await play(p)
 
-    early.play_match = slow_on_t2  # type: ignore[method-assign,unused-ignore]
+    early.play_match = t2_waits_for_the_plan  # type: ignore[method-assign,unused-ignore]
+    early.on_plan = on_plan
     seq_log = asyncio.run(sequential.play())
     early_log = asyncio.run(early.play())
     assert [m.to_json() for m in early_log] == [m.to_json() for m in seq_log]
@@ -128,6 +142,9 @@ def test_scripted_control_flow_early_start_writes_what_round_by_round_writes(
     # two trees: once a round's t1 matches are done, at most early_start=4 (its t2 matches)
     # are open, so the next round is planned while they play (the last round's pairs are
     # forced; their A/B sides are certain in these draws)
+    t2_only = [plan for plan in plans if all(p.tree == "t2" for p in plan.open)]
+    assert {plan.next_round for plan in t2_only} == set(range(1, early.n_rounds()))
+    assert any(plan.certain for plan in plans), plans
     assert any("started early" in line for line in lines), lines
 
 
