@@ -23,7 +23,9 @@ and drarena's CPU seconds, the server's active window (first request to last ans
 slot-seconds, utilisation = busy slot-seconds / (capacity x window), the server's own limit
 (busy slot-seconds / capacity: the wall a perfectly packed schedule would need), the
 dependency bound (rounds x the longest task, answer and judgment: what unlimited slots would
-need round by round), the share of the window with fewer requests than slots, the mean and
+need round by round), the share of the window with fewer requests than slots, stranded
+capacity (the mean share of slots idle at one replica while requests queue at another: what
+a balancer holding calls back for the first free replica could win), the mean and
 peak requests in flight, and in-flight requests over time (at most ~40 buckets).
 The snapshot is copied to a temporary folder (trees and extraction are built there once), so
 the repository is never written.
@@ -130,10 +132,12 @@ async def serve(replicas: int, slots: int, per_token_s: float, sentences: int) -
             peak_in_flight=0,
             longest={},
             t0=time.monotonic(),
+            cpu0=time.process_time(),
         )
 
     reset()
     in_flight = [0]  # requests received and not yet answered (decoding or queued)
+    per_replica = [0] * replicas
     limits = [asyncio.Semaphore(slots) for _ in range(replicas)]
 
     def handler(index: int) -> Any:
@@ -142,6 +146,7 @@ async def serve(replicas: int, slots: int, per_token_s: float, sentences: int) -
             now = time.monotonic()
             stats["first"] = now if stats["first"] is None else stats["first"]
             in_flight[0] += 1
+            per_replica[index] += 1
             stats["peak_in_flight"] = max(stats["peak_in_flight"], in_flight[0])
             try:
                 message = canned(body, sentences)
@@ -157,6 +162,7 @@ async def serve(replicas: int, slots: int, per_token_s: float, sentences: int) -
                     stats["longest"][kind] = max(stats["longest"].get(kind, 0.0), hold)
             finally:
                 in_flight[0] -= 1
+                per_replica[index] -= 1
             stats["requests"] += 1
             stats["last"] = time.monotonic()
             return web.json_response(
@@ -186,11 +192,15 @@ async def serve(replicas: int, slots: int, per_token_s: float, sentences: int) -
         if request.path == "/reset":
             reset()
             return web.json_response({})
-        return web.json_response(stats)
+        return web.json_response({**stats, "cpu_s": time.process_time() - stats["cpu0"]})
 
     async def sampler() -> None:
         while True:
-            stats["samples"].append((round(time.monotonic() - stats["t0"], 2), in_flight[0]))
+            idle = sum(max(0, slots - n) for n in per_replica)
+            queued = sum(max(0, n - slots) for n in per_replica)
+            stats["samples"].append(
+                (round(time.monotonic() - stats["t0"], 2), in_flight[0], min(idle, queued))
+            )
             await asyncio.sleep(SAMPLE_S)
 
     ports = []
@@ -312,13 +322,14 @@ def run_one(
     # the tournament loading its inputs, not the server's business)
     begin = (stats["first"] or 0.0) - stats["t0"]
     end = (stats["last"] or 0.0) - stats["t0"]
-    active = [(t - begin, n) for t, n in stats["samples"] if begin <= t <= end]
-    width = max(1.0, window / 40)  # at most ~40 buckets a run
+    active = [(t - begin, n, x) for t, n, x in stats["samples"] if begin <= t <= end]
+    width = max(SAMPLE_S, window / 40)  # at most ~40 buckets a run
     buckets: dict[int, list[int]] = {}
-    for t, n in active:
+    for t, n, _ in active:
         buckets.setdefault(int(t / width), []).append(n)
     series = [round(sum(v) / len(v), 1) for _, v in sorted(buckets.items())]
-    sampled = [n for _, n in active]
+    sampled = [n for _, n, _ in active]
+    stranded = [x for _, _, x in active]
     longest = stats["longest"]
     # the dependency bound: each match round is a chain task -> two answers (concurrent) -> two
     # judgments (concurrent); with unlimited slots a round-by-round schedule cannot beat Swiss
@@ -335,6 +346,7 @@ def run_one(
         "model_calls": result.model_calls,
         "wall_s": wall,
         "cpu_s": cpu,
+        "server_cpu_s": stats["cpu_s"],
         "window_s": window,
         "busy_slot_s": busy,
         "limit_s": busy / capacity,
@@ -342,6 +354,7 @@ def run_one(
         "util_window": busy / (capacity * window) if window else 0.0,
         "util_wall": busy / (capacity * wall),
         "starved": sum(1 for n in sampled if n < capacity) / len(sampled) if sampled else 0.0,
+        "stranded": sum(stranded) / (capacity * len(stranded)) if stranded else 0.0,
         "setup_s": wall - window,
         "peak_in_flight": stats["peak_in_flight"],
         "mean_in_flight": sum(sampled) / len(sampled) if sampled else 0.0,
@@ -441,13 +454,15 @@ def main() -> None:
                         f"\n{tag} (capacity {r['capacity']}): {r['matches']} matches "
                         f"({r['early_started']} started early), "
                         f"{r['requests']} requests; wall {r['wall_s']:.1f} s (setup "
-                        f"{r['setup_s']:.1f} s), drarena CPU {r['cpu_s']:.1f} s; server "
+                        f"{r['setup_s']:.1f} s), drarena CPU {r['cpu_s']:.1f} s, the "
+                        f"simulated server's CPU {r['server_cpu_s']:.1f} s; server "
                         f"window {r['window_s']:.1f} s, limit {r['limit_s']:.1f} s "
                         f"(window/limit {r['window_s'] / r['limit_s']:.2f}x), dependency "
                         f"bound {r['chain_bound_s']:.1f} s; utilisation "
                         f"{100 * r['util_window']:.0f}% of the window, "
                         f"{100 * r['util_wall']:.0f}% of the wall; fewer requests than slots "
-                        f"{100 * r['starved']:.0f}% of the window; in flight mean "
+                        f"{100 * r['starved']:.0f}% of the window; stranded "
+                        f"{100 * r['stranded']:.0f}%; in flight mean "
                         f"{r['mean_in_flight']:.1f}, peak {r['peak_in_flight']}; matches.jsonl "
                         f"sha256 {r['log_sha256']}; load {load()}",
                         flush=True,
@@ -460,7 +475,7 @@ def main() -> None:
     print(
         "\nagents x replicas (slots)  early_start  matches (early)  window   limit  bound"
         "  window/limit"
-        "  util  starved  in flight  same log"
+        "  util  starved  stranded  in flight  same log"
     )
     logs: dict[tuple[int, int], set[str]] = {}
     for r in rows:
@@ -474,6 +489,7 @@ def main() -> None:
             f"{r['limit_s']:>5.1f} s {r['chain_bound_s']:>4.1f} s"
             f"  {r['window_s'] / r['limit_s']:>9.2f}x"
             f"  {100 * r['util_window']:>3.0f}%  {100 * r['starved']:>6.0f}%"
+            f"  {100 * r['stranded']:>7.0f}%"
             f"  {r['mean_in_flight']:>5.1f}/{r['peak_in_flight']:<4} {same}"
         )
     if skipped:

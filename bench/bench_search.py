@@ -118,6 +118,7 @@ def encoding(texts: list[str], work: Path) -> list[str]:
         )
         graphs[name] = (path, runtime)
     reference = None
+    rates: dict[str, float] = {}
     configs: list[tuple[str, embed.Precision, int | None, int]] = [
         ("fp32 torch, 1 thread", "fp32", 1, 32),
         ("fp32 torch, default threads", "fp32", None, 32),
@@ -147,13 +148,78 @@ def encoding(texts: list[str], work: Path) -> list[str]:
         if reference is None:
             reference, base, cpu_base = vectors, rate, cpu_rate
         cos = (vectors * reference).sum(axis=1)
+        rates[label] = rate
         out.append(
             f"  {label:28} {rate:7.1f} passages/s ({rate / base:4.2f}x)  "
             f"{cpu_rate:6.1f} per CPU-s ({cpu_rate / cpu_base:4.2f}x)   cosine vs fp32 "
             f"min {cos.min():.5f} mean {cos.mean():.5f}   ({load()})"
         )
     out.append(f"  default precision here: {embed.default_precision(flags)}")
+    if "bf16 openvino" in rates:
+        out += compute_floor(encoder, texts, rates["bf16 openvino"])
     return out
+
+
+def encoder_flops(encoder: Any, tokens: list[int]) -> float:
+    """Multiply-adds x 2 of a BERT-style encoder over texts of these word-piece counts: the
+    dense layers (Q, K, V, output; two feed-forward) per token, and attention's QK^T and AV,
+    which grow with the text's length. Layer norms, softmax and GELU are not counted."""
+    config = encoder[0].auto_model.config
+    h, ffn, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+    dense = 2 * (4 * h * h + 2 * h * ffn)
+    return float(sum(layers * n * (dense + 4 * n * h) for n in tokens))
+
+
+def gemm_rate(shapes: list[tuple[int, int, int]]) -> float:
+    """FLOP/s of torch's bf16 matrix product on one thread (oneDNN; AMX where present) over
+    these (m, k, n) shapes, best of three: what this machine's cores can do at all."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        total_flops = total_s = 0.0
+        for m, k, n in shapes:
+            a = torch.randn(m, k, dtype=torch.bfloat16)
+            b = torch.randn(k, n, dtype=torch.bfloat16)
+            for _ in range(3):
+                a @ b
+            best = float("inf")
+            for _ in range(3):
+                start = time.perf_counter()
+                for _ in range(10):
+                    a @ b
+                best = min(best, (time.perf_counter() - start) / 10)
+            total_flops += 2.0 * m * k * n
+            total_s += best
+        return total_flops / total_s
+    finally:
+        torch.set_num_threads(threads)
+
+
+def compute_floor(encoder: Any, texts: list[str], rate: float) -> list[str]:
+    """How close the default encoder runs to this machine's bf16 matrix products, and the
+    fastest a full index of these passages could be built here if every FLOP ran at that rate
+    on every core (no softmax, norms, tokenizing or memory traffic): the floor under the
+    dense-index target."""
+    config = encoder[0].auto_model.config
+    h, ffn = config.hidden_size, config.intermediate_size
+    limit = int(encoder.max_seq_length)
+    tokens = [min(len(ids), limit) for ids in encoder.tokenizer(texts)["input_ids"]]
+    flops = encoder_flops(encoder, tokens)
+    rows = embed.OPENVINO_BATCH * round(statistics.mean(tokens))
+    peak = gemm_rate([(rows, h, h), (rows, h, ffn), (rows, ffn, h)])
+    cores = os.cpu_count() or 1
+    achieved = flops / len(texts) * rate
+    mean = statistics.mean(tokens)
+    return [
+        f"  compute: {flops / len(texts) / 1e9:.2f} GFLOP a passage (mean {mean:.0f} word "
+        f"pieces); torch bf16 matmul on 1 thread, the encoder's shapes: "
+        f"{peak / 1e12:.3f} TFLOP/s",
+        f"  bf16 openvino ran at {achieved / 1e12:.3f} TFLOP/s = {achieved / (cores * peak):.0%}"
+        f" of {cores} cores x that; at 100% it would do "
+        f"{cores * peak * len(texts) / flops:.0f} passages/s",
+    ]
 
 
 def bm25s_compare(
