@@ -34,7 +34,7 @@ from drarena.corpus.treewalk import Expander, TreeWalker
 from drarena.errors import DrarenaError
 from drarena.ledger.folder import RunDir
 from drarena.ledger.leaderboard import games_of
-from drarena.ledger.rating import Game, fit_strengths, settled, to_elo
+from drarena.ledger.rating import Game, fit_strengths, settled, to_elo, warm_up_fits
 from drarena.ledger.records import MatchRecord
 from drarena.models.client import ModelClient
 from drarena.records import Record
@@ -222,6 +222,9 @@ class Tournament:
         started: dict[str, asyncio.Task[None]] = {}
         log: list[MatchRecord] = []
         byes: list[str] = []
+        # early start plans round 2 at round 1's tail with the first fit that needs scipy:
+        # imported beside round 1's matches instead (not in replays: early_start is 0 there)
+        warming: asyncio.Future[None] | None = None
         try:
             for r in range(self.n_rounds()):
                 pairing, planned = plan_round(names, tree_ids, r, self.seed, log, byes)
@@ -244,6 +247,8 @@ class Tournament:
                 for p in pending:
                     if p.match_id not in started:
                         started[p.match_id] = asyncio.create_task(self._one(p, gate, done))
+                if warming is None and self.early_start and r + 1 < self.n_rounds():
+                    warming = asyncio.ensure_future(asyncio.to_thread(warm_up_fits))
                 next_round = r + 1 if r + 1 < self.n_rounds() else None
                 await self._finish_round(
                     names, tree_ids, log, byes, planned, next_round, gate, started, done
@@ -255,6 +260,10 @@ class Tournament:
                 task.cancel()
             await self._settle(started.values())
             raise
+        finally:
+            if warming is not None:  # a thread: it cannot be cancelled, only waited for
+                await asyncio.wait({warming})
+                warming.exception()  # observed; a fit that needs scipy reports it if missing
         return log
 
     async def _finish_round(

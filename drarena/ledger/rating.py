@@ -82,6 +82,20 @@ def minimize_lbfgs(
     return np.asarray(result.x, dtype=float)
 
 
+def warm_up_fits() -> None:
+    """Import what a fit that moves from its start needs (scipy's L-BFGS-B, threadpoolctl's
+    view of BLAS) ahead of the first such fit.
+
+    Why: that import is 0.3-0.35 s; the first rating fit of a tournament paid it at the end of
+    round 1, in the early-start planner, while every model server waited (128 agents on 16
+    simulated replicas: 0.33 s of the first round boundary with nothing in flight). The
+    tournament calls this in a thread while round 1's matches wait on their models. Replays
+    do not (they keep skipping scipy where every fit is a tie: see minimize_lbfgs)."""
+    import scipy.optimize  # noqa: F401
+
+    _blas_controller()
+
+
 @functools.cache
 def _blas_controller() -> Any:
     """threadpoolctl's view of the BLAS libraries loaded now (scipy's OpenBLAS included:

@@ -217,3 +217,23 @@ def test_a_stopped_plan_finds_nothing_certain() -> None:
     )
     stop.set()
     assert certain_matches(AGENTS, ["t"], 1, 7, history, [], stop=stop) == []
+
+
+def test_scripted_control_flow_early_start_imports_the_fitter_beside_round_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first fit that needs scipy comes at round 1's tail, in the early-start planner;
+    its import is done in a thread while round 1 plays, once. Round by round (what a replay
+    runs) never asks for it, so a replay of tied fits still skips scipy."""
+    import drarena.arena.tournament as tournament_module
+
+    calls: list[str] = []
+    monkeypatch.setattr(tournament_module, "warm_up_fits", lambda: calls.append("warm"))
+    early = tournament(tmp_path / "early", SIX, 3)
+    asyncio.run(early.play())
+    assert calls == ["warm"]
+    calls.clear()
+    sequential = tournament(tmp_path / "seq", SIX, 3)
+    sequential.early_start = 0
+    asyncio.run(sequential.play())
+    assert calls == []
