@@ -263,7 +263,8 @@ class Tournament:
         finally:
             if warming is not None:  # a thread: it cannot be cancelled, only waited for
                 await asyncio.wait({warming})
-                warming.exception()  # observed; a fit that needs scipy reports it if missing
+                if not warming.cancelled():  # observed; a fit that needs scipy reports it
+                    warming.exception()
         return log
 
     async def _finish_round(
