@@ -94,7 +94,7 @@ def encoding(texts: list[str], work: Path) -> list[str]:
     made eager (the SDPA graph), and torch's bf16 autocast side by side."""
     encoder = embed.load_encoder(embed.DEFAULT_MODEL)
     embed.encode(encoder, texts[:4])
-    _, shapes = encoder_shapes(encoder, texts)
+    tokens, shapes = encoder_shapes(encoder, texts)
     gemm = {"before": gemm_rate(shapes)}
     flags = embed.cpu_flags()
     noted = flags & {"avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16"}
@@ -159,7 +159,7 @@ def encoding(texts: list[str], work: Path) -> list[str]:
     out.append(f"  default precision here: {embed.default_precision(flags)}")
     if "bf16 openvino" in rates:
         gemm["after the encoders"] = gemm_rate(shapes)
-        out += compute_floor(encoder, texts, rates["bf16 openvino"], gemm)
+        out += compute_floor(encoder, tokens, rates["bf16 openvino"], gemm)
     return out
 
 
@@ -211,24 +211,26 @@ def encoder_shapes(encoder: Any, texts: list[str]) -> tuple[list[int], list[tupl
     return tokens, [(rows, h, h), (rows, h, ffn), (rows, ffn, h)]
 
 
-def compute_floor(encoder: Any, texts: list[str], rate: float, gemm: dict[str, float]) -> list[str]:
+def compute_floor(
+    encoder: Any, tokens: list[int], rate: float, gemm: dict[str, float]
+) -> list[str]:
     """How close the default encoder runs to this machine's bf16 matrix products, and what
     it would do if every FLOP ran at that rate on every core (no softmax, norms, tokenizing
     or memory traffic). `gemm`: the matmul rate measured at several points of the run; it
     moved 0.37-1.49 TFLOP/s within minutes on the 2-core Intel machine (AMX), so all are
-    printed and the best is taken as what the cores can do."""
-    tokens, _ = encoder_shapes(encoder, texts)
+    printed and the best is taken as what the cores can do. `tokens`: each passage's word
+    pieces, from encoder_shapes."""
     flops = encoder_flops(encoder, tokens)
     peak = max(gemm.values())
     cores = os.cpu_count() or 1
-    achieved = flops / len(texts) * rate
+    achieved = flops / len(tokens) * rate
     return [
-        f"  compute: {flops / len(texts) / 1e9:.2f} GFLOP a passage (mean "
+        f"  compute: {flops / len(tokens) / 1e9:.2f} GFLOP a passage (mean "
         f"{statistics.mean(tokens):.0f} word pieces); torch bf16 matmul, 1 thread, the "
         "encoder's shapes: " + ", ".join(f"{v / 1e12:.3f} TFLOP/s {k}" for k, v in gemm.items()),
         f"  bf16 openvino ran at {achieved / 1e12:.3f} TFLOP/s = {achieved / (cores * peak):.0%}"
         f" of {cores} cores x the best; at 100% it would do "
-        f"{cores * peak * len(texts) / flops:.0f} passages/s",
+        f"{cores * peak * len(tokens) / flops:.0f} passages/s",
     ]
 
 

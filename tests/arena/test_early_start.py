@@ -210,13 +210,15 @@ def test_a_stopped_plan_finds_nothing_certain() -> None:
     and a cheaper plan replaces it): a stopped plan starts nothing."""
     import threading
 
-    history: list[Result | PlannedMatch] = [Result("a", "b", 1.0), open_(0, "c", "d")]
+    # the history of the first test above, where a-vs-d is certain: a stop must be what
+    # empties the answer, not a history with nothing certain in it
+    known = [Result("a", "b", 1.0), Result("c", "d", 1.0), Result("a", "c", 1.0)]
+    history: list[Result | PlannedMatch] = [*known, open_(1, "b", "d")]
     stop = threading.Event()
-    assert certain_matches(AGENTS, ["t"], 1, 7, history, [], stop=stop) == certain_matches(
-        AGENTS, ["t"], 1, 7, history, []
-    )
+    running = certain_matches(AGENTS, ["t"], 2, 7, history, [], stop=stop)
+    assert [p.match_id for p in running] == ["r2-a-vs-d-t"]
     stop.set()
-    assert certain_matches(AGENTS, ["t"], 1, 7, history, [], stop=stop) == []
+    assert certain_matches(AGENTS, ["t"], 2, 7, history, [], stop=stop) == []
 
 
 def test_scripted_control_flow_early_start_imports_the_fitter_beside_round_one(
