@@ -161,6 +161,8 @@ class DirectChat:
         self._keepers: dict[asyncio.AbstractEventLoop, AsyncIterator[Any]] = {}
         # (request model, response model) -> whether litellm prices it (None: not asked yet)
         self._priced: dict[tuple[str, str], bool] = {}
+        # origin (scheme://host:port) -> (proxy, proxy auth) from the environment, read once
+        self._proxies: dict[str, tuple[Any, Any]] = {}
 
     async def _session(self) -> Any:
         loop = asyncio.get_running_loop()
@@ -180,9 +182,12 @@ class DirectChat:
     async def _keep() -> AsyncIterator[Any]:
         import aiohttp
 
-        # no connection limit (ModelClient's semaphore is the limit) and proxies from the
-        # environment, as litellm's aiohttp transport
-        session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), trust_env=True)
+        # no connection limit (ModelClient's semaphore is the limit). trust_env off: with it
+        # aiohttp looks up the environment's proxy and ~/.netrc in a worker thread on every
+        # request, two thread hand-offs a call that took 17% of the event loop's time with 128
+        # agents on 16 replicas (bench/bench_cluster.py, sampled with py-spy). `_proxy_of`
+        # reads the same environment once per origin instead.
+        session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), trust_env=False)
         try:
             yield session
         finally:
@@ -201,9 +206,15 @@ class DirectChat:
         headers = {"Authorization": f"Bearer {request.get('api_key') or 'EMPTY'}"}
         session = await self._session()
         timeout = aiohttp.ClientTimeout(total=float(request.get("timeout") or 600.0))
+        proxy, proxy_auth = self._proxy_of(url)
         try:
             async with session.post(
-                url, json=body_of(request), headers=headers, timeout=timeout
+                url,
+                json=body_of(request),
+                headers=headers,
+                timeout=timeout,
+                proxy=proxy,
+                proxy_auth=proxy_auth,
             ) as response:
                 status = response.status
                 raw = await _read_capped(response)
@@ -224,6 +235,27 @@ class DirectChat:
         return convert_to_model_response_object(
             response_object=parsed, model_response_object=ModelResponse()
         )
+
+    def _proxy_of(self, url: str) -> tuple[Any, Any]:
+        """The proxy (and its credentials) the environment names for url's origin, as
+        aiohttp's trust_env would pick it (HTTP(S)_PROXY, NO_PROXY, proxy credentials in
+        ~/.netrc), looked up on the first call to that origin: the environment is read once
+        per origin and run, not per request. (None, None): no proxy. The endpoint's own
+        ~/.netrc login is not used: drarena sends its Authorization header, and aiohttp
+        refuses a request that has both.)"""
+        from aiohttp.helpers import get_env_proxy_for_url
+        from yarl import URL
+
+        target = URL(url)
+        origin = str(target.origin())
+        found = self._proxies.get(origin)
+        if found is None:
+            try:
+                found = get_env_proxy_for_url(target)
+            except LookupError:
+                found = (None, None)
+            self._proxies[origin] = found
+        return found
 
     def cost(self, request_model: str, response: Any) -> float | None:
         """What litellm's cost calculator gives this reply: None for a model its price map

@@ -327,3 +327,52 @@ def _quiet_litellm() -> Iterator[None]:
 
     logging.getLogger("LiteLLM").setLevel(logging.ERROR)
     yield
+
+
+async def test_proxy_from_the_environment_read_once_per_origin(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """HTTP_PROXY is honoured as litellm's path honours it (both reach an endpoint that only
+    the proxy can: its host does not resolve) and the direct path reads the environment once
+    per origin: a proxy named later is not used by the same backend (aiohttp's trust_env
+    looked it up in a thread on every request; litellm keeps its first client too). A new
+    backend reads NO_PROXY and connects itself (and fails: the host does not resolve)."""
+    import litellm
+
+    seen: list[str] = []
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        seen.append(str(request.url))
+        return web.json_response(ANSWERS["text"][1])
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handle)
+    runner, port = await start_app(app)
+    for name in ("NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    for name in ("HTTP_PROXY", "http_proxy"):
+        monkeypatch.setenv(name, f"http://127.0.0.1:{port}")
+    upstream = "http://drarena-upstream.invalid"
+    request = request_for(REQUESTS["plain"], upstream, "x", "openai/m")
+    try:
+        mine = LiteLLMBackend()
+        replies = [
+            await mine.complete(request),
+            await LiteLLMBackend(direct=False).complete(request),
+        ]
+        assert replies[0] == replies[1] and replies[0].text == "The answer."
+        assert seen == [f"{upstream}/x/v1/chat/completions"] * 2
+        assert mine._direct is not None and len(mine._direct._proxies) == 1
+
+        for name in ("HTTP_PROXY", "http_proxy"):
+            monkeypatch.setenv(name, f"http://127.0.0.1:{free_port()}")  # nothing listens
+        assert (await mine.complete(request)).text == "The answer."  # read once: same proxy
+        assert len(seen) == 3
+
+        for name in ("NO_PROXY", "no_proxy"):
+            monkeypatch.setenv(name, "drarena-upstream.invalid")
+        with pytest.raises(litellm.InternalServerError, match="Connection error"):
+            await LiteLLMBackend().complete(request)  # a new backend reads NO_PROXY: direct
+        assert len(seen) == 3
+    finally:
+        await runner.cleanup()
