@@ -41,13 +41,14 @@ PACKAGES = (
 )
 
 
-# scheduling only: the records are the same whatever they say, so a run may resume with
-# another value (and runs recorded before a field existed keep their digest)
-NOT_DIGESTED = frozenset({"early_start"})
+# scheduling and transport only: the records are the same whatever they say, so a run may
+# resume with another value (and runs recorded before a field existed keep their digest);
+# in pydantic's `exclude` form, nested blocks by name
+NOT_DIGESTED: dict[str, Any] = {"early_start": True, "models": {"transport": True}}
 
 
 def config_digest(config: TournamentConfig) -> str:
-    text = json.dumps(config.model_dump(mode="json", exclude=set(NOT_DIGESTED)), sort_keys=True)
+    text = json.dumps(config.model_dump(mode="json", exclude=NOT_DIGESTED), sort_keys=True)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -64,7 +64,7 @@ class ModelClient:
         if backend is None:
             from drarena.models.backend import LiteLLMBackend
 
-            backend = LiteLLMBackend()
+            backend = LiteLLMBackend(direct=config.transport == "direct")
         self._backend = backend
         if cache is None and config.cache.mode is not CacheMode.OFF:
             assert config.cache.path is not None  # validated by CacheConfig

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -135,3 +135,12 @@ class ModelsConfig(BaseModel):
     )
     retry: RetryPolicy = Field(default_factory=lambda: RetryPolicy())
     cache: CacheConfig = Field(default_factory=lambda: CacheConfig())
+    transport: Literal["direct", "litellm"] = Field(
+        default="direct",
+        description=(
+            "'direct': a call litellm would only forward (the openai/ provider with an "
+            "api_base, a model litellm does not know) is posted straight to the server, same "
+            "body and reply for a fraction of the CPU (drarena/models/direct.py); 'litellm': "
+            "every call through litellm. Not in the config digest: the replies are the same"
+        ),
+    )

@@ -205,6 +205,24 @@ def test_early_start_is_scheduling_only_so_not_in_the_config_digest() -> None:
     assert config_digest(default) != config_digest(parse_config({**base(), "seed": 99}, "t.yaml"))
 
 
+def test_models_transport_is_not_in_the_config_digest_either() -> None:
+    """models.transport (direct or litellm) sends the same bodies and reads the same replies,
+    so a run may resume or replay with either; the rest of the models block still counts."""
+    from test_arena_config import base
+
+    from drarena.arena.config import parse_config
+    from drarena.arena.session import config_digest
+
+    def with_models(**models: object) -> str:
+        config = base()
+        config["models"] = {**config["models"], **models}
+        return config_digest(parse_config(config, "t.yaml"))
+
+    assert parse_config(base(), "t.yaml").models.transport == "direct"
+    assert with_models(transport="litellm") == with_models() == with_models(transport="direct")
+    assert with_models(concurrency=9) != with_models()
+
+
 def test_a_stopped_plan_finds_nothing_certain() -> None:
     """The scheduler stops a plan it no longer needs (its round ended, or a match finished
     and a cheaper plan replaces it): a stopped plan starts nothing."""

@@ -376,3 +376,30 @@ async def test_proxy_from_the_environment_read_once_per_origin(
         assert len(seen) == 3
     finally:
         await runner.cleanup()
+
+
+@pytest.mark.parametrize(("transport", "direct_path"), [("direct", True), ("litellm", False)])
+async def test_models_transport_chooses_the_path(transport: str, direct_path: bool) -> None:
+    """`models.transport` in a run config: 'litellm' sends even an eligible call through
+    litellm (its OpenAI client's User-Agent reaches the server), 'direct' posts it from
+    aiohttp; the reply is the same."""
+    from drarena.models.client import ModelClient
+    from drarena.models.config import ModelsConfig
+
+    agents: list[str] = []
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        agents.append(request.headers.get("User-Agent", ""))
+        return web.json_response(ANSWERS["text"][1])
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handle)
+    runner, port = await start_app(app)
+    try:
+        role = {"model": "openai/m", "api_base": f"http://127.0.0.1:{port}/v1"}
+        config = ModelsConfig.model_validate({"roles": {"r": role}, "transport": transport})
+        reply = await ModelClient(config).complete("r", ASK)
+    finally:
+        await runner.cleanup()
+    assert reply.text == "The answer."
+    assert len(agents) == 1 and ("aiohttp" in agents[0]) is direct_path, agents
