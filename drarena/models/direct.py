@@ -161,7 +161,8 @@ class DirectChat:
         self._keepers: dict[asyncio.AbstractEventLoop, AsyncIterator[Any]] = {}
         # (request model, response model) -> whether litellm prices it (None: not asked yet)
         self._priced: dict[tuple[str, str], bool] = {}
-        # origin (scheme://host:port) -> (proxy, proxy auth) from the environment, read once
+        # origin (scheme://host:port), and each URL posted to, -> (proxy, proxy auth) from
+        # the environment, read once per origin
         self._proxies: dict[str, tuple[Any, Any]] = {}
 
     async def _session(self) -> Any:
@@ -246,15 +247,18 @@ class DirectChat:
         from aiohttp.helpers import get_env_proxy_for_url
         from yarl import URL
 
-        target = URL(url)
-        origin = str(target.origin())
-        found = self._proxies.get(origin)
+        found = self._proxies.get(url)  # an endpoint's URL: parsed once, not per call
         if found is None:
-            try:
-                found = get_env_proxy_for_url(target)
-            except LookupError:
-                found = (None, None)
-            self._proxies[origin] = found
+            target = URL(url)
+            origin = str(target.origin())
+            found = self._proxies.get(origin)
+            if found is None:
+                try:
+                    found = get_env_proxy_for_url(target)
+                except LookupError:
+                    found = (None, None)
+                self._proxies[origin] = found
+            self._proxies[url] = found
         return found
 
     def cost(self, request_model: str, response: Any) -> float | None:
