@@ -241,14 +241,14 @@ class DirectChat:
         """The proxy (and its credentials) the environment names for url's origin, as
         aiohttp's trust_env would pick it (HTTP(S)_PROXY, NO_PROXY, proxy credentials in
         ~/.netrc), looked up on the first call to that origin: the environment is read once
-        per origin and run, not per request. (None, None): no proxy. The endpoint's own
+        per origin and backend, not per request; (None, None) is no proxy. The endpoint's own
         ~/.netrc login is not used: drarena sends its Authorization header, and aiohttp
-        refuses a request that has both.)"""
-        from aiohttp.helpers import get_env_proxy_for_url
-        from yarl import URL
-
+        refuses a request that has both."""
         found = self._proxies.get(url)  # an endpoint's URL: parsed once, not per call
         if found is None:
+            from aiohttp.helpers import get_env_proxy_for_url
+            from yarl import URL
+
             target = URL(url)
             origin = str(target.origin())
             found = self._proxies.get(origin)
