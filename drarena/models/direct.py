@@ -161,8 +161,7 @@ class DirectChat:
         self._keepers: dict[asyncio.AbstractEventLoop, AsyncIterator[Any]] = {}
         # (request model, response model) -> whether litellm prices it (None: not asked yet)
         self._priced: dict[tuple[str, str], bool] = {}
-        # origin (scheme://host:port), and each URL posted to, -> (proxy, proxy auth) from
-        # the environment, read once per origin
+        # each URL posted to -> (proxy, proxy auth) from the environment, read once
         self._proxies: dict[str, tuple[Any, Any]] = {}
 
     async def _session(self) -> Any:
@@ -187,7 +186,7 @@ class DirectChat:
         # aiohttp looks up the environment's proxy and ~/.netrc in a worker thread on every
         # request, two thread hand-offs a call that took 17% of the event loop's time with 128
         # agents on 16 replicas (bench/bench_cluster.py, sampled with py-spy). `_proxy_of`
-        # reads the same environment once per origin instead.
+        # reads the same environment once per endpoint instead.
         session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), trust_env=False)
         try:
             yield session
@@ -238,26 +237,21 @@ class DirectChat:
         )
 
     def _proxy_of(self, url: str) -> tuple[Any, Any]:
-        """The proxy (and its credentials) the environment names for url's origin, as
-        aiohttp's trust_env would pick it (HTTP(S)_PROXY, NO_PROXY, proxy credentials in
-        ~/.netrc), looked up on the first call to that origin: the environment is read once
-        per origin and backend, not per request; (None, None) is no proxy. The endpoint's own
-        ~/.netrc login is not used: drarena sends its Authorization header, and aiohttp
-        refuses a request that has both."""
-        found = self._proxies.get(url)  # an endpoint's URL: parsed once, not per call
+        """The proxy (and its credentials) the environment names for url, as aiohttp's
+        trust_env would pick it (HTTP(S)_PROXY, NO_PROXY, proxy credentials in ~/.netrc),
+        looked up on the first call to that URL (an endpoint's, fixed for the run): the
+        environment is read once per endpoint and backend, not per request; (None, None) is
+        no proxy. The endpoint's own ~/.netrc login is not used: drarena sends its
+        Authorization header, and aiohttp refuses a request that has both."""
+        found = self._proxies.get(url)
         if found is None:
             from aiohttp.helpers import get_env_proxy_for_url
             from yarl import URL
 
-            target = URL(url)
-            origin = str(target.origin())
-            found = self._proxies.get(origin)
-            if found is None:
-                try:
-                    found = get_env_proxy_for_url(target)
-                except LookupError:
-                    found = (None, None)
-                self._proxies[origin] = found
+            try:
+                found = get_env_proxy_for_url(URL(url))
+            except LookupError:
+                found = (None, None)
             self._proxies[url] = found
         return found
 
