@@ -25,7 +25,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-from collections.abc import AsyncIterator, Mapping
+import sys
+import types
+from collections.abc import AsyncGenerator, Callable, Coroutine, Generator, Mapping
 from typing import Any
 
 from drarena.models.types import ToolCall
@@ -148,6 +150,83 @@ def _litellm_error(model: str, status: int, message: str) -> Exception:
     return OpenAIError(status_code=status, message=message)  # pragma: no cover - it always raises
 
 
+def eager_body_writes(loop: asyncio.AbstractEventLoop) -> Callable[..., Any] | None:
+    """On Python 3.11, make `loop` write each aiohttp request's body inside the call that
+    sends it, as aiohttp itself does from Python 3.12; returns the task factory installed, or
+    None where nothing was needed (3.12 and later) or the loop already has a factory (its
+    owner's, left alone).
+
+    Why: aiohttp writes a request's headers and body from a task of its own. From 3.12 it
+    starts that task eagerly (`eager_start=True`), so the request leaves at once; on 3.11 the
+    task waits for the event loop's next turn, behind everything already ready in this one.
+    A tournament's requests come in bursts (a Swiss round's 64 task requests, the answers
+    that 64 task replies call for), so every request of a burst left only when the whole
+    burst had been prepared: with 128 agents on 16 simulated replicas
+    (bench/bench_cluster.py) the server received a round's first request 60-80 ms after
+    drarena had sent it, with the replicas idle. Only aiohttp's body writer is started early;
+    every other coroutine becomes a task exactly as without a factory."""
+    if sys.version_info >= (3, 12) or loop.get_task_factory() is not None:
+        return None
+    from aiohttp.client_reqrep import ClientRequest
+
+    factory = functools.partial(_eager_task, ClientRequest.write_bytes.__code__)
+    loop.set_task_factory(factory)
+    return factory
+
+
+def _eager_task(
+    code: types.CodeType,
+    loop: asyncio.AbstractEventLoop,
+    coro: Coroutine[Any, Any, Any],
+    **kwargs: Any,
+) -> asyncio.Future[Any]:
+    """A task factory (see eager_body_writes): a coroutine of `code` runs its first step
+    now, in the caller's turn (Python 3.12's eager tasks); one that finishes there is handed
+    back as a finished future (aiohttp then drops it, as it drops an eager task that is
+    done), one that waits (a paused transport) goes on as a task. Any other coroutine:
+    `asyncio.Task`, as the loop makes it without a factory."""
+    if getattr(coro, "cr_code", None) is not code:
+        return asyncio.Task(coro, loop=loop, **kwargs)
+    done = loop.create_future()
+    try:
+        yielded = coro.send(None)
+    except StopIteration as stop:
+        done.set_result(stop.value)
+        return done
+    except asyncio.CancelledError:
+        done.cancel()
+        return done
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # observed like an eager task's: by whoever awaits it
+        done.set_exception(exc)
+        return done
+    return asyncio.Task(_resumed(coro, yielded), loop=loop, **kwargs)
+
+
+@types.coroutine
+def _resumed(coro: Coroutine[Any, Any, Any], yielded: Any) -> Generator[Any, Any, Any]:
+    """Drive `coro` on from what its first step yielded, as its task would have: what the
+    task sends or throws in (a cancellation) goes to `coro`, what `coro` yields goes to the
+    task."""
+    while True:
+        try:
+            sent = yield yielded
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:
+            try:
+                yielded = coro.throw(exc)
+            except StopIteration as stop:
+                return stop.value
+        else:
+            try:
+                yielded = coro.send(sent)
+            except StopIteration as stop:
+                return stop.value
+
+
 class DirectChat:
     """Posts eligible requests on one aiohttp session per event loop.
 
@@ -158,7 +237,7 @@ class DirectChat:
 
     def __init__(self) -> None:
         self._sessions: dict[asyncio.AbstractEventLoop, Any] = {}
-        self._keepers: dict[asyncio.AbstractEventLoop, AsyncIterator[Any]] = {}
+        self._keepers: dict[asyncio.AbstractEventLoop, AsyncGenerator[Any, None]] = {}
         # (request model, response model) -> whether litellm prices it (None: not asked yet)
         self._priced: dict[tuple[str, str], bool] = {}
         # each URL posted to -> (proxy, proxy auth) from the environment, read once
@@ -179,8 +258,11 @@ class DirectChat:
         return session
 
     @staticmethod
-    async def _keep() -> AsyncIterator[Any]:
+    async def _keep() -> AsyncGenerator[Any, None]:
         import aiohttp
+
+        loop = asyncio.get_running_loop()
+        eager = eager_body_writes(loop)  # removed with the session, if still the loop's
 
         # no connection limit (ModelClient's semaphore is the limit). trust_env off: with it
         # aiohttp looks up the environment's proxy and ~/.netrc in a worker thread on every
@@ -192,6 +274,8 @@ class DirectChat:
             yield session
         finally:
             await session.close()
+            if eager is not None and loop.get_task_factory() is eager:
+                loop.set_task_factory(None)
 
     async def complete(self, request: Mapping[str, Any]) -> Any:
         """The reply as litellm's ModelResponse (converted by litellm's own converter)."""

@@ -404,3 +404,148 @@ async def test_models_transport_chooses_the_path(transport: str, direct_path: bo
         await runner.cleanup()
     assert reply.text == "The answer."
     assert len(agents) == 1 and ("aiohttp" in agents[0]) is direct_path, agents
+
+
+def test_request_body_on_the_wire_before_the_loop_turns() -> None:
+    """A request posted on the direct path has left (headers and body) when the call yields
+    to the event loop: the next task ready in the same turn finds it at the server. Without
+    eager_body_writes, Python 3.11's aiohttp wrote it one loop turn later, behind everything
+    else ready (a burst of 64 requests left only once all 64 had been prepared)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    arrived = threading.Event()
+    reply = json.dumps(ANSWERS["text"][1]).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive: the second call reuses the connection
+
+        def do_POST(self) -> None:
+            json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            arrived.set()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    request = {**request_for(REQUESTS["plain"], base, "", "openai/m"), "api_base": f"{base}/v1"}
+
+    async def main() -> bool:
+        backend = LiteLLMBackend()
+        assert (await backend.complete(request)).text == "The answer."  # connection pooled
+        arrived.clear()
+        call = asyncio.ensure_future(backend.complete(request))
+
+        async def probe() -> bool:  # ready in the same turn, after the call's first step
+            return arrived.wait(timeout=10)  # blocks the loop: nothing else may write
+
+        seen = await asyncio.ensure_future(probe())
+        assert (await call).text == "The answer."
+        return seen
+
+    try:
+        assert asyncio.run(main()), "the body had not left when the call yielded"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+async def _steps(log: list[str], wait: asyncio.Future[str] | None = None) -> str:
+    log.append("first step")
+    if wait is not None:
+        try:
+            log.append(await wait)
+        except asyncio.CancelledError:
+            log.append("cancelled")
+            raise
+    return "done"
+
+
+async def test_eager_task_runs_only_its_coroutine_early() -> None:
+    """The task factory eager_body_writes installs (given another coroutine's code here, so
+    it runs on every Python): that coroutine's first step runs inside create_task, a finished
+    one comes back done with its result, one that waits is resumed by its task with what it
+    awaited, and a cancellation reaches it; any other coroutine waits for the loop as usual."""
+    import functools
+
+    loop = asyncio.get_running_loop()
+    loop.set_task_factory(functools.partial(direct._eager_task, _steps.__code__))
+    try:
+        log: list[str] = []
+        finished = asyncio.ensure_future(_steps(log))
+        assert log == ["first step"] and finished.done() and finished.result() == "done"
+
+        wait: asyncio.Future[str] = loop.create_future()
+        resumed = asyncio.ensure_future(_steps(log, wait))
+        assert log == ["first step"] * 2 and not resumed.done()
+        wait.set_result("awaited")
+        assert await resumed == "done" and log[-1] == "awaited"
+
+        stopped = asyncio.ensure_future(_steps(log, loop.create_future()))
+        await asyncio.sleep(0)
+        stopped.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await stopped
+        assert log[-2:] == ["first step", "cancelled"]
+
+        async def other() -> str:
+            log.append("other")
+            return "other"
+
+        later = asyncio.ensure_future(other())
+        assert log[-1] == "cancelled" and not later.done()  # not run early
+        assert await later == "other"
+    finally:
+        loop.set_task_factory(None)
+
+
+def test_eager_body_writes_only_where_needed_and_removed_with_the_session() -> None:
+    """Python 3.11: installed on the loop with the direct path's session and removed when
+    asyncio.run closes that session; a loop that has its own task factory keeps it. 3.12 and
+    later: never installed (aiohttp starts its body writer eagerly itself)."""
+    import sys
+
+    factories: list[Any] = []
+
+    async def one(own: Any) -> None:
+        loop = asyncio.get_running_loop()
+        if own is not None:
+            loop.set_task_factory(own)
+
+        async def handle(request: web.Request) -> web.StreamResponse:
+            return web.json_response(ANSWERS["text"][1])
+
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", handle)
+        runner, port = await start_app(app)
+        base = f"http://127.0.0.1:{port}"
+        request = {**request_for(REQUESTS["plain"], base, "", "openai/m"), "api_base": f"{base}/v1"}
+        backend = LiteLLMBackend()
+        assert (await backend.complete(request)).text == "The answer."
+        factories.append(loop.get_task_factory())
+        await runner.cleanup()
+        assert backend._direct is not None
+        keeper = backend._direct._keepers[loop]
+        await keeper.aclose()  # what asyncio.run's shutdown_asyncgens does
+        factories.append(loop.get_task_factory())
+
+    def own(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    asyncio.run(one(None))
+    asyncio.run(one(own))
+    installed, removed, kept, kept_after = factories
+    if sys.version_info < (3, 12):
+        assert installed is not None and installed.func is direct._eager_task
+    else:
+        assert installed is None
+    assert removed is None and kept is own and kept_after is own
