@@ -154,6 +154,7 @@ class RunContext:
             self.expander,
             walker_factory=self.walker,
             early_start=c.early_start,
+            warm_up=not self.replaying,
         )
 
 

@@ -200,6 +200,11 @@ class Tournament:
     # start a next-round match once it is certain, while at most this many matches of the
     # round are unfinished (see certain_matches); 0: round by round
     early_start: int = 4
+    # import what the first Bradley-Terry fit needs (scipy: ledger.rating.warm_up_fits) in a
+    # thread while round 1 plays, instead of at round 1's end with every model server idle
+    # (round by round too: 0.3 s of the first round boundary with nothing in flight). False
+    # for replays: they end in about a second and skip scipy where every fit is a tie.
+    warm_up: bool = True
     # called in the event loop with each early-start plan that ran to the end, before its
     # certain matches start (none found: an empty tuple); progress reporting, and how tests
     # pace scripted matches on the plan instead of on the clock
@@ -222,8 +227,8 @@ class Tournament:
         started: dict[str, asyncio.Task[None]] = {}
         log: list[MatchRecord] = []
         byes: list[str] = []
-        # early start plans round 2 at round 1's tail with the first fit that needs scipy:
-        # imported beside round 1's matches instead (not in replays: early_start is 0 there)
+        # the first fit that needs scipy (planning round 2, early or at round 1's end): its
+        # import runs beside round 1's matches instead (see warm_up)
         warming: asyncio.Future[None] | None = None
         try:
             for r in range(self.n_rounds()):
@@ -247,7 +252,7 @@ class Tournament:
                 for p in pending:
                     if p.match_id not in started:
                         started[p.match_id] = asyncio.create_task(self._one(p, gate, done))
-                if warming is None and self.early_start and r + 1 < self.n_rounds():
+                if warming is None and self.warm_up and r + 1 < self.n_rounds():
                     warming = asyncio.ensure_future(asyncio.to_thread(warm_up_fits))
                 next_round = r + 1 if r + 1 < self.n_rounds() else None
                 await self._finish_round(

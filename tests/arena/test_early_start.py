@@ -239,12 +239,13 @@ def test_a_stopped_plan_finds_nothing_certain() -> None:
     assert certain_matches(AGENTS, ["t"], 2, 7, history, [], stop=stop) == []
 
 
-def test_scripted_control_flow_early_start_imports_the_fitter_beside_round_one(
+def test_scripted_control_flow_the_fitter_is_imported_beside_round_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The first fit that needs scipy comes at round 1's tail, in the early-start planner;
-    its import is done in a thread while round 1 plays, once. Round by round (what a replay
-    runs) never asks for it, so a replay of tied fits still skips scipy."""
+    """The first fit that needs scipy comes at round 1's tail (the early-start planner) or
+    end (round by round); its import is done in a thread while round 1 plays, once, either
+    way. A tournament told not to (a replay: see the next test) never asks for it, so a
+    replay of tied fits still skips scipy."""
     import drarena.arena.tournament as tournament_module
 
     calls: list[str] = []
@@ -256,4 +257,26 @@ def test_scripted_control_flow_early_start_imports_the_fitter_beside_round_one(
     sequential = tournament(tmp_path / "seq", SIX, 3)
     sequential.early_start = 0
     asyncio.run(sequential.play())
+    assert calls == ["warm"]
+    calls.clear()
+    replaying = tournament(tmp_path / "replaying", SIX, 3)
+    replaying.early_start, replaying.warm_up = 0, False
+    asyncio.run(replaying.play())
     assert calls == []
+
+
+@pytest.mark.parametrize("replaying", [False, True])
+def test_only_a_replay_is_played_without_the_warm_up(tmp_path: Path, replaying: bool) -> None:
+    from types import SimpleNamespace
+    from typing import Any
+
+    from drarena.arena.context import RunContext
+    from drarena.ledger.folder import RunDir
+
+    config: Any = SimpleNamespace(
+        seed=1, match=None, swiss_rounds=3, concurrency=1, early_start=4
+    )  # what tournament() reads
+    ctx = RunContext(config, None, None, {}, None, None, replaying=replaying)  # type: ignore[arg-type]
+    for name in ("trees", "pages", "expander"):  # loaded on first use: not here
+        ctx.__dict__[name] = None
+    assert ctx.tournament(RunDir(tmp_path)).warm_up is not replaying
