@@ -292,6 +292,24 @@ def test_what_stays_with_litellm(change: dict[str, Any], why: str) -> None:
     assert not direct.eligible(request), why
 
 
+def plain_request(base: str) -> dict[str, Any]:
+    """The plain request shape for the server at `base` (its /v1 route)."""
+    return {**request_for(REQUESTS["plain"], base, "", "openai/m"), "api_base": f"{base}/v1"}
+
+
+async def text_server() -> tuple[web.AppRunner, str]:
+    """A loopback server whose /v1/chat/completions answers ANSWERS["text"]: its runner (to
+    clean up) and base URL."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        return web.json_response(ANSWERS["text"][1])
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handle)
+    runner, port = await start_app(app)
+    return runner, f"http://127.0.0.1:{port}"
+
+
 def test_one_session_per_event_loop_closed_with_it() -> None:
     """Two asyncio.run calls on one backend (the Examiner check, then the tournament): each
     loop gets its own session, closed when asyncio.run finalises the loop."""
@@ -301,14 +319,8 @@ def test_one_session_per_event_loop_closed_with_it() -> None:
     sessions: list[Any] = []
 
     async def one() -> None:
-        async def handle(request: web.Request) -> web.StreamResponse:
-            return web.json_response(ANSWERS["text"][1])
-
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", handle)
-        runner, port = await start_app(app)
-        request = request_for(REQUESTS["plain"], f"http://127.0.0.1:{port}", "", "openai/m")
-        request["api_base"] = f"http://127.0.0.1:{port}/v1"
+        runner, base = await text_server()
+        request = plain_request(base)
         for _ in range(2):
             reply = await backend.complete(request)
             assert reply.text == "The answer."
@@ -436,7 +448,7 @@ def test_request_body_on_the_wire_before_the_loop_turns() -> None:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
-    request = {**request_for(REQUESTS["plain"], base, "", "openai/m"), "api_base": f"{base}/v1"}
+    request = plain_request(base)
 
     async def main() -> bool:
         backend = LiteLLMBackend()
@@ -521,16 +533,9 @@ def test_eager_body_writes_only_where_needed_and_removed_with_the_session() -> N
         if own is not None:
             loop.set_task_factory(own)
 
-        async def handle(request: web.Request) -> web.StreamResponse:
-            return web.json_response(ANSWERS["text"][1])
-
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", handle)
-        runner, port = await start_app(app)
-        base = f"http://127.0.0.1:{port}"
-        request = {**request_for(REQUESTS["plain"], base, "", "openai/m"), "api_base": f"{base}/v1"}
+        runner, base = await text_server()
         backend = LiteLLMBackend()
-        assert (await backend.complete(request)).text == "The answer."
+        assert (await backend.complete(plain_request(base))).text == "The answer."
         factories.append(loop.get_task_factory())
         await runner.cleanup()
         assert backend._direct is not None
