@@ -2,7 +2,7 @@
 BM25 through Lucene (pyserini) against bm25s in the same run.
 
 Run: .venv/bin/python bench/bench_search.py [--snapshot snapshots/pydocs] [--queries 200]
-     [--parts bm25,serve,dense,encode,bm25s] (add build: minutes more)
+     [--parts bm25,serve,dense,encode,bm25s]
 
 Works on a temporary copy of the snapshot (extracted there) and a temporary index root, so the
 repository is never written. Prints:
@@ -15,10 +15,6 @@ repository is never written. Prints:
   Runtime graph (1 and 2 threads), each with its cosine against fp32 (a default must keep
   >= 0.99), per wall second and per CPU-second of this process (the second moves less with
   the machine's load), and the load average after each;
-- the full dense index (part build, not in the default parts: 2 x 2 builds of every passage,
-  1-2 minutes each on 2 cores): the default precision with the passages tokenized ahead in a
-  thread while the encoder loads (search/tokens.py) against tokenized batch by batch (the code
-  before), alternating, each in a fresh process, with seconds, passages/s and process CPU;
 - bm25s over the same passages, tokenized by the same Lucene analyzer: queries/s ratio and
   mean top-10 passage overlap with Lucene;
 - bm25 before/after (part bm25): pyserini's own LuceneSearcher, drarena's bulk Lucene path, and
@@ -462,68 +458,6 @@ def serve_part(
     )
 
 
-BUILD_MODES = ("batch", "ahead")
-
-
-def build_child(mode: str, snapshot: Path, index_root: Path) -> None:
-    """One full dense build in this (fresh) process: passages, then every passage embedded
-    with the default precision, tokenized batch by batch or ahead. Prints one JSON line."""
-    import json
-    import resource
-
-    layout = IndexLayout(index_root, snapshot)
-    _, state = build.build_passages(layout, PassageSettings())
-    result = build.build_dense(layout, state, tokenize_ahead=mode == "ahead")
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    print(
-        json.dumps(
-            {
-                "seconds": result.seconds,
-                "count": result.count,
-                "cpu": usage.ru_utime + usage.ru_stime,
-            }
-        )
-    )
-
-
-def build_part(snapshot: Path, work: Path, runs: int) -> None:
-    """The full dense index built `runs` times each way, alternating, each in a fresh process
-    (so the imports and the export are paid every time, as on a fresh clone)."""
-    import json
-    import subprocess
-
-    print(
-        f"\nfull dense index ({embed.default_precision()}, every passage), a fresh process per "
-        f"build, alternating ({load()}):"
-    )
-    seconds: dict[str, list[float]] = {mode: [] for mode in BUILD_MODES}
-    for run in range(runs):
-        for mode in BUILD_MODES:
-            root = work / f"build-{mode}-{run}"
-            command = [sys.executable, __file__, "--build-child", mode]
-            command += ["--snapshot", str(snapshot), "--index-root", str(root)]
-            proc = subprocess.run(
-                command,
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            if proc.returncode != 0:
-                tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-                raise SystemExit(f"dense build ({mode}) failed: {tail}")
-            got = json.loads(proc.stdout.strip().splitlines()[-1])
-            seconds[mode].append(got["seconds"])
-            label = {"batch": "tokenized batch by batch", "ahead": "tokenized ahead (default)"}
-            print(
-                f"  run {run + 1}, {label[mode]:26} {got['seconds']:6.1f} s, "
-                f"{got['count'] / got['seconds']:6.1f} passages/s, process CPU "
-                f"{got['cpu']:6.1f} s ({load()})"
-            )
-            shutil.rmtree(root, ignore_errors=True)
-    batch, ahead = (statistics.median(seconds[m]) for m in BUILD_MODES)
-    print(f"  median: batch by batch {batch:.1f} s, ahead {ahead:.1f} s: {batch / ahead:.3f}x")
-
-
 def process_cpu(pid: int) -> float:
     """User + system CPU seconds of a process and its threads (the JVM's included)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -542,12 +476,7 @@ def main() -> int:
     parser.add_argument("--serve", choices=SERVE_MODES, help=argparse.SUPPRESS)
     parser.add_argument("--index-root", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--build-runs", type=int, default=2)
-    parser.add_argument("--build-child", choices=BUILD_MODES, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.build_child:
-        build_child(args.build_child, args.snapshot, args.index_root)
-        return 0
     if args.serve:
         serve_main(args.serve, args.snapshot, args.index_root, args.port)
         return 0
@@ -617,8 +546,6 @@ def main() -> int:
             print(f"\ndense encoding, {len(sample)} passages spread over the snapshot ({load()}):")
             for line in encoding(sample, work):
                 print(line)
-        if "build" in parts:
-            build_part(snapshot, work, args.build_runs)
         if "bm25s" in parts:
             print("\nBM25 peer: bm25s (k1=0.9, b=0.4, method lucene) on the same passages")
             bm25 = build_retriever({"kind": "bm25"}, snapshot, layout.root.parent)

@@ -33,7 +33,6 @@ from drarena.search.manifest import (
     write_manifest,
 )
 from drarena.search.passages import Passage, PassageSettings, split_docs
-from drarena.search.tokens import TokenizeJob
 
 HNSW_THRESHOLD = 100_000
 HNSW_M = 32
@@ -187,7 +186,6 @@ def build_dense(
     threads: int | None = None,
     batch_size: int | None = None,
     force: bool = False,
-    tokenize_ahead: bool = True,
 ) -> StageResult:
     """Embeds the passages and writes `index` (FAISS), `docid` and manifest.json.
 
@@ -199,9 +197,6 @@ def build_dense(
     the CPU has AMX or AVX512-BF16, else fp32); int8 and bf16 export the model to ONNX into the
     index folder first (see embed.export_int8, embed.export_fp32) and encode with that file.
     batch_size None: embed.OPENVINO_BATCH for bf16, 32 (sentence-transformers' own) otherwise.
-    tokenize_ahead (int8 and bf16): the passages are tokenized in a thread while the encoder
-    loads (search/tokens.py); False tokenizes each batch as it is encoded, as before, for
-    bench/bench_search.py to compare.
     """
     import faiss
 
@@ -221,14 +216,6 @@ def build_dense(
         return StageResult("dense", folder, False, 0.0, old.passage_count)
     passages = lead_passages(load_passages(layout), per_doc)
     start = time.perf_counter()
-    texts = [p.indexed_text(state.passages) for p in passages]
-    # The graph encoders take their tokens from a thread started now, beside the imports,
-    # the export and the compile below (tokens.py says why and how they are checked).
-    job = (
-        TokenizeJob.start(path, texts, max_tokens)
-        if tokenize_ahead and precision != "fp32"
-        else None
-    )
     encoder: Any = embed.load_encoder(model)
     tmp = _tmp_for(folder)
     try:
@@ -239,13 +226,7 @@ def build_dense(
             embed.export_fp32(encoder, tmp / embed.ONNX_FP32_FILE)
             encoder = embed.OnnxEncoder(encoder, tmp / embed.ONNX_FP32_FILE, threads, "openvino")
         batch = batch_size or (embed.OPENVINO_BATCH if precision == "bf16" else 32)
-        tokens, why_not = (
-            encoder.check_tokens(job, max_tokens)
-            if job is not None and isinstance(encoder, embed.OnnxEncoder)
-            else (None, "")
-        )
-        if job is not None and tokens is None:
-            print(f"dense: tokenizing batch by batch ({why_not})", file=sys.stderr)
+        texts = [p.indexed_text(state.passages) for p in passages]
         vectors = np.zeros((0, embed.dimension(encoder)), dtype=np.float32)
         chunks = []
         step = 1024  # texts per progress update, sorted by length within each step
@@ -254,18 +235,14 @@ def build_dense(
             desc=f"dense {folder.name} ({precision})",
             unit="passage",
             file=sys.stderr,
-            miniters=256,  # tokens made ahead report each batch: redraw per 256 passages
         ) as bar:
-            if tokens is not None:
-                chunks.append(encoder.encode_tokens(tokens, batch, bar.update))
-            else:
-                for i in range(0, len(texts), step):
-                    chunks.append(
-                        embed.encode(
-                            encoder, texts[i : i + step], precision, batch, max_tokens, threads
-                        )
+            for i in range(0, len(texts), step):
+                chunks.append(
+                    embed.encode(
+                        encoder, texts[i : i + step], precision, batch, max_tokens, threads
                     )
-                    bar.update(len(texts[i : i + step]))
+                )
+                bar.update(len(texts[i : i + step]))
         if chunks:
             vectors = np.concatenate(chunks)
         index = make_faiss_index(vectors, hnsw_threshold)

@@ -30,14 +30,12 @@ import re
 import tempfile
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
 from drarena.errors import DrarenaError
-from drarena.search.tokens import ONNX_INPUTS, TokenizeJob, Tokens, pad_id_of
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 Precision = Literal["fp32", "bf16", "int8"]
@@ -47,6 +45,7 @@ ONNX_FP32_FILE = "encoder-fp32.onnx"
 # Passages per OpenVINO request while indexing: on 2 AVX512-BF16 cores 4 or 8 beat 32 (119 and
 # 116 against 101 passages/s: a small batch's activations stay in the 2 MiB L2), measured quiet.
 OPENVINO_BATCH = 8
+ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _cache: dict[tuple[str, str], Any] = {}
 _lock = threading.Lock()
 _encode_lock = threading.Lock()
@@ -301,6 +300,8 @@ class OnnxEncoder:
     def encode(self, texts: list[str], batch_size: int, max_tokens: int | None) -> np.ndarray:
         """Like SentenceTransformer.encode: longest texts first in batches, same tokenizer."""
         order = np.argsort([-len(t) for t in texts], kind="stable")
+        out = np.zeros((len(texts), 0), dtype=np.float32)
+        chunks: list[tuple[int, np.ndarray]] = []
         with _encode_lock:
             default = self.encoder.max_seq_length
             try:
@@ -310,59 +311,16 @@ class OnnxEncoder:
                     (i, self._feeds([texts[j] for j in order[i : i + batch_size]]))
                     for i in range(0, len(texts), batch_size)
                 )
-                return self._run(feeds, order)
+                if self.compiled is not None:
+                    chunks = _openvino_run(self.requests, feeds)
+                else:
+                    chunks = [(i, self.session.run(None, feed)[0]) for i, feed in feeds]
             finally:
                 self.encoder.max_seq_length = default
-
-    def check_tokens(self, job: TokenizeJob, max_tokens: int | None) -> tuple[Tokens | None, str]:
-        """The job's tokens if they are what this encoder's tokenizer gives at max_tokens (see
-        tokens.TokenizeJob.result), else (None, why not)."""
-        with _encode_lock:
-            default = self.encoder.max_seq_length
-            expected = min(max_tokens, default or max_tokens) if max_tokens is not None else default
-            if not isinstance(expected, int):
-                return None, "the model states no maximum sequence length"
-            try:
-                self.encoder.max_seq_length = expected
-                return job.result(self.encoder, expected, self._feeds)
-            finally:
-                self.encoder.max_seq_length = default
-
-    def encode_tokens(
-        self,
-        tokens: Tokens,
-        batch_size: int,
-        progress: Callable[[int], object] | None = None,
-    ) -> np.ndarray:
-        """Like encode, from texts tokenized ahead (tokens.TokenizeJob): longest first by word
-        pieces, so a batch pads fewer of them than sorting by characters; rows come back in
-        the input order. progress(n) is called as each batch of n texts is handed over."""
-        order = np.argsort(-tokens.lengths(), kind="stable")
-        pad = pad_id_of(self.encoder)
-
-        def feeds() -> Iterator[tuple[int, dict[str, np.ndarray]]]:
-            for i in range(0, len(order), batch_size):
-                rows = order[i : i + batch_size]
-                yield i, tokens.batch(rows, pad)
-                if progress is not None:
-                    progress(len(rows))
-
-        with _encode_lock:
-            return self._run(feeds(), order)
-
-    def _run(
-        self, feeds: Iterable[tuple[int, dict[str, np.ndarray]]], order: np.ndarray
-    ) -> np.ndarray:
-        """Runs (start, feed) batches whose rows are order[start:...]; rows in input order."""
-        if self.compiled is not None:
-            chunks = _openvino_run(self.requests, feeds)
-        else:
-            chunks = [(i, self.session.run(None, feed)[0]) for i, feed in feeds]
-        if not chunks:
-            return np.zeros((len(order), 0), dtype=np.float32)
-        out = np.empty((len(order), chunks[0][1].shape[1]), dtype=np.float32)
-        for i, rows in chunks:
-            out[order[i : i + len(rows)]] = rows
+        if chunks:
+            out = np.empty((len(texts), chunks[0][1].shape[1]), dtype=np.float32)
+            for i, rows in chunks:
+                out[order[i : i + len(rows)]] = rows
         return out
 
     def _feeds(self, batch: list[str]) -> dict[str, np.ndarray]:
