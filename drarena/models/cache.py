@@ -22,12 +22,17 @@ from pathlib import Path
 from typing import Any
 
 from drarena.errors import DrarenaError
+from drarena.models.jsonbytes import compact_json
 
 SCHEMA_VERSION = "1"
 
 
 def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """Sorted, compact JSON with text as it is: what keys are hashed over and caches store."""
+    try:
+        return compact_json(value, sort_keys=True).decode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: json writes it, UTF-8 cannot
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def request_key(
@@ -49,13 +54,13 @@ def request_key(
         "response_format": response_format,
         "sampling": dict(sampling),
     }
-    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+    return hashlib.sha256(compact_json(payload, sort_keys=True)).hexdigest()
 
 
 def tool_key(payload: Mapping[str, Any]) -> str:
     """sha256 over the canonical JSON of one tool request (retriever spec, operation, args)."""
     return hashlib.sha256(
-        canonical_json({"v": TOOL_SCHEMA_VERSION, **payload}).encode("utf-8")
+        compact_json({"v": TOOL_SCHEMA_VERSION, **payload}, sort_keys=True)
     ).hexdigest()
 
 

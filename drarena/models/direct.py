@@ -8,7 +8,9 @@ became the limit (bench/bench_cluster.py: 128 agents on 16 replicas). For the ca
 litellm only forwards the request, this module sends the same JSON body on one aiohttp session
 per event loop and reads the answer with litellm's own response converter, so a call returns
 the same `BackendReply` (text, tool calls, finish reason, tokens, model, cost) as litellm's
-path and fails with the same litellm exception classes and messages for HTTP errors.
+path and fails with the same litellm exception classes and messages for HTTP errors. The body
+is the same JSON value; one with a long message (a task prompt's ~30 KB) is written by
+jsonbytes.request_body, which reuses what the cache key's encoding made of that text.
 
 Eligible (`eligible`): the `openai/` provider with an explicit `api_base` (vLLM, llama.cpp or
 SGLang behind an OpenAI-compatible route), a model name litellm treats as an unknown OpenAI
@@ -30,6 +32,7 @@ import types
 from collections.abc import AsyncGenerator, Callable, Coroutine, Generator, Mapping
 from typing import Any
 
+from drarena.models.jsonbytes import request_body
 from drarena.models.types import ToolCall
 
 # The keys ModelClient puts in a request; any other key sends the call through litellm.
@@ -287,14 +290,17 @@ class DirectChat:
 
         model = request["model"][len(PREFIX) :]
         url = str(request["api_base"]).rstrip("/") + "/chat/completions"
-        headers = {"Authorization": f"Bearer {request.get('api_key') or 'EMPTY'}"}
+        headers = {
+            "Authorization": f"Bearer {request.get('api_key') or 'EMPTY'}",
+            "Content-Type": "application/json",
+        }
         session = await self._session()
         timeout = aiohttp.ClientTimeout(total=float(request.get("timeout") or 600.0))
         proxy, proxy_auth = self._proxy_of(url)
         try:
             async with session.post(
                 url,
-                json=body_of(request),
+                data=request_body(body_of(request)),
                 headers=headers,
                 timeout=timeout,
                 proxy=proxy,
