@@ -12,6 +12,7 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ import numpy as np
 from tqdm import tqdm
 
 from drarena.errors import DrarenaError
-from drarena.search import embed
+from drarena.search import checkpoint, embed
 from drarena.search.docstore import docs_file, file_sha256, load_source_docs
 from drarena.search.manifest import (
     Bm25Manifest,
@@ -54,11 +55,29 @@ class StageResult:
 
 
 def _tmp_for(final: Path) -> Path:
+    """A fresh `<final>.tmp-<pid>` folder to build into. Those of builds whose process is gone
+    (killed before they could clean up: a dense one holds a ~90 MB exported encoder) are
+    deleted first; a live process's are left alone."""
+    if final.parent.is_dir():
+        for stale in final.parent.glob(f"{final.name}.tmp-*"):
+            pid = stale.name.rsplit("-", 1)[1]
+            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+                shutil.rmtree(stale, ignore_errors=True)
     tmp = final.with_name(f"{final.name}.tmp-{os.getpid()}")
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
     return tmp
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
 
 
 def build_passages(
@@ -216,65 +235,101 @@ def build_dense(
         return StageResult("dense", folder, False, 0.0, old.passage_count)
     passages = lead_passages(load_passages(layout), per_doc)
     start = time.perf_counter()
-    encoder: Any = embed.load_encoder(model)
-    tmp = _tmp_for(folder)
-    try:
-        if precision == "int8":
-            embed.export_int8(encoder, tmp / embed.ONNX_FILE)
-            encoder = embed.OnnxEncoder(encoder, tmp / embed.ONNX_FILE, threads)
-        elif precision == "bf16":
-            embed.export_fp32(encoder, tmp / embed.ONNX_FP32_FILE)
-            encoder = embed.OnnxEncoder(encoder, tmp / embed.ONNX_FP32_FILE, threads, "openvino")
-        batch = batch_size or (embed.OPENVINO_BATCH if precision == "bf16" else 32)
-        texts = [p.indexed_text(state.passages) for p in passages]
-        vectors = np.zeros((0, embed.dimension(encoder)), dtype=np.float32)
-        chunks = []
-        step = 1024  # texts per progress update, sorted by length within each step
-        with tqdm(
-            total=len(texts),
-            desc=f"dense {folder.name} ({precision})",
-            unit="passage",
-            file=sys.stderr,
-        ) as bar:
-            for i in range(0, len(texts), step):
-                chunks.append(
-                    embed.encode(
-                        encoder, texts[i : i + step], precision, batch, max_tokens, threads
-                    )
-                )
-                bar.update(len(texts[i : i + step]))
-        if chunks:
-            vectors = np.concatenate(chunks)
-        index = make_faiss_index(vectors, hnsw_threshold)
-        hnsw = isinstance(index, faiss.IndexHNSWFlat)
-        faiss.write_index(index, str(tmp / "index"))
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    (tmp / "docid").write_text("".join(p.id + "\n" for p in passages), encoding="utf-8")
-    write_manifest(
-        tmp,
-        DenseManifest(
-            **state.model_dump(),
-            doc_count=len({p.doc_id for p in passages}),
-            passage_count=len(passages),
-            passages_per_doc=per_doc,
-            model=model,
-            model_path=str(path),
-            max_tokens_arg=max_tokens,
-            max_tokens=min(
-                max_tokens or embed.max_tokens_of(encoder), embed.max_tokens_of(encoder)
-            ),
-            dimension=int(vectors.shape[1]),
-            precision=precision,
-            backend=embed.backend_of(precision),
-            faiss="hnsw" if hnsw else "flat",
-            hnsw_m=HNSW_M if hnsw else None,
-            hnsw_ef_search=HNSW_EF_SEARCH if hnsw else None,
-        ),
+    batch = batch_size or (embed.OPENVINO_BATCH if precision == "bf16" else 32)
+    texts = [p.indexed_text(state.passages) for p in passages]
+    saved = checkpoint.DenseCheckpoint(
+        folder.with_name(f"{folder.name}.partial"),
+        {
+            "source": state.model_dump(mode="json"),
+            "passages": checkpoint.texts_digest([p.id for p in passages], texts),
+            "model_path": str(path),
+            "precision": precision,
+            "max_tokens": max_tokens,
+            "batch": batch,
+            "libraries": checkpoint.library_versions(),
+            "cpu": checkpoint.cpu_name(),
+        },
     )
-    replace_folder(tmp, folder)
+    with saved:  # held until the index is in place: one build of this index at a time
+        encoder: Any = embed.load_encoder(model)
+        tmp = _tmp_for(folder)
+        try:
+            if precision == "int8":
+                embed.export_int8(encoder, tmp / embed.ONNX_FILE)
+                encoder = embed.OnnxEncoder(encoder, tmp / embed.ONNX_FILE, threads)
+            elif precision == "bf16":
+                embed.export_fp32(encoder, tmp / embed.ONNX_FP32_FILE)
+                encoder = embed.OnnxEncoder(
+                    encoder, tmp / embed.ONNX_FP32_FILE, threads, "openvino"
+                )
+            vectors = _encode_saved(
+                saved,
+                texts,
+                embed.dimension(encoder),
+                lambda chunk: embed.encode(encoder, chunk, precision, batch, max_tokens, threads),
+                f"dense {folder.name} ({precision})",
+            )
+            index = make_faiss_index(vectors, hnsw_threshold)
+            hnsw = isinstance(index, faiss.IndexHNSWFlat)
+            faiss.write_index(index, str(tmp / "index"))
+            (tmp / "docid").write_text("".join(p.id + "\n" for p in passages), encoding="utf-8")
+            write_manifest(
+                tmp,
+                DenseManifest(
+                    **state.model_dump(),
+                    doc_count=len({p.doc_id for p in passages}),
+                    passage_count=len(passages),
+                    passages_per_doc=per_doc,
+                    model=model,
+                    model_path=str(path),
+                    max_tokens_arg=max_tokens,
+                    max_tokens=min(
+                        max_tokens or embed.max_tokens_of(encoder), embed.max_tokens_of(encoder)
+                    ),
+                    dimension=int(vectors.shape[1]),
+                    precision=precision,
+                    backend=embed.backend_of(precision),
+                    faiss="hnsw" if hnsw else "flat",
+                    hnsw_m=HNSW_M if hnsw else None,
+                    hnsw_ef_search=HNSW_EF_SEARCH if hnsw else None,
+                ),
+            )
+            replace_folder(tmp, folder)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        saved.finish()  # the index is in place: its chunks are no longer needed
     return StageResult("dense", folder, True, time.perf_counter() - start, len(passages))
+
+
+def _encode_saved(
+    saved: checkpoint.DenseCheckpoint,
+    texts: list[str],
+    dimension: int,
+    encode: Callable[[list[str]], np.ndarray],
+    label: str,
+) -> np.ndarray:
+    """Every text's vector, chunk by chunk: the chunks `saved` already holds are read back,
+    the rest encoded and saved as they come (each chunk is a progress update, its texts
+    sorted by length within it by the encoder)."""
+    step = saved.chunk
+    chunks = saved.resume(len(texts), dimension)
+    done = min(len(chunks) * step, len(texts))
+    if done:
+        print(
+            f"dense: resuming, {done} of {len(texts)} passages already encoded ({saved.folder})",
+            file=sys.stderr,
+            flush=True,
+        )
+    with tqdm(total=len(texts), initial=done, desc=label, unit="passage", file=sys.stderr) as bar:
+        for i in range(done, len(texts), step):
+            vectors = encode(texts[i : i + step])
+            saved.save(i // step, vectors)
+            chunks.append(vectors)
+            bar.update(len(texts[i : i + step]))
+    if not chunks:
+        return np.zeros((0, dimension), dtype=np.float32)
+    return np.concatenate(chunks)
 
 
 def build_indexes(

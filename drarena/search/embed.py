@@ -374,14 +374,24 @@ def _openvino_run(requests: list[Any], feeds: Any) -> list[tuple[int, np.ndarray
         done.append((start, request.get_output_tensor(0).data.copy()))
         requests.append(request)
 
-    for start, feed in feeds:
-        if not requests:
+    try:
+        for start, feed in feeds:
+            if not requests:
+                collect()
+            request = requests.pop()
+            request.start_async(feed)
+            running.append((request, start))
+        while running:
             collect()
-        request = requests.pop()
-        request.start_async(feed)
-        running.append((request, start))
-    while running:
-        collect()
+    except BaseException:
+        # Ctrl-C (or a tokenizer error) with batches in flight: let them finish before the
+        # exception goes on. Leaving them running into the interpreter's exit crashed the
+        # process in OpenVINO's threads (SIGSEGV; with pyserini's JVM loaded, a JVM fatal
+        # error report written into the current folder), after a Ctrl-C of `search index`.
+        for request, _ in running:
+            with contextlib.suppress(Exception):
+                request.wait()
+        raise
     return done
 
 

@@ -76,7 +76,8 @@ def anserini_jar() -> Path:
 
 
 def configure() -> None:
-    """Point pyjnius at Java 21+ and drop the JVM option that runtime lacks (idempotent)."""
+    """Point pyjnius at Java 21+, drop the JVM option that runtime lacks and leave signals to
+    Python (idempotent)."""
     global _configured
     with _lock:
         if _configured:
@@ -96,6 +97,13 @@ def configure() -> None:
 
             add_options._drarena = True  # type: ignore[attr-defined]
             jnius_config.add_options = add_options
+        if not jnius_config.vm_running and "-Xrs" not in jnius_config.get_options():
+            # Ctrl-C and SIGTERM stay Python's. Without -Xrs the JVM takes SIGINT, SIGTERM
+            # and SIGHUP for itself once it starts and exits the process at once: no
+            # KeyboardInterrupt, no cleanup, and during a dense build OpenVINO's threads
+            # crashed in that exit (SIGSEGV, and a JVM error report written into the current
+            # folder).
+            jnius_config.add_options("-Xrs")
         _configured = True
 
 

@@ -248,3 +248,27 @@ def test_search_command_prints_a_ranked_table(
     assert "gzip.html" in "".join(lines[:3])
     assert main(["search", str(snapshot), "  ", "--index-root", str(index_root)]) == 2
     assert "no searchable words" in capsys.readouterr().err
+
+
+def test_ctrl_c_stays_python_s_once_the_jvm_runs() -> None:
+    """pyserini's JVM starts with -Xrs: a SIGINT after it started is a KeyboardInterrupt in
+    Python (cleanup runs), not the JVM exiting the process on its own."""
+    import subprocess
+    import sys
+
+    code = (
+        "import os, signal, time\n"
+        "from drarena.search import lucene\n"
+        "lucene.autoclass('java.lang.System')\n"
+        "try:\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    time.sleep(10)\n"
+        "    print('not interrupted')\n"
+        "except KeyboardInterrupt:\n"
+        "    print('KeyboardInterrupt')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.stdout.strip() == "KeyboardInterrupt", (done.returncode, done.stderr[-500:])
+    assert done.returncode == 0

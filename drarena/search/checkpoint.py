@@ -1,0 +1,191 @@
+"""The chunks of a dense build kept on disk, so an interrupted build resumes where it stopped.
+
+Why: encoding is the slow stage of `drarena search index` (1-2 minutes for the committed
+snapshot's 6,856 passages on 2 cores, about 100 passages a second, so hours for a crawl of
+a million), and a build stopped by Ctrl-C, a killed job or a full disk used to start over.
+Each chunk of CHUNK_PASSAGES vectors is written beside the index folder (`<index>.partial/`)
+as it is encoded; a later build with the same inputs reads the chunks back and encodes only
+the rest, and a finished build removes them.
+
+Chunks are reused only under the identity they were made under: the source (snapshot,
+docs, passage settings), a digest of the very texts in order, the model folder, precision,
+word-piece limit, batch size, chunk size, the encoder libraries' versions and the CPU (whose
+kernels decide the last bits of a vector). Anything else and the old chunks are deleted
+first. Only files this module writes are ever deleted (identity.json, chunk-NNNNNN.npy and
+their temporaries), never the folder's other contents. One build at a time holds a folder
+(an exclusive lock on `<index>.partial/lock`); a second one fails at once, naming it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import platform
+import re
+from collections.abc import Iterator, Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from drarena.errors import DrarenaError
+
+CHUNK_PASSAGES = 1024
+FORMAT = 1
+IDENTITY_FILE = "identity.json"
+LOCK_FILE = "lock"
+_CHUNK = re.compile(r"chunk-(\d{6})\.npy(\.tmp)?")
+# the encoder libraries whose versions decide the vectors, by backend
+_LIBRARIES = ("torch", "sentence-transformers", "transformers", "openvino", "onnxruntime")
+# an .npy header is 128 bytes for these arrays; anything past this much more is not a chunk
+_HEADER_SLACK = 4096
+
+
+def texts_digest(ids: Sequence[str], texts: Sequence[str]) -> str:
+    """sha256 over the passages in order (id and text): chunks belong to these rows."""
+    digest = hashlib.sha256()
+    for pid, text in zip(ids, texts, strict=True):
+        digest.update(json.dumps([pid, text], ensure_ascii=False).encode("utf-8"))
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def library_versions() -> dict[str, str]:
+    versions = {}
+    for name in _LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def cpu_name() -> str:
+    """The CPU's model name (/proc/cpuinfo; the platform's processor string elsewhere)."""
+    with contextlib.suppress(OSError):
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        for line in text.splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+class DenseCheckpoint:
+    """`<index>.partial/`: the chunks of one dense build (see the module docstring).
+
+    Use as a context manager (it takes the folder's lock), then `resume` once, `save` each
+    new chunk, and `finish` after the index is in place."""
+
+    def __init__(self, folder: Path, identity: dict[str, Any], chunk: int | None = None):
+        self.folder = folder
+        self.chunk = chunk or CHUNK_PASSAGES
+        self.identity = {"format": FORMAT, "chunk": self.chunk, **identity}
+        self._lock: Any = None
+
+    def __enter__(self) -> DenseCheckpoint:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        lock = (self.folder / LOCK_FILE).open("a")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            lock.close()
+            raise DrarenaError(
+                f"{self.folder}: another dense build of this index is running (it holds "
+                f"{LOCK_FILE}); wait for it, or stop it first"
+            ) from None
+        self._lock = lock
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+    def resume(self, count: int, dimension: int) -> list[np.ndarray]:
+        """The chunks already encoded for `count` passages of `dimension`, in order: the
+        leading run of complete, well-formed chunks under this identity. Chunks under
+        another identity, and any after the first missing or bad one, are deleted; the
+        identity is then written, so chunks saved from here on are this build's."""
+        chunks: list[np.ndarray] = []
+        if self._read_identity() == self.identity:
+            for index in range(-(-count // self.chunk)):
+                rows = min(self.chunk, count - index * self.chunk)
+                vectors = self._load(self._path(index), rows, dimension)
+                if vectors is None:
+                    break
+                chunks.append(vectors)
+        keep = {self._path(i).name for i in range(len(chunks))}
+        self._clear(keep)
+        _write_atomic(self.folder / IDENTITY_FILE, json.dumps(self.identity, indent=1) + "\n")
+        return chunks
+
+    def save(self, index: int, vectors: np.ndarray) -> None:
+        path = self._path(index)
+        tmp = path.with_name(path.name + ".tmp")
+        with tmp.open("wb") as fh:
+            np.save(fh, np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+
+    def finish(self) -> None:
+        """The index is in place: delete this build's files, and the folder if nothing else
+        is in it."""
+        self._clear(set())
+        for name in (IDENTITY_FILE, LOCK_FILE):
+            with contextlib.suppress(FileNotFoundError):
+                (self.folder / name).unlink()
+        with contextlib.suppress(OSError):  # not empty: someone else's files stay
+            self.folder.rmdir()
+
+    def _path(self, index: int) -> Path:
+        return self.folder / f"chunk-{index:06d}.npy"
+
+    def _read_identity(self) -> Any:
+        path = self.folder / IDENTITY_FILE
+        try:
+            if path.stat().st_size > 1 << 20:
+                return None
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    def _load(self, path: Path, rows: int, dimension: int) -> np.ndarray | None:
+        """A chunk of exactly rows x dimension float32, or None (missing, cut short or not
+        a chunk). The size is checked before reading, so a bad file cannot cost memory."""
+        try:
+            size = path.stat().st_size
+        except OSError:
+            return None
+        body = rows * dimension * 4
+        if not body < size <= body + _HEADER_SLACK:
+            return None
+        try:
+            vectors = np.load(path, allow_pickle=False)
+        except (OSError, ValueError, EOFError):
+            return None
+        if vectors.dtype != np.float32 or vectors.shape != (rows, dimension):
+            return None
+        return np.ascontiguousarray(vectors)
+
+    def _clear(self, keep: set[str]) -> None:
+        for path in self._own_files():
+            if path.name not in keep:
+                path.unlink(missing_ok=True)
+
+    def _own_files(self) -> Iterator[Path]:
+        if not self.folder.is_dir():
+            return
+        for path in self.folder.iterdir():
+            if _CHUNK.fullmatch(path.name) or path.name == IDENTITY_FILE + ".tmp":
+                yield path
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
