@@ -385,9 +385,8 @@ def _openvino_run(requests: list[Any], feeds: Any) -> list[tuple[int, np.ndarray
             collect()
     except BaseException:
         # Ctrl-C (or a tokenizer error) with batches in flight: let them finish before the
-        # exception goes on. Leaving them running into the interpreter's exit crashed the
-        # process in OpenVINO's threads (SIGSEGV; with pyserini's JVM loaded, a JVM fatal
-        # error report written into the current folder), after a Ctrl-C of `search index`.
+        # exception goes on, so the process never exits under running requests (an exit
+        # with requests in flight crashed in OpenVINO's threads, SIGSEGV: lucene.configure)
         for request, _ in running:
             with contextlib.suppress(Exception):
                 request.wait()
