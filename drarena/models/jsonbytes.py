@@ -12,12 +12,13 @@ rest of the value, small, still goes through json's encoder.
 
 The bytes are identical by construction, and tests/models/test_models_jsonbytes.py checks them
 against json.dumps on generated values; where a shortcut could differ (a control character
-without a short escape, a string that looks like a placeholder), json.dumps does the work.
+without a short escape, a string that looks like a stand-in), json.dumps does the work.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 # strings at least this long are escaped on their bytes; shorter ones stay with json
@@ -46,6 +47,7 @@ _OTHER_CONTROLS = bytes([*range(0x08), 0x0B, *range(0x0E, 0x20)])
 # the strings are held, so an id is not reused while its entry lives
 RECENT = 32
 _recent: dict[int, tuple[str, bytes]] = {}
+_recent_lock = threading.Lock()
 _ENCODE = {
     sort: json.JSONEncoder(sort_keys=sort, separators=(",", ":"), ensure_ascii=False).encode
     for sort in (False, True)
@@ -128,13 +130,15 @@ def _stand_ins(value: Any, longs: list[str], depth: int) -> Any:
 def _string(text: str) -> bytes:
     """json's literal for `text`, as UTF-8; the last few are remembered by identity (a str
     cannot change), since a call's key and its body hold the same message strings."""
-    found = _recent.get(id(text))
+    with _recent_lock:  # keys are made on the event loop and in tool threads alike
+        found = _recent.get(id(text))
     if found is not None and found[0] is text:
         return found[1]
     literal = _literal(text)
-    if len(_recent) >= RECENT:
-        del _recent[next(iter(_recent))]
-    _recent[id(text)] = (text, literal)
+    with _recent_lock:
+        if len(_recent) >= RECENT:
+            del _recent[next(iter(_recent))]
+        _recent[id(text)] = (text, literal)
     return literal
 
 
