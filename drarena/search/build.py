@@ -268,6 +268,7 @@ def build_dense(
                 embed.dimension(encoder),
                 lambda chunk: embed.encode(encoder, chunk, precision, batch, max_tokens, threads),
                 f"dense {folder.name} ({precision})",
+                reuse=not force,
             )
             index = make_faiss_index(vectors, hnsw_threshold)
             hnsw = isinstance(index, faiss.IndexHNSWFlat)
@@ -308,12 +309,14 @@ def _encode_saved(
     dimension: int,
     encode: Callable[[list[str]], np.ndarray],
     label: str,
+    *,
+    reuse: bool = True,
 ) -> np.ndarray:
-    """Every text's vector, chunk by chunk: the chunks `saved` already holds are read back,
-    the rest encoded and saved as they come (each chunk is a progress update, its texts
-    sorted by length within it by the encoder)."""
+    """Every text's vector, chunk by chunk: the chunks `saved` already holds are read back
+    (unless not `reuse`: `--force`), the rest encoded and saved as they come (each chunk is
+    a progress update, its texts sorted by length within it by the encoder)."""
     step = saved.chunk
-    chunks = saved.resume(len(texts), dimension)
+    chunks = saved.resume(len(texts), dimension, reuse=reuse)
     done = min(len(chunks) * step, len(texts))
     if done:
         print(

@@ -105,13 +105,14 @@ class DenseCheckpoint:
             self._lock.close()
             self._lock = None
 
-    def resume(self, count: int, dimension: int) -> list[np.ndarray]:
+    def resume(self, count: int, dimension: int, *, reuse: bool = True) -> list[np.ndarray]:
         """The chunks already encoded for `count` passages of `dimension`, in order: the
-        leading run of complete, well-formed chunks under this identity. Chunks under
-        another identity, and any after the first missing or bad one, are deleted; the
-        identity is then written, so chunks saved from here on are this build's."""
+        leading run of complete, well-formed chunks under this identity (none without
+        `reuse`: a forced rebuild). Chunks under another identity, and any after the first
+        missing or bad one, are deleted; the identity is then written, so chunks saved from
+        here on are this build's."""
         chunks: list[np.ndarray] = []
-        if self._read_identity() == self.identity:
+        if reuse and self._read_identity() == self.identity:
             for index in range(-(-count // self.chunk)):
                 rows = min(self.chunk, count - index * self.chunk)
                 vectors = self._load(self._path(index), rows, dimension)

@@ -49,6 +49,14 @@ def test_saved_chunks_come_back_under_the_same_identity(tmp_path: Path) -> None:
     assert all(np.array_equal(a, b) for a, b in zip(back, chunks, strict=True))
 
 
+def test_a_forced_build_reuses_nothing(tmp_path: Path) -> None:
+    folder = tmp_path / "dense-m.partial"
+    _saved(folder, [_chunk(3, 1)])
+    with DenseCheckpoint(folder, IDENTITY, chunk=3) as saved:
+        assert saved.resume(6, DIM, reuse=False) == []
+    assert not (folder / "chunk-000000.npy").exists()
+
+
 def test_another_identity_throws_the_chunks_away_and_nothing_else(tmp_path: Path) -> None:
     folder = tmp_path / "dense-m.partial"
     _saved(folder, [_chunk(3, 1)])
