@@ -84,6 +84,12 @@ CONVERSATION = [
 ]
 
 
+PAGES = [
+    {"role": "system", "content": "You write questions. " + '«Quote» “page” é 😀\n\t\\ "x" ' * 600},
+    {"role": "user", "content": "Sources:\n" + "line with a bell \x07 and ’ quotes\r\n" * 400},
+]
+
+
 def recorded_requests() -> list[dict[str, Any]]:
     """The requests of the recorded run (task, judge, agents with tools), as cached."""
     with sqlite3.connect(RECORDED) as db:
@@ -101,6 +107,9 @@ REQUESTS: dict[str, dict[str, Any]] = {
     "choice, no tools": {"messages": ASK, "tool_choice": "auto", **SAMPLING},
     "conversation": {"messages": CONVERSATION, "tools": [ANSWER_TOOL], "tool_choice": CHOICE},
     **{f"recorded {i}": r for i, r in enumerate(recorded_requests())},
+    # long enough for models.jsonbytes' byte-level escaping (and, with a bell character,
+    # json's own): the body must still be the same JSON as litellm's
+    "long pages": {"messages": PAGES, "response_format": SCHEMA_FORMAT, **SAMPLING},
 }
 
 
