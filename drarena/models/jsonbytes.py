@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from typing import Any
 
 # strings at least this long are escaped on their bytes; shorter ones stay with json
@@ -61,6 +62,21 @@ def compact_json(value: Any, *, sort_keys: bool = False) -> bytes:
     encode = _ENCODE[sort_keys]
     if not _has_long(value, 0):
         return encode(value).encode("utf-8")
+    return _spliced(value, encode)
+
+
+def request_body(value: Any) -> bytes:
+    """An HTTP body for `value`: json.dumps' own bytes (ASCII, as aiohttp's `json=` sends)
+    where no string is long, else compact_json's. The same JSON value either way; only the
+    cache key needs one exact spelling."""
+    if not _has_long(value, 0):
+        return json.dumps(value).encode("utf-8")
+    return _spliced(value, _ENCODE[False])
+
+
+def _spliced(value: Any, encode: Callable[[Any], str]) -> bytes:
+    """`encode(value)` as UTF-8, its long strings escaped on their bytes: json writes the
+    value with stand-ins, each stand-in is replaced by its string's literal."""
     longs: list[str] = []
     text = encode(_stand_ins(value, longs, 0)).encode("utf-8")
     parts = text.split(_MARK)
@@ -75,15 +91,6 @@ def compact_json(value: Any, *, sort_keys: bool = False) -> bytes:
     if len(seen) != len(longs) or len(parts) != len(longs) + 1:
         return encode(value).encode("utf-8")
     return b"".join(out)
-
-
-def request_body(value: Any) -> bytes:
-    """An HTTP body for `value`: json.dumps' own bytes (ASCII, as aiohttp's `json=` sends)
-    where no string is long, else compact_json's. The same JSON value either way; only the
-    cache key needs one exact spelling."""
-    if not _has_long(value, 0):
-        return json.dumps(value).encode("utf-8")
-    return compact_json(value)
 
 
 def _has_long(value: Any, depth: int) -> bool:
