@@ -39,7 +39,8 @@ FORMAT = 1
 IDENTITY_FILE = "identity.json"
 LOCK_FILE = "lock"
 _CHUNK = re.compile(r"chunk-(\d{6})\.npy(\.tmp)?")
-# the encoder libraries whose versions decide the vectors, by backend
+# the libraries that may encode (torch and sentence-transformers for fp32, openvino for bf16,
+# onnxruntime for int8): the versions of those installed go into the identity
 _LIBRARIES = ("torch", "sentence-transformers", "transformers", "openvino", "onnxruntime")
 # an .npy header is 128 bytes for these arrays; anything past this much more is not a chunk
 _HEADER_SLACK = 4096
