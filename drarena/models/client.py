@@ -74,7 +74,8 @@ class ModelClient:
         self._clock = clock
         self._sleep = sleep
         self._rng = rng if rng is not None else random.Random(0)
-        self._semaphore = asyncio.Semaphore(config.concurrency)
+        # the concurrency limit, one per event loop (see _gate)
+        self._gates: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
         self._usage: dict[str, RoleUsage] = {}
         self.model_calls = 0  # attempts that reached the backend, failed ones included
         self.replay_misses: list[str] = []  # replay: every call the cache lacked, in order
@@ -82,6 +83,21 @@ class ModelClient:
         # attempts sent to each: the least-in-flight balancer reads the first, the run reads both.
         self._in_flight: dict[str, int] = {}
         self.endpoint_attempts: dict[str, int] = {}
+
+    def _gate(self) -> asyncio.Semaphore:
+        """The concurrency limit in the running event loop.
+
+        Why one per loop: an asyncio.Semaphore binds to the first loop it makes a call wait in,
+        and one client serves several `asyncio.run`s (the examiner check, then the tournament),
+        so a single semaphore raised RuntimeError in the second loop as soon as calls queued.
+        """
+        loop = asyncio.get_running_loop()
+        gate = self._gates.get(loop)
+        if gate is None:
+            for old in [lp for lp in self._gates if lp.is_closed()]:  # loops gone since
+                del self._gates[old]
+            gate = self._gates[loop] = asyncio.Semaphore(self.config.concurrency)
+        return gate
 
     def role(self, name: str) -> ModelRole:
         try:
@@ -214,7 +230,7 @@ class ModelClient:
         endpoint = "the provider's default endpoint"
         failed: str | None = None
         for attempt in range(policy.max_attempts):
-            async with self._semaphore:
+            async with self._gate():
                 self.model_calls += 1
                 self._add(role, model_calls=1)
                 attempt_request = dict(request)

@@ -103,6 +103,35 @@ async def test_concurrency_limit_is_respected() -> None:
     assert len(results) == 12 and in_flight["max"] == 3
 
 
+def test_concurrency_limit_holds_in_each_event_loop_a_client_serves() -> None:
+    """One client serves several asyncio.run calls (execute runs the examiner check, then the
+    tournament); calls that queue in the second loop must wait, not fail."""
+    in_flight = {"now": 0, "max": 0}
+
+    class Slow(ScriptedBackendForTests):
+        async def complete(self, request):
+            in_flight["now"] += 1
+            in_flight["max"] = max(in_flight["max"], in_flight["now"])
+            await asyncio.sleep(0.005)
+            in_flight["now"] -= 1
+            return reply("ok")
+
+    client = ModelClient(config(concurrency=2), backend=Slow([]))
+
+    async def burst(tag: str) -> list[str]:
+        calls = [
+            client.complete("examiner", [{"role": "user", "content": f"{tag}{i}"}])
+            for i in range(5)
+        ]
+        return [c.text for c in await asyncio.gather(*calls)]
+
+    for tag in ("check", "tournament", "again"):
+        in_flight["max"] = 0
+        assert asyncio.run(burst(tag)) == ["ok"] * 5
+        assert in_flight["max"] == 2
+    assert client.model_calls == 15
+
+
 async def test_usage_sums_tokens_latency_and_cost_per_role(clock) -> None:
     replies = [
         reply("a", prompt_tokens=10, completion_tokens=4),
