@@ -125,6 +125,11 @@ class CitationCheck(Record):
     fabricated_urls: tuple[str, ...] = ()
 
 
+# How an answer's `error` starts when a model call failed for good (after the client's
+# retries): an outage, not the agent's doing, so the arena voids the round (never scores it).
+MODEL_CALL_FAILED = "model call failed"
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Answer(Record):
     """What an agent returns for one round."""
@@ -144,6 +149,12 @@ class Answer(Record):
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def model_call_failed(self) -> bool:
+        """A model call failed for good while answering: whatever report there is was made
+        without the model's last word (a fallback list of pages, an earlier reply)."""
+        return (self.error or "").startswith(MODEL_CALL_FAILED)
 
     def cited_urls(self) -> list[str]:
         return list(dict.fromkeys(c.url for c in self.citations))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from drarena.agents.base import Agent, Answer, Conversation
+from drarena.agents.base import MODEL_CALL_FAILED, Agent, Answer, Conversation
 from drarena.errors import DrarenaError
 from drarena.examiner.judge import (
     AnswerForJudge,
@@ -57,6 +57,8 @@ def failure(answer: Answer | BaseException) -> str:
         return f"{type(answer).__name__}: {answer}"
     if not answer.report.strip():
         return answer.error or "empty report"
+    if answer.model_call_failed:  # an outage: never scored, whatever report was salvaged
+        return answer.error or MODEL_CALL_FAILED
     return ""
 
 

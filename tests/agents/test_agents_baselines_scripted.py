@@ -106,6 +106,15 @@ async def test_model_failure_is_an_answer_with_the_error() -> None:
     assert "400 bad request" in answer.error
 
 
+async def test_a_failed_repair_call_marks_the_salvaged_text_as_an_outage() -> None:
+    """The first reply had text but no call; the repair call then failed for good. The text
+    is kept as the report, and the answer says a model call failed (the arena voids it)."""
+    context, _ = scripted_context([reply("Plain text, no call."), ValueError("503 gone")])
+    answer = await build_agent({"kind": "closed_book"}, context).answer(Conversation("q"), (1, 5))
+    assert answer.report == "Plain text, no call."
+    assert answer.model_call_failed and "503 gone" in (answer.error or "")
+
+
 def test_bad_agent_config_is_one_clear_line() -> None:
     context = AgentContext()
     with pytest.raises(DrarenaError, match="unknown agent kind 'smart'"):

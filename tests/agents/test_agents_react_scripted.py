@@ -163,6 +163,7 @@ async def test_model_failure_answers_with_the_pages_found() -> None:
     assert [c.url for c in answer.citations] == [ASYNCIO, "http://site.test/json"]
     assert answer.report.startswith("The research found these pages")
     assert answer.limit_hit == "the model call failed"
+    assert answer.model_call_failed  # so the arena voids the round (tests/arena/test_match_loop)
 
 
 async def test_repeated_bad_steps_end_in_a_wrap_up_with_garbage_then_fallback() -> None:

@@ -52,8 +52,10 @@ def make_tree() -> tuple[Tree, dict[str, Doc]]:
 class ScriptedAgentForTests:
     """Answers with a fixed report, or raises: control flow only."""
 
-    def __init__(self, name: str, report: str = "report", fail: bool = False) -> None:
-        self.name, self.report, self.fail = name, report, fail
+    def __init__(
+        self, name: str, report: str = "report", fail: bool = False, error: str | None = None
+    ) -> None:
+        self.name, self.report, self.fail, self.error = name, report, fail, error
         self.seen: list[Conversation] = []
 
     async def answer(self, conversation: Conversation, word_limit: tuple[int, int]) -> Answer:
@@ -70,6 +72,7 @@ class ScriptedAgentForTests:
             model_s=1.0,
             prompt_tokens=10,
             completion_tokens=5,
+            error=self.error,
         )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from arena_fakes import ScriptedAgentForTests, examiner, examiner_step, make_tree
 
+from drarena.agents.base import MODEL_CALL_FAILED
 from drarena.arena.match import MatchRunner, MatchSettings, match_seed
 from drarena.corpus.treewalk import TreeWalker
 from drarena.examiner.evolve import Move, Outcome
@@ -97,6 +98,28 @@ async def test_crashing_agent_voids_the_round_never_a_win() -> None:
     assert record.outcome == Outcome.VOID
     assert "agent B failed: RuntimeError: agent crashed" in record.rounds[0].void_reason
     assert record.rounds[0].answer_a is not None and record.rounds[0].judgment is None
+
+
+async def test_an_answer_cut_by_a_failed_model_call_voids_the_round_never_judged() -> None:
+    """The agent salvaged a report (react lists the pages it found) after its model call failed
+    for good: an outage, so the round is void and the judge is never asked."""
+    outage = f"{MODEL_CALL_FAILED}: role 'agent' ... after 3 attempt(s): 503"
+    backend = examiner([])  # a judge verdict would be an error: there is none to give
+    b = ScriptedAgentForTests("B", report="The research found these pages", error=outage)
+    record = await runner(backend, b=b, max_rounds=2, max_void_rounds=1).run()
+    assert record.outcome == Outcome.VOID and record.score.rounds_scored == 0
+    assert all(f"agent B failed: {outage}" == rd.void_reason for rd in record.rounds)
+    assert all(rd.judgment is None and rd.answer_b is not None for rd in record.rounds)
+    judged = [r for r in backend.requests if r["response_format"]["json_schema"]["name"] != "task"]
+    assert judged == []
+
+
+async def test_an_agent_error_without_an_outage_is_still_judged() -> None:
+    """A report whose agent noted some other problem (a limit, a tool error) is the agent's
+    answer: it is judged, and can lose."""
+    b = ScriptedAgentForTests("B", error="no answer call in the final reply")
+    record = await runner(examiner([AB, BA_SAME]), b=b).run()
+    assert record.outcome == Outcome.A_WINS and record.rounds[0].void_reason == ""
 
 
 async def test_same_seed_same_record() -> None:
