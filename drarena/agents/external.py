@@ -51,6 +51,7 @@ from drarena.agents.registry import AgentContext, parse_agent_args
 from drarena.errors import DrarenaError
 from drarena.models.config import ModelRole
 from drarena.models.guard import NetworkGuard, is_loopback
+from drarena.models.jsonbytes import without_lone_surrogates
 from drarena.registry import ComponentSpec
 
 if TYPE_CHECKING:
@@ -387,6 +388,10 @@ class CommandAgent:
             return await self._exchange(argv, env, payload)
 
     async def _exchange(self, argv: list[str], env: dict[str, str], payload: str) -> str:
+        try:  # before the process starts: a failure here must leave nothing running
+            data = payload.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (e.g. a question from a command line)
+            data = without_lone_surrogates(payload).encode("utf-8")
         process = await asyncio.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.PIPE,
@@ -400,7 +405,7 @@ class CommandAgent:
         out = asyncio.ensure_future(_read_capped(process.stdout, self.args.max_stdout_bytes))
         err = asyncio.ensure_future(_read_tail(process.stderr, STDERR_KEEP))
         tasks: list[asyncio.Future[Any]] = [
-            asyncio.ensure_future(_feed(process.stdin, payload.encode("utf-8"))),
+            asyncio.ensure_future(_feed(process.stdin, data)),
             out,
             err,
         ]

@@ -355,7 +355,13 @@ class _Run:
 
     def open(self, call: ToolCall, url: str, page: int, started: float) -> tuple[ToolEvent, str]:
         retriever = self.agent._retriever
-        if url.isdigit() and 1 <= int(url) <= len(self.last_hits):
+        # a hit's number; isdigit alone would pass '²' (no int) or 5,000 digits (int refuses)
+        if (
+            url.isascii()
+            and url.isdigit()
+            and len(url) <= 6
+            and 1 <= int(url) <= len(self.last_hits)
+        ):
             url = self.last_hits[int(url) - 1]
         try:
             offset, part = 0, retriever.open(url, 0, self.args.page_chars)

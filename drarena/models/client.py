@@ -21,6 +21,7 @@ from drarena.errors import DrarenaError
 from drarena.models.backend import Backend, BackendReply
 from drarena.models.cache import CallCache, request_key
 from drarena.models.config import CacheMode, ModelRole, ModelsConfig
+from drarena.models.jsonbytes import without_lone_surrogates
 from drarena.models.types import Completion, RoleUsage
 
 log = logging.getLogger("drarena.models")
@@ -126,14 +127,27 @@ class ModelClient:
     ) -> Completion:
         spec = self.role(role)
         sampling = spec.sampling.as_params()
-        key = request_key(
-            model=spec.model,
-            messages=messages,
-            sampling=sampling,
-            tools=tools,
-            tool_choice=tool_choice,
-            response_format=response_format,
-        )
+        try:
+            key = request_key(
+                model=spec.model,
+                messages=messages,
+                sampling=sampling,
+                tools=tools,
+                tool_choice=tool_choice,
+                response_format=response_format,
+            )
+        except UnicodeEncodeError:  # a lone surrogate: sent (and keyed) as U+FFFD instead
+            messages = without_lone_surrogates(messages)
+            tools = without_lone_surrogates(tools)
+            response_format = without_lone_surrogates(response_format)
+            key = request_key(
+                model=spec.model,
+                messages=messages,
+                sampling=sampling,
+                tools=tools,
+                tool_choice=tool_choice,
+                response_format=response_format,
+            )
         started = self._clock()
         if self._cache is not None:
             hit = self._cache.get(key)

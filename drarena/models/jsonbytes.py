@@ -157,3 +157,18 @@ def _literal(text: str) -> bytes:
         if char in raw:
             raw = raw.replace(char, escaped)
     return b'"' + raw + b'"'
+
+
+def without_lone_surrogates(value: Any) -> Any:
+    """`value` with every lone surrogate in its strings replaced by U+FFFD (a surrogate pair
+    becomes its character). Why: a lone surrogate (invalid UTF-8 on a command line, read with
+    Python's surrogateescape; a model's tool call with a "\\ud800" escape) has no UTF-8 bytes,
+    so no request key can hash it and no server can read it. Only called when encoding failed:
+    walking every request would cost each call time for a case this rare."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [without_lone_surrogates(v) for v in value]
+    return value

@@ -95,6 +95,17 @@ async def test_request_format_on_stdin() -> None:
     }
 
 
+async def test_a_question_with_a_lone_surrogate_reaches_the_agent_as_u_fffd() -> None:
+    """Invalid UTF-8 on a command line arrives as a lone surrogate, which has no UTF-8 bytes:
+    encoded before the process starts, as U+FFFD (before, the encode failed after the spawn,
+    outside the cleanup, and left the agent running)."""
+    echo = "import json,sys; r=json.load(sys.stdin); print(json.dumps({'report': r['question']}))"
+    agent = command_agent([sys.executable, "-c", echo])
+    answer = await agent.answer(Conversation("caf\udce9?"), (1, 9))
+    assert answer.error is None, answer.error
+    assert answer.report == "caf\ufffd?"
+
+
 @pytest.mark.parametrize(
     ("script", "expected"),
     [

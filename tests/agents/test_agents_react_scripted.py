@@ -3,6 +3,8 @@ the happy path, every fault of the issue, the limits, and quoting of tool result
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from agent_helpers import MemoryRetrieverForTests, call, scripted_context, tool
 
@@ -151,6 +153,20 @@ async def test_open_page_limit_refuses_further_pages() -> None:
     assert events[0].error is None
     assert events[1].error == ("open-page limit reached (1 pages); answer now with what you found")
     assert answer.limit_hit == "open-page limit reached: 1 pages"
+
+
+@pytest.mark.parametrize("url", ["\u00b2", "1" * 5000, "\ud800"])
+async def test_open_with_a_url_that_is_no_hit_number_is_a_recorded_step(url: str) -> None:
+    """'²' passes str.isdigit but not int(), 5,000 digits pass neither int() nor a hit; a
+    lone surrogate (a model's JSON escape) cannot be hashed as it is: each is a tool error in
+    the record, and the agent goes on to answer."""
+    arguments = json.dumps({"url": url, "page": 0})
+    context, _ = scripted_context([tool("open", arguments), tool("answer", GOOD_ANSWER)])
+    answer = await ask(context, seed_search=False)
+    assert answer.error is None and answer.report
+    (opened, _) = answer.trajectory.tool_events()
+    assert opened.name == "open" and opened.error is not None
+    assert opened.error.startswith("cannot open")
 
 
 async def test_model_failure_answers_with_the_pages_found() -> None:

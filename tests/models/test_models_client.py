@@ -132,6 +132,18 @@ def test_concurrency_limit_holds_in_each_event_loop_a_client_serves() -> None:
     assert client.model_calls == 15
 
 
+async def test_a_lone_surrogate_is_sent_and_keyed_as_u_fffd() -> None:
+    """A lone surrogate (invalid UTF-8 from a command line, a model's '\\ud800' escape) has no
+    UTF-8 bytes: the request goes out, and is keyed, with U+FFFD in its place."""
+    backend = ScriptedBackendForTests([reply("ok"), reply("never")])
+    client = ModelClient(config(), backend=backend)
+    first = await client.complete("examiner", [{"role": "user", "content": "caf\udce9 \ud800"}])
+    assert first.text == "ok"
+    assert backend.requests[0]["messages"] == [{"role": "user", "content": "caf\ufffd \ufffd"}]
+    clean = await client.complete("examiner", [{"role": "user", "content": "caf\ufffd \ufffd"}])
+    assert clean.key == first.key  # the same request, so the same key
+
+
 async def test_usage_sums_tokens_latency_and_cost_per_role(clock) -> None:
     replies = [
         reply("a", prompt_tokens=10, completion_tokens=4),
