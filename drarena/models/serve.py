@@ -184,10 +184,27 @@ def gpu_command(model: str, port: int, *, served_name: str | None = None) -> lis
     return command
 
 
+MODELS_LIST_MAX_BYTES = 1 << 20  # a model list is a few hundred bytes
+
+
 def served_models(api_base: str, timeout_s: float = 2.0) -> list[str]:
+    """The model ids an OpenAI-compatible server lists at /models. Any endpoint can answer
+    here (a user's --api-base), so the body is read capped and its shape is checked: a bad
+    one is a ValueError, which the callers report as one line naming the endpoint."""
     with urllib.request.urlopen(f"{api_base}/models", timeout=timeout_s) as response:
-        body = json.load(response)
-    return [str(m["id"]) for m in body.get("data", [])]
+        raw = response.read(MODELS_LIST_MAX_BYTES + 1)
+    if len(raw) > MODELS_LIST_MAX_BYTES:
+        raise ValueError(f"/models answered more than {MODELS_LIST_MAX_BYTES} bytes")
+    try:
+        body = json.loads(raw)
+    except RecursionError:
+        raise ValueError("/models answered JSON nested too deeply") from None
+    data = body.get("data", []) if isinstance(body, dict) else None
+    if not isinstance(data, list) or not all(
+        isinstance(m, dict) and isinstance(m.get("id"), str) for m in data
+    ):
+        raise ValueError('/models did not answer {"data": [{"id": ...}, ...]}')
+    return [m["id"] for m in data]
 
 
 def _log_tail(path: Path | None, lines: int = 15) -> str:

@@ -119,6 +119,46 @@ def test_external_server_is_reused_and_never_stopped(tmp_path: Path, monkeypatch
         external_server(owned.api_base)
 
 
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (b'[{"id": "m"}]', "did not answer"),
+        (b'{"data": [{"name": "m"}]}', "did not answer"),
+        (b'{"data": "m"}', "did not answer"),
+        (b"[" * 100_000, "nested too deeply"),
+        (b" " * (2 << 20), "more than 1048576 bytes"),
+        (b"not json", "Expecting value"),
+    ],
+)
+def test_a_models_list_of_the_wrong_shape_is_one_line(body: bytes, expected: str) -> None:
+    """Any endpoint can answer /models (a user's --api-base or DRARENA_MODEL_API_BASE): its
+    body is read capped and checked, and a bad one is one line naming the endpoint."""
+    import http.server
+    import threading
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    api_base = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    try:
+        with pytest.raises(ValueError, match=expected):
+            served_models(api_base)
+        with pytest.raises(DrarenaError, match=f"DRARENA_MODEL_API_BASE={api_base}: no model"):
+            external_server(api_base)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_command_lines_follow_the_tested_recipe() -> None:
     cpu = cpu_command(Path("/v/bin/python"), Path("/m"), 8000)
     assert cpu[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
