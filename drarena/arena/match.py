@@ -17,7 +17,7 @@ import random
 from collections.abc import Callable
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from drarena.agents.base import Agent, Answer, Conversation, SourcePage, Turn
 from drarena.arena.rounds import play_round
@@ -159,8 +159,8 @@ class MatchSettings(BaseModel):
 
     @field_validator("judge_prompt", "taskgen_prompt")
     @classmethod
-    def _prompt_exists(cls, spec: str) -> str:
-        return templates.check_spec(spec)
+    def _prompt_exists(cls, spec: str, info: ValidationInfo) -> str:
+        return templates.check_spec(spec, str(info.field_name).removesuffix("_prompt"))
 
     @field_validator("judges")
     @classmethod

@@ -27,7 +27,7 @@ from drarena.examiner.taskcheck import (
 )
 from drarena.models.client import ModelClient
 from drarena.models.structured import complete_json
-from drarena.quoting import Fitted, fit_evenly, quote_block
+from drarena.quoting import Fitted, defang, fit_evenly, quote_block
 from drarena.records import Record
 
 
@@ -67,6 +67,24 @@ def fit_pages(texts: list[str], page_chars: int, budget_chars: int | None) -> li
     ]
 
 
+TITLE_CHARS = 300  # a page title in a prompt; longer ones are cut (a title is page data)
+
+
+def _title(text: str) -> str:
+    """A page title as prompts quote it: one line, cut to TITLE_CHARS. Why: titles are page
+    data; one <title> of 50 KB would fill the prompt, and one with line breaks could add
+    header lines (url:, relation:) of its own."""
+    text = " ".join(text.split())
+    return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "\u2026"
+
+
+def topic_line(root: TreePage) -> str:
+    """The root page's title (else URL) for the prompt's OVERALL TOPIC line, which stands
+    outside the quoted sources: a title line as in a source's header, and defanged as a
+    quoted block is, so it cannot close a block marker."""
+    return defang(_title(root.title or root.url))
+
+
 def _render_pages(
     pages: Sequence[TreePage],
     page_chars: int,
@@ -80,7 +98,7 @@ def _render_pages(
     fitted = fit_pages([p.text for p in pages], page_chars, budget_chars)
     blocks, cut = [], []
     for i, (page, fit) in enumerate(zip(pages, fitted, strict=True), first):
-        header = f"title: {page.title}\nurl: {page.url}"
+        header = f"title: {_title(page.title)}\nurl: {page.url}"
         if relations:
             header += f"\nrelation: {page.relation}"
         if fit.cut:
@@ -133,7 +151,7 @@ async def generate_task(
     sources = [p.url for p in (*chain, *targets)]
     text = templates.render(
         prompt,
-        root_topic=root.title or root.url,
+        root_topic=topic_line(root),
         reasoning_chain=chain_text,
         target_pages=target_text,
         width=width,

@@ -81,13 +81,45 @@ def load(name: str) -> str:
         ) from None
 
 
-def check_spec(spec: str) -> str:
+# The variables each slot's renderer fills (taskgen.generate_task, judge.judge_prompt; the
+# v1 judge template has its own, and is shipped): a template must use exactly these.
+SLOT_VARIABLES = {
+    "taskgen": frozenset(
+        {
+            "root_topic",
+            "reasoning_chain",
+            "target_pages",
+            "width",
+            "n_sources",
+            "earlier_questions",
+        }
+    ),
+    "judge": frozenset(
+        {"question", "word_limit_instruction", "answer_a", "answer_b", "checklist", "fields"}
+    ),
+}
+
+
+def check_spec(spec: str, slot: str | None = None) -> str:
     """Config-time check of a name or path (a pydantic validator: the config error line
-    names the field)."""
+    names the field). A file for a `slot` must use exactly that slot's variables: a typo
+    ($questoin) found here costs nothing, found at the first judging it voided every round
+    after both agents had answered."""
     try:
-        resolve(spec)
+        template = resolve(spec)
     except DrarenaError as exc:
         raise ValueError(str(exc)) from None
+    if slot is not None and is_path(spec):
+        wanted = SLOT_VARIABLES[slot]
+        missing, extra = (
+            sorted(wanted - template.variables()),
+            sorted(template.variables() - wanted),
+        )
+        if missing or extra:
+            raise ValueError(
+                f"prompt file {spec}: a {slot} template uses exactly "
+                f"${', $'.join(sorted(wanted))}; missing {missing}, unknown {extra}"
+            )
     return spec
 
 

@@ -49,8 +49,8 @@ def test_defaults_follow_the_paper_with_both_orders() -> None:
 
 
 def test_selection_by_name_and_by_file(tmp_path: Path) -> None:
-    mine = tmp_path / "judge.txt"
-    mine.write_text("$question", encoding="utf-8")
+    mine = tmp_path / "taskgen.txt"
+    mine.write_text("Mine.\n" + templates.load("taskgen"), encoding="utf-8")
     got = parse_config(
         config(judge_prompt="checklist-first", taskgen_prompt=str(mine), judge_mode="both"), "c"
     )
@@ -76,6 +76,34 @@ def test_bad_choices_are_one_line_naming_the_field(match: dict, message: str) ->
     with pytest.raises(DrarenaError, match=message) as err:
         parse_config(config(**match), "c")
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("field", "text", "message"),
+    [
+        ("judge_prompt", "Judge $questoin", r"missing \['answer_a', .*unknown \['questoin'\]"),
+        ("judge_prompt", "no variables at all", r"missing \['answer_a', "),
+        ("taskgen_prompt", "$question $answer_a", r"unknown \['answer_a', 'question'\]"),
+    ],
+)
+def test_a_prompt_file_with_the_wrong_variables_is_refused_at_config(
+    tmp_path: Path, field: str, text: str, message: str
+) -> None:
+    """A typo in a prompt file used to pass the config and void every round at its first
+    judging, after both agents had spent their calls; the config check now names it."""
+    mine = tmp_path / "mine.txt"
+    mine.write_text(text, encoding="utf-8")
+    with pytest.raises(DrarenaError, match=rf"^c: match\.{field}: .*{message}") as err:
+        parse_config(config(**{field: str(mine)}), "c")
+    assert "\n" not in str(err.value)
+
+
+def test_shipped_templates_use_their_slots_variables() -> None:
+    """SLOT_VARIABLES (what the config check asks of a file) is what the renderers fill: the
+    shipped templates, which they render in every test run, use exactly those."""
+    assert templates.resolve("taskgen").variables() == templates.SLOT_VARIABLES["taskgen"]
+    for name in ("paper", "checklist-first"):
+        assert templates.resolve(name).variables() == templates.SLOT_VARIABLES["judge"]
 
 
 def test_one_order_alternates_within_a_match() -> None:
