@@ -286,13 +286,16 @@ class CommandAgent:
         self.bridged: list[tuple[str, int]] = []
         if self.search_url:
             self.protocol_env["DRARENA_SEARCH_URL"] = self.search_url
-        model: ModelRole | None = None
+        model_base: str | None = None
         if args.model_role is not None:
             model = context.model_client(name).role(args.model_role)
             self.protocol_env["DRARENA_MODEL"] = model.model
-            if model.api_base:
-                self.protocol_env["DRARENA_MODEL_API_BASE"] = model.api_base
-        for url in (self.search_url, model.api_base if model else None):
+            # one base URL in the protocol: a role with several replicas (api_bases) gives
+            # its first, which drarena itself also balances calls onto
+            model_base = next(iter(model.endpoints()), None)
+            if model_base:
+                self.protocol_env["DRARENA_MODEL_API_BASE"] = model_base
+        for url in (self.search_url, model_base):
             target = loopback_port(url)
             if target is not None and target not in self.bridged:
                 self.bridged.append(target)
@@ -470,19 +473,22 @@ def check_endpoints(
         role = roles.get(args.role)
         if role is None or args.role in served:
             continue  # an unknown role is reported by the role check
-        host = (urlsplit(role.api_base).hostname or "") if role.api_base else ""
-        if not host:
+        endpoints = role.endpoints()  # api_base, or every replica of api_bases
+        if not endpoints:
             raise DrarenaError(
                 f"agents.{name}.args.role: role {args.role!r} has no api_base (the provider's "
                 "default endpoint); frozen mode needs an api_base on loopback or named in "
                 f"agents.{name}.args.allow_hosts"
             )
-        if not is_loopback(host) and host.lower() not in args.allow_hosts:
-            raise DrarenaError(
-                f"agents.{name}.args.allow_hosts: frozen mode refuses the http agent's "
-                f"endpoint {host} (models.roles.{args.role}.api_base); name the host there "
-                "to allow it"
-            )
+        field = "api_base" if role.api_bases is None else "api_bases"
+        for endpoint in endpoints:
+            host = urlsplit(endpoint).hostname or ""
+            if not host or (not is_loopback(host) and host.lower() not in args.allow_hosts):
+                raise DrarenaError(
+                    f"agents.{name}.args.allow_hosts: frozen mode refuses the http agent's "
+                    f"endpoint {host or endpoint} (models.roles.{args.role}.{field}); name "
+                    "the host there to allow it"
+                )
 
 
 class HttpAgent:

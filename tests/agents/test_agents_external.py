@@ -406,11 +406,13 @@ def test_isolation_note_for_the_run_header() -> None:
 # --- http agents in frozen mode ---------------------------------------------------------------
 
 
-def frozen_config(api_base: str | None, **args: Any) -> Any:
+def frozen_config(api_base: str | list[str] | None, **args: Any) -> Any:
     from drarena.arena.config import parse_config
 
     role: dict[str, Any] = {"model": "openai/deep-agent"}
-    if api_base is not None:
+    if isinstance(api_base, list):
+        role["api_bases"] = api_base
+    elif api_base is not None:
         role["api_base"] = api_base
     return parse_config(
         {
@@ -452,6 +454,38 @@ def test_frozen_mode_refuses_a_remote_http_agent_unless_named() -> None:
         r"api_base",
     ):
         check_components(frozen_config(None))
+
+
+def test_frozen_mode_checks_every_replica_of_an_http_agents_role() -> None:
+    """A role with several replicas (api_bases) has no api_base: every replica's host is
+    checked as api_base's is (before, such a role was refused as having no endpoint)."""
+    from drarena.arena.session import check_components
+
+    check_components(frozen_config(["http://127.0.0.1:8001/v1", "http://127.0.0.1:8002/v1"]))
+    remote = ["http://127.0.0.1:8001/v1", "http://gpu2.example.com:8000/v1"]
+    with pytest.raises(DrarenaError) as info:
+        check_components(frozen_config(remote))
+    assert str(info.value) == (
+        "agents.deep.args.allow_hosts: frozen mode refuses the http agent's endpoint "
+        "gpu2.example.com (models.roles.svc.api_bases); name the host there to allow it"
+    )
+    check_components(frozen_config(remote, allow_hosts=["gpu2.example.com"]))
+
+
+def test_a_command_agents_model_role_with_replicas_gives_the_first_and_bridges_it() -> None:
+    config = ModelsConfig(
+        roles={
+            "svc": ModelRole(
+                model="openai/m", api_bases=("http://127.0.0.1:8101/v1", "http://127.0.0.1:8102/v1")
+            )
+        }
+    )
+    context = AgentContext(client=ModelClient(config))
+    agent = build_agent(
+        {"kind": "command", "args": {"command": ["true"], "model_role": "svc"}}, context
+    )
+    assert agent.protocol_env["DRARENA_MODEL_API_BASE"] == "http://127.0.0.1:8101/v1"
+    assert ("127.0.0.1", 8101) in agent.bridged
 
 
 def test_unknown_model_role_of_a_command_agent_is_one_line() -> None:
