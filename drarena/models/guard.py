@@ -95,19 +95,25 @@ class NetworkGuard:
         cls._originals = {
             "connect": socket.socket.connect,
             "connect_ex": socket.socket.connect_ex,
+            "sendto": socket.socket.sendto,
             "getaddrinfo": socket.getaddrinfo,
+            "gethostbyname": socket.gethostbyname,
+            "gethostbyname_ex": socket.gethostbyname_ex,
         }
         real_connect = cls._originals["connect"]
         real_connect_ex = cls._originals["connect_ex"]
+        real_sendto = cls._originals["sendto"]
         real_getaddrinfo = cls._originals["getaddrinfo"]
+        real_gethostbyname = cls._originals["gethostbyname"]
+        real_gethostbyname_ex = cls._originals["gethostbyname_ex"]
 
-        def check(sock: socket.socket, address: Any) -> None:
+        def check(sock: socket.socket, address: Any, what: str = "connect to") -> None:
             guard = cls._current()
             if guard is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
                 return
             host = str(address[0])
             if not guard.allows(host):
-                raise guard._refuse(f"connect to {host}:{address[1]}")
+                raise guard._refuse(f"{what} {host}:{address[1]}")
 
         def connect(self: socket.socket, address: Any) -> None:
             check(self, address)
@@ -117,6 +123,27 @@ class NetworkGuard:
             check(self, address)
             result: int = real_connect_ex(self, address)
             return result
+
+        def sendto(self: socket.socket, data: Any, *args: Any) -> int:
+            # a datagram to an address needs no connect (UDP): (data, address) or
+            # (data, flags, address)
+            check(self, args[-1], "datagram to")
+            result: int = real_sendto(self, data, *args)
+            return result
+
+        def lookup(name: str) -> None:
+            guard = cls._current()
+            if guard is not None and not guard.allows(name):
+                raise guard._refuse(f"name lookup of {name}")
+
+        def gethostbyname(name: str) -> str:
+            lookup(name)
+            address: str = real_gethostbyname(name)
+            return address
+
+        def gethostbyname_ex(name: str) -> Any:
+            lookup(name)
+            return real_gethostbyname_ex(name)
 
         def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
             guard = cls._current()
@@ -131,10 +158,16 @@ class NetworkGuard:
 
         socket.socket.connect = connect  # type: ignore[method-assign,assignment]
         socket.socket.connect_ex = connect_ex  # type: ignore[method-assign,assignment]
+        socket.socket.sendto = sendto  # type: ignore[method-assign,assignment]
         socket.getaddrinfo = getaddrinfo
+        socket.gethostbyname = gethostbyname
+        socket.gethostbyname_ex = gethostbyname_ex
 
     @classmethod
     def _uninstall(cls) -> None:
         socket.socket.connect = cls._originals["connect"]  # type: ignore[method-assign]
         socket.socket.connect_ex = cls._originals["connect_ex"]  # type: ignore[method-assign]
+        socket.socket.sendto = cls._originals["sendto"]  # type: ignore[method-assign]
         socket.getaddrinfo = cls._originals["getaddrinfo"]
+        socket.gethostbyname = cls._originals["gethostbyname"]
+        socket.gethostbyname_ex = cls._originals["gethostbyname_ex"]

@@ -47,6 +47,29 @@ def test_raw_socket_connect_is_refused_and_the_patch_is_undone_on_exit() -> None
     assert socket.socket.connect is original and socket.getaddrinfo is not None
 
 
+def test_datagrams_and_old_style_lookups_are_refused_too() -> None:
+    """UDP needs no connect (sendto carries the address), and gethostbyname does not go
+    through getaddrinfo: both reach the network unless guarded."""
+    originals = (socket.socket.sendto, socket.gethostbyname, socket.gethostbyname_ex)
+    with NetworkGuard() as guard, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+        with pytest.raises(NetworkGuardError):
+            udp.sendto(b"x", ("192.0.2.53", 53))
+        with pytest.raises(NetworkGuardError):
+            udp.sendto(b"x", 0, ("192.0.2.53", 53))
+        with pytest.raises(NetworkGuardError):
+            socket.gethostbyname("example.com")
+        with pytest.raises(NetworkGuardError):
+            socket.gethostbyname_ex("example.com")
+        assert udp.sendto(b"x", ("127.0.0.1", 9)) == 1  # loopback still passes
+    assert guard.violations == [
+        "datagram to 192.0.2.53:53",
+        "datagram to 192.0.2.53:53",
+        "name lookup of example.com",
+        "name lookup of example.com",
+    ]
+    assert (socket.socket.sendto, socket.gethostbyname, socket.gethostbyname_ex) == originals
+
+
 async def test_loopback_services_still_work(fault_server) -> None:
     with NetworkGuard() as guard:
         async with (
