@@ -90,6 +90,8 @@ class LiteLLMBackend:
             response = await self._litellm.acompletion(num_retries=0, max_retries=0, **kwargs)
             hidden = getattr(response, "_hidden_params", None) or {}
             cost = hidden.get("response_cost")
+        if not response.choices:  # a 200 that is no completion (a proxy's, an overloaded server's)
+            raise TransientModelError(f"the server answered without a choice (model {model})")
         choice = response.choices[0]
         message = choice.message
         usage = getattr(response, "usage", None)

@@ -81,6 +81,8 @@ async def fault_server() -> AsyncIterator[FaultServer]:
             )
         if scenario == "malformed":
             return web.Response(text="{this is not json", content_type="application/json")
+        if scenario == "nochoice" and n <= 1:  # a 200 that is no completion
+            return web.json_response({**chat_body(model=body["model"]), "choices": []})
         if scenario == "drop" and n <= 1:
             assert request.transport is not None
             request.transport.close()  # a dropped connection mid-request

@@ -93,6 +93,13 @@ async def test_malformed_response_body_is_retried_then_reported(fault_server, fa
     assert fault_server.hits["malformed"] == 3
 
 
+async def test_a_reply_without_a_choice_is_retried(fault_server, fake_sleep) -> None:
+    """A 200 whose body has no choices is no answer: retried like a 5xx (it was an IndexError,
+    not retriable, so one such reply failed the call)."""
+    got = await client(fault_server.api_base("nochoice"), fake_sleep).complete("examiner", ASK)
+    assert got.text and fault_server.hits["nochoice"] == 2
+
+
 async def test_schema_violating_json_is_repaired_then_reported(fault_server, fake_sleep) -> None:
     fault_server.replies["badjson"] = ["{not json", '{"ok": "yes"}', '{"ok": 1}']
     c = client(fault_server.api_base("badjson"), fake_sleep)
