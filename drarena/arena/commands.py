@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -177,6 +178,13 @@ def register(subparsers: Any) -> None:
     m.set_defaults(func=cmd_match)
 
 
+def beside(run: Path, suffix: str) -> Path:
+    """The default output folder <run><suffix>, next to the run folder. Built from the absolute
+    path: `.` or `runs/demo/..` name their folder only there (Path('.').name is empty)."""
+    folder = Path(os.path.normpath(run.absolute()))
+    return folder.with_name(folder.name + suffix)
+
+
 def cmd_tournament(args: argparse.Namespace) -> int:
     from drarena.arena.config import load_config
     from drarena.arena.execute import execute
@@ -278,7 +286,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         args.snapshot = args.run
         return serve_snapshot(args)
 
-    out = RunDir(args.out or args.run.with_name(args.run.name + "-replay"))
+    out = RunDir(args.out or beside(args.run, "-replay"))
     started = time.perf_counter()
     result, differ = replay(RunDir(args.run), out)
     if result.config is not None:
@@ -312,10 +320,23 @@ def cmd_add_agent(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise DrarenaError(f"--args: not valid JSON ({exc})") from None
     data = dict(header["config"])
-    if not isinstance(data.get("agents"), list):
+    agents = data.get("agents")
+    if not isinstance(agents, list):
         raise DrarenaError(f"{run.header_path}: config.agents is not a list")
-    data["agents"] = [*data["agents"], {"name": args.name, "kind": args.kind, "args": agent_args}]
-    config = parse_config(data, "add-agent")
+    # run.json lists the newcomer before its first placement match: a name already there is
+    # an interrupted add-agent when kind and args are the same, and the same command resumes
+    # it (Tournament.place refuses an agent of the tournament itself)
+    resumed = any(isinstance(a, dict) and a.get("name") == args.name for a in agents)
+    if not resumed:
+        data["agents"] = [*agents, {"name": args.name, "kind": args.kind, "args": agent_args}]
+    config = parse_config(data, f"{run.header_path}: config" if resumed else "add-agent")
+    entry = next(a for a in config.agents if a.name == args.name)
+    if (entry.kind, entry.args) != (args.kind, agent_args):
+        raise DrarenaError(
+            f"--name {args.name}: already an agent of {run.header_path} (kind {entry.kind}, "
+            f"args {json.dumps(entry.args, sort_keys=True)}); choose another name, or give "
+            "the same kind and args to resume its placement"
+        )
     result = execute(
         config, run, serve=not args.no_serve, cache_mode=CacheMode.READ_WRITE, newcomer=args.name
     )
@@ -342,7 +363,7 @@ def _json_arg(text: str | None, flag: str) -> Any:
 def cmd_drift_run(args: argparse.Namespace) -> int:
     from drarena.arena.driftrun import REPORT_JSON, drift_run
 
-    out: Path = args.out or args.run.with_name(args.run.name + "-drift")
+    out: Path = args.out or beside(args.run, "-drift")
     started = time.perf_counter()
     result = drift_run(
         args.run,
@@ -371,7 +392,7 @@ def cmd_drift_run(args: argparse.Namespace) -> int:
 def cmd_rejudge(args: argparse.Namespace) -> int:
     from drarena.arena.rejudge import JudgeSpec, rejudge
 
-    out: Path = args.write or args.out or args.run.with_name(args.run.name + "-rejudge")
+    out: Path = args.write or args.out or beside(args.run, "-rejudge")
     spec = JudgeSpec(
         model=args.model,
         api_base=args.api_base,

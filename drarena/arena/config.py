@@ -251,7 +251,10 @@ def derive_stage_roles(data: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(roles, dict):
         return data
     defaults = MatchSettings.model_fields
-    examiner = roles.get(match.get("examiner_role", defaults["examiner_role"].default))
+    name = match.get("examiner_role", defaults["examiner_role"].default)
+    if not isinstance(name, str):
+        return data  # the field's own validation names the problem (a list is unhashable)
+    examiner = roles.get(name)
     if examiner is None:
         return data  # check_components names the missing role
     added = dict(roles)

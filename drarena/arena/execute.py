@@ -18,9 +18,19 @@ from drarena.arena.live import capture_fingerprint, capture_path, finish_block, 
 from drarena.arena.session import config_digest
 from drarena.digests import file_sha256
 from drarena.errors import DrarenaError
-from drarena.ledger.folder import REPLAY_MARK, RunDir, prepare_replay_target
+from drarena.ledger.folder import (
+    REPLAY_MARK,
+    RunDir,
+    check_new_run_folder,
+    prepare_replay_target,
+)
 from drarena.ledger.header import RunHeader
-from drarena.ledger.leaderboard import build_leaderboard, to_markdown, write_leaderboard
+from drarena.ledger.leaderboard import (
+    build_leaderboard,
+    check_agents,
+    to_markdown,
+    write_leaderboard,
+)
 from drarena.ledger.records import MatchRecord
 from drarena.models.cache import TOOL_SCHEMA_VERSION
 from drarena.models.config import CacheMode
@@ -169,10 +179,22 @@ def execute(
     if not config.offline:
         config = config.as_live()  # the default live block when the config has none
     old = run.header()
+    if old is None and REPLAY_MARK not in (header_extra or {}):  # (prepare_replay_target's)
+        check_new_run_folder(run.path)
     if old is not None and newcomer is None and old.get("config_digest") != config_digest(config):
         raise DrarenaError(
             f"{run.path} holds a run of another config; choose another `name` or delete the folder"
         )
+    # what a resumed run or a placement reads is checked before run.json is rewritten
+    from drarena.arena.tournament import finished_matches, split_placement
+
+    prior: list[MatchRecord] = []
+    if newcomer is not None:
+        prior = run.read_log()
+        check_agents(config.agent_names(), prior, str(run.log_path))
+        split_placement(newcomer, prior)
+    if old is not None:
+        finished_matches(run, config.agent_names())
     capture = None
     if config.live is not None and not config.offline and live_replay is None:
         capture = capture_path(config.live.capture_root, config.name, now())
@@ -210,7 +232,7 @@ def execute(
                 if newcomer is None:
                     log = asyncio.run(tournament.play())
                 else:
-                    log = asyncio.run(tournament.place(newcomer, run.read_log()))
+                    log = asyncio.run(tournament.place(newcomer, prior))
         finally:
             if ctx.live is not None and header.live is not None:
                 # the capture is written even when the run is interrupted
@@ -310,6 +332,11 @@ def replay(
         raise DrarenaError(f"{run.path}: no run.json (not a run folder)")
     if not run.cache_path.is_file():
         raise DrarenaError(f"{run.cache_path}: no model cache to replay from")
+    if not header.get("bound_roles"):  # the cache is keyed by the models the roles were bound to
+        raise DrarenaError(
+            f"{run.header_path}: no bound_roles (the model each role used); the run cannot be "
+            "replayed without them"
+        )
     stored = legacy_match(legacy_judging(header["config"]))  # rules of older drarenas
     config = parse_config(stored, f"{run.header_path}: config")
     # round by round: a replayed match ends as soon as it is read, so planning the next

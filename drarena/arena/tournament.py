@@ -33,7 +33,7 @@ from drarena.corpus.records import Doc, Tree
 from drarena.corpus.treewalk import Expander, TreeWalker
 from drarena.errors import DrarenaError
 from drarena.ledger.folder import RunDir
-from drarena.ledger.leaderboard import games_of
+from drarena.ledger.leaderboard import check_agents, games_of
 from drarena.ledger.rating import Game, fit_strengths, settled, to_elo, warm_up_fits
 from drarena.ledger.records import MatchRecord
 from drarena.models.client import ModelClient
@@ -220,7 +220,7 @@ class Tournament:
         queued before any of the next round's). Each round's log is written, in plan order,
         only when all of its matches are done, as the round-by-round scheduler does."""
         self.run.create()
-        done = self.run.finished()
+        done = finished_matches(self.run, list(self.agents))
         names = sorted(self.agents)
         tree_ids = sorted(self.trees)
         gate = asyncio.Semaphore(self.concurrency)
@@ -415,15 +415,19 @@ class Tournament:
     async def place(self, newcomer: str, log: list[MatchRecord]) -> list[MatchRecord]:
         """Enter `newcomer` into a finished tournament without replaying it: it plays
         ceil(log2 n)+1 placement rounds, each against the nearest-rated agent it has not met
-        (ties by name), the ratings refit after each. Deterministic, so it resumes too."""
+        (ties by name), the ratings refit after each. Deterministic, so it resumes too: `log`
+        may end with placement rounds of `newcomer` an interrupted add-agent wrote; the plan is
+        made again from the matches before them (they must be its first rounds) and goes on
+        where it stopped, so the log comes out as an uninterrupted placement's."""
         if newcomer not in self.agents:
             raise DrarenaError(f"{newcomer}: not among the tournament's agents")
-        if any(newcomer in (m.a, m.b) for m in log):
-            raise DrarenaError(f"{newcomer} has already played in this run")
+        check_agents(list(self.agents), log, str(self.run.log_path))
+        before, placed = split_placement(newcomer, log)
+        first = max((m.swiss_round for m in before), default=-1) + 1
         self.run.create()
-        done = self.run.finished()
+        done = finished_matches(self.run, list(self.agents))
         names = sorted(self.agents)
-        first = max((m.swiss_round for m in log), default=-1) + 1
+        log = before
         for i in range(default_rounds(len(names))):
             ratings = current_ratings(names, log)
             met = {m.a if m.b == newcomer else m.b for m in log if newcomer in (m.a, m.b)}
@@ -438,6 +442,9 @@ class Tournament:
                 )
                 for tree in sorted(self.trees)
             ]
+            logged = [m.match_id for m in placed if m.swiss_round == first + i]
+            if logged and logged != [p.match_id for p in planned]:
+                raise DrarenaError(f"{newcomer} has already played in this run")
             pending = [p for p in planned if p.match_id not in done]
             self.log(
                 f"placement round {i + 1}: {newcomer} vs {rival} "
@@ -447,3 +454,27 @@ class Tournament:
             log = [*log, *(done[p.match_id] for p in planned)]
             self.run.write_log(log)
         return log
+
+
+def split_placement(
+    newcomer: str, log: Sequence[MatchRecord]
+) -> tuple[list[MatchRecord], list[MatchRecord]]:
+    """(the tournament's matches, the placement matches of `newcomer` an interrupted add-agent
+    already logged after them). Its matches must all come after the others, in later rounds:
+    otherwise it is an agent of the tournament itself, and placing it is refused."""
+    before = [m for m in log if newcomer not in (m.a, m.b)]
+    placed = list(log[len(before) :])
+    first = max((m.swiss_round for m in before), default=-1) + 1
+    if list(log[: len(before)]) != before or any(m.swiss_round < first for m in placed):
+        raise DrarenaError(f"{newcomer} has already played in this run")
+    return before, placed
+
+
+def finished_matches(run: RunDir, agents: Sequence[str]) -> dict[str, MatchRecord]:
+    """The run's finished matches (RunDir.finished), each between agents of the tournament: one
+    that is not (a record of another tournament, an edited file) is one line naming its file
+    rather than a KeyError in the first rating fit."""
+    done = run.finished()
+    for record in done.values():
+        check_agents(agents, [record], str(run.matches_dir / f"{record.match_id}.json"))
+    return done

@@ -16,6 +16,7 @@ from typing import Any
 
 from drarena.drift.pages import PageDiff, Verdict
 from drarena.drift.stale import TaskImpact, TreeImpact
+from drarena.errors import DrarenaError
 from drarena.records import Record
 
 SCHEMA_VERSION = 1
@@ -75,7 +76,26 @@ def write_json(report: DriftReport, path: Path) -> None:
 
 
 def read_json(path: Path) -> DriftReport:
-    return DriftReport.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    """drift.json as written by write_json. A damaged or foreign file (a report re-rendered by
+    `drarena rank` reads the run's) is one line naming it and how to write it again."""
+    from pydantic import ValidationError
+
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError(f"a JSON object is needed, got {type(data).__name__}")
+        return DriftReport.from_dict(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        why = f"{'.'.join(str(p) for p in err['loc']) or '(top)'}: {err['msg']}"
+    except RecursionError:
+        why = "nested too deeply"
+    except ValueError as exc:  # not UTF-8, not JSON, unknown fields
+        why = str(exc)
+    raise DrarenaError(
+        f"{path}: not a drift report ({' '.join(why.split())[:200]}); move it aside, or write "
+        f"it again with `drarena drift SNAPSHOT --run {path.parent}`"
+    )
 
 
 # -- terminal -----------------------------------------------------------------------------

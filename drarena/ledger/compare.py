@@ -17,8 +17,9 @@ import csv
 import dataclasses
 import io
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -57,7 +58,7 @@ def parse_scores(text: str, where: str) -> dict[str, float]:
     scores: dict[str, float] = {}
     reader = csv.reader(io.StringIO(text))
     rows = 0
-    for row in reader:
+    for row in _rows(reader, where):
         n = reader.line_num  # the physical line the row ended on
         if n > MAX_ROWS:
             raise DrarenaError(f"{where}:{n}: more than {MAX_ROWS} rows")
@@ -82,6 +83,19 @@ def parse_scores(text: str, where: str) -> dict[str, float]:
             raise DrarenaError(f"{where}:{n}: agent {name!r:.80} listed twice")
         scores[name] = score
     return scores
+
+
+def _rows(reader: Any, where: str) -> Iterator[list[str]]:
+    """The reader's rows; what csv refuses (a field over its 128 KiB limit) is
+    one line naming the file and the line it stopped on."""
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise DrarenaError(f"{where}:{reader.line_num}: {exc}") from None
+        yield row
 
 
 def read_scores(path: Path) -> dict[str, float]:

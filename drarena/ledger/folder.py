@@ -10,7 +10,8 @@ Layout of runs/<name>/:
   llm-cache.sqlite   every model call, for replay
 
 A folder `drarena run replay` writes has `"replay_of": <source run>` in its run.json: only such a
-folder is ever emptied, and then only of the files a replay writes (REPLAY_FILES).
+folder is ever emptied, by a replay of that same run, and then only of the files a replay writes
+(REPLAY_FILES).
 """
 
 from __future__ import annotations
@@ -209,11 +210,37 @@ class RunDir:
         return seconds
 
 
+# what a run interrupted before its run.json was first written can leave in its folder: the
+# model cache (the examiner-check fills it before the header, which records its figures), its
+# SQLite side files, and the header's own temporary file and matches/ folder
+UNHEADED_FILES = frozenset(
+    ["llm-cache.sqlite", "run.json.tmp"]
+    + [f"llm-cache.sqlite{side}" for side in ("-wal", "-shm", "-journal")]
+)
+
+
+def check_new_run_folder(folder: Path) -> None:
+    """A run is begun only in a new or empty folder, or one holding nothing but what an
+    interrupted start of a drarena run leaves (UNHEADED_FILES, an empty matches/): anything
+    else is someone else's, and the run's files would overwrite it."""
+    if not folder.exists():
+        return
+    if not folder.is_dir():
+        raise DrarenaError(f"{folder}: exists and is not a folder; nothing was written")
+    for path in sorted(folder.iterdir()):
+        own = path.name in UNHEADED_FILES and path.is_file()
+        if not own and not (path.name == "matches" and path.is_dir() and not any(path.iterdir())):
+            raise DrarenaError(
+                f"{folder}: not empty ({path.name}) and no run.json (not a drarena run "
+                "folder); nothing was written: choose another `name` or `runs_root`"
+            )
+
+
 def prepare_replay_target(source: Path, target: Path) -> None:
     """Make `target` ready for a replay of the run in `source`, deleting nothing drarena did
     not write: the source run (or a folder inside or around it) is refused, a new or empty
-    folder is used as is, a folder an earlier replay wrote (REPLAY_MARK in its run.json) loses
-    only the files a replay writes, and any other non-empty folder is refused."""
+    folder is used as is, a folder an earlier replay of the same run wrote (REPLAY_MARK in its
+    run.json) loses only the files a replay writes, and any other non-empty folder is refused."""
     src, dst = source.resolve(), target.resolve()
     if dst == src or dst.is_relative_to(src) or src.is_relative_to(dst):
         how = "is" if dst == src else ("is inside" if dst.is_relative_to(src) else "contains")
@@ -233,6 +260,12 @@ def prepare_replay_target(source: Path, target: Path) -> None:
             f"--out {target}: not empty and not a folder `drarena run replay` "
             "made (no replay_of in its run.json); nothing was deleted: choose "
             "a new or empty folder"
+        )
+    # a replay of another run is that run's check, kept: only a replay of this run is redone
+    if header[REPLAY_MARK] is None or Path(header[REPLAY_MARK]) != src:
+        raise DrarenaError(
+            f"--out {target}: a replay of {header[REPLAY_MARK]!s:.200}, not of {source} "
+            f"({REPLAY_MARK} in its run.json); nothing was deleted: choose a new or empty folder"
         )
     for name in REPLAY_FILES:
         for path in (target / name, target / (name + ".tmp")):

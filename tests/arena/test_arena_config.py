@@ -37,6 +37,9 @@ def test_demo_config_is_valid() -> None:
         (lambda c: c["agents"].append({"name": "a", "kind": "oracle"}), "agent names must be"),
         (lambda c: c["agents"].pop(), "agents: "),
         (lambda c: c.update(match={"max_rounds": 0}), "match.max_rounds"),
+        # not a role name: the field says so, not a TypeError while deriving roles from it
+        (lambda c: c.update(match={"examiner_role": ["a", "b"]}), "match.examiner_role"),
+        (lambda c: c.update(match={"examiner_role": {"x": 1}}), "match.examiner_role"),
     ],
 )
 def test_bad_configs_name_the_field(mutate, message: str) -> None:

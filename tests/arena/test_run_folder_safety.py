@@ -140,6 +140,30 @@ def test_replay_marks_its_folder_and_replaces_only_its_own_files(
     )  # replaced, not appended to
 
 
+def test_replay_keeps_a_replay_of_another_run(
+    demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = tmp_path / "other"
+    shutil.copytree(demo, other)
+    out = tmp_path / "replayed"
+    assert main(["run", "replay", str(demo), "--out", str(out)]) == 0
+    capsys.readouterr()
+    before = contents(out)
+    assert main(["run", "replay", str(other), "--out", str(out)]) == 2
+    one_line_error(capsys, f"--out {out}", "replay_of", str(demo.resolve()))
+    assert contents(out) == before  # demo's replay, still demo's
+
+
+def test_replay_of_a_run_json_without_bound_roles_is_one_line(
+    demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _edit_json(demo / "run.json", lambda h: h.pop("bound_roles"))
+    out = tmp_path / "replayed"
+    assert main(["run", "replay", str(demo), "--out", str(out)]) == 2
+    one_line_error(capsys, str(demo / "run.json"), "bound_roles")
+    assert not out.exists()
+
+
 # --- drarena rank on damaged or foreign run folders ----------------------------------------
 
 
@@ -276,3 +300,159 @@ def test_add_agent_refuses_a_header_without_agents(
     )
     one_line_error(capsys, str(demo / "run.json"), "agents")
     assert contents(demo) == before
+
+
+# --- drarena run add-agent resumes ------------------------------------------------------------
+
+
+def add_agent(
+    monkeypatch: pytest.MonkeyPatch, run: Path, *flags: str, interrupt_at: int | None = None
+) -> int:
+    """`drarena run add-agent RUN --name newbie ...` with the scripted model backend (control
+    flow only) in place of litellm."""
+    import drarena.arena.execute as execute_module
+
+    def scripted(*args: Any, **kw: Any) -> Any:
+        kw.update(backend=scripted_models(STRENGTH, interrupt_at=interrupt_at), prepare=False)
+        return execute(*args, **kw)
+
+    monkeypatch.setattr(execute_module, "execute", scripted)
+    argv = ["run", "add-agent", str(run), "--name", "newbie", "--kind", "closed_book"]
+    return main([*argv, *(flags or ("--no-serve",))])
+
+
+def test_an_interrupted_add_agent_resumes_with_the_same_command(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    whole = tmp_path / "whole"
+    shutil.copytree(demo, whole)
+    assert add_agent(monkeypatch, whole) == 0
+    placed = [m for m in RunDir(whole).read_log() if "newbie" in (m.a, m.b)]
+    assert [m.swiss_round for m in placed] == [1, 2]  # two placement rounds, one tree
+    # Ctrl-C in the second placement match: run.json already lists newbie, the log holds
+    # its first round
+    assert add_agent(monkeypatch, demo, interrupt_at=8) == 130
+    assert [a["name"] for a in json.loads((demo / "run.json").read_text())["config"]["agents"]][
+        -1
+    ] == "newbie"
+    assert [m.match_id for m in RunDir(demo).read_log()][-1] == placed[0].match_id
+    assert add_agent(monkeypatch, demo) == 0
+    for name in ("matches.jsonl", "leaderboard.md", "leaderboard.json"):
+        assert (demo / name).read_bytes() == (whole / name).read_bytes(), name
+    assert add_agent(monkeypatch, demo) == 0  # a finished placement: the same files again
+    assert (demo / "matches.jsonl").read_bytes() == (whole / "matches.jsonl").read_bytes()
+
+
+def test_add_agent_under_a_taken_name_is_refused_and_writes_nothing(
+    demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert add_agent(monkeypatch, demo) == 0
+    capsys.readouterr()
+    before = contents(demo)
+    # the placed agent with other args, and an agent of the tournament itself
+    assert add_agent(monkeypatch, demo, "--args", '{"max_repairs": 2}', "--no-serve") == 2
+    one_line_error(capsys, "--name newbie", str(demo / "run.json"), "kind closed_book")
+    argv = ["run", "add-agent", str(demo), "--name", "closed_book", "--kind", "closed_book"]
+    assert main([*argv, "--no-serve"]) == 2
+    one_line_error(capsys, "closed_book has already played")
+    assert contents(demo) == before
+
+
+# --- a tournament begins only in its own folder -----------------------------------------------
+
+
+def test_a_tournament_refuses_a_folder_it_did_not_make(
+    made: tuple[Path, Path], tmp_path: Path
+) -> None:
+    data = config_data(tmp_path, made[0], name="mine")
+    folder = tmp_path / "runs" / "mine"
+    folder.mkdir(parents=True)
+    for name in ("report.html", "leaderboard.md", "matches.jsonl", "timings.jsonl"):
+        (folder / name).write_text(f"the user's own {name}\n")
+    before = contents(folder)
+    with pytest.raises(DrarenaError) as caught:
+        execute(
+            parse_config(data, "test"),
+            RunDir(folder),
+            serve=False,
+            cache_mode=CacheMode.READ_WRITE,
+            prepare=False,
+            backend=scripted_models(STRENGTH),
+        )
+    assert str(folder) in str(caught.value) and "\n" not in str(caught.value)
+    assert contents(folder) == before and sorted(p.name for p in folder.iterdir()) == sorted(before)
+
+
+def test_a_tournament_interrupted_before_its_run_json_resumes(
+    made: tuple[Path, Path], tmp_path: Path
+) -> None:
+    config = parse_config(config_data(tmp_path, made[0], name="early"), "test")
+    run = RunDir(tmp_path / "runs" / "early")
+
+    def play(interrupt_at: int | None = None) -> Any:
+        return execute(
+            config,
+            run,
+            serve=False,
+            cache_mode=CacheMode.READ_WRITE,
+            prepare=False,
+            backend=scripted_models(STRENGTH, interrupt_at=interrupt_at),
+            examiner_check_pairs=1,
+        )
+
+    with pytest.raises(KeyboardInterrupt):  # Ctrl-C in the examiner-check, before run.json
+        play(interrupt_at=3)
+    assert not run.header_path.exists() and run.cache_path.is_file()
+    assert len(play().log) == 1 and run.header() is not None
+    assert (run.path / "leaderboard.md").is_file()
+
+
+# --- a match whose agent is not in the config -------------------------------------------------
+
+
+def test_resume_refuses_a_match_file_of_an_agent_not_in_the_config(
+    demo: Path,
+) -> None:
+    [match] = sorted((demo / "matches").glob("*.json"))
+    _edit_json(match, lambda m: m.update(a="ghost"))
+    data = json.loads((demo / "run.json").read_text())["config"]  # the same tournament
+    before = contents(demo)
+    with pytest.raises(DrarenaError) as caught:
+        execute(
+            parse_config(data, "test"),
+            RunDir(demo),
+            serve=False,
+            cache_mode=CacheMode.READ_WRITE,
+            prepare=False,
+            backend=scripted_models(STRENGTH),
+        )
+    assert str(match) in str(caught.value) and "'ghost'" in str(caught.value)
+    assert contents(demo) == before  # run.json not rewritten
+
+
+def test_add_agent_refuses_a_log_with_an_agent_not_in_the_config(
+    demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _edit_log(demo, lambda m: m.update(b="ghost"))
+    before = contents(demo)
+    assert add_agent(monkeypatch, demo) == 2
+    one_line_error(capsys, str(demo / "matches.jsonl"), "'ghost'")
+    assert contents(demo) == before
+
+
+# --- a run folder given as `.` ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "output"),
+    [
+        (["run", "replay", "."], "demo-replay/run.json"),
+        (["run", "rejudge", ".", "--no-serve"], "demo-rejudge/rejudge.json"),
+    ],
+)
+def test_a_run_given_as_dot_writes_its_default_output_beside_it(
+    demo: Path, argv: list[str], output: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(demo)  # `drarena run replay .` from inside the run folder
+    assert main(argv) == 0
+    assert (demo.parent / output).is_file()

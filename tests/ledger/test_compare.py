@@ -89,6 +89,8 @@ def test_reads_header_comments_and_blank_lines(tmp_path: Path) -> None:
         ("a,1\n,2\n", ":2: empty agent name"),
         ("a,nan\n", ":1: score 'nan' is not finite"),
         ("# only a comment\n", ": no agent,score rows"),
+        # what csv itself refuses: a field over its limit (128 KiB)
+        ("a,1\nb," + "9" * 140_000 + "\n", ":2: field larger than field limit"),
     ],
 )
 def test_bad_csv_is_one_line_naming_file_and_line(tmp_path: Path, text: str, message: str) -> None:
