@@ -459,11 +459,11 @@ def extract_snapshot(
 def _iter_jsonl(path: Path, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
     if not path.is_file():
         raise DrarenaError(f"{path} not found: run `drarena snapshot extract {path.parent}` first")
-    with path.open(encoding="utf-8") as fh:
+    with path.open("rb") as fh:  # bytes: a line that is not UTF-8 is named by its number
         for lineno, line in enumerate(fh, 1):
             try:
-                data = json.loads(line)
-            except ValueError as exc:
+                data = json.loads(line.decode("utf-8"))
+            except ValueError as exc:  # UnicodeDecodeError is one
                 raise DrarenaError(f"{path}:{lineno}: not a JSON {what} line ({exc})") from None
             yield lineno, data
 

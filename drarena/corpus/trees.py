@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from drarena.errors import DrarenaError
 TREES_DIR = "trees"
 TREES_INDEX = "index.json"
 TREE_VERSION = 1
+TREE_FILE = re.compile(r"tree-\d{3,}\.json")  # the names build_trees gives (tree-000.json)
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,9 +216,50 @@ def tree_from_json(text: str, where: str = "tree") -> Tree:
         tree_id, root = graph.pop("id"), graph.pop("root")
         nodes = tuple(TreeNode.from_dict(n) for n in data["nodes"])
         edges = tuple(TreeEdge.from_dict(e) for e in data["links"])
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise DrarenaError(f"{where}: not a drarena tree file ({exc})") from None
-    return Tree(id=tree_id, root=root, nodes=nodes, edges=edges, meta=graph)
+    tree = Tree(id=tree_id, root=root, nodes=nodes, edges=edges, meta=graph)
+    problem = tree_problem(tree)
+    if problem:
+        raise DrarenaError(f"{where}: not a tree ({problem})")
+    return tree
+
+
+def tree_problem(tree: Tree) -> str | None:
+    """What keeps `tree` from being a tree, or None: the root is a node, node ids are unique,
+    edges join nodes, no node has two parents and every node hangs below the root.
+
+    Why: the walker follows parents up to the root and the views walk children down from it;
+    a file with a cycle once sent the walker into an endless loop, and an edge to an unknown
+    node was a KeyError."""
+    ids = [n.id for n in tree.nodes]
+    known = set(ids)
+    if len(known) != len(ids):
+        return "a node id appears twice"
+    if tree.root not in known:
+        return f"root {tree.root!r} is not one of its nodes"
+    parent: dict[str, str] = {}
+    for edge in tree.edges:
+        for end in (edge.source, edge.target):
+            if end not in known:
+                return f"edge {edge.source!r} -> {edge.target!r} names an unknown node {end!r}"
+        if edge.target == tree.root:
+            return f"an edge leads into the root {tree.root!r}"
+        if edge.target in parent:
+            return f"node {edge.target!r} has more than one parent"
+        parent[edge.target] = edge.source
+    below_root = {tree.root}  # each node's way up is walked once: linear in the nodes
+    for node_id in ids:
+        way_up: dict[str, None] = {}
+        while node_id not in below_root:
+            if node_id in way_up:
+                return f"its edges form a cycle through {node_id!r}"
+            if node_id not in parent:
+                return f"node {node_id!r} is not below the root {tree.root!r}"
+            way_up[node_id] = None
+            node_id = parent[node_id]
+        below_root.update(way_up)
+    return None
 
 
 def load_tree(path: Path) -> Tree:
@@ -225,6 +268,8 @@ def load_tree(path: Path) -> Tree:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise DrarenaError(f"{path}: cannot read tree file ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise DrarenaError(f"{path}: not a drarena tree file (not UTF-8: {exc.reason})") from None
     return tree_from_json(text, str(path))
 
 
@@ -259,12 +304,9 @@ def build_snapshot_trees(
     }
     header = {"tree_version": TREE_VERSION, "params": _params_dict(params), "inputs": inputs}
     index_path = out / TREES_INDEX
-    if index_path.is_file():
-        try:
-            old = json.loads(index_path.read_text(encoding="utf-8"))
-        except ValueError:
-            old = {}
-        files = tuple(out / t["file"] for t in old.get("trees", []))
+    old = _read_trees_index(index_path)
+    if old is not None:
+        files = tuple(out / t["file"] for t in old["trees"])
         if (
             {k: old.get(k) for k in header} == header
             and files
@@ -277,8 +319,9 @@ def build_snapshot_trees(
     graph = LinkGraph.build(load_docs(extracted.snapshot_dir), load_links(extracted.snapshot_dir))
     trees = build_trees(graph, params)
     out.mkdir(exist_ok=True)
-    for stale in out.glob("tree-*.json"):
-        stale.unlink()
+    for stale in out.iterdir():  # drarena's own names only: trees/ may hold the user's files
+        if TREE_FILE.fullmatch(stale.name) and stale.is_file():
+            stale.unlink()
     entries = []
     for tree in trees:
         tree = Tree(
@@ -315,6 +358,36 @@ def build_snapshot_trees(
     )
     os.replace(tmp, index_path)
     return TreesResult(out, tuple(out / e["file"] for e in entries), candidates, up_to_date=False)
+
+
+def _read_trees_index(path: Path) -> dict[str, Any] | None:
+    """index.json as drarena wrote it, or None: absent, or not an object whose trees each
+    name a file of drarena's (TREE_FILE) and its digest.
+
+    Why None rather than an error: the index only says whether the trees are up to date, and
+    a damaged one (`[]`, an entry without `file`) once blocked `snapshot trees` for good;
+    treated as absent, the trees are built again and the index rewritten."""
+    if not path.is_file():
+        return None
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if (
+        not isinstance(old, dict)
+        or not isinstance(old.get("trees"), list)
+        or not isinstance(old.get("candidates", 0), int)
+    ):
+        return None
+    for entry in old["trees"]:
+        if not (
+            isinstance(entry, dict)
+            and isinstance(entry.get("file"), str)
+            and TREE_FILE.fullmatch(entry["file"])
+            and isinstance(entry.get("digest"), str)
+        ):
+            return None
+    return old
 
 
 def _params_dict(params: TreeParams) -> dict[str, Any]:

@@ -41,7 +41,16 @@ class Bm25Retriever:
         self.manifest = require_fresh(layout.bm25, Bm25Manifest, snapshot_dir, layout, "bm25")
         self.data = SearchData.load(layout)
         self.data.check_settings(self.manifest.passages, layout.bm25, layout)
-        self._searcher = lucene.bulk_searcher(layout.bm25, args.k1, args.b)
+        try:
+            self._searcher = lucene.bulk_searcher(layout.bm25, args.k1, args.b)
+        except DrarenaError:
+            raise
+        except Exception as exc:  # a Java exception through jnius: files missing or damaged
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            raise DrarenaError(
+                f"{layout.bm25}: unreadable Lucene index ({first}); rebuild it with "
+                f"{layout.rebuild_hint('--force')}"
+            ) from None
         self._lock = threading.Lock()
 
     def search_passages(self, query: str, depth: int) -> list[tuple[str, float]]:

@@ -86,7 +86,12 @@ def build_passages(
     """Cuts docs.jsonl into passages.jsonl (the JsonCollection both indexes read)."""
     state = current_state(layout.snapshot_dir, settings)
     old = read_manifest(layout.passages, PassagesManifest, strict=False)
-    if old is not None and not force and old.same_source(state):
+    if (
+        old is not None
+        and not force
+        and old.same_source(state)
+        and _same_bytes(layout.passages / PASSAGES_FILE, old.passages_sha256)
+    ):
         return StageResult("passages", layout.passages, False, 0.0, old.passage_count), state
     start = time.perf_counter()
     docs = load_source_docs(layout.snapshot_dir)
@@ -119,12 +124,31 @@ def build_passages(
     return StageResult("passages", layout.passages, True, time.perf_counter() - start, count), state
 
 
+def _same_bytes(path: Path, sha256: str) -> bool:
+    """Whether the passages file is still the one its manifest recorded: one read of a file
+    the size of docs.jsonl (hashed anyway), and a damaged or edited file is rebuilt without
+    --force."""
+    return path.is_file() and file_sha256(path) == sha256
+
+
 def load_passages(layout: IndexLayout) -> list[Passage]:
     path = layout.passages / PASSAGES_FILE
     if not path.is_file():
         raise DrarenaError(f"{path} is missing: build it with {layout.rebuild_hint()}")
-    with path.open(encoding="utf-8") as fh:
-        return [Passage.from_json(line) for line in fh if line.strip()]
+    passages = []
+    with path.open("rb") as fh:  # bytes: a line that is not UTF-8 is named by its number
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                passages.append(Passage.from_json(line.decode("utf-8")))
+            except (ValueError, TypeError) as exc:
+                first = str(exc).splitlines()[0][:200]
+                raise DrarenaError(
+                    f"{path}:{lineno}: not a passage line ({first}); rebuild it with "
+                    f"{layout.rebuild_hint('--force')}"
+                ) from None
+    return passages
 
 
 def build_bm25(layout: IndexLayout, state: SourceState, force: bool = False) -> StageResult:

@@ -251,6 +251,8 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from drarena.search import server
 
+    if not 0 <= args.port <= 65535:  # socket.bind's OverflowError otherwise
+        raise DrarenaError(f"--port {args.port}: a port is 0 (any free port) to 65535")
     server.check_loopback(args.host)
     live = server.check_live(
         retriever_spec(args.retriever, args.dense_model, args.retriever_args), args.live_web
@@ -267,6 +269,9 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     from drarena.search.diagnose import run_diagnostics
     from drarena.search.docstore import resolve_snapshot
 
+    for option, value in (("--max-pages", args.max_pages), ("-k", args.k)):
+        if value < 1:  # random.sample's ValueError otherwise
+            raise DrarenaError(f"{option} {value}: must be at least 1")
     snapshot = resolve_snapshot(args.snapshot)
     kinds = [k.strip() for k in args.retrievers.split(",") if k.strip()]
     from drarena.search.base import RETRIEVERS

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 import threading
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,37 @@ from drarena.search import embed
 from drarena.search.base import SearchData, check_k, parse_args, search_pages
 from drarena.search.docstore import DEFAULT_PAGE_CHARS, PageText, clean_query
 from drarena.search.manifest import DenseManifest, IndexLayout, require_fresh
+
+# Every FAISS index file starts with its type (fourcc), dimension and vector count.
+FAISS_HEADER = struct.Struct("<4siq")
+FAISS_ROOM = 4096  # header and small fields past the vectors (a flat index has 45 bytes)
+
+
+def check_faiss_file(path: Path, manifest: DenseManifest, hint: str) -> None:
+    """The index file must be as large as the vectors its manifest counts, and its header
+    must claim those vectors.
+
+    Why: faiss.read_index allocates what the file's header claims before reading a byte of
+    it (a 109-byte file claiming 699,050 vectors took 1.1 GB, then a C++ error); the manifest
+    drarena wrote bounds what a sound file holds. An HNSW graph holds about 270 bytes a vector
+    at M=32 (2M level-0 neighbours plus offsets and levels): 16 M + 16 bounds it."""
+    count, dim = manifest.passage_count, manifest.dimension
+    least = count * dim * 4
+    most = least + FAISS_ROOM
+    if manifest.faiss == "hnsw":
+        most += count * (16 * (manifest.hnsw_m or 32) + 16)
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            head = fh.read(FAISS_HEADER.size)
+    except OSError as exc:
+        raise DrarenaError(f"{path}: cannot read the FAISS index ({exc.strerror})") from None
+    claims = FAISS_HEADER.unpack(head)[1:] if len(head) == FAISS_HEADER.size else None
+    if not least <= size <= most or claims != (dim, count):
+        raise DrarenaError(
+            f"{path}: damaged FAISS index ({size:,} bytes; manifest.json counts {count:,} "
+            f"vectors of {dim} dimensions, {least:,} to {most:,} bytes); rebuild it with {hint}"
+        )
 
 
 class DenseArgs(BaseModel):
@@ -45,8 +77,16 @@ class DenseRetriever:
             )
         self.data = SearchData.load(layout)
         self.data.check_settings(self.manifest.passages, folder, layout)
-        self._index = faiss.read_index(str(folder / "index"))
-        self._ids = (folder / "docid").read_text(encoding="utf-8").splitlines()
+        hint = layout.rebuild_hint("--force")
+        check_faiss_file(folder / "index", self.manifest, hint)
+        try:
+            self._index = faiss.read_index(str(folder / "index"))
+            self._ids = (folder / "docid").read_text(encoding="utf-8").splitlines()
+        except (RuntimeError, MemoryError, OSError, ValueError) as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[-1]
+            raise DrarenaError(
+                f"{folder}: unreadable dense index ({first[:200]}); rebuild it with {hint}"
+            ) from None
         if len(self._ids) != self._index.ntotal:
             raise DrarenaError(
                 f"{folder}: docid lists {len(self._ids)} ids, index holds "

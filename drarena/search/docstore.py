@@ -69,9 +69,12 @@ def snapshot_fingerprint(snapshot_dir: Path) -> str | None:
     if not manifest.is_file():
         return None
     try:
-        value = json.loads(manifest.read_text(encoding="utf-8")).get("fingerprint")
+        data = json.loads(manifest.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise DrarenaError(f"{manifest}: unreadable snapshot manifest ({exc})") from None
+    if not isinstance(data, dict):
+        raise DrarenaError(f"{manifest}: unreadable snapshot manifest (not a JSON object)")
+    value = data.get("fingerprint")
     return str(value) if value else None
 
 

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from drarena import __version__
 from drarena.errors import DrarenaError
@@ -89,10 +89,11 @@ class IndexLayout:
     def dense(self, slug: str) -> Path:
         return self.root / f"dense-{slug}"
 
-    def rebuild_hint(self) -> str:
+    def rebuild_hint(self, *options: str) -> str:
         root = self.root.parent
         option = "" if root == Path("index") else f" --index-root {root}"
-        return f"`drarena search index {self.snapshot_dir}{option}`"
+        extra = "".join(f" {o}" for o in options)
+        return f"`drarena search index {self.snapshot_dir}{option}{extra}`"
 
 
 def current_state(snapshot_dir: Path, settings: PassageSettings) -> SourceState:
@@ -112,7 +113,7 @@ def read_manifest(folder: Path, model: type[M], strict: bool = True) -> M | None
         return None
     try:
         return model.model_validate_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValidationError) as exc:
+    except (OSError, ValueError) as exc:  # ValueError: not UTF-8; ValidationError is one
         if not strict:
             return None
         first = str(exc).splitlines()[0]

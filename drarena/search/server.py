@@ -21,15 +21,20 @@ or post to 127.0.0.1 directly, so a request is answered only when its Host is th
 (a loopback name or address with this port) and its Origin, when a browser sends one, is too.
 Bodies are capped (MAX_BODY_BYTES) and JSON nesting bounded (MAX_JSON_DEPTH) before any
 parser sees them: a 100,000-level array once took the MCP endpoint to a RecursionError (500).
+The request line and headers are capped (MAX_HEAD_BYTES) below the guard, in the HTTP parser
+(`HeadBoundedHttpTools`): httptools has no limit of its own and buffers them whole before any
+middleware runs, so 400 MiB of headers once got a 200 and cost 400 MiB of memory.
 The `live` retriever fetches public pages for whoever asks, so it is served only on request
 (`--live-web`), and says so when it starts.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from drarena.errors import DrarenaError
@@ -37,9 +42,13 @@ from drarena.records import Hit
 from drarena.search.base import Retriever
 from drarena.search.docstore import DEFAULT_PAGE_CHARS
 
+if TYPE_CHECKING:
+    import asyncio
+
 MAX_PAGENO = 100
 MAX_BODY_BYTES = 1 << 20  # search and MCP requests are a few hundred bytes
 MAX_JSON_DEPTH = 64
+MAX_HEAD_BYTES = 64 << 10  # request line + headers; a 1,000-character query URL is a few KiB
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 PARSE_ERROR = -32700  # JSON-RPC
 
@@ -351,6 +360,58 @@ def live_banner(live: bool) -> str:
     )
 
 
+@functools.cache
+def head_bounded_protocol() -> type[asyncio.Protocol]:
+    """uvicorn's httptools protocol with the request line and headers capped at MAX_HEAD_BYTES.
+
+    Why a subclass rather than uvicorn's h11 parser (which has such a cap): h11 is pure Python
+    and httptools is what keeps serve-search's latency low (docs/search.md). Bytes are counted
+    per received chunk while a request's head is open, so at most MAX_HEAD_BYTES plus one read
+    (256 KiB) is held before the answer: 431 with a JSON `{error}`, as the guard's refusals."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    refusal = json.dumps(
+        {"error": f"request line and headers over {MAX_HEAD_BYTES} bytes"}
+    ).encode()
+
+    class HeadBoundedHttpTools(HttpToolsProtocol):
+        _head_open = False
+        _head_bytes = 0
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._head_open = True
+            self._head_bytes = 0
+
+        def on_headers_complete(self) -> None:
+            self._head_open = False
+            super().on_headers_complete()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if not self._head_open or self.transport.is_closing():
+                return
+            self._head_bytes += len(data)
+            if self._head_bytes > MAX_HEAD_BYTES:
+                self._head_open = False
+                self.transport.write(
+                    b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
+                    b"content-type: application/json\r\n"
+                    b"content-length: " + str(len(refusal)).encode() + b"\r\n"
+                    b"connection: close\r\n\r\n" + refusal
+                )
+                self.transport.close()
+
+    return HeadBoundedHttpTools
+
+
+def uvicorn_config(app: Any) -> Any:
+    """The uvicorn settings of `serve_http` (tests start the same server around a small app)."""
+    import uvicorn
+
+    return uvicorn.Config(app, log_level="warning", http=head_bounded_protocol())
+
+
 def serve_http(
     retriever: Retriever, snapshot: str, host: str, port: int, live: bool = False
 ) -> None:
@@ -376,7 +437,7 @@ def serve_http(
         file=sys.stderr,
         flush=True,
     )
-    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+    uvicorn.Server(uvicorn_config(app)).run(sockets=[sock])
 
 
 def serve_stdio(retriever: Retriever, snapshot: str, live: bool = False) -> None:

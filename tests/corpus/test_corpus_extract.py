@@ -10,6 +10,7 @@ from corpus_helpers import FIXTURE, fixture_page, write_snapshot
 
 from drarena.corpus.extract import (
     ExtractResult,
+    _iter_jsonl,
     doc_id,
     extract_snapshot,
     load_docs,
@@ -191,3 +192,9 @@ def test_load_errors_name_the_file(tmp_path: Path) -> None:
         load_docs(tmp_path)
     with pytest.raises(DrarenaError, match="no such snapshot folder"):
         extract_snapshot(tmp_path / "missing", progress=False)
+
+
+def test_a_line_that_is_not_utf8_is_named_by_its_number(tmp_path: Path) -> None:
+    (tmp_path / "docs.jsonl").write_bytes(b'{"id": "a"}\n' * 3 + b'{"id": "\xff"}\n')
+    with pytest.raises(DrarenaError, match=r"docs\.jsonl:4: not a JSON doc line"):
+        list(_iter_jsonl(tmp_path / "docs.jsonl", "doc"))

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from drarena.corpus.extract import ExtractResult, load_docs, load_links
-from drarena.corpus.records import RELATIONS
+from drarena.corpus.records import RELATIONS, Tree, TreeEdge, TreeNode
 from drarena.corpus.trees import (
     LinkGraph,
     TreeParams,
@@ -16,6 +17,7 @@ from drarena.corpus.trees import (
     build_trees,
     load_tree,
     to_networkx,
+    tree_from_json,
     tree_to_json,
 )
 from drarena.errors import DrarenaError
@@ -95,3 +97,81 @@ def test_bad_tree_file(tmp_path: Path) -> None:
         load_tree(bad)
     with pytest.raises(DrarenaError, match="cannot read tree file"):
         load_tree(tmp_path / "missing.json")
+
+
+def _tree(nodes: str, edges: list[str], root: str = "a") -> Tree:
+    """A small tree: nodes by one-letter id, edges as "ab" (a -> b)."""
+    return Tree(
+        id="t",
+        root=root,
+        nodes=tuple(TreeNode(n, f"http://x/{n}", n, "d", 0, 1) for n in nodes),
+        edges=tuple(TreeEdge(e[0], e[1], "anchor", "", "see_also") for e in edges),
+    )
+
+
+@pytest.mark.parametrize(
+    ("tree", "problem"),
+    [
+        (_tree("abcd", ["ab", "cd", "dc"]), "cycle through"),
+        (_tree("abc", ["ab", "bc", "ca"]), "edge leads into the root 'a'"),
+        (_tree("abc", ["ab", "ac", "bc"]), "node 'c' has more than one parent"),
+        (_tree("ab", ["ab"], root="z"), "root 'z' is not one of its nodes"),
+        (_tree("ab", ["ab", "bq"]), "unknown node 'q'"),
+        (_tree("abc", ["ab"]), "node 'c' is not below the root"),
+        (_tree("aba", ["ab"]), "a node id appears twice"),
+    ],
+)
+def test_tree_files_that_are_not_trees_are_refused(tree: Tree, problem: str) -> None:
+    """The walker climbs parents to the root and the views walk children from it: a cycle
+    looped forever, an unknown node was a KeyError."""
+    with pytest.raises(DrarenaError, match=rf"^t\.json: not a tree \(.*{problem}"):
+        tree_from_json(tree_to_json(tree), "t.json")
+
+
+def test_a_sound_small_tree_loads(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(tree_to_json(_tree("abcd", ["ab", "ac", "cd"])), encoding="utf-8")
+    assert [n.id for n in load_tree(path).children("a")] == ["b", "c"]
+
+
+def test_a_tree_file_that_is_not_utf8_is_one_error(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_bytes(b"\xff\xfe{}")
+    with pytest.raises(DrarenaError, match=r"t\.json: not a drarena tree file \(not UTF-8"):
+        load_tree(path)
+
+
+def _trees_copy(pydocs: ExtractResult, dest: Path) -> Path:
+    """The extracted snapshot without its trees, for a test that damages trees/."""
+    return Path(shutil.copytree(pydocs.snapshot_dir, dest, ignore=shutil.ignore_patterns("trees")))
+
+
+def test_a_damaged_trees_index_is_rebuilt(pydocs: ExtractResult, tmp_path: Path) -> None:
+    snap = _trees_copy(pydocs, tmp_path / "pydocs")
+    params = TreeParams(count=2, seed=1)
+    first = build_snapshot_trees(snap, params, progress=False)
+    index = first.out_dir / "index.json"
+    good = index.read_bytes()
+    for damaged in ("[]", '{"tree_version": 1, "trees": [{"id": "x"}]}', '{"trees": 3}', "{"):
+        index.write_text(damaged, encoding="utf-8")
+        again = build_snapshot_trees(snap, params, progress=False)
+        assert not again.up_to_date and again.files == first.files
+        assert index.read_bytes() == good
+    # an index that names a file outside drarena's own names is not trusted either
+    entry = json.loads(good)
+    entry["trees"][0]["file"] = "../manifest.json"
+    index.write_text(json.dumps(entry), encoding="utf-8")
+    assert not build_snapshot_trees(snap, params, progress=False).up_to_date
+    assert build_snapshot_trees(snap, params, progress=False).up_to_date
+
+
+def test_rebuilding_trees_keeps_the_user_s_files(pydocs: ExtractResult, tmp_path: Path) -> None:
+    snap = _trees_copy(pydocs, tmp_path / "pydocs")
+    out = build_snapshot_trees(snap, TreeParams(count=3, seed=1), progress=False).out_dir
+    mine = {"tree-mynotes.json": '{"my": "notes"}', "tree-1.json": "[]", "notes.txt": "x"}
+    for name, text in mine.items():
+        (out / name).write_text(text, encoding="utf-8")
+    fewer = build_snapshot_trees(snap, TreeParams(count=2, seed=2), progress=False)
+    assert sorted(p.name for p in out.glob("tree-???.json")) == ["tree-000.json", "tree-001.json"]
+    assert fewer.files == (out / "tree-000.json", out / "tree-001.json")
+    assert {name: (out / name).read_text(encoding="utf-8") for name in mine} == mine

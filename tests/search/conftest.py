@@ -3,6 +3,7 @@ session by the shared `pydocs_indexed` fixture (tests/conftest.py) in a temporar
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -34,3 +35,24 @@ def dense(snapshot: Path, index_root: Path) -> Any:
 @pytest.fixture(scope="session")
 def hybrid(snapshot: Path, index_root: Path) -> Any:
     return build_retriever({"kind": "hybrid"}, snapshot, index_root)
+
+
+@pytest.fixture(scope="session")
+def bm25_only(pydocs_extracted: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An index root with passages and BM25 only, for tests that damage index files (on a
+    copy): the minutes a dense build takes buy such tests nothing."""
+    from drarena.cli import main
+
+    root = tmp_path_factory.mktemp("bm25only") / "index"
+    argv = ["search", "index", str(pydocs_extracted), "--no-dense", "--index-root", str(root)]
+    if main(argv) != 0:
+        pytest.fail("drarena search index --no-dense failed on the fixture snapshot")
+    return root
+
+
+@pytest.fixture
+def index_copy(bm25_only: Path, tmp_path: Path) -> Path:
+    """A copy of `bm25_only` this test may damage."""
+    copy = tmp_path / "index"
+    shutil.copytree(bm25_only, copy)
+    return copy

