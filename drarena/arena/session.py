@@ -128,8 +128,10 @@ def prepare_inputs(config: TournamentConfig, *, index: bool = True) -> None:
             f"{snapshot}: not a snapshot (no manifest.json); make one with `make snapshot`"
         )
     extract_snapshot(snapshot)
-    build_snapshot_trees(
-        snapshot, TreeParams(count=max(config.trees.count, 10), seed=config.trees.seed)
+    build_snapshot_trees(  # 10 whatever the count, so the trees do not change with it
+        snapshot,
+        TreeParams(count=max(config.trees.count, 10), seed=config.trees.seed),
+        at_least=config.trees.count,
     )
     traits = index_traits(config) if index else set()
     if traits:
@@ -156,11 +158,16 @@ def load_trees(config: TournamentConfig) -> dict[str, Tree]:
     folder = config.snapshot / TREES_DIR
     try:
         index = json.loads((folder / TREES_INDEX).read_text(encoding="utf-8"))
+        entries = {t["id"]: t for t in index["trees"]}
     except FileNotFoundError:
         raise DrarenaError(
             f"{folder}: no trees; run `drarena snapshot trees {config.snapshot}`"
         ) from None
-    entries = {t["id"]: t for t in index["trees"]}
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:  # edited by hand, cut short
+        raise DrarenaError(
+            f"{folder / TREES_INDEX}: damaged ({type(exc).__name__}); run "
+            f"`drarena snapshot trees {config.snapshot}` to write it again"
+        ) from None
     wanted = list(config.trees.ids) or sorted(entries)[: config.trees.count]
     missing = [t for t in wanted if t not in entries]
     if missing:

@@ -21,7 +21,7 @@ import random
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -288,10 +288,19 @@ class TreesResult:
 
 
 def build_snapshot_trees(
-    snapshot_dir: Path, params: TreeParams, workers: int | None = None, progress: bool = True
+    snapshot_dir: Path,
+    params: TreeParams,
+    workers: int | None = None,
+    progress: bool = True,
+    at_least: int | None = None,
 ) -> TreesResult:
     """Extract if needed, then write trees/<id>.json and trees/index.json. Does nothing when
-    index.json records the same docs/links digests and parameters."""
+    index.json records the same docs/links digests and parameters.
+
+    `at_least`: where the snapshot can root fewer than params.count trees but at least this
+    many, build one on every candidate root instead of refusing. Why: a tournament asks for
+    10 trees whatever its own count (so the trees do not change with it), and a small
+    snapshot with 4 hub pages could then not play even `trees.count: 1`."""
     from drarena.corpus.extract import extract_snapshot, load_docs, load_links
 
     params.check()
@@ -317,7 +326,10 @@ def build_snapshot_trees(
         ):
             return TreesResult(out, files, int(old.get("candidates", 0)), up_to_date=True)
     graph = LinkGraph.build(load_docs(extracted.snapshot_dir), load_links(extracted.snapshot_dir))
-    trees = build_trees(graph, params)
+    roots = len(graph.root_candidates(params)) if at_least is not None else params.count
+    # every candidate root; the index keeps the params asked for, so this stays up to date
+    fewer = at_least is not None and at_least <= roots < params.count
+    trees = build_trees(graph, replace(params, count=roots) if fewer else params)
     out.mkdir(exist_ok=True)
     for stale in out.iterdir():  # drarena's own names only: trees/ may hold the user's files
         if TREE_FILE.fullmatch(stale.name) and stale.is_file():

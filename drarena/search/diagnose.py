@@ -98,11 +98,11 @@ def key_phrases(docs: Sequence[SourceDoc], n: int = KEY_PHRASE_WORDS) -> dict[st
 
 def gold_from_trees(tree_dir: Path) -> list[str]:
     """Target pages of every tree under tree_dir (nodes below the root), sorted."""
-    from drarena.corpus.trees import load_tree
+    from drarena.corpus.trees import TREE_FILE, load_tree
 
     gold: set[str] = set()
     for path in sorted(tree_dir.glob("*.json")):
-        if path.name == "index.json":
+        if not TREE_FILE.fullmatch(path.name):  # index.json, and any file of the user's
             continue
         gold.update(node.id for node in load_tree(path).nodes if node.depth >= 1)
     return sorted(gold)

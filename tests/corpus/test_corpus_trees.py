@@ -175,3 +175,26 @@ def test_rebuilding_trees_keeps_the_user_s_files(pydocs: ExtractResult, tmp_path
     assert sorted(p.name for p in out.glob("tree-???.json")) == ["tree-000.json", "tree-001.json"]
     assert fewer.files == (out / "tree-000.json", out / "tree-001.json")
     assert {name: (out / name).read_text(encoding="utf-8") for name in mine} == mine
+
+
+def test_fewer_roots_than_asked_build_a_tree_on_each_when_at_least_allows(
+    pydocs: ExtractResult, graph: LinkGraph, tmp_path: Path
+) -> None:
+    """A tournament asks for 10 trees whatever its own count; a small snapshot that can root
+    fewer (here: hubs need many links) still plays when it can root its count (`at_least`)."""
+    params = next(
+        p
+        for links in range(5, 200)
+        if 1 <= len(graph.root_candidates(p := TreeParams(count=10, min_root_links=links))) < 10
+    )
+    roots = len(graph.root_candidates(params))
+    snap = _trees_copy(pydocs, tmp_path / "pydocs")
+    with pytest.raises(
+        DrarenaError, match=rf"asked for 10 trees but the snapshot can root only {roots}"
+    ):
+        build_snapshot_trees(snap, params, progress=False)
+    with pytest.raises(DrarenaError, match="asked for 10 trees"):
+        build_snapshot_trees(snap, params, progress=False, at_least=roots + 1)
+    built = build_snapshot_trees(snap, params, progress=False, at_least=1)
+    assert len(built.files) == roots and not built.up_to_date
+    assert build_snapshot_trees(snap, params, progress=False, at_least=1).up_to_date

@@ -36,6 +36,7 @@ def test_gold_pages_are_tree_nodes_below_the_root(tmp_path: Path) -> None:
         )
         (tmp_path / f"tree-{n:03d}.json").write_text(tree_to_json(tree))
     (tmp_path / "index.json").write_text("{}")
+    (tmp_path / "tree-mynotes.json").write_text('{"a user": "file"}')  # not drarena's: skipped
     assert gold_from_trees(tmp_path) == ["a", "b", "c"]
 
 

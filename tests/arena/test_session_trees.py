@@ -1,0 +1,34 @@
+"""Which trees a tournament loads from its snapshot (arena.session.load_trees)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from drarena.arena.config import parse_config
+from drarena.arena.session import load_trees
+from drarena.errors import DrarenaError
+
+
+def config(snapshot: Path) -> object:
+    return parse_config(
+        {
+            "name": "t",
+            "snapshot": str(snapshot),
+            "models": {"roles": {"examiner": {"model": "openai/x"}}},
+            "agents": [{"name": "a", "kind": "closed_book"}, {"name": "b", "kind": "null"}],
+        },
+        "c",
+    )
+
+
+@pytest.mark.parametrize(
+    "text", ["[]", '{"trees": [{"file": "tree-000.json"}]}', "{", '{"trees": 3}']
+)
+def test_a_damaged_trees_index_is_one_line_naming_it(tmp_path: Path, text: str) -> None:
+    (tmp_path / "trees").mkdir()
+    (tmp_path / "trees" / "index.json").write_text(text, encoding="utf-8")
+    with pytest.raises(DrarenaError, match=r"trees/index\.json: damaged .*snapshot trees") as err:
+        load_trees(config(tmp_path))  # type: ignore[arg-type]
+    assert "\n" not in str(err.value)
