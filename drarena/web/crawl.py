@@ -81,14 +81,33 @@ def _canonical_or_none(url: str) -> str | None:
         return None
 
 
+def _scheme_or_none(url: str) -> str | None:
+    try:
+        return urlsplit(url).scheme
+    except ValueError:
+        return None
+
+
+def redirect_target(url: str, status: int, location: str) -> str | None:
+    """The absolute target of a 3xx with a Location, else None. A Location urljoin cannot
+    parse (`http://[oops/`) is kept as written, so the page records it as a `bad_url`
+    failure instead of ending the crawl; fresh and stored hops use this one rule, so a
+    resume replays the chain as the interrupted run saw it."""
+    if not location or not 300 <= status < 400:
+        return None
+    try:
+        return urljoin(url, location)
+    except ValueError:
+        return location
+
+
 def hop_from_exchange(exchange: Exchange, limit: int = MAX_DECODED_BYTES) -> Hop:
     """The hop of a fresh exchange, its body decoded up to `limit` bytes (the fetch's
     max_bytes: a compression bomb stops there and the hop is truncated)."""
     message = HttpMessage(
         exchange.status, exchange.reason, exchange.response_headers, exchange.entity
     )
-    location = message.header("Location")
-    target = urljoin(exchange.url, location) if location and 300 <= exchange.status < 400 else None
+    target = redirect_target(exchange.url, exchange.status, message.header("Location"))
     ctype = message.header("Content-Type").split(";", 1)[0].strip().lower()
     decoded = decode_body(message, limit)
     return Hop(
@@ -106,7 +125,7 @@ def hop_from_stored(stored: StoredResponse) -> Hop:
     return Hop(
         stored.url,
         stored.status,
-        stored.location,
+        redirect_target(stored.url, stored.status, stored.header("Location")),
         stored.body,
         stored.content_type,
         truncated=stored.truncated,
@@ -287,6 +306,11 @@ class Crawler:
                 raise DrarenaError(
                     f"{self.out}: has WARC files but no manifest.json; cannot resume"
                 )
+            if self.out.exists() and (not self.out.is_dir() or any(self.out.iterdir())):
+                # someone else's folder: the CDXJ and manifest would land on their files
+                raise DrarenaError(
+                    f"{self.out}: exists and is not a snapshot; remove it or pass another --out"
+                )
             return writer
         manifest: Manifest = load_manifest(self.out)
         if manifest.spec != spec_dict:
@@ -348,7 +372,11 @@ class Crawler:
         for _ in range(self.spec.max_redirects + 1):
             hop = await self._get(session, url)
             hops.append(hop)
-            if hop.location and urlsplit(hop.location).scheme in ("http", "https"):
+            if (
+                hop.location
+                and _scheme_or_none(hop.location) in ("http", "https")
+                and _canonical_or_none(hop.location) is not None
+            ):
                 url = hop.location
                 continue
             break
@@ -394,7 +422,8 @@ class Crawler:
             target = hop.location
             target_canon = _canonical_or_none(target)
             problem = None
-            if urlsplit(target).scheme not in ("http", "https"):
+            scheme = _scheme_or_none(target)
+            if scheme is not None and scheme not in ("http", "https"):
                 problem = ("bad_scheme", f"redirect to non-http(s) URL {target[:200]}")
             elif target_canon is None:
                 problem = ("bad_url", f"redirect to malformed URL {target[:200]}")
@@ -406,7 +435,9 @@ class Crawler:
                 break  # redirect leaves the scope: keep the 3xx, do not follow
             if problem is not None:
                 kind, detail = problem
-                stored = self.prior.take(target_canon) if target_canon else None
+                # a target that cannot be canonicalized is keyed by its raw form (see
+                # Snapshot.iter_failures), so a resume takes its record instead of a second one
+                stored = self.prior.take(target_canon or target)
                 hops.append(
                     Hop(
                         target,

@@ -225,6 +225,9 @@ async def serving(
     except OSError as exc:
         await runner.cleanup()
         raise DrarenaError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    except OverflowError:  # a port past 65535 (bind's own check)
+        await runner.cleanup()
+        raise DrarenaError(f"cannot listen on {host}:{port}: ports run from 0 to 65535") from None
     sockets = list(server.sockets)
     bound = sockets[0].getsockname()[1] if sockets else port
     try:

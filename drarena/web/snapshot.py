@@ -67,11 +67,15 @@ class StoredResponse:
 
     @property
     def location(self) -> str | None:
-        """Absolute redirect target for 3xx responses with a Location header, else None."""
+        """Absolute redirect target for 3xx responses with a Location header, else None
+        (also for a Location that is not a URL, as extract_links treats a bad href)."""
         target = self.header("Location")
         if not (300 <= self.status < 400) or not target:
             return None
-        return urljoin(self.url, target)
+        try:
+            return urljoin(self.url, target)
+        except ValueError:
+            return None
 
     @property
     def is_html(self) -> bool:
@@ -279,9 +283,15 @@ class Snapshot:
             if "drarena-fetch-error" not in fields:
                 continue
             url = _target(record)
+            try:
+                canonical = canonicalize_url(url)
+            except ValueError:
+                # the crawler records a redirect to a malformed URL (bad_url) under the URL
+                # as written; its raw form is the key a resume takes it back by
+                canonical = url
             yield FailedFetch(
                 url,
-                canonicalize_url(url),
+                canonical,
                 fields["drarena-fetch-error"],
                 fields.get("drarena-detail", ""),
                 record.header("WARC-Date"),

@@ -31,6 +31,7 @@ import itertools
 import json
 import re
 import struct
+import uuid
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -64,6 +65,9 @@ _INFLATE_SLACK = 1 << 20
 _DIGEST_MAX = 1 << 16
 _TITLE = re.compile(rb"<title[^>]*>(.*?)</title", re.IGNORECASE | re.DOTALL)
 _NAME_CHARS = re.compile(r"[^-a-z0-9._/]")
+# Declared hashes are checked with hashlib; the shake_* algorithms have no fixed length (their
+# hexdigest needs one), so a declaration naming them says nothing checkable.
+_HASHES = frozenset(a for a in hashlib.algorithms_guaranteed if not a.startswith("shake_"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +123,8 @@ class WaczExport:
 
 
 def export_wacz(snapshot_dir: Path, out: Path, *, title: str | None = None) -> WaczExport:
-    """Write the snapshot as a WACZ package at `out` (atomically: `out.part`, then renamed)."""
+    """Write the snapshot as a WACZ package at `out`, which must not exist yet (atomically: a
+    temporary file of a unique name next to it, then renamed)."""
     from drarena.web.snapshot import Snapshot  # the reader side needs none of this
 
     out = Path(out)
@@ -131,10 +136,17 @@ def export_wacz(snapshot_dir: Path, out: Path, *, title: str | None = None) -> W
         pages = _pages(snap)
         pages_bytes = _pages_jsonl(pages, title or manifest.name)
         moment = _zip_time(manifest.ended_at)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(out.name + ".part")
+        _refuse_existing(out)  # after the snapshot's checks, which name its own problems first
         try:
-            with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+            out.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DrarenaError(f"{out}: cannot create its folder ({exc.strerror})") from None
+        # A name of our own, created exclusively, so no file of the user's is truncated;
+        # not tempfile.mkstemp, whose 0600 mode the rename would give the package.
+        tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex[:12]}.part")
+        handle = tmp.open("xb")
+        try:
+            with handle, zipfile.ZipFile(handle, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
                 resources = []
                 for item in sorted(manifest.warc_files, key=lambda f: f.name):
                     path = f"archive/{item.name}"
@@ -175,6 +187,7 @@ def export_wacz(snapshot_dir: Path, out: Path, *, title: str | None = None) -> W
                 _store_bytes(zf, DATAPACKAGE, package_bytes, moment)
                 _store_bytes(zf, INDEX_PATH, index_bytes, moment)
                 _store_bytes(zf, PAGES_PATH, pages_bytes, moment)
+            _refuse_existing(out)  # made while we wrote: still not ours to replace
             tmp.replace(out)
         finally:
             tmp.unlink(missing_ok=True)
@@ -187,6 +200,11 @@ def export_wacz(snapshot_dir: Path, out: Path, *, title: str | None = None) -> W
             len(pages),
             out.stat().st_size,
         )
+
+
+def _refuse_existing(out: Path) -> None:
+    if out.exists() or out.is_symlink():
+        raise DrarenaError(f"{out}: already exists; remove it or choose another name")
 
 
 def _replay_index(cdxj: Path, expected: str, warc_names: set[str]) -> tuple[bytes, int]:
@@ -522,6 +540,8 @@ class WaczPackage:
         try:
             declared = json.loads(_read_small(self._zip, DIGEST, _DIGEST_MAX))["hash"]
             algo = declared.partition(":")[0]
+            if algo not in _HASHES:
+                raise ValueError(f"{algo!r} is not a fixed-length hash algorithm")
             actual = f"{algo}:{hashlib.new(algo, self._package_bytes).hexdigest()}"
         except (
             KeyError,
@@ -571,8 +591,14 @@ def _inflated(
             f"{info.file_size} bytes, past its cap of {limit} ({why}); refused "
             "as a decompression bomb"
         )
+    if info.flag_bits & 0x1:  # zipfile would ask for a password (RuntimeError)
+        raise zipfile.BadZipFile("encrypted, which a WACZ member never is")
+    try:
+        member = zf.open(info)
+    except NotImplementedError as exc:  # a compression method zipfile lacks (Deflate64, ...)
+        raise zipfile.BadZipFile(f"compression method {info.compress_type}: {exc}") from None
     seen = 0
-    with zf.open(info) as fh:
+    with member as fh:
         while block := fh.read(_CHUNK):
             seen += len(block)
             if seen > limit:
@@ -641,7 +667,7 @@ def _parse_resources(package: object, names: set[str]) -> tuple[WaczMember, ...]
         if not isinstance(path, str) or not path or path.startswith("/") or ".." in path.split("/"):
             raise ValueError(f"{where}.path: missing or not a relative path")
         algo, sep, value = declared.partition(":") if isinstance(declared, str) else ("", "", "")
-        if not sep or algo not in hashlib.algorithms_guaranteed or not value:
+        if not sep or algo not in _HASHES or not value:
             raise ValueError(f"{where}.hash: {declared!r} is not '<algorithm>:<hex>'")
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             raise ValueError(f"{where}.bytes: {size!r} is not a byte count")

@@ -55,7 +55,10 @@ def cmd_serve_web(args: argparse.Namespace) -> int:
     from drarena.web.snapshot import Snapshot
     from drarena.webproxy.proxy import frozen_web_proxy
 
+    stopped: list[int] = []
+
     async def serve(snap: Snapshot, state_dir: Path, handlers: HandlerTable) -> None:
+        _cancel_on_sigterm(stopped)
         async with frozen_web_proxy(snap, handlers, state_dir=state_dir, port=args.port) as proxy:
             env = proxy.info.client_env()
             print(
@@ -84,7 +87,32 @@ def cmd_serve_web(args: argparse.Namespace) -> int:
             asyncio.run(serve(snap, state_dir, handlers))
         except KeyboardInterrupt:
             return 0
+        except asyncio.CancelledError:
+            if not stopped:
+                raise
+            return 128 + stopped[0]
     return 0
+
+
+def _cancel_on_sigterm(stopped: list[int]) -> None:
+    """SIGTERM (kill, systemd, a CI timeout) stops the proxy as Ctrl-C does: the task is
+    cancelled, so frozen_web_proxy's cleanup terminates mitmdump. Without this the default
+    action ends drarena at once, and mitmdump, in a session of its own (so a Ctrl-C in the
+    terminal reaches drarena only), would be left running, holding the port."""
+    import asyncio
+    import contextlib
+    import signal
+
+    task = asyncio.current_task()
+
+    def on_signal() -> None:
+        if not stopped and task is not None:
+            stopped.append(signal.SIGTERM)
+            task.cancel()
+
+    # no Unix signals (Windows), or not the main thread: SIGTERM keeps its default
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_signal)
 
 
 def search_table(kind: str, snapshot: Path, index_root: Path) -> HandlerTable:

@@ -25,8 +25,9 @@ from typing import Any
 
 from drarena.errors import DrarenaError
 from drarena.web.snapshot import Snapshot
+from drarena.web.warcfile import MAX_DECODED_BYTES
 from drarena.webproxy.backend import FrozenWeb, ProxyTally, backend
-from drarena.webproxy.handlers import HandlerTable
+from drarena.webproxy.handlers import MAX_REQUEST_BODY, HandlerTable
 
 MITMDUMP_ENV = "DRARENA_MITMDUMP"
 PROXY_VENV = ".venv-proxy"  # `make setup-proxy`: mitmproxy with its own pinned dependencies
@@ -109,7 +110,18 @@ class RunningProxy:
         return int(self.state().get("outside_refused", 0))
 
 
-def mitmdump_argv(exe: str, port: int, confdir: Path, backend_port: int, state: Path) -> list[str]:
+def body_limit(snap: Snapshot) -> int:
+    """mitmproxy's `body_size_limit`: without one it reads a request body whole into memory,
+    however large, before the addon hands it to the backend (which takes MAX_REQUEST_BODY
+    and answers 413 past it). mitmproxy 11 applies the option to responses as well (a larger
+    one becomes a 502), so it must also pass the largest body the backend sends: a capture,
+    decoded up to the snapshot's decode limit, or a search answer (a few MB at most)."""
+    return max(MAX_REQUEST_BODY, MAX_DECODED_BYTES, snap.decode_limit)
+
+
+def mitmdump_argv(
+    exe: str, port: int, confdir: Path, backend_port: int, state: Path, max_body: int
+) -> list[str]:
     return [
         exe,
         "--quiet",
@@ -129,6 +141,8 @@ def mitmdump_argv(exe: str, port: int, confdir: Path, backend_port: int, state: 
         "http3=false",
         "--set",
         "termlog_verbosity=warn",
+        "--set",
+        f"body_size_limit={max_body}",  # bytes; a bigger request is a 413, never buffered
         "-s",
         str(ADDON),
         "--set",
@@ -163,7 +177,10 @@ async def frozen_web_proxy(
         raise DrarenaError(f"{state_dir}: the proxy's CA and logs never go in the snapshot")
     exe = mitmdump or find_mitmdump()
     confdir = state_dir / "ca"
-    confdir.mkdir(parents=True, exist_ok=True)
+    try:
+        confdir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # e.g. --state-dir names a file
+        raise DrarenaError(f"{state_dir}: cannot hold the proxy's state ({exc.strerror})") from None
     state = state_dir / "mitmdump-state.json"
     state.unlink(missing_ok=True)  # our own file from an earlier start
     log_path = state_dir / "mitmdump.log"
@@ -171,7 +188,7 @@ async def frozen_web_proxy(
     async with backend(frozen) as backend_port:
         with log_path.open("ab") as log:
             process = await asyncio.create_subprocess_exec(
-                *mitmdump_argv(exe, port, confdir, backend_port, state),
+                *mitmdump_argv(exe, port, confdir, backend_port, state, body_limit(snap)),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,

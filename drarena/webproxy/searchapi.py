@@ -98,7 +98,7 @@ def int_param(raw: Any, name: str, default: int, low: int, high: int) -> int:
         raise BadRequest(f"{name} must be an integer")
     try:
         value = int(raw)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: JSON's 1e400 is inf
         raise BadRequest(f"{name} must be an integer") from None
     if not low <= value <= high:
         raise BadRequest(f"{name} must be in {low}..{high}")

@@ -84,6 +84,7 @@ def _read_all(folder: Path, export_to: Path) -> None:
             assert isinstance(url in snap, bool)
         with contextlib.suppress(DrarenaError):
             assert all(isinstance(u, str) for u in snap.urls())
+    export_to.unlink(missing_ok=True)  # an earlier example's package: export never replaces one
     with contextlib.suppress(DrarenaError):
         export_wacz(folder, export_to)
 

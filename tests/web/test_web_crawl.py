@@ -9,14 +9,17 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import aiohttp
 import pytest
 import yaml
+from aiohttp import web
 from web_site import CrawlSite, page, site_spec
 
+from drarena.errors import DrarenaError
 from drarena.web.crawl import Crawler
 from drarena.web.fetch import HostGate
 from drarena.web.manifest import load_manifest
-from drarena.web.serve import serving
+from drarena.web.serve import replay_app, serving
 from drarena.web.snapshot import Snapshot
 from drarena.web.spec import CrawlSpec, parse_spec
 from drarena.web.warcfile import sha1_b32
@@ -285,3 +288,95 @@ def test_cli_bad_spec_is_one_line(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert result.stderr.strip() == f"drarena: error: {spec}: field robot: unknown key"
+
+
+def bad_redirect_site(requests: list[str]) -> web.Application:
+    """Redirects a crawler cannot follow: a Location urljoin cannot parse, and one naming
+    credentials (canonicalize_url refuses those); /after comes later in the frontier."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        requests.append(request.path)
+        if request.path == "/":
+            return web.Response(
+                body=page("Index", "bad", "creds", "after"), content_type="text/html"
+            )
+        if request.path == "/bad":
+            return web.Response(status=302, headers={"Location": "http://[oops/"})
+        if request.path == "/creds":
+            return web.Response(status=302, headers={"Location": "http://user:pw@127.0.0.1:1/"})
+        if request.path == "/after":
+            return web.Response(body=page("After"), content_type="text/html")
+        return web.Response(status=404)
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handle)
+    return app
+
+
+async def test_malformed_redirect_is_a_failure_and_resumes(tmp_path: Path) -> None:
+    requests: list[str] = []
+    out = tmp_path / "snap"
+    async with serving(bad_redirect_site(requests)) as port:
+        spec = spec_of(port, per_host_concurrency=1, concurrency=1)
+        await crawl(spec, tmp_path / "full")
+        requests.clear()
+
+        task: asyncio.Task[object] | None = None
+
+        def stop_after_three(page: object, tally: object) -> None:
+            if getattr(tally, "pages", 0) == 3 and task is not None:
+                task.cancel()
+
+        task = asyncio.ensure_future(
+            Crawler(spec, out, progress=False, on_page=stop_after_three).run()
+        )
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert "/after" not in requests
+        requests.clear()
+        await Crawler(spec, out, resume=True, progress=False).run()
+    full = load_manifest(tmp_path / "full")
+    assert full.complete and full.counts.errors == {"bad_url": 2}
+    with Snapshot.open(tmp_path / "full") as snap:
+        assert sorted((f.url, f.kind) for f in snap.iter_failures()) == [
+            ("http://[oops/", "bad_url"),
+            ("http://user:pw@127.0.0.1:1/", "bad_url"),
+        ]
+        bad = snap.lookup(f"http://127.0.0.1:{port}/bad")
+        assert bad is not None and bad.status == 302 and bad.location is None
+        # replay answers the 3xx as captured (no 500 for the Location it cannot resolve)
+        async with (
+            serving(replay_app(snap)) as replay_port,
+            aiohttp.ClientSession() as http,
+            http.get(f"http://127.0.0.1:{replay_port}/bad", allow_redirects=False) as resp,
+        ):
+            assert resp.status == 302 and resp.headers["Location"] == "http://[oops/"
+    # the resume took every stored outcome (none fetched or recorded twice) and fetched the rest
+    assert [p for p in requests if p != "/robots.txt"] == ["/after"]
+    resumed = load_manifest(out)
+    assert resumed.complete and resumed.counts == full.counts
+    with Snapshot.open(out) as snap:
+        assert len(list(snap.iter_failures())) == 2
+        assert snap.verify().ok
+    warcio_check(out)
+
+
+@pytest.mark.parametrize("resume", [False, True])
+async def test_crawl_refuses_a_folder_that_is_not_a_snapshot(tmp_path: Path, resume: bool) -> None:
+    """A user's folder is never written into: its index.cdxj and manifest.json-less files
+    would be overwritten by the snapshot's. An empty folder is fine."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "index.cdxj").write_text("my own index\n")
+    (mine / "notes.txt").write_text("keep me\n")
+    site = CrawlSite()
+    async with serving(site.app()) as port:
+        spec = spec_of(port, max_depth=0)
+        with pytest.raises(DrarenaError, match="exists and is not a snapshot"):
+            await Crawler(spec, mine, resume=resume, progress=False).run()
+        (tmp_path / "empty").mkdir()
+        await crawl(spec, tmp_path / "empty")
+    assert sorted(p.name for p in mine.iterdir()) == ["index.cdxj", "notes.txt"]
+    assert (mine / "index.cdxj").read_text() == "my own index\n"
+    assert site.requests == ["/robots.txt", "/"]
+    assert load_manifest(tmp_path / "empty").complete

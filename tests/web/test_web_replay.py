@@ -98,3 +98,14 @@ async def test_replay_command_serves_fixture(snap: Snapshot, repo_root: Path) ->
     finally:
         proc.terminate()
         await proc.wait()
+
+
+@pytest.mark.parametrize("port", [70000, -1])
+async def test_a_port_out_of_range_is_one_line(snap: Snapshot, port: int) -> None:
+    """bind() raises OverflowError, not OSError, for a port past 65535."""
+    from drarena.errors import DrarenaError
+
+    with pytest.raises(DrarenaError) as err:
+        async with serving(replay_app(snap), "127.0.0.1", port):
+            pass
+    assert str(err.value) == f"cannot listen on 127.0.0.1:{port}: ports run from 0 to 65535"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import shutil
@@ -81,6 +82,15 @@ def test_lookup_canonicalizes_and_resolves_revisits(snap: Snapshot) -> None:
     assert revisit.revisit and revisit.body == original.body and revisit.body
     assert snap.lookup(f"{BASE}/library/never-captured.html") is None
     assert f"{BASE}/library/os.html" in snap
+
+
+def test_redirect_to_unparsable_location_has_no_target(snap: Snapshot) -> None:
+    """A stored 3xx whose Location urljoin cannot parse (any WARC may hold one) has no target,
+    as a bad href has none, instead of raising in every reader (serve, extract)."""
+    redirect = snap.lookup(f"{BASE}/howto")
+    assert redirect is not None
+    bad = dataclasses.replace(redirect, headers=(("Location", "http://[oops/"),))
+    assert bad.status == 301 and bad.location is None
 
 
 def test_verify_passes_on_fixture(fixture_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,6 +8,7 @@ import hashlib
 import json
 import re
 import shutil
+import struct
 import zipfile
 from io import BytesIO
 from pathlib import Path
@@ -162,6 +163,30 @@ def test_export_is_deterministic_and_extracts_the_same_warc(
     assert not list(tmp_path.glob("*.part"))
 
 
+def test_export_never_writes_over_a_users_file(
+    exported: Path, fixture_dir: Path, tmp_path: Path
+) -> None:
+    """The package is built under a name of its own (a user's `OUT.part` is not ours), and an
+    existing OUT, file or folder, is refused in one line, not replaced or a traceback."""
+    (tmp_path / "new.wacz.part").write_bytes(b"my notes")
+    export_wacz(fixture_dir, tmp_path / "new.wacz", title="Python 3.11 docs")
+    assert (tmp_path / "new.wacz").read_bytes() == exported.read_bytes()
+    assert (tmp_path / "new.wacz.part").read_bytes() == b"my notes"
+    (tmp_path / "old.wacz").write_bytes(b"my package")
+    (tmp_path / "folder").mkdir()
+    for taken in (tmp_path / "old.wacz", tmp_path / "folder"):
+        with pytest.raises(DrarenaError) as err:
+            export_wacz(fixture_dir, taken)
+        assert str(err.value) == f"{taken}: already exists; remove it or choose another name"
+    assert (tmp_path / "old.wacz").read_bytes() == b"my package"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "folder",
+        "new.wacz",
+        "new.wacz.part",
+        "old.wacz",
+    ]
+
+
 def test_wrong_hash_in_datapackage_is_named(exported: Path, tmp_path: Path) -> None:
     with zipfile.ZipFile(exported) as zf:
         raw = zf.read("datapackage.json")
@@ -200,6 +225,58 @@ def test_flipped_byte_in_a_warc_member_is_named(exported: Path, tmp_path: Path) 
         assert declared in problems[0] and "content is sha256:" in problems[0]
         with pytest.raises(DrarenaError, match="hash mismatch"):
             wacz.extract_warc(wacz.warcs[0], tmp_path / "x.warc.gz")
+
+
+def flagged(src: Path, dest: Path, name: str, method: int, flag: int) -> Path:
+    """A copy of a zip whose member `name` is deflated, then labelled with another compression
+    `method` and general-purpose `flag` bits in both its headers (what zipfile cannot write)."""
+    with zipfile.ZipFile(src) as old, zipfile.ZipFile(dest, "w") as new:
+        for info in old.infolist():
+            kind = zipfile.ZIP_DEFLATED if info.filename == name else info.compress_type
+            new.writestr(info.filename, old.read(info), compress_type=kind)
+    data = bytearray(dest.read_bytes())
+    # (signature, offset of the name length, of the name, of the flags; the method follows)
+    for magic, size_at, name_at, flag_at in (
+        (b"PK\x03\x04", 26, 30, 6),
+        (b"PK\x01\x02", 28, 46, 8),
+    ):
+        at = 0
+        while (at := data.find(magic, at)) >= 0:
+            size = struct.unpack_from("<H", data, at + size_at)[0]
+            if data[at + name_at : at + name_at + size] == name.encode():
+                old_flag = struct.unpack_from("<H", data, at + flag_at)[0]
+                struct.pack_into("<HH", data, at + flag_at, old_flag | flag, method)
+            at += 4
+    dest.write_bytes(bytes(data))
+    return dest
+
+
+def test_members_zipfile_cannot_read_are_one_line_errors(exported: Path, tmp_path: Path) -> None:
+    """Deflate64 (method 9), an encrypted member and a hash of no fixed length (shake_128):
+    zipfile's NotImplementedError and RuntimeError, hashlib's TypeError before."""
+    deflate64 = flagged(exported, tmp_path / "deflate64.wacz", WARC, 9, 0)
+    with WaczPackage.open(deflate64) as wacz:
+        assert wacz.verify() == [
+            f"{WARC}: damaged in the zip (compression method 9: "
+            "That compression method is not supported)"
+        ]
+        with pytest.raises(DrarenaError, match=f"{WARC}: cannot be read"):
+            wacz.extract_warc(wacz.warcs[0], tmp_path / "x.warc.gz")
+    encrypted = flagged(exported, tmp_path / "encrypted.wacz", "datapackage.json", 8, 1)
+    with pytest.raises(DrarenaError) as err:
+        WaczPackage.open(encrypted)
+    assert (
+        str(err.value) == f"{encrypted}: datapackage.json: encrypted, which a WACZ member never is"
+    )
+    with zipfile.ZipFile(exported) as zf:
+        package = json.loads(zf.read("datapackage.json"))
+    package["resources"][0]["hash"] = "shake_128:00"
+    shake = rewritten(
+        exported, tmp_path / "shake.wacz", {"datapackage.json": json.dumps(package).encode()}
+    )
+    with pytest.raises(DrarenaError, match=r"resources\[0\]\.hash: 'shake_128:00' is not"):
+        WaczPackage.open(shake)
+    assert not (tmp_path / "x.warc.gz").exists()
 
 
 def test_undeclared_member_is_reported(exported: Path, tmp_path: Path) -> None:

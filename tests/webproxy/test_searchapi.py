@@ -146,6 +146,7 @@ def test_tavily_answer_is_logged_as_a_search(handlers: dict[str, Handler]) -> No
         (json.dumps({"query": "x" * 1001}).encode(), "longer than 1000"),
         (json.dumps({"query": "a", "max_results": 21}).encode(), "0..20"),
         (json.dumps({"query": "a", "max_results": "many"}).encode(), "integer"),
+        (b'{"query": "a", "max_results": 1e400}', "integer"),
     ],
 )
 def test_tavily_refuses_bad_requests_in_its_error_shape(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,9 +20,11 @@ import requests
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from webproxy_helpers import ProxyThread, mitmdump_missing, write_fixture_snapshot
 
+from drarena.errors import DrarenaError
+from drarena.web.snapshot import Snapshot
 from drarena.webproxy.backend import MISSING_HEADER
-from drarena.webproxy.handlers import HandlerTable, WebRequest, WebResponse
-from drarena.webproxy.proxy import CA_VARIABLES, RunningProxy
+from drarena.webproxy.handlers import MAX_REQUEST_BODY, HandlerTable, WebRequest, WebResponse
+from drarena.webproxy.proxy import CA_VARIABLES, RunningProxy, body_limit, frozen_web_proxy
 
 MISSING = mitmdump_missing()
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"no mitmproxy here: {MISSING}")
@@ -184,3 +187,75 @@ def test_a_post_body_reaches_the_handler_over_http2(proxy: RunningProxy) -> None
     got = client.request("POST", "https://search.example.net/search", data={"q": "a b", "b": ""})
     assert got.status_code == 200
     assert got.json() == {"query": "", "method": "POST", "form": {"q": "a b", "b": ""}}
+
+
+def test_a_request_body_over_the_limit_is_refused_unread(proxy: RunningProxy) -> None:
+    """mitmproxy buffers a request body whole before the addon sees it: one declaring more
+    than body_limit bytes is refused from its head (413), without waiting for the body, and
+    never reaches the backend."""
+    limit = body_limit(proxy.frozen.snap)
+    assert limit >= MAX_REQUEST_BODY
+    before = proxy.frozen.tally.requests
+    head = (
+        "POST http://search.example.net/search HTTP/1.1\r\nHost: search.example.net\r\n"
+        f"Content-Type: application/octet-stream\r\nContent-Length: {limit + 1}\r\n\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", proxy.info.port), timeout=30) as sock:
+        sock.sendall(head.encode())  # and no body: an answer can only come from the head
+        status_line = sock.makefile("rb").readline()
+    assert status_line.split()[1] == b"413", status_line
+    assert proxy.frozen.tally.requests == before
+
+
+async def test_a_state_dir_that_is_a_file_is_one_line(tmp_path: Path) -> None:
+    snapshot = write_fixture_snapshot(tmp_path / "proxyfix")
+    (tmp_path / "state").write_text("mine")
+    with Snapshot.open(snapshot) as snap, pytest.raises(DrarenaError) as err:
+        async with frozen_web_proxy(snap, state_dir=tmp_path / "state"):
+            pass
+    assert (
+        str(err.value) == f"{tmp_path / 'state'}: cannot hold the proxy's state (Not a directory)"
+    )
+    assert (tmp_path / "state").read_text() == "mine"
+
+
+def _mitmdumps_using(state_dir: Path) -> list[int]:
+    """Pids of mitmdump processes started with `state_dir` (this test's own folder)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(b"mitmdump" in a for a in argv[:2]) and any(
+            str(state_dir).encode() in a for a in argv
+        ):
+            found.append(int(proc.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds mitmdump through /proc")
+def test_sigterm_stops_serve_web_and_its_mitmdump(tmp_path: Path) -> None:
+    """`kill PID` on serve-web: mitmdump runs in a session of its own, so unless drarena stops
+    it, it outlives drarena and keeps the port."""
+    import signal
+
+    snapshot = write_fixture_snapshot(tmp_path / "proxyfix")
+    state = tmp_path / "state"
+    command = [sys.executable, "-m", "drarena", "snapshot", "serve-web", str(snapshot)]
+    command += ["--port", "0", "--state-dir", str(state), "--search", "none"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        banner = proc.stdout.readline()  # printed once mitmdump listens
+        assert "frozen web: proxyfix" in banner, banner + proc.communicate()[1]
+        assert len(_mitmdumps_using(state)) == 1
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 143
+        assert _mitmdumps_using(state) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in _mitmdumps_using(state):
+            os.kill(pid, signal.SIGKILL)
