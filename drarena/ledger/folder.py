@@ -164,6 +164,11 @@ class RunDir:
                     f"{path}: damaged match record ({str(exc)[:200]}); delete "
                     "it to play the match again"
                 ) from None
+            if record.match_id != path.stem:  # renamed or edited: which one is the match?
+                raise DrarenaError(
+                    f"{path}: holds match {record.match_id[:200]!r}, not {path.stem!r} (save_match "
+                    "names each file by its match); move it aside to play that match again"
+                )
             done[record.match_id] = record
         return done
 

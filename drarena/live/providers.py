@@ -81,6 +81,8 @@ def _json_object(body: bytes, who: str, hint: str = "") -> dict[str, Any]:
         data = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         raise DrarenaError(f"{who}: the answer is not JSON{hint}") from None
+    except RecursionError:  # '[[[[...' past the decoder's recursion limit
+        raise DrarenaError(f"{who}: the answer is JSON nested too deeply") from None
     if not isinstance(data, dict):
         raise DrarenaError(f"{who}: the answer is a JSON {type(data).__name__}, not an object")
     return data

@@ -150,9 +150,16 @@ def require_fresh(
 
 
 def replace_folder(tmp: Path, final: Path) -> None:
-    """Swap a freshly built folder in place of the old one (the old one goes last)."""
+    """Swap a freshly built folder in place of the old one (the old one goes last). A
+    `<final>.old` already there is an earlier swap cut short, and deleted, only when it holds
+    an index manifest as every folder drarena builds does: any other is someone else's."""
     old = final.with_name(final.name + ".old")
-    if old.exists():
+    if old.exists() or old.is_symlink():
+        if old.is_symlink() or not old.is_dir() or not (old / "manifest.json").is_file():
+            raise DrarenaError(
+                f"{old}: in the way of the new {final.name} and not a folder drarena built "
+                "(no manifest.json); move it aside"
+            )
         shutil.rmtree(old)
     if final.exists():
         final.rename(old)

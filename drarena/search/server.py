@@ -262,6 +262,12 @@ def handle_search(retriever: Retriever, params: dict[str, str]) -> dict[str, Any
         pageno = _int(params, "pageno", 1)
         if not 1 <= pageno <= MAX_PAGENO:
             raise DrarenaError(f"pageno must be in 1..{MAX_PAGENO}, got {pageno}")
+        from drarena.search.base import MAX_K
+
+        if k >= 1 and k * pageno > MAX_K:  # the retriever would name k * pageno as its k
+            raise DrarenaError(
+                f"k x pageno must be at most {MAX_K} (the results searched), got {k} x {pageno}"
+            )
         hits = retriever.search(query, k * pageno)[k * (pageno - 1) :]
         return searxng_results(query, hits, f"drarena-{retriever.name}")
     return native_results(query, retriever.search(query, k), retriever.name)

@@ -36,9 +36,9 @@ def reuse_or_run(
     path = store / f"{key}.json"
     try:
         stored = json.loads(path.read_text(encoding="utf-8"))
-        if isinstance(stored, dict) and stored.get("schema_version") == SCHEMA_VERSION:
+        if _usable(stored):
             return stored, True
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         pass
     report = run()
     store.mkdir(parents=True, exist_ok=True)
@@ -47,6 +47,21 @@ def reuse_or_run(
         fh.write(json.dumps(report, indent=2, sort_keys=True) + "\n")
     os.replace(tmp, path)
     return report, False
+
+
+def _usable(stored: Any) -> bool:
+    """A stored report of this schema with the parts a run reads (tasks; results, each with
+    its figures): a file cut short or edited by hand is run again, never a KeyError."""
+    if not isinstance(stored, dict) or stored.get("schema_version") != SCHEMA_VERSION:
+        return False
+    results = stored.get("results")
+    return (
+        isinstance(stored.get("tasks"), list)
+        and isinstance(results, dict)
+        and all(
+            isinstance(r, dict) and isinstance(r.get("figures"), dict) for r in results.values()
+        )
+    )
 
 
 def header_block(report: Mapping[str, Any], key: str, reused: bool) -> dict[str, Any]:

@@ -527,6 +527,23 @@ def _run(
     return manifest, results
 
 
+def _wacz_member_same(source: str, sha256: str, declared: dict[str, dict[str, str]]) -> bool:
+    """Whether `package.wacz#member` still declares the sha256 the import recorded. Why the
+    declaration, not the bytes: it is what the import checked the member against, and reading
+    datapackage.json costs nothing, where hashing every member again would cost a whole read
+    of the package; a WACZ overwritten by another export declares other hashes."""
+    from drarena.web.wacz import WaczPackage
+
+    package, _, member = source.partition("#")
+    if package not in declared:
+        try:
+            with WaczPackage.open(Path(package)) as opened:
+                declared[package] = {m.name: m.sha256 for m in opened.warcs}
+        except (DrarenaError, OSError):
+            declared[package] = {}
+    return declared[package].get(member) == sha256
+
+
 def _up_to_date(out: Path, name: str, files: list[Path], scope: ImportScope) -> ImportResult:
     manifest = load_manifest(out)
     spec = manifest.spec.get("import") if isinstance(manifest.spec, dict) else None
@@ -539,9 +556,11 @@ def _up_to_date(out: Path, name: str, files: list[Path], scope: ImportScope) -> 
         recorded = spec["sources"] if isinstance(spec, dict) else []
         wanted = {str(p.resolve()) for p in files}
         paths = {str(s["path"]).split("#")[0] for s in recorded}
+        declared: dict[str, dict[str, str]] = {}  # per WACZ: member -> its declared sha256
         same = paths == wanted and all(
-            "#" in str(s["path"])
-            or (Path(s["path"]).is_file() and sha256_file(Path(s["path"])) == s["sha256"])
+            _wacz_member_same(str(s["path"]), str(s["sha256"]), declared)
+            if "#" in str(s["path"])
+            else (Path(s["path"]).is_file() and sha256_file(Path(s["path"])) == s["sha256"])
             for s in recorded
         )
     if not same:

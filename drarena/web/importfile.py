@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Generic, TypeVar
 
 from drarena.errors import DrarenaError
 from drarena.web.manifest import FileDigest
@@ -233,16 +233,20 @@ class Progress:
             self._bytes, self._sent = 0, self.records
 
 
-class _Pairer:
+_Held = TypeVar("_Held")
+
+
+class _Pairer(Generic[_Held]):
     """Keeps a request only if its response is kept: they link by WARC-Concurrent-To (either
-    way round) and sit close together, so a small window of pending requests is enough."""
+    way round) and sit close together, so a small window of pending requests is enough.
+    What waits is the caller's: a rewritten member, or where a copied record lies."""
 
     def __init__(self) -> None:
-        self.pending: OrderedDict[str, tuple[RecordHead, bytes]] = OrderedDict()
+        self.pending: OrderedDict[str, tuple[RecordHead, _Held]] = OrderedDict()
         self.kept: OrderedDict[str, None] = OrderedDict()
         self.dropped = 0
 
-    def request(self, head: RecordHead, data: bytes) -> bool:
+    def request(self, head: RecordHead, data: _Held) -> bool:
         """True: write it now (its response is already kept); else it waits."""
         if any(v in self.kept for v in _concurrent(head)):
             return True
@@ -252,7 +256,7 @@ class _Pairer:
             self.dropped += 1
         return False
 
-    def response_kept(self, head: RecordHead) -> list[bytes]:
+    def response_kept(self, head: RecordHead) -> list[_Held]:
         rid = head.header("WARC-Record-ID")
         links = set(_concurrent(head))
         out = [
@@ -474,7 +478,7 @@ def _copy_records(job: FileJob, src: Source, index: int, kept: str) -> FileResul
     target = job.build / name
     digest = hashlib.sha256()
     local = Tally()
-    pairer = _Pairer()
+    pairer: _Pairer[tuple[int, int]] = _Pairer()  # a request waits as (offset, length)
     damage: list[str] = []
     damaged = records = written = 0
     scope = job.scope
@@ -486,10 +490,10 @@ def _copy_records(job: FileJob, src: Source, index: int, kept: str) -> FileResul
     with src.path.open("rb") as fh, target.open("xb") as out:
         fd = fh.fileno()
 
-        def write(data: bytes) -> int:
+        def write(offset: int, length: int) -> int:
             nonlocal written
             at = out.tell()
-            out.write(data)
+            _copy_range(fd, offset, length, out)
             written += 1
             return at
 
@@ -504,24 +508,23 @@ def _copy_records(job: FileJob, src: Source, index: int, kept: str) -> FileResul
                 job.progress.records += 1
                 found = classify(item)
                 if not scope.active:
-                    at = write(_pread(fd, item.offset, item.length))
+                    at = write(item.offset, item.length)
                     _index_found(job, local, index, name, found, at, item.length)
                     continue
                 if found == "request":
-                    data = _pread(fd, item.offset, item.length)
-                    if pairer.request(item, data):
-                        write(data)
+                    if pairer.request(item, (item.offset, item.length)):
+                        write(item.offset, item.length)
                 elif found == "warcinfo":
-                    write(_pread(fd, item.offset, item.length))
+                    write(item.offset, item.length)
                     local.skipped[found] += 1
                 elif not isinstance(found, Capture):
                     local.skipped[found] += 1
                 elif scope.allows(
                     found.url, _canonical(found.url), _scope_mime(item, found), found.status
                 ):
-                    for request in pairer.response_kept(item):
-                        write(request)
-                    at = write(_pread(fd, item.offset, item.length))
+                    for offset, length in pairer.response_kept(item):
+                        write(offset, length)
+                    at = write(item.offset, item.length)
                     local.add(found)
                     job.staging.add(
                         index, cdxj_line(found, name, at, item.length), found.digest, found.revisit
@@ -562,16 +565,20 @@ def _scope_mime(head: RecordHead, cap: Capture) -> str:
         return "unk"
 
 
-def _pread(fd: int, offset: int, length: int) -> bytes:
-    parts: list[bytes] = []
+_COPY_CHUNK = 1 << 20
+
+
+def _copy_range(fd: int, offset: int, length: int, out: BinaryIO) -> None:
+    """Bytes [offset, offset + length) of `fd` onto `out`, a MiB at a time: a record of
+    300 MB costs the import no more memory than a small one (joined whole, it cost twice
+    its size)."""
     while length > 0:
-        data = os.pread(fd, min(length, 1 << 24), offset)
+        data = os.pread(fd, min(length, _COPY_CHUNK), offset)
         if not data:
             raise DrarenaError(f"file shrank while it was read (offset {offset})")
-        parts.append(data)
+        out.write(data)
         offset += len(data)
         length -= len(data)
-    return b"".join(parts)
 
 
 def _rewrite(job: FileJob, src: Source, index: int) -> FileResult:
@@ -579,7 +586,7 @@ def _rewrite(job: FileJob, src: Source, index: int) -> FileResult:
     name = job.names["rewrite"]
     target = job.build / name
     local = Tally()
-    pairer = _Pairer()
+    pairer: _Pairer[bytes] = _Pairer()  # a request waits as its rewritten member
     damage: list[str] = []
     damaged = records = written = 0
     scope = job.scope
@@ -706,10 +713,9 @@ def add_originals(
             if file not in outs:
                 outs[file] = ((build / name).open("xb"), [0])
             out, count = outs[file]
-            with sources[file].path.open("rb") as fh:
-                data = _pread(fh.fileno(), offset, length)
             at = out.tell()
-            out.write(data)
+            with sources[file].path.open("rb") as fh:
+                _copy_range(fh.fileno(), offset, length, out)
             count[0] += 1
             staging.add(file, cdxj_line(cap, name, at, length), cap.digest, False)
             tally.add(cap)

@@ -241,6 +241,16 @@ def test_newer_schemas_say_which_version_is_supported(demo: Path) -> None:
         RunDir(demo).finished()
 
 
+def test_a_match_file_holding_another_match_is_one_line(demo: Path) -> None:
+    """A match file renamed, or its match_id edited: the match the name says would be played
+    again and that file written over; it is named instead."""
+    [match] = sorted((demo / "matches").glob("*.json"))
+    renamed = match.with_name("r0-x-vs-y-tree-000.json")
+    match.rename(renamed)
+    with pytest.raises(DrarenaError, match=rf"{renamed.name}: holds match '{match.stem}'"):
+        RunDir(demo).finished()
+
+
 # --- a wrong config writes nothing ------------------------------------------------------------
 
 

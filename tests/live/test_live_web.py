@@ -355,6 +355,8 @@ def test_provider_requests_and_parsing() -> None:
     ]
     with pytest.raises(DrarenaError, match="not JSON"):
         searx.parse(b"<html>403 Forbidden</html>")
+    with pytest.raises(DrarenaError, match="nested too deeply"):  # a RecursionError before
+        searx.parse(b"[" * 100_000)
     with pytest.raises(DrarenaError, match=r"args\.url"):
         build_provider({"kind": "searxng", "args": {"url": "ftp://x"}})
     with pytest.raises(DrarenaError, match=r"args\.count"):

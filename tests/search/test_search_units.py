@@ -276,6 +276,10 @@ def test_searxng_shape_and_paging() -> None:
     ):
         with pytest.raises(DrarenaError):
             handle_search(FakeRetriever(), bad)
+    # a page past the results searched names k and pageno, not their product as if it were k
+    too_deep = {"q": "x", "format": "json", "k": "1000", "pageno": "2"}
+    with pytest.raises(DrarenaError, match=r"k x pageno must be at most \d+.*got 1000 x 2"):
+        handle_search(FakeRetriever(), too_deep)
 
 
 def test_registry_kinds_and_bad_live_args(tmp_path: Path) -> None:
@@ -383,3 +387,27 @@ def test_out_of_range_options_are_one_line_errors(
     assert main(["search", argv[0], str(tmp_path), *argv[1:]]) == 2
     err = capsys.readouterr().err.strip()
     assert error in err and len(err.splitlines()) == 1
+
+
+def test_replacing_an_index_folder_deletes_only_drarenas_old_one(tmp_path: Path) -> None:
+    """`<index>.old` is what a swap cut short leaves (it holds an index manifest): deleted;
+    a folder of that name without one is someone else's, and the swap stops before it."""
+    from drarena.search.manifest import replace_folder
+
+    def built(name: str, text: str) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "manifest.json").write_text(text, encoding="utf-8")
+        return folder
+
+    final = built("bm25", "old")
+    built("bm25.old", "left by a crash")
+    replace_folder(built("tmp-1", "new"), final)
+    assert (final / "manifest.json").read_text() == "new" and not (tmp_path / "bm25.old").exists()
+    mine = tmp_path / "bm25.old"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("the user's", encoding="utf-8")
+    with pytest.raises(DrarenaError, match=r"bm25\.old: in the way .*not a folder drarena built"):
+        replace_folder(built("tmp-2", "newer"), final)
+    assert (mine / "notes.txt").read_text() == "the user's"
+    assert (final / "manifest.json").read_text() == "new"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,15 @@ def test_reuse_by_key(tmp_path: Path) -> None:
     assert again == first
     (tmp_path / f"{key}.json").write_text("not json", encoding="utf-8")  # damaged: run again
     assert reuse_or_run(tmp_path, key, run)[1] is False and len(calls) == 2
+    # the right schema version but parts missing (cut short, edited): run again, no KeyError
+    for broken in (
+        {"schema_version": 1},
+        {**fake_report(False), "tasks": None},
+        {**fake_report(False), "results": {"pairwise": {"can_rank": False}}},
+    ):
+        (tmp_path / f"{key}.json").write_text(json.dumps(broken), encoding="utf-8")
+        report, reused = reuse_or_run(tmp_path, key, run)
+        assert not reused and header_block(report, key, reused)["tasks"] == 1
 
 
 def test_header_block_and_lines() -> None:

@@ -403,3 +403,28 @@ def test_cli_round_trip_export_import_extract(
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and f"{bad}: {WARC}: hash mismatch" in err
     assert not (tmp_path / "bad").exists()
+
+
+def test_importing_a_changed_wacz_again_is_refused_not_up_to_date(
+    exported: Path, tmp_path: Path
+) -> None:
+    """A WACZ source is recorded per member (package.wacz#archive/...): a package replaced by
+    another one declaring other member hashes is a different snapshot, as a changed WARC is
+    (before, any source with a '#' passed the check, and the stale snapshot stayed)."""
+    from drarena.web.importer import import_archives
+
+    wacz = Path(shutil.copy(exported, tmp_path / "pkg.wacz"))
+    out = tmp_path / "st"
+    assert not import_archives("st", [wacz], out, progress=False).up_to_date
+    assert import_archives("st", [wacz], out, progress=False).up_to_date
+    with zipfile.ZipFile(wacz) as zf:
+        package = json.loads(zf.read("datapackage.json"))
+    for resource in package["resources"]:
+        if resource["path"].startswith("archive/"):
+            resource["hash"] = "sha256:" + "1" * 64
+    changed = rewritten(
+        wacz, tmp_path / "changed.wacz", {"datapackage.json": json.dumps(package).encode()}
+    )
+    changed.replace(wacz)
+    with pytest.raises(DrarenaError, match="already holds a different snapshot"):
+        import_archives("st", [wacz], out, progress=False)
