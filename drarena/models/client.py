@@ -127,27 +127,23 @@ class ModelClient:
     ) -> Completion:
         spec = self.role(role)
         sampling = spec.sampling.as_params()
-        try:
-            key = request_key(
-                model=spec.model,
-                messages=messages,
-                sampling=sampling,
-                tools=tools,
-                tool_choice=tool_choice,
-                response_format=response_format,
-            )
-        except UnicodeEncodeError:  # a lone surrogate: sent (and keyed) as U+FFFD instead
-            messages = without_lone_surrogates(messages)
-            tools = without_lone_surrogates(tools)
-            response_format = without_lone_surrogates(response_format)
-            key = request_key(
-                model=spec.model,
-                messages=messages,
-                sampling=sampling,
-                tools=tools,
-                tool_choice=tool_choice,
-                response_format=response_format,
-            )
+        for attempt in (1, 2):
+            try:
+                key = request_key(
+                    model=spec.model,
+                    messages=messages,
+                    sampling=sampling,
+                    tools=tools,
+                    tool_choice=tool_choice,
+                    response_format=response_format,
+                )
+                break
+            except UnicodeEncodeError:  # a lone surrogate: sent (and keyed) as U+FFFD instead
+                if attempt == 2:
+                    raise
+                messages = without_lone_surrogates(messages)
+                tools = without_lone_surrogates(tools)
+                response_format = without_lone_surrogates(response_format)
         started = self._clock()
         if self._cache is not None:
             hit = self._cache.get(key)

@@ -371,6 +371,18 @@ def test_add_agent_under_a_taken_name_is_refused_and_writes_nothing(
 # --- a tournament begins only in its own folder -----------------------------------------------
 
 
+def scripted_execute(data: dict[str, Any], folder: Path) -> Any:
+    """The tournament of config `data` in `folder`, on the scripted model backend."""
+    return execute(
+        parse_config(data, "test"),
+        RunDir(folder),
+        serve=False,
+        cache_mode=CacheMode.READ_WRITE,
+        prepare=False,
+        backend=scripted_models(STRENGTH),
+    )
+
+
 def test_a_tournament_refuses_a_folder_it_did_not_make(
     made: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -381,14 +393,7 @@ def test_a_tournament_refuses_a_folder_it_did_not_make(
         (folder / name).write_text(f"the user's own {name}\n")
     before = contents(folder)
     with pytest.raises(DrarenaError) as caught:
-        execute(
-            parse_config(data, "test"),
-            RunDir(folder),
-            serve=False,
-            cache_mode=CacheMode.READ_WRITE,
-            prepare=False,
-            backend=scripted_models(STRENGTH),
-        )
+        scripted_execute(data, folder)
     assert str(folder) in str(caught.value) and "\n" not in str(caught.value)
     assert contents(folder) == before and sorted(p.name for p in folder.iterdir()) == sorted(before)
 
@@ -428,14 +433,7 @@ def test_resume_refuses_a_match_file_of_an_agent_not_in_the_config(
     data = json.loads((demo / "run.json").read_text())["config"]  # the same tournament
     before = contents(demo)
     with pytest.raises(DrarenaError) as caught:
-        execute(
-            parse_config(data, "test"),
-            RunDir(demo),
-            serve=False,
-            cache_mode=CacheMode.READ_WRITE,
-            prepare=False,
-            backend=scripted_models(STRENGTH),
-        )
+        scripted_execute(data, demo)
     assert str(match) in str(caught.value) and "'ghost'" in str(caught.value)
     assert contents(demo) == before  # run.json not rewritten
 
