@@ -18,17 +18,18 @@ def render_text(tree: Tree, width: int = 100) -> str:
         f"per depth {stats.get('nodes_per_depth', '?')}"
     ]
 
-    def walk(node_id: str, indent: int) -> None:
+    # depth first with a stack of its own, not recursion: a tree file a user made (edges
+    # checked, depth not) may be deeper than Python's recursion limit
+    stack = [(tree.root, 0)]
+    while stack:
+        node_id, indent = stack.pop()
         node = tree.node(node_id)
         edge = tree.edge_to(node_id)
         rel = f"[{edge.relation}] " if edge else ""
         mark = " +" if node.expanded else ""
         head = f"{'  ' * indent}{rel}{_short(node.title or node.url, width)}"
         lines.append(f"{head}  ({node.chars} chars){mark}  {node.url}")
-        for child in tree.children(node_id):
-            walk(child.id, indent + 1)
-
-    walk(tree.root, 0)
+        stack.extend((child.id, indent + 1) for child in reversed(tree.children(node_id)))
     return "\n".join(lines) + "\n"
 
 

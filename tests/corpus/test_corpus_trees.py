@@ -198,3 +198,21 @@ def test_fewer_roots_than_asked_build_a_tree_on_each_when_at_least_allows(
     built = build_snapshot_trees(snap, params, progress=False, at_least=1)
     assert len(built.files) == roots and not built.up_to_date
     assert build_snapshot_trees(snap, params, progress=False, at_least=1).up_to_date
+
+
+def test_the_text_view_walks_a_tree_deeper_than_the_recursion_limit() -> None:
+    """A tree file a user made may be a chain of thousands: `trees show` renders it (its
+    recursive walk raised RecursionError), each node once, in depth-first order."""
+    from drarena.corpus.treeview import render_text
+
+    ids = [f"n{i}" for i in range(1500)]
+    chain = Tree(
+        id="deep",
+        root=ids[0],
+        nodes=tuple(TreeNode(n, f"http://x/{n}", n, "d", i, 1) for i, n in enumerate(ids)),
+        edges=tuple(TreeEdge(a, b, "anchor", "", "see_also") for a, b in zip(ids, ids[1:])),
+    )
+    lines = render_text(tree_from_json(tree_to_json(chain))).splitlines()[1:]
+    assert [line.split("  (")[0].strip().split()[-1] for line in lines] == ids
+    small = render_text(_tree("abcd", ["ab", "ac", "cd"])).splitlines()[1:]
+    assert [line.split("  (")[0].strip().split()[-1] for line in small] == ["a", "b", "c", "d"]
