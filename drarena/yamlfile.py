@@ -80,9 +80,9 @@ def _check_expanded(data: object, path: Path) -> None:
         seen += 1
         if seen > MAX_YAML_VALUES or depth > MAX_YAML_DEPTH:
             raise DrarenaError(
-                f"{path}: not valid YAML (its aliases expand to more than "
-                f"{MAX_YAML_VALUES} values or {MAX_YAML_DEPTH} levels; an "
-                "alias may refer to itself)"
+                f"{path}: too large a YAML document (more than {MAX_YAML_VALUES} values "
+                f"or {MAX_YAML_DEPTH} levels, aliases expanded; an alias may refer to "
+                "itself)"
             )
         if isinstance(value, dict):
             stack.extend((item, depth + 1) for pair in value.items() for item in pair)

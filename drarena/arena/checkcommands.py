@@ -120,7 +120,18 @@ def run_check(
             raise DrarenaError(
                 f"{out}: nothing to replay (no {ROLES_FILE}, {REPORT_FILE} or cache)"
             )
-        fixed = json.loads(roles_path.read_text(encoding="utf-8"))
+        try:
+            fixed = json.loads(roles_path.read_bytes().decode("utf-8"))
+        except (ValueError, RecursionError):  # not UTF-8, not JSON
+            fixed = None
+        if not isinstance(fixed, dict) or not all(
+            isinstance(r, dict) and isinstance(r.get("model"), str) and "api_base" in r
+            for r in fixed.values()
+        ):
+            raise DrarenaError(
+                f"{roles_path}: damaged (an object of roles, each with its model and api_base, "
+                "is what the check wrote); run the check again without --replay"
+            )
         backend = backend or NoModelBackend()
     else:
         out.mkdir(parents=True, exist_ok=True)

@@ -112,7 +112,7 @@ class RatingSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     resamples: int = Field(1000, ge=0, description="bootstrap resamples for the intervals")
-    seed: int = Field(0, description="bootstrap seed")
+    seed: int = Field(0, ge=0, description="bootstrap seed")
 
 
 class LiveSettings(BaseModel):

@@ -44,12 +44,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from drarena.errors import DrarenaError
     from drarena.ledger.compare import compare, read_scores, to_text
     from drarena.ledger.folder import RunDir, write_atomic
-    from drarena.ledger.leaderboard import check_agents
+    from drarena.ledger.leaderboard import build_leaderboard, check_agents
     from drarena.ledger.style import style_ratings
-    from drarena.report.run import COMPARISON_FILE, run_analyses, stored_config, write_report
+    from drarena.report.run import COMPARISON_FILE, stored_config, write_report
 
     if args.resamples < 0:
         raise DrarenaError(f"--resamples: must be 0 or more, got {args.resamples}")
+    if args.seed < 0:  # numpy's generator takes none
+        raise DrarenaError(f"--seed: must be 0 or more, got {args.seed}")
     run = RunDir(args.run)
     header = run.header()
     if header is None:
@@ -69,7 +71,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
         ).ratings
         ours = {r.agent: r.rating for r in ratings}
     else:
-        ours = {r.agent: r.rating for r in run_analyses(run, config, log).rows}
+        # the leaderboard's ratings alone: the analyses would read the comparison.json this
+        # command is about to write anew, and a damaged one would block its own repair
+        rows = build_leaderboard(
+            config.agent_names(), log, resamples=config.rating.resamples, seed=config.rating.seed
+        )
+        ours = {r.agent: r.rating for r in rows}
     result = compare(
         ours,
         theirs,

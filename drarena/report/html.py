@@ -15,7 +15,7 @@ from drarena.examiner.judge import JudgedOrder, PanelMember
 from drarena.htmlpage import CSS, esc
 from drarena.ledger.leaderboard import FAILURES, LeaderboardRow
 from drarena.ledger.records import MatchRecord, RoundRecord
-from drarena.validity.check import FIGURE_ROWS
+from drarena.validity.check import FIGURE_ROWS, figure_parts, mode_figures
 
 
 def leaderboard_table(rows: Sequence[LeaderboardRow]) -> str:
@@ -192,9 +192,11 @@ def match_viewer(matches: Sequence[MatchRecord]) -> str:
 
 
 def _figure(f: Any) -> str:
-    if not isinstance(f, Mapping) or f.get("value") is None:
+    parts = figure_parts(f)
+    if parts is None:
         return "n/a"
-    return f"{f['value']:.2f} [{f['low']:.2f}, {f['high']:.2f}] ({f['n']})"
+    value, low, high, n = parts
+    return f"{value:.2f} [{low:.2f}, {high:.2f}] ({n})"
 
 
 def examiner_check_section(block: Mapping[str, Any] | None) -> str:
@@ -208,19 +210,21 @@ def examiner_check_section(block: Mapping[str, Any] | None) -> str:
             "<p class=muted>not run for this tournament (--no-examiner-check, or a run "
             "recorded before the check existed); `drarena examiner-check` measures it</p>"
         )
-    results = block.get("results") or {}
-    modes = [m for m in results if isinstance(results.get(m), Mapping)]
+    figures = mode_figures(block)
+    results = block.get("results")
+    modes = list(figures)
     cols = "".join(f"<th>{esc(m)}</th>" for m in modes)
     body = "".join(
         f"<tr><td>{esc(label.strip())}</td>"
-        + "".join(
-            f"<td class=num>{esc(_figure((results[m].get('figures') or {}).get(key)))}</td>"
-            for m in modes
-        )
+        + "".join(f"<td class=num>{esc(_figure(figures[m].get(key)))}</td>" for m in modes)
         + "</tr>"
         for key, label in FIGURE_ROWS
     )
-    verdicts = "".join(f"<li>{esc(m)}: {esc(results[m].get('verdict', ''))}</li>" for m in modes)
+    verdicts = "".join(
+        f"<li>{esc(m)}: {esc(str(results[m].get('verdict', '')))}</li>"
+        for m in modes
+        if isinstance(results, Mapping) and isinstance(results.get(m), Mapping)
+    )
     can = bool(block.get("can_rank"))
     line = (
         f"<p class={'muted' if can else 'void'}>"

@@ -81,9 +81,17 @@ def stored_config(data: Any, where: str) -> StoredRunConfig:
         isinstance(a, dict) and isinstance(a.get("name"), str) for a in agents
     ):
         raise DrarenaError(f"{where}: agents: a list of objects with a name is required")
+    names = [a["name"] for a in agents]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise DrarenaError(
+            f"{where}: agents: names must be unique, repeated: {', '.join(repeated)}"
+        )
+    if not isinstance(rating, dict):
+        raise DrarenaError(f"{where}: rating: not an object")
     resamples, seed = rating.get("resamples", 1000), rating.get("seed", 0)
-    if not isinstance(resamples, int) or not isinstance(seed, int):
-        raise DrarenaError(f"{where}: rating: resamples and seed must be integers")
+    if not isinstance(resamples, int) or not isinstance(seed, int) or resamples < 0 or seed < 0:
+        raise DrarenaError(f"{where}: rating: resamples and seed must be integers, 0 or more")
     return StoredRunConfig(name, tuple(a["name"] for a in agents), StoredRating(resamples, seed))
 
 
@@ -139,10 +147,14 @@ def read_comparison(run: RunDir) -> Comparison | None:
         value = json.loads(read_text(path))
         if not isinstance(value, dict):
             raise ValueError("not a JSON object")
-        return Comparison.from_dict(value)
+        found = Comparison.from_dict(value)
+        if not len(found.agents) == len(found.ours) == len(found.theirs):
+            raise ValueError("agents, ours and theirs differ in length")
+        return found
     except (ValueError, TypeError) as exc:
         raise DrarenaError(
-            f"{path}: damaged comparison ({one_line(exc)}); run `drarena run compare` again"
+            f"{path}: damaged comparison ({one_line(exc)}); delete it, or run "
+            "`drarena run compare` again, which writes it anew"
         ) from None
 
 

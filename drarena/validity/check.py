@@ -282,6 +282,34 @@ async def examiner_check(
     }
 
 
+def figure_parts(figure: Any) -> tuple[float, float, float, Any] | None:
+    """(value, low, high, n) of a figure as the check writes it ({value, low, high, n}), or
+    None: no value, or a figure in a stored report or run.json edited into another shape,
+    which the printouts then show as n/a rather than fail on."""
+    if not isinstance(figure, Mapping):
+        return None
+    parts: list[float] = []
+    for key in ("value", "low", "high"):
+        part = figure.get(key)
+        if not isinstance(part, int | float) or isinstance(part, bool):
+            return None
+        parts.append(float(part))
+    return parts[0], parts[1], parts[2], figure.get("n")
+
+
+def mode_figures(block: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """{judge mode: its figures} of a check's block, leaving out what is not of that shape
+    (a run.json edited by hand): the printouts show what is there, never fail on it."""
+    results = block.get("results")
+    if not isinstance(results, Mapping):
+        return {}
+    out = {}
+    for mode, result in results.items():
+        figures = result.get("figures") if isinstance(result, Mapping) else None
+        out[str(mode)] = figures if isinstance(figures, Mapping) else {}
+    return out
+
+
 def summary(report: Mapping[str, Any]) -> dict[str, Any]:
     """The figures a run header keeps (no per-pair outcomes)."""
     return {k: v for k, v in report.items() if k not in ("outcomes", "tasks")}

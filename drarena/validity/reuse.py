@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from drarena.validity.check import SCHEMA_VERSION, summary
+from drarena.validity.check import SCHEMA_VERSION, figure_parts, mode_figures, summary
 
 STORE_DIR = "examiner-checks"
 
@@ -59,7 +59,13 @@ def _usable(stored: Any) -> bool:
         isinstance(stored.get("tasks"), list)
         and isinstance(results, dict)
         and all(
-            isinstance(r, dict) and isinstance(r.get("figures"), dict) for r in results.values()
+            isinstance(r, dict)
+            and isinstance(r.get("figures"), dict)
+            and all(
+                figure_parts(f) is not None or (isinstance(f, dict) and f.get("value") is None)
+                for f in r["figures"].values()
+            )
+            for r in results.values()
         )
     )
 
@@ -72,8 +78,7 @@ def header_block(report: Mapping[str, Any], key: str, reused: bool) -> dict[str,
 def header_lines(block: Mapping[str, Any]) -> list[str]:
     """The lines printed above the leaderboard; the last one a warning when it cannot rank."""
     lines = []
-    for mode, result in block.get("results", {}).items():
-        f = result["figures"]
+    for mode, f in mode_figures(block).items():
         lines.append(
             f"Examiner check ({mode}, {block.get('tasks', '?')} task(s)"
             f"{', reused' if block.get('reused') else ''}): "
@@ -96,6 +101,8 @@ def header_lines(block: Mapping[str, Any]) -> list[str]:
 
 
 def _short(f: Mapping[str, Any] | None) -> str:
-    if not f or f.get("value") is None:
+    parts = figure_parts(f)
+    if parts is None:
         return "n/a"
-    return f"{f['value']:.2f} [{f['low']:.2f}, {f['high']:.2f}]"
+    value, low, high, _ = parts
+    return f"{value:.2f} [{low:.2f}, {high:.2f}]"

@@ -40,6 +40,8 @@ def test_demo_config_is_valid() -> None:
         # not a role name: the field says so, not a TypeError while deriving roles from it
         (lambda c: c.update(match={"examiner_role": ["a", "b"]}), "match.examiner_role"),
         (lambda c: c.update(match={"examiner_role": {"x": 1}}), "match.examiner_role"),
+        # numpy's bootstrap takes no negative seed: refused here, not after the last match
+        (lambda c: c.update(rating={"seed": -1}), "rating.seed"),
     ],
 )
 def test_bad_configs_name_the_field(mutate, message: str) -> None:

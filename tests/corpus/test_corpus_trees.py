@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -210,7 +211,7 @@ def test_the_text_view_walks_a_tree_deeper_than_the_recursion_limit() -> None:
         id="deep",
         root=ids[0],
         nodes=tuple(TreeNode(n, f"http://x/{n}", n, "d", i, 1) for i, n in enumerate(ids)),
-        edges=tuple(TreeEdge(a, b, "anchor", "", "see_also") for a, b in zip(ids, ids[1:])),
+        edges=tuple(TreeEdge(a, b, "anchor", "", "see_also") for a, b in itertools.pairwise(ids)),
     )
     lines = render_text(tree_from_json(tree_to_json(chain))).splitlines()[1:]
     assert [line.split("  (")[0].strip().split()[-1] for line in lines] == ids

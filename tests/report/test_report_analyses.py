@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from matchkit import answer, judgment, match, round_
@@ -220,3 +221,85 @@ def test_stored_config_reads_what_the_report_needs_and_names_a_bad_field() -> No
         stored_config({"name": "t", "agents": [{"kind": "x"}]}, "run.json")
     with pytest.raises(DrarenaError, match=r"^run.json: rating: "):
         stored_config({"name": "t", "agents": [], "rating": {"seed": "x"}}, "run.json")
+
+
+def _edit_header(run: Path, edit: Any) -> None:
+    header = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    edit(header)
+    (run / "run.json").write_text(json.dumps(header), encoding="utf-8")
+
+
+def test_a_damaged_comparison_is_one_line_and_compare_writes_it_anew(
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`rank` names a damaged comparison.json (its lists of unequal length failed the render);
+    `compare` does not read the file it is about to replace, so it repairs it."""
+    board = tmp_path / "board.csv"
+    board.write_text("oracle,1200\nreact-bm25,1100\nclosed_book,900\n", encoding="utf-8")
+    for damaged in (
+        '{"x": 1}',
+        json.dumps(
+            {
+                "against": "b",
+                "agents": ["a", "b"],
+                "ours": [1.0],
+                "theirs": [1.0, 2.0],
+                "only_in_run": [],
+                "only_in_file": [],
+                "correlations": [],
+                "resamples": 0,
+                "seed": 0,
+            }
+        ),
+    ):
+        (run / "comparison.json").write_text(damaged, encoding="utf-8")
+        assert main(["run", "rank", str(run)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "comparison.json: damaged comparison" in err and "\n" not in err
+    assert main(["run", "compare", str(run), "--against", str(board), "--resamples", "20"]) == 0
+    assert json.loads((run / "comparison.json").read_text())["agents"][0] == "closed_book"
+
+
+@pytest.mark.parametrize(
+    ("argv", "edit", "message"),
+    [
+        (["--seed", "-1"], None, "--seed: must be 0 or more, got -1"),
+        ([], lambda h: h["config"].update(rating=[1]), "config: rating: not an object"),
+        ([], lambda h: h["config"].update(rating={"seed": -2}), "rating: resamples and seed"),
+        (
+            [],
+            lambda h: h["config"]["agents"].append(dict(h["config"]["agents"][0])),
+            "agents: names must be unique, repeated: ",
+        ),
+    ],
+)
+def test_compare_refuses_bad_settings_in_one_line(
+    run: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    edit: Any,
+    message: str,
+) -> None:
+    board = tmp_path / "board.csv"
+    board.write_text("oracle,1200\nclosed_book,900\n", encoding="utf-8")
+    if edit is not None:
+        _edit_header(run, edit)
+    assert main(["run", "compare", str(run), "--against", str(board), *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err
+    assert not (run / "comparison.json").exists()
+
+
+def test_examiner_check_figures_edited_into_another_shape_show_as_na(run: Path) -> None:
+    """run.json's examiner_check block is printed above the leaderboard and in the report: a
+    block edited by hand (a figure without its interval, results as a list) shows n/a."""
+    for block in (
+        {"results": {"pairwise": {"figures": {"accuracy": {"value": 0.5}}}}, "can_rank": False},
+        {"results": [1], "can_rank": False},
+        {"results": {"pairwise": {"figures": [1], "verdict": 3}}, "can_rank": True},
+    ):
+        _edit_header(run, lambda h, b=block: h.update(examiner_check=b))
+        assert main(["run", "rank", str(run)]) == 0
+        page = (run / "report.html").read_text(encoding="utf-8")
+        assert "Examiner check" in page

@@ -41,6 +41,7 @@ def test_reuse_by_key(tmp_path: Path) -> None:
         {"schema_version": 1},
         {**fake_report(False), "tasks": None},
         {**fake_report(False), "results": {"pairwise": {"can_rank": False}}},
+        {**fake_report(False), "results": {"pairwise": {"figures": {"accuracy": {"value": 0.5}}}}},
     ):
         (tmp_path / f"{key}.json").write_text(json.dumps(broken), encoding="utf-8")
         report, reused = reuse_or_run(tmp_path, key, run)
