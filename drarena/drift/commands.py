@@ -132,6 +132,17 @@ def cmd_drift(args: argparse.Namespace) -> int:
         raise DrarenaError(
             "--connect-to, --allow-private and --capture apply to --against live only"
         )
+    # output paths are checked before the fetching, which can take minutes
+    if args.json_out is not None:
+        if args.json_out.is_dir():
+            raise DrarenaError(f"--json {args.json_out}: a folder; give a file name (OUT.json)")
+        if args.json_out.suffix.lower() == ".html":  # the page goes beside it as OUT's stem.html
+            raise DrarenaError(
+                f"--json {args.json_out}: the HTML page is written beside the JSON as "
+                f"{args.json_out.stem}.html; give the JSON a name of its own (OUT.json)"
+            )
+    if args.capture is not None and args.capture.exists() and not args.capture.is_dir():
+        raise DrarenaError(f"--capture {args.capture}: exists and is not a folder")
     request = DriftRequest(
         args.snapshot,
         args.against,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -101,8 +102,13 @@ def read_json(path: Path) -> DriftReport:
 # -- terminal -----------------------------------------------------------------------------
 
 
+# C0 and C1 controls (ESC starts a terminal's colour and title sequences): a live server's
+# Location or reason reaches the table, and must not reach the terminal as commands
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
 def _cut(text: str, width: int) -> str:
-    text = " ".join(text.split())
+    text = " ".join(_CONTROLS.sub("?", text.replace("\n", " ").replace("\t", " ")).split())
     return text if len(text) <= width else text[: width - 3] + "..."
 
 

@@ -64,6 +64,15 @@ class LiveOptions:
     robots: bool = True
 
 
+def _scheme(url: str) -> str | None:
+    """The URL's scheme, or None for a string urlsplit refuses (a live server's Location of
+    `http://[oops/`): one page's bad redirect is that page's verdict, never the run's end."""
+    try:
+        return urlsplit(url).scheme
+    except ValueError:
+        return None
+
+
 def _header(headers: Iterable[tuple[str, str]], name: str) -> str:
     for key, value in headers:
         if key.lower() == name:
@@ -165,7 +174,7 @@ class LiveSource:
             hop = hop_from_exchange(result, self.options.max_bytes)
             if hop.location:
                 url = hop.location
-                if urlsplit(url).scheme not in ALLOWED_SCHEMES:
+                if _scheme(url) not in ALLOWED_SCHEMES:  # or no URL at all: no rules
                     return None
                 continue
             parser = RobotFileParser()
@@ -220,7 +229,7 @@ class LiveSource:
                     content_type=_header(result.response_headers, "content-type"),
                 )
             target = hop.location
-            if urlsplit(target).scheme not in ALLOWED_SCHEMES:
+            if _scheme(target) not in (*ALLOWED_SCHEMES, None):  # None: bad_url below
                 return Fetched(
                     url,
                     target,
@@ -285,6 +294,8 @@ def read_snapshot(snap: Snapshot, urls: Sequence[str], max_redirects: int = 5) -
                 break
             hops.append(f"{stored.status} {current}")
             target = stored.location
+            if not target and 300 <= stored.status < 400 and stored.header("Location"):
+                target = stored.header("Location")  # no URL (`http://[oops/`): bad_url below
             if not target:
                 result = Fetched(
                     url,
@@ -295,7 +306,19 @@ def read_snapshot(snap: Snapshot, urls: Sequence[str], max_redirects: int = 5) -
                     content_type=stored.header("Content-Type") or stored.content_type,
                 )
                 break
-            if canonicalize_url(target) in {canonicalize_url(h.split(" ", 1)[1]) for h in hops}:
+            try:
+                target_key = canonicalize_url(target)
+            except ValueError:  # the capture's bad_url (a bad port, an unparsable Location)
+                result = Fetched(
+                    url,
+                    target,
+                    stored.status,
+                    tuple(hops),
+                    "bad_url",
+                    f"redirect to malformed URL {target[:200]}",
+                )
+                break
+            if target_key in {canonicalize_url(h.split(" ", 1)[1]) for h in hops}:
                 result = Fetched(
                     url,
                     target,

@@ -98,7 +98,13 @@ def _results(
         if not isinstance(item, dict):
             continue
         url = item.get(url_key)
-        if not isinstance(url, str) or urlsplit(url).scheme.lower() not in ("http", "https"):
+        if not isinstance(url, str):
+            continue
+        try:  # one result that is no URL (`http://[::1/x`) is skipped, not the whole answer
+            scheme = urlsplit(url).scheme.lower()
+        except ValueError:
+            continue
+        if scheme not in ("http", "https"):
             continue
         out.append(ProviderResult(url, plain(item.get(title_key)), plain(item.get(snippet_key))))
     return out

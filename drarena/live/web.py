@@ -153,7 +153,10 @@ def check_url(url: str) -> str:
     if not isinstance(url, str) or not url.strip():
         raise DrarenaError("live fetch needs a URL")
     url = url.strip()
-    scheme = urlsplit(url).scheme.lower()
+    try:
+        scheme = urlsplit(url).scheme.lower()
+    except ValueError as exc:  # `http://[oops/`
+        raise DrarenaError(f"{url[:200]}: not a valid URL ({exc})") from None
     if scheme not in ALLOWED_SCHEMES:
         raise DrarenaError(
             f"{url[:200]}: scheme {scheme or '(none)'!r} is not http(s); "
@@ -179,8 +182,10 @@ def robots_rules(outcome: StoredResponse | Failure) -> tuple[list[str], str]:
         return everything, f"robots.txt unreachable ({outcome.kind}: {outcome.detail})"
     if outcome.status >= 500:
         return everything, f"robots.txt answered HTTP {outcome.status}"
-    if outcome.location:
-        return everything, "robots.txt redirects too many times"
+    if outcome.location or (300 <= outcome.status < 400 and outcome.header("Location")):
+        # the chain ended on a redirect: too many, or to no http(s) URL (ftp:, a bad port,
+        # a Location that is no URL), which the crawler reads as unavailable: disallow all
+        return everything, "robots.txt redirects too many times, or to no http(s) URL"
     if outcome.status >= 400:
         return [], ""
     return outcome.body.decode("utf-8", "replace").splitlines(), "disallowed by robots.txt"
@@ -497,9 +502,13 @@ class LiveWeb:
         outcome = await self._get(url, robots=False)
         for _ in range(self.settings.max_redirects):
             target = outcome.location if isinstance(outcome, StoredResponse) else None
-            if target is None or urlsplit(target).scheme not in ALLOWED_SCHEMES:
+            if target is None:
                 break
-            outcome = await self._get(canonicalize_url(target), robots=False)
+            try:  # a redirect to a bad port or no URL ends the chain, as one to ftp: does
+                target = check_url(target)
+            except DrarenaError:
+                break
+            outcome = await self._get(target, robots=False)
         lines, reason = robots_rules(outcome)
         parser = RobotFileParser()
         parser.parse(lines)

@@ -96,11 +96,14 @@ def surt(url: str) -> str:
 
 
 def is_public_address(address: str) -> bool:
-    """False for private, loopback, link-local, reserved, multicast and unspecified addresses."""
+    """False for private, loopback, link-local, reserved, multicast and unspecified addresses,
+    and for any other not allocated for public networks (`is_global`: 100.64.0.0/10, the
+    carrier-grade NAT range, where one cloud serves instance metadata at 100.100.100.200, is
+    neither private nor global)."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
-    return not (
+    return ip.is_global and not (
         ip.is_private
         or ip.is_loopback
         or ip.is_link_local

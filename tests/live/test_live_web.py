@@ -233,6 +233,34 @@ def test_protections(site: tuple[ThreadSite, list[dict[str, str]]], tmp_path: Pa
         assert snap.manifest.counts.truncated == 1
 
 
+@pytest.mark.parametrize("location", ["http://127.0.0.1:99999/robots.txt", "http://[oops/"])
+def test_a_robots_txt_redirect_that_is_no_url_ends_its_chain(tmp_path: Path, location: str) -> None:
+    """robots.txt redirected to a bad port or to no URL at all: the chain ends there and the
+    site's pages are refused in one line, as for a redirect to ftp: (a ValueError escaped
+    before, cached for the origin); and check_url names a URL it cannot split."""
+
+    async def robots(request: web.Request) -> web.Response:
+        return web.Response(status=301, headers={"Location": location})
+
+    async def article(request: web.Request) -> web.Response:
+        return web.Response(text=ARTICLE, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/robots.txt", robots)
+    app.router.add_get("/a.html", article)
+    server = ThreadSite(app)
+    try:
+        refused = pytest.raises(DrarenaError, match=r"robots: robots.txt redirects .* no http")
+        with LiveWeb(settings(), capture_dir=tmp_path / "c") as live, refused:
+            live.page(f"{server.base}/a.html")
+        with LiveWeb(settings(respect_robots=False), capture_dir=tmp_path / "d") as live:
+            assert "Saint-Malo" in live.page(f"{server.base}/a.html").text
+    finally:
+        server.stop()
+    with pytest.raises(DrarenaError, match=r"not a valid URL"):
+        check_url("http://[oops/")
+
+
 def test_threads_share_one_fetch_per_url(
     site: tuple[ThreadSite, list[dict[str, str]]], tmp_path: Path
 ) -> None:
@@ -357,6 +385,9 @@ def test_provider_requests_and_parsing() -> None:
         searx.parse(b"<html>403 Forbidden</html>")
     with pytest.raises(DrarenaError, match="nested too deeply"):  # a RecursionError before
         searx.parse(b"[" * 100_000)
+    # one result that is no URL is skipped, not the whole answer (a ValueError before)
+    mixed = json.dumps({"results": [{"url": "http://[::1/x"}, {"url": "https://a.test/y"}]})
+    assert [r.url for r in searx.parse(mixed.encode())] == ["https://a.test/y"]
     with pytest.raises(DrarenaError, match=r"args\.url"):
         build_provider({"kind": "searxng", "args": {"url": "ftp://x"}})
     with pytest.raises(DrarenaError, match=r"args\.count"):

@@ -51,6 +51,10 @@ def test_surt_keys() -> None:
         ("fe80::1", False),
         ("::ffff:127.0.0.1", False),
         ("0.0.0.0", False),
+        ("100.100.100.200", False),  # carrier-grade NAT (a cloud's metadata service)
+        ("100.64.0.1", False),
+        ("::ffff:100.100.100.200", False),
+        ("224.0.0.1", False),
         ("93.184.215.14", True),
         ("2606:4700::1111", True),
     ],
