@@ -21,6 +21,7 @@ from loopback_servers import start_app
 
 from drarena.agents import sandbox
 from drarena.agents.base import Conversation
+from drarena.agents.external import CommandAgent
 from drarena.agents.registry import AgentContext, build_agent
 from drarena.errors import DrarenaError
 from drarena.models.client import ModelClient
@@ -484,6 +485,7 @@ def test_a_command_agents_model_role_with_replicas_gives_the_first_and_bridges_i
     agent = build_agent(
         {"kind": "command", "args": {"command": ["true"], "model_role": "svc"}}, context
     )
+    assert isinstance(agent, CommandAgent)
     assert agent.protocol_env["DRARENA_MODEL_API_BASE"] == "http://127.0.0.1:8101/v1"
     assert ("127.0.0.1", 8101) in agent.bridged
 
