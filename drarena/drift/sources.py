@@ -19,7 +19,7 @@ from urllib.robotparser import RobotFileParser
 
 from drarena.drift.pages import NewVersion
 from drarena.web.snapshot import Snapshot, StoredResponse
-from drarena.web.urls import ALLOWED_SCHEMES, canonicalize_url, url_host_port
+from drarena.web.urls import ALLOWED_SCHEMES, canonicalize_url, scheme_of, url_host_port
 
 if TYPE_CHECKING:
     from aiohttp import ClientSession
@@ -62,15 +62,6 @@ class LiveOptions:
     delay_s: float = 0.5
     max_redirects: int = 5
     robots: bool = True
-
-
-def _scheme(url: str) -> str | None:
-    """The URL's scheme, or None for a string urlsplit refuses (a live server's Location of
-    `http://[oops/`): one page's bad redirect is that page's verdict, never the run's end."""
-    try:
-        return urlsplit(url).scheme
-    except ValueError:
-        return None
 
 
 def _header(headers: Iterable[tuple[str, str]], name: str) -> str:
@@ -174,7 +165,7 @@ class LiveSource:
             hop = hop_from_exchange(result, self.options.max_bytes)
             if hop.location:
                 url = hop.location
-                if _scheme(url) not in ALLOWED_SCHEMES:  # or no URL at all: no rules
+                if scheme_of(url) not in ALLOWED_SCHEMES:  # or no URL at all: no rules
                     return None
                 continue
             parser = RobotFileParser()
@@ -229,7 +220,7 @@ class LiveSource:
                     content_type=_header(result.response_headers, "content-type"),
                 )
             target = hop.location
-            if _scheme(target) not in (*ALLOWED_SCHEMES, None):  # None: bad_url below
+            if scheme_of(target) not in (*ALLOWED_SCHEMES, None):  # None: bad_url below
                 return Fetched(
                     url,
                     target,

@@ -29,7 +29,7 @@ from drarena.web.fetch import FetchPolicy, HostGate, extract_links, fetch_once, 
 from drarena.web.manifest import Counts, FileDigest, Manifest, load_manifest
 from drarena.web.snapshot import FailedFetch, Snapshot, StoredResponse
 from drarena.web.spec import CrawlSpec
-from drarena.web.urls import canonicalize_url, url_host_port
+from drarena.web.urls import canonicalize_url, scheme_of, url_host_port
 from drarena.web.warcfile import MAX_DECODED_BYTES, HttpMessage, decode_body
 from drarena.web.writer import (
     Clock,
@@ -77,13 +77,6 @@ class PageResult:
 def _canonical_or_none(url: str) -> str | None:
     try:
         return canonicalize_url(url)
-    except ValueError:
-        return None
-
-
-def _scheme_or_none(url: str) -> str | None:
-    try:
-        return urlsplit(url).scheme
     except ValueError:
         return None
 
@@ -374,7 +367,7 @@ class Crawler:
             hops.append(hop)
             if (
                 hop.location
-                and _scheme_or_none(hop.location) in ("http", "https")
+                and scheme_of(hop.location) in ("http", "https")
                 and _canonical_or_none(hop.location) is not None
             ):
                 url = hop.location
@@ -422,7 +415,7 @@ class Crawler:
             target = hop.location
             target_canon = _canonical_or_none(target)
             problem = None
-            scheme = _scheme_or_none(target)
+            scheme = scheme_of(target)
             if scheme is not None and scheme not in ("http", "https"):
                 problem = ("bad_scheme", f"redirect to non-http(s) URL {target[:200]}")
             elif target_canon is None:

@@ -95,6 +95,15 @@ def surt(url: str) -> str:
     return f"{key}){path}" + (f"?{query}" if query else "")
 
 
+def scheme_of(url: str) -> str | None:
+    """The URL's scheme as written, or None for a string urlsplit refuses (a Location of
+    `http://[oops/`): a server's bad redirect is that page's failure, never a crash."""
+    try:
+        return urlsplit(url).scheme
+    except ValueError:
+        return None
+
+
 def is_public_address(address: str) -> bool:
     """False for private, loopback, link-local, reserved, multicast and unspecified addresses,
     and for any other not allocated for public networks (`is_global`: 100.64.0.0/10, the
