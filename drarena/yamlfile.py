@@ -9,12 +9,20 @@ lives at the package top level, below both.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
 from drarena.errors import DrarenaError
 
-MAX_YAML_BYTES = 4 << 20  # 4 MiB: far above any real spec or config, bounds memory
+# 1 MiB: the largest file the project ships is 2.5 KB. PyYAML's pure-Python loader holds
+# about 350 bytes per byte of a flow list ("[1,1,1,...]") while it composes, so the byte
+# cap alone would still let a file cost 350 MB; MAX_YAML_NODES stops composing far sooner.
+MAX_YAML_BYTES = 1 << 20
+# Nodes the composer may build (aliases counted once each time they are used), checked as
+# they are built, so a file of many small values fails at about 35 MB instead of after the
+# whole document is in memory. A crawl spec listing 10,000 seed URLs is 10,000 nodes.
+MAX_YAML_NODES = 100_000
 # Values once aliases are expanded, and their nesting: YAML aliases share one object, so a
 # 400-byte "billion laughs" file loads small but expands to 387 million strings in the JSON
 # dumps that follow (run header, manifest), and an alias inside its own anchor loads as a
@@ -48,7 +56,11 @@ def load_yaml_mapping(path: str | Path, what: str) -> dict[str, Any]:
             f"{path}: {what} is not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line})"
         ) from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_bounded_loader())
+    except _TooManyNodes:
+        raise DrarenaError(
+            f"{path}: too large a YAML document (more than {MAX_YAML_NODES} values)"
+        ) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f" line {mark.line + 1} column {mark.column + 1}:" if mark is not None else ""
@@ -67,6 +79,29 @@ def load_yaml_mapping(path: str | Path, what: str) -> dict[str, Any]:
         raise DrarenaError(f"{path}: a {what} must be a mapping of fields (got {got})")
     _check_expanded(data, path)
     return data
+
+
+class _TooManyNodes(Exception):
+    """Raised from inside the composer once it has built MAX_YAML_NODES nodes."""
+
+
+@functools.cache
+def _bounded_loader() -> type:
+    """PyYAML's SafeLoader (the pure-Python one: the same everywhere, and the only one whose
+    composer can be counted), stopping after MAX_YAML_NODES nodes. Made on first use so
+    importing this module does not import yaml."""
+    import yaml
+
+    class BoundedSafeLoader(yaml.SafeLoader):
+        nodes = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            self.nodes += 1
+            if self.nodes > MAX_YAML_NODES:
+                raise _TooManyNodes
+            return super().compose_node(parent, index)
+
+    return BoundedSafeLoader
 
 
 def _check_expanded(data: object, path: Path) -> None:
