@@ -130,6 +130,13 @@ class CitationCheck(Record):
 MODEL_CALL_FAILED = "model call failed"
 
 
+def model_call_error(exc: BaseException) -> str:
+    """An answer's `error` for a model call that failed for good: it starts with
+    MODEL_CALL_FAILED, once (the client's own message already does)."""
+    text = str(exc)
+    return text if text.startswith(MODEL_CALL_FAILED) else f"{MODEL_CALL_FAILED}: {text}"
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Answer(Record):
     """What an agent returns for one round."""

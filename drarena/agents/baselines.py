@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from drarena.agents import citations as cite
-from drarena.agents.base import MODEL_CALL_FAILED, Answer, Conversation, SourcePage
+from drarena.agents.base import Answer, Conversation, SourcePage, model_call_error
 from drarena.agents.common import (
     CITE_RULE,
     CUT_NOTE,
@@ -93,7 +93,7 @@ async def single_answer(
             )
         except DrarenaError as exc:
             rec.failed_call(started)
-            error = f"{MODEL_CALL_FAILED}: {exc}"
+            error = model_call_error(exc)
             rec.step(None, error=error)
             break
         model = rec.model(completion)

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from drarena.agents import citations as cite
-from drarena.agents.base import MODEL_CALL_FAILED, Answer, Conversation, ToolEvent
+from drarena.agents.base import Answer, Conversation, ToolEvent, model_call_error
 from drarena.agents.common import (
     CITE_RULE,
     CUT_NOTE,
@@ -251,7 +251,7 @@ class _Run:
             )
         except DrarenaError as exc:
             self.rec.failed_call(started)
-            self.rec.step(None, error=f"{MODEL_CALL_FAILED}: {exc}")
+            self.rec.step(None, error=model_call_error(exc))
             return None
 
     def run_tools(

@@ -113,6 +113,7 @@ async def test_a_failed_repair_call_marks_the_salvaged_text_as_an_outage() -> No
     answer = await build_agent({"kind": "closed_book"}, context).answer(Conversation("q"), (1, 5))
     assert answer.report == "Plain text, no call."
     assert answer.model_call_failed and "503 gone" in (answer.error or "")
+    assert (answer.error or "").count("model call failed") == 1
 
 
 def test_bad_agent_config_is_one_clear_line() -> None:

@@ -174,8 +174,8 @@ async def test_model_failure_answers_with_the_pages_found() -> None:
         [tool("search", {"query": "asyncio json"}), ValueError("server said 400")]
     )
     answer = await ask(context, question="asyncio json")
-    assert answer.error is not None and "model call failed" in answer.error
-    assert "server said 400" in answer.error
+    assert answer.error is not None and answer.error.startswith("model call failed for role")
+    assert answer.error.count("model call failed") == 1 and "server said 400" in answer.error
     assert [c.url for c in answer.citations] == [ASYNCIO, "http://site.test/json"]
     assert answer.report.startswith("The research found these pages")
     assert answer.limit_hit == "the model call failed"
