@@ -162,13 +162,12 @@ def run_check(
 def cmd_examiner_check(args: argparse.Namespace) -> int:
     from drarena.arena.config import load_config
     from drarena.errors import DrarenaError
-    from drarena.validity.check import CheckSettings, table
+    from drarena.validity.check import CheckSettings, check_modes, table
 
     if args.pairs < 1:
         raise DrarenaError("--pairs: at least 1")
     modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
-    if not modes:
-        raise DrarenaError("--modes: name at least one judge mode")
+    check_modes(modes)
     if args.config is not None:
         config = load_config(args.config).model_copy(update={"snapshot": args.snapshot})
     else:

@@ -56,6 +56,18 @@ class CheckSettings(Record):
     resamples: int = 1000
 
 
+def check_modes(modes: tuple[str, ...]) -> None:
+    """DrarenaError (one line) unless `modes` names judge modes, each once. The command calls
+    it before it starts a model, so a typo costs nothing."""
+    if not modes:
+        raise DrarenaError("--modes: name at least one judge mode")
+    for i, mode in enumerate(modes):
+        if mode not in MODES:
+            raise DrarenaError(f"--modes: unknown judge mode {mode!r} (one of {', '.join(MODES)})")
+        if mode in modes[:i]:
+            raise DrarenaError(f"--modes: {mode!r} is named twice")
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class CheckTask(Record):
     index: int
@@ -225,9 +237,7 @@ async def examiner_check(
     mode, and every pair is judged in both orders whatever its `orders` says."""
     judge = judge_role or role
     base = options or JudgeOptions()
-    for mode in settings.modes:
-        if mode not in MODES:
-            raise DrarenaError(f"--modes: unknown judge mode {mode!r} (one of {', '.join(MODES)})")
+    check_modes(settings.modes)
     tasks, failures = await make_tasks(client, role, trees, pages, settings, expander)
     known = {d.url for d in pages.values()} | {a for d in pages.values() for a in d.aliases}
     pairs = [

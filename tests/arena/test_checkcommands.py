@@ -26,3 +26,26 @@ def test_a_replay_with_a_damaged_roles_file_is_one_line(tmp_path: Path, roles: b
         run_check(config, tmp_path, CheckSettings(pairs=1), replay=True, serve=False)
     assert "\n" not in str(err.value)
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+@pytest.mark.parametrize(
+    ("modes", "error"),
+    [
+        ("majority", "--modes: unknown judge mode 'majority' (one of pairwise"),
+        ("pairwise,pairwise", "--modes: 'pairwise' is named twice"),
+        (" , ", "--modes: name at least one judge mode"),
+    ],
+)
+def test_bad_modes_are_refused_before_anything_starts(
+    modes: str, error: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The modes were checked only once the model server was up and the trees loaded: now
+    first, so the snapshot (here a folder that does not exist) is not even opened."""
+    from drarena.cli import main
+
+    out = tmp_path / "out"
+    argv = ["examiner-check", str(tmp_path / "no-snapshot"), "--modes", modes, "--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert error in err and len(err.splitlines()) == 1
+    assert not out.exists()
