@@ -147,6 +147,19 @@ class Registry(Generic[T]):
         return cast("Callable[..., T]", factory)
 
     def build(self, spec: ComponentSpec | dict[str, Any], **extra: Any) -> T:
+        """The component of `spec`, its factory called with `spec.args` and `extra` (what the
+        caller supplies, e.g. a retriever's snapshot and index folders). An arg in config
+        named like one of `extra` is a RegistryError naming it (check_args): Python's "got
+        multiple values for keyword argument" TypeError would be a traceback."""
         if isinstance(spec, dict):
             spec = ComponentSpec.model_validate(spec)
+        self.check_args(spec, extra)
         return self.factory(spec.kind)(**spec.args, **extra)
+
+    def check_args(self, spec: ComponentSpec, supplied: Any) -> None:
+        """RegistryError if config gives an arg that the caller supplies itself (`supplied`:
+        its names)."""
+        for name in sorted(spec.args.keys() & set(supplied)):
+            raise RegistryError(
+                f"{self.what} {spec.kind}: args.{name}: set by drarena, not in config"
+            )

@@ -116,6 +116,7 @@ def build_agent(
     try:
         parsed = spec if isinstance(spec, ComponentSpec) else ComponentSpec.model_validate(spec)
         factory = AGENTS.factory(parsed.kind)
+        AGENTS.check_args(parsed, ("context", "name"))
     except (RegistryError, ValidationError) as exc:
         raise DrarenaError(f"agent config: {str(exc).splitlines()[0]}") from None
     return factory(context=context, name=name or parsed.kind, **parsed.args)

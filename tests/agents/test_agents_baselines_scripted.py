@@ -126,6 +126,8 @@ def test_bad_agent_config_is_one_clear_line() -> None:
         build_agent({"kind": "react", "args": {"max_step": 2}}, scripted_context([])[0])
     with pytest.raises(DrarenaError, match="agent closed_book: no model client"):
         build_agent({"kind": "closed_book"}, context)
+    with pytest.raises(DrarenaError, match=r"agent rag: args.name: set by drarena, not in"):
+        build_agent({"kind": "rag", "args": {"name": "x"}}, context)  # a TypeError before
 
 
 async def test_word_limit_is_checked() -> None:

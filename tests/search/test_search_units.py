@@ -411,3 +411,17 @@ def test_replacing_an_index_folder_deletes_only_drarenas_old_one(tmp_path: Path)
         replace_folder(built("tmp-2", "newer"), final)
     assert (mine / "notes.txt").read_text() == "the user's"
     assert (final / "manifest.json").read_text() == "new"
+
+
+@pytest.mark.parametrize("name", ["index_root", "snapshot_dir"])
+def test_a_retriever_arg_that_drarena_sets_is_one_line(name: str, tmp_path: Path) -> None:
+    """`args: {index_root: ...}` in config was a TypeError traceback ("got multiple values
+    for keyword argument"): drarena passes the snapshot and index folders itself."""
+    from drarena.search.base import build_retriever
+
+    spec = {"kind": "bm25", "args": {name: str(tmp_path)}}
+    with pytest.raises(DrarenaError) as err:
+        build_retriever(spec, tmp_path / "snap", tmp_path / "index")
+    assert str(err.value) == (
+        f"retriever config: retriever bm25: args.{name}: set by drarena, not in config"
+    )
