@@ -19,6 +19,10 @@ brings `lo` up, listens on the same host and port and relays to the Unix socket,
 agent. The agent therefore uses the URLs it is given unchanged. Only the listed ports are
 bridged; nothing else on the host's loopback is reachable.
 
+The namespace is the network's only: the agent shares drarena's user and filesystem, so Unix
+sockets in the filesystem stay reachable (abstract ones belong to the network namespace and
+do not); docs/agents.md says so.
+
 Where the kernel refuses (no unshare, no privileges, a container without CAP_SYS_ADMIN), the
 agent runs on the host network as before and `probe()` says why; the run header records it.
 """
@@ -199,10 +203,15 @@ def _serve(listener: socket.socket, path: str) -> None:
             threading.Thread(target=_copy, args=(a, b), daemon=True).start()
 
 
-def _listen(host: str, port: int) -> list[socket.socket]:
+def _listen(host: str, port: int, taken: set[tuple[str, int]]) -> list[socket.socket]:
+    """Listeners on `host`:`port` inside the namespace, skipping addresses in `taken` (and
+    adding those it binds): `localhost:8000` and `127.0.0.1:8000` given for the search and
+    the model server name one address, which the first bridge then serves."""
     hosts = ["127.0.0.1", "::1"] if host == "localhost" else [host.strip("[]")]
     listeners = []
     for h in hosts:
+        if (h, port) in taken:
+            continue
         family = socket.AF_INET6 if ":" in h else socket.AF_INET
         s = socket.socket(family, socket.SOCK_STREAM)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -215,6 +224,7 @@ def _listen(host: str, port: int) -> list[socket.socket]:
             raise
         s.listen(64)
         listeners.append(s)
+        taken.add((h, port))
     return listeners
 
 
@@ -228,12 +238,13 @@ def main(argv: list[str]) -> int:
         return 0
     split = argv.index("--")
     options, command = argv[:split], argv[split + 1 :]
+    taken: set[tuple[str, int]] = set()
     for flag, spec in zip(options[::2], options[1::2], strict=True):
         if flag != "--bridge":
             raise SystemExit(f"sandbox: unknown option {flag}")
         address, path = spec.split("=", 1)
         host, port = address.rsplit(":", 1)
-        for listener in _listen(host, int(port)):
+        for listener in _listen(host, int(port), taken):
             threading.Thread(target=_serve, args=(listener, path), daemon=True).start()
     try:
         child = subprocess.Popen(command)

@@ -563,6 +563,29 @@ async def test_model_role_is_bridged_into_the_namespace(agent_service: Any) -> N
     assert [body["model"] for body in seen] == ["deep-agent"]
 
 
+@needs_netns
+async def test_one_port_under_two_loopback_names_is_bridged_once(agent_service: Any) -> None:
+    """The search URL says `localhost:P` and the model endpoint `127.0.0.1:P`: both bridges
+    named one address inside the namespace, and the shim died with EADDRINUSE before the
+    agent started. The first bridge now serves it, and the agent reaches the model."""
+    base, seen = agent_service
+    config = ModelsConfig(
+        roles={"svc": ModelRole(model="openai/deep-agent", api_base=f"{base}/good/v1")}
+    )
+    context = AgentContext(client=ModelClient(config), url_checker=set(PAGES).__contains__)
+    args = {
+        "command": [sys.executable, "-c", CHAT],
+        "model_role": "svc",
+        "search_url": base.replace("127.0.0.1", "localhost"),
+    }
+    agent = build_agent({"kind": "command", "args": args}, context, name="ext")
+    with NetworkGuard():
+        answer = await agent.answer(Conversation("q"), (1, 5))
+    assert answer.error is None, answer.error
+    assert answer.report.startswith("Asyncio runs coroutines [1]")
+    assert [body["model"] for body in seen] == ["deep-agent"]
+
+
 async def test_without_a_namespace_the_agent_falls_back_and_the_header_says_why(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
