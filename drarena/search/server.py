@@ -286,6 +286,7 @@ def handle_open(retriever: Retriever, params: dict[str, str]) -> dict[str, Any]:
 def make_mcp(retriever: Retriever, snapshot: str, host: str = "127.0.0.1", port: int = 8000) -> Any:
     """A FastMCP server with `search` and `open` tools plus the HTTP routes above."""
     from mcp.server.fastmcp import FastMCP
+    from starlette.exceptions import HTTPException
     from starlette.requests import Request
     from starlette.responses import JSONResponse
 
@@ -330,7 +331,10 @@ def make_mcp(retriever: Retriever, snapshot: str, host: str = "127.0.0.1", port:
                     )
                 params.update({str(k): str(v) for k, v in body.items()})
             else:
-                form = await request.form()
+                try:
+                    form = await request.form()
+                except HTTPException as exc:  # multipart without a boundary, bad parts
+                    return JSONResponse({"error": f"request form: {exc.detail}"}, status_code=400)
                 params.update({k: str(v) for k, v in form.items()})
         try:
             return JSONResponse(handler(retriever, params))

@@ -84,7 +84,14 @@ def test_http_errors_are_one_line_json(server: str) -> None:
     resp = httpx.post(
         server + "/search", content=b"{not json", headers={"content-type": "application/json"}
     )
-    assert resp.status_code == 400
+    assert resp.status_code == 400 and resp.json() == {"error": "request body is not JSON"}
+    # a multipart form without its boundary was Starlette's plain-text 400
+    resp = httpx.post(
+        server + "/search", content=b"q=json", headers={"content-type": "multipart/form-data"}
+    )
+    assert resp.status_code == 400 and "boundary" in resp.json()["error"]
+    resp = httpx.post(server + "/search", data={"q": "json", "k": "2"})  # a form still works
+    assert resp.status_code == 200 and len(resp.json()["hits"]) == 2
 
 
 async def exercise_mcp(session: ClientSession) -> None:
