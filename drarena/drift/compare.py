@@ -105,7 +105,7 @@ def _capture_writer(
     from drarena.web.urls import safe_file_name
 
     if folder.exists() and any(folder.iterdir()):
-        raise DrarenaError(f"--capture {folder}: folder exists and is not empty")
+        raise DrarenaError(f"--capture {folder}: {_what_is_there(folder)}")
     name = safe_file_name(folder.name, "capture snapshot name")
     spec = {
         "kind": "drift-capture",
@@ -117,6 +117,25 @@ def _capture_writer(
         "max_bytes": options.max_bytes,
     }  # the capture decodes as the fetch did
     return SnapshotWriter(folder, name, spec, {"drarena": __version__}, clock=clock)
+
+
+def _what_is_there(folder: Path) -> str:
+    """Why a non-empty --capture folder is refused, naming drarena's own captures: an
+    interrupted one is left as it was (a snapshot marked incomplete), never replaced."""
+    from drarena.web.manifest import load_manifest
+
+    try:
+        manifest = load_manifest(folder)
+    except DrarenaError:
+        return "folder exists and is not empty"
+    if manifest.spec.get("kind") != "drift-capture":
+        return "folder exists and holds a snapshot; give a new folder"
+    if manifest.complete:
+        return "holds an earlier drift capture; give a new folder"
+    return (
+        "holds a drift capture that was interrupted (marked incomplete); delete the folder "
+        "or give a new one to capture again"
+    )
 
 
 def _fetch_live(

@@ -153,3 +153,32 @@ def test_output_paths_are_checked_before_any_fetch(
     err = capsys.readouterr().err.strip()
     assert err.startswith("drarena: error: --") and "\n" not in err
     assert (tmp_path / "afile").read_text() == "mine" and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("complete", "kind", "expected"),
+    [
+        (False, "drift-capture", "holds a drift capture that was interrupted (marked incomplete)"),
+        (True, "drift-capture", "holds an earlier drift capture; give a new folder"),
+        (True, "crawl", "folder exists and holds a snapshot; give a new folder"),
+    ],
+)
+def test_a_capture_folder_in_use_says_what_it_holds_and_is_kept(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    complete: bool,
+    kind: str,
+    expected: str,
+) -> None:
+    """A capture cut short (Ctrl-C) leaves a snapshot marked incomplete; the rerun said only
+    "folder exists and is not empty". It now says what the folder holds, and leaves it."""
+    snap, capture = snapshot(tmp_path / "snap"), tmp_path / "capture"
+    writer = SnapshotWriter(capture, "capture", {"kind": kind}, {"test": "drift"})
+    writer.open()
+    writer.close(complete=complete, counts=Counts())
+    before = {p.name: p.read_bytes() for p in capture.iterdir()}
+    assert main(drift(snap, 9, "--capture", str(capture))) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"drarena: error: --capture {capture}: ")
+    assert expected in err and "\n" not in err
+    assert {p.name: p.read_bytes() for p in capture.iterdir()} == before
