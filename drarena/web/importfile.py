@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import json
 import os
 import sqlite3
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Generic, TypeVar
@@ -582,7 +583,12 @@ def _copy_range(fd: int, offset: int, length: int, out: BinaryIO) -> None:
 
 
 def _rewrite(job: FileJob, src: Source, index: int) -> FileResult:
-    """A whole-file gzip (or members holding several records): one new member per record."""
+    """A whole-file gzip (or members holding several records): one new member per record.
+
+    Each kept record is compressed into the output as it streams by (iter_plain's sink), so
+    memory stays a few MiB whatever the record's size; one the stream then finds damaged is
+    cut off the output again. A request waits (compressed, in memory) for its response's
+    scope decision."""
     name = job.names["rewrite"]
     target = job.build / name
     local = Tally()
@@ -591,12 +597,9 @@ def _rewrite(job: FileJob, src: Source, index: int) -> FileResult:
     damaged = records = written = 0
     scope = job.scope
 
-    def pack(data: bytes | memoryview) -> bytes:
-        packer = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)
-        return packer.compress(data) + packer.flush()
-
     with src.path.open("rb") as raw, gzip.GzipFile(fileobj=raw) as stream, target.open("xb") as out:
         last = 0
+        current: _Streamed | None = None  # the record being streamed, once its head is read
 
         def write(member: bytes) -> int:
             nonlocal written
@@ -605,15 +608,57 @@ def _rewrite(job: FileJob, src: Source, index: int) -> FileResult:
             written += 1
             return at
 
+        def keeps(found: Capture | str, head: RecordHead) -> bool:
+            return (
+                not scope.active
+                or found == "warcinfo"
+                or (
+                    isinstance(found, Capture)
+                    and scope.allows(
+                        found.url, _canonical(found.url), _scope_mime(head, found), found.status
+                    )
+                )
+            )
+
+        def begin(head: RecordHead) -> Callable[[memoryview], object] | None:
+            """Where the record of `head` goes: decided from its head alone (the digest,
+            which classify also reads, is not part of any scope decision)."""
+            nonlocal current
+            found = classify(head)
+            if found == "request" and scope.active:
+                current = _Streamed(io.BytesIO(), out.tell(), 0, request=True)
+            elif keeps(found, head):
+                mark = out.tell()
+                waiting = pairer.response_kept(head)
+                for request in waiting:
+                    write(request)
+                current = _Streamed(out, mark, len(waiting))
+            else:
+                current = None
+                return None
+            return current.write
+
+        def cut_off() -> None:
+            """The record being streamed is damaged: the output goes back to before it (and
+            the requests written for it, counted as dropped)."""
+            nonlocal current, written
+            if current is not None and not current.request:
+                out.seek(current.mark)
+                out.truncate()
+                written -= current.requests
+                pairer.dropped += current.requests
+            current = None
+
         reader = _UntilDamage(stream)
         win = Window(reader)  # type: ignore[arg-type]
         last_damaged = False
         try:
-            for item in iter_plain(win, name, hold=True):
+            for item in iter_plain(win, name, sink=begin):
                 last_damaged = isinstance(item, Damage)
                 job.progress.advance(raw.tell() - last)
                 last = raw.tell()
                 if isinstance(item, Damage):
+                    cut_off()
                     damaged += item.records
                     damage.append(f"stream offset {item.offset}: {item.reason}")
                     continue
@@ -621,36 +666,26 @@ def _rewrite(job: FileJob, src: Source, index: int) -> FileResult:
                 records += 1
                 job.progress.records += 1
                 found = classify(item)
-                keep = (
-                    not scope.active
-                    or found == "warcinfo"
-                    or (
-                        isinstance(found, Capture)
-                        and scope.allows(
-                            found.url, _canonical(found.url), _scope_mime(item, found), found.status
-                        )
-                    )
-                )
-                if found == "request" and scope.active:
-                    member = pack(win.get(item.offset, item.length))
+                streamed, current = current, None
+                if streamed is None:  # not kept
+                    local.skipped["out-of-scope" if isinstance(found, Capture) else str(found)] += 1
+                    continue
+                member = streamed.finish()
+                if streamed.request:
                     if pairer.request(item, member):
                         write(member)
                     continue
-                if not keep:
-                    local.skipped["out-of-scope" if isinstance(found, Capture) else str(found)] += 1
-                    continue
-                for request in pairer.response_kept(item):
-                    write(request)
-                at = write(pack(win.get(item.offset, item.length)))
+                written += 1
                 if isinstance(found, Capture):
                     local.add(found)
-                    length = out.tell() - at
+                    at, length = streamed.start, out.tell() - streamed.start
                     job.staging.add(
                         index, cdxj_line(found, name, at, length), found.digest, found.revisit
                     )
                 elif found != "request":
                     local.skipped[found] += 1
         except _STREAM_ERRORS as exc:
+            cut_off()
             reader.error, last_damaged = exc, False
         if reader.error is not None:  # the record cut there was counted when it ended early
             damaged += 0 if last_damaged else 1
@@ -671,6 +706,26 @@ def _rewrite(job: FileJob, src: Source, index: int) -> FileResult:
         damaged,
         damage,
     )
+
+
+class _Streamed:
+    """One record being compressed into a gzip member as it streams: into the output at
+    `mark` (after the `requests` written just before it), or into memory (a request)."""
+
+    def __init__(self, out: BinaryIO, mark: int, requests: int, request: bool = False) -> None:
+        self.out, self.mark, self.requests, self.request = out, mark, requests, request
+        self.start = out.tell()
+        self._packer = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)
+
+    def write(self, piece: memoryview) -> None:
+        self.out.write(self._packer.compress(piece))
+
+    def finish(self) -> bytes:
+        """Ends the member; a request's member bytes (b"" for one written to the output)."""
+        self.out.write(self._packer.flush())
+        if isinstance(self.out, io.BytesIO):
+            return self.out.getvalue()
+        return b""
 
 
 class _UntilDamage:

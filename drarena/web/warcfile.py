@@ -583,21 +583,28 @@ def scan_member(win: Window, pos: int, name: str) -> tuple[RecordHead, int]:
     return _finish(head, name, pos, used), used
 
 
+# Where iter_plain streams a record's bytes: given the record's head (its length and entity
+# digest not known yet), a function taking each piece in order, or None (not wanted).
+Sink = Callable[["RecordHead"], Callable[[memoryview], object] | None]
+
+
 def iter_plain(
     win: Window,
     name: str,
     full: bool = False,
-    hold: bool = False,
+    sink: Sink | None = None,
     start: int = 0,
     stop: int | None = None,
     limit: int = MAX_RECORD_BYTES,
 ) -> Iterator[RecordHead | RawRecord | Damage]:
     """Records of an uncompressed WARC stream (from `start`, up to the first record at or
-    after `stop`): RecordHead items (RawRecord when `full`). With `full` or `hold` the window
-    keeps each record's bytes until the next one is asked for, so the caller can copy them
-    with `win.get(item.offset, item.length)`; a record longer than `limit` is then streamed
-    past and reported as a Damage item instead (the stream may be a whole-file gzip, where a
-    small file can hold a record of GBs)."""
+    after `stop`): RecordHead items (RawRecord when `full`). With `full` the window keeps
+    each record's bytes until the next one is asked for. With `sink`, each record's bytes
+    (and the line breaks after it, up to the next record: what `item.length` covers) are
+    handed to the function `sink` returns for its head, a piece at a time, before the item
+    is yielded; the caller never holds a record whole. With either, a record longer than
+    `limit` is streamed past and reported as a Damage item instead (the stream may be a
+    whole-file gzip, where a small file can hold a record of GBs)."""
     pos = start
     while stop is None or pos < stop:
         win.release(pos)
@@ -619,18 +626,27 @@ def iter_plain(
             continue
         end = pos + head.end
         block = b""
-        oversized = (full or hold) and head.end > limit
-        if (full or hold) and not oversized:
+        oversized = (full or sink is not None) and head.end > limit
+        write = None
+        if sink is not None and not oversized:
+            write = sink(
+                RecordHead(
+                    name, pos, 0, head.headers, head.block_length, head.http_head, "", head.fields
+                )
+            )
+        if full and not oversized:
             record_bytes = win.get(pos, head.end)
             complete = len(record_bytes) == head.end
             if complete and head.digest is not None:
                 head.digest.update(record_bytes[head.entity_start :])
-            if complete and full:
+            if complete:
                 block = bytes(record_bytes[head.block_start :])
             del record_bytes
         else:
             at = pos + head.entity_start
-            if head.digest is None and not oversized:  # jump (an oversized one: 1 MB steps)
+            if write is not None:
+                write(win.get(pos, head.entity_start))
+            elif head.digest is None and not oversized:  # jump (an oversized one: 1 MB steps)
                 at = end - 1
                 win.release(at)
             while at < end:
@@ -639,6 +655,8 @@ def iter_plain(
                     break
                 if head.digest is not None and not oversized:
                     head.digest.update(piece)
+                if write is not None:
+                    write(piece)
                 at += len(piece)
                 win.release(at)
             complete = at >= end
@@ -647,6 +665,8 @@ def iter_plain(
             return
         after = bytes(win.get(end, 64))
         nxt = end + len(after) - len(after.lstrip(b"\r\n"))
+        if write is not None and nxt > end:
+            write(memoryview(after)[: nxt - end])
         if oversized:
             yield Damage(
                 name,

@@ -283,8 +283,9 @@ def test_a_warc_member_that_expands_hugely_is_damage_named_by_offset(tmp_path: P
 
 
 def test_import_of_a_whole_file_gzip_skips_a_huge_record_as_damage(tmp_path: Path) -> None:
-    """A whole-file gzip is rewritten one member per record: a record is held whole, so one
-    past the cap is streamed past and counted as damage, with its offset in the report."""
+    """A whole-file gzip is rewritten one member per record: one that would inflate past the
+    cap (the reader could not read its member) is streamed past and counted as damage, with
+    its offset in the report."""
     warc = write_whole_file_bomb(tmp_path / "whole.warc.gz", BOMB)
     assert warc.stat().st_size < 1_000_000
     with peak_memory() as peak:
