@@ -721,8 +721,10 @@ class _Streamed:
         self.out.write(self._packer.compress(piece))
 
     def finish(self) -> bytes:
-        """Ends the member; a request's member bytes (b"" for one written to the output)."""
-        self.out.write(self._packer.flush())
+        """Ends the member with the record's two line breaks (always CRLF CRLF: the reader
+        skips CRLF pairs only, and a source's own separator may be "\n\n" or cut short);
+        returns a request's member bytes (b"" for one written to the output)."""
+        self.out.write(self._packer.compress(b"\r\n\r\n") + self._packer.flush())
         if isinstance(self.out, io.BytesIO):
             return self.out.getvalue()
         return b""

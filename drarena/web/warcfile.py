@@ -158,8 +158,8 @@ def parse_records(data: bytes, warc_file: str, offset: int, length: int) -> list
             raise ValueError("WARC record block shorter than its Content-Length")
         records.append(RawRecord(warc_file, offset, length, headers, data[start:end]))
         pos = end
-        while data.startswith(b"\r\n", pos):
-            pos += 2
+        while data[pos : pos + 1] in (b"\r", b"\n"):
+            pos += 1  # any run of line breaks, as iter_plain skips them between records
     return records
 
 
@@ -600,9 +600,9 @@ def iter_plain(
     """Records of an uncompressed WARC stream (from `start`, up to the first record at or
     after `stop`): RecordHead items (RawRecord when `full`). With `full` the window keeps
     each record's bytes until the next one is asked for. With `sink`, each record's bytes
-    (and the line breaks after it, up to the next record: what `item.length` covers) are
-    handed to the function `sink` returns for its head, a piece at a time, before the item
-    is yielded; the caller never holds a record whole. With either, a record longer than
+    (its WARC head to the end of its block, not the line breaks after it) are handed to the
+    function `sink` returns for its head, a piece at a time, before the item is yielded; the
+    caller never holds a record whole. With either, a record longer than
     `limit` is streamed past and reported as a Damage item instead (the stream may be a
     whole-file gzip, where a small file can hold a record of GBs)."""
     pos = start
@@ -665,8 +665,6 @@ def iter_plain(
             return
         after = bytes(win.get(end, 64))
         nxt = end + len(after) - len(after.lstrip(b"\r\n"))
-        if write is not None and nxt > end:
-            write(memoryview(after)[: nxt - end])
         if oversized:
             yield Damage(
                 name,

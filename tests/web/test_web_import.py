@@ -648,6 +648,37 @@ def test_cli_dispatch_keeps_the_crawl_form(
     assert "unrecognized arguments: extra" in capsys.readouterr().err
 
 
+def test_a_whole_file_gzip_with_odd_record_separators_is_rewritten_readable(
+    wget_plain: Path, tmp_path: Path
+) -> None:
+    """Found by fuzzing: records separated by "\n\n" (not CRLF CRLF) were rewritten with
+    that separator inside each member, which the reader (it skips CRLF pairs) then called
+    damaged. Each member now ends in CRLF CRLF, and every capture reads back."""
+    plain = wget_plain.read_bytes()
+    assert plain.count(b"\r\n\r\nWARC/1.") > 2
+    whole = tmp_path / "odd.warc.gz"
+    whole.write_bytes(gzip.compress(plain.replace(b"\r\n\r\nWARC/1.", b"\n\nWARC/1.")))
+    result = import_archives("odd", [whole], tmp_path / "odd", progress=False)
+    assert result.files[0]["kept"] == "rewritten-per-record"
+    assert result.manifest.counts.skipped.get("damaged", 0) == 0
+    import_archives("plain", [wget_plain], tmp_path / "plain", progress=False)
+    assert _bodies(tmp_path / "odd") == _bodies(tmp_path / "plain")
+
+
+def test_a_member_whose_record_ends_in_bare_line_breaks_reads_back() -> None:
+    """The member reader skipped only CRLF pairs after a record, the stream reader any run of
+    CR and LF: a member ending "\n\n" or "\r\n\r" was damaged to one, fine to the other."""
+    from drarena.web.warcfile import parse_records
+
+    block = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi"
+    head = f"WARC/1.1\r\nWARC-Type: response\r\nContent-Length: {len(block)}\r\n\r\n"
+    for tail in (b"\r\n\r\n", b"\n\n", b"\r\n\r", b""):
+        (record,) = parse_records(head.encode() + block + tail, "x.warc.gz", 0, 1)
+        assert record.block == block
+    with pytest.raises(ValueError, match=r"does not start with a WARC/1\.x"):
+        parse_records(head.encode() + block + b"\r\nX", "x.warc.gz", 0, 1)
+
+
 def test_a_whole_file_gzip_rewrite_streams_a_large_record(tmp_path: Path) -> None:
     """A whole-file gzip is rewritten one member per record, each compressed as it streams
     by: the peak of Python allocations stays near the per-record file's import in the same
