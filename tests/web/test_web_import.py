@@ -679,26 +679,31 @@ def test_a_member_whose_record_ends_in_bare_line_breaks_reads_back() -> None:
         parse_records(head.encode() + block + b"\r\nX", "x.warc.gz", 0, 1)
 
 
+def _large_record_warc(path: Path) -> Path:
+    """A per-record gzip WARC: a 48 MiB response of random bytes (incompressible, so as
+    large in the file), then a small page."""
+    import os
+
+    from bomb_files import write_warc
+
+    body = os.urandom(48 << 20)
+    head = (
+        f"HTTP/1.1 200 OK\r\nContent-Type: application/zip\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    small = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 2\r\n\r\nhi"
+    return write_warc(
+        path, [("http://big.test/file.zip", head.encode() + body), ("http://other.test/", small)]
+    )
+
+
 def test_a_whole_file_gzip_rewrite_streams_a_large_record(tmp_path: Path) -> None:
     """A whole-file gzip is rewritten one member per record, each compressed as it streams
     by: the peak of Python allocations stays near the per-record file's import in the same
     test, where holding the record cost it whole, decompressed and compressed (about twice
     the record), before. The records come out as the per-record import's."""
-    import os
     import tracemalloc
 
-    from bomb_files import write_warc
-
-    body = os.urandom(48 << 20)  # incompressible
-    head = (
-        f"HTTP/1.1 200 OK\r\nContent-Type: application/zip\r\nContent-Length: {len(body)}\r\n\r\n"
-    )
-    small = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 2\r\n\r\nhi"
-    per_record = write_warc(
-        tmp_path / "per-record.warc.gz",
-        [("http://big.test/file.zip", head.encode() + body), ("http://other.test/", small)],
-    )
-    del body
+    per_record = _large_record_warc(tmp_path / "per-record.warc.gz")
     whole = tmp_path / "whole.warc.gz"
     with gzip.open(per_record) as plain, gzip.open(whole, "wb", compresslevel=1) as out:
         while chunk := plain.read(1 << 20):
@@ -722,21 +727,9 @@ def test_a_scoped_import_copies_a_large_record_without_holding_it(tmp_path: Path
     """The scope filter copies each kept record from the source file a MiB at a time: its
     peak of Python allocations is the whole-file import's, measured in the same test, not
     that plus twice the record (it read each record whole, then joined the reads)."""
-    import os
     import tracemalloc
 
-    from bomb_files import write_warc
-
-    body = os.urandom(48 << 20)  # incompressible: the record is as large in the file
-    head = (
-        f"HTTP/1.1 200 OK\r\nContent-Type: application/zip\r\nContent-Length: {len(body)}\r\n\r\n"
-    )
-    small = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 2\r\n\r\nhi"
-    warc = write_warc(
-        tmp_path / "big.warc.gz",
-        [("http://big.test/file.zip", head.encode() + body), ("http://other.test/", small)],
-    )
-    del body
+    warc = _large_record_warc(tmp_path / "big.warc.gz")
     peaks = {}
     for scope in (None, ImportScope(hosts=("big.test",))):
         tracemalloc.start()
