@@ -16,7 +16,9 @@ from pathlib import Path
 from drarena.agents.base import Citation, CitationCheck
 
 _MARKER = re.compile(r"\[(\d{1,3})\]")
-_REF_LINE = re.compile(r"^\s*\[(\d{1,3})\]\s*:?\s*<?(\S+?)>?\s*$")
+# "[1]: <url>"; the optional colon takes the spaces after it, so no run of spaces can be split
+# two ways (`\s*:?\s*` tried every split: 16,000 spaces took 5.6 s)
+_REF_LINE = re.compile(r"^\s*\[(\d{1,3})\]\s*(?::\s*)?<?(\S+?)>?\s*$")
 _URL = re.compile(r"https?://[^\s<>()\[\]\"']+")
 
 UrlChecker = Callable[[str], bool]

@@ -240,7 +240,9 @@ def parse_reply(stdout: str) -> ExternalReply:
     text = stdout.strip()
     if not text:
         raise ValueError("stdout is empty")
-    candidates = [text, [ln for ln in text.splitlines() if ln.strip()][-1]]
+    # the protocol's lines end in "\n" (str.splitlines would also break at U+2028, U+0085
+    # and others, which JSON allows raw inside a string); a trailing "\r" is JSON whitespace
+    candidates = [text, [ln for ln in text.split("\n") if ln.strip()][-1]]
     problem = ""
     for candidate in candidates:
         try:
@@ -248,6 +250,8 @@ def parse_reply(stdout: str) -> ExternalReply:
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"]) or "(root)"
+            if len(where) > 80 or not where.isprintable():  # a field name is the agent's text
+                where = ascii(where[:80])[1:-1]
             problem = f"{where}: {err['msg']}"
     shown = text if len(text) <= 200 else text[:197] + "..."
     raise ValueError(f"stdout is not a JSON answer ({problem}); it starts {shown!r}")

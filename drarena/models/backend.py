@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from drarena.models import direct
 from drarena.models.direct import DirectChat
+from drarena.models.jsonbytes import without_lone_surrogates
 from drarena.models.types import ToolCall
 
 
@@ -95,7 +96,7 @@ class LiteLLMBackend:
         choice = response.choices[0]
         message = choice.message
         usage = getattr(response, "usage", None)
-        return BackendReply(
+        reply = BackendReply(
             model=str(response.model or model),
             text=str(message.content or ""),
             tool_calls=direct.tool_calls_of(message),
@@ -104,3 +105,28 @@ class LiteLLMBackend:
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             cost_usd=float(cost) if isinstance(cost, int | float) else None,
         )
+        return _utf8_safe(reply)
+
+
+def _utf8_safe(reply: BackendReply) -> BackendReply:
+    """`reply` with any lone surrogate (a server's "\ud800" escape, which json.loads keeps)
+    replaced by U+FFFD: such a string has no UTF-8 bytes, so the answer, the match log and
+    the cache could not be written. Checked once per reply; rebuilt only when it fails."""
+    texts = [reply.model, reply.text, reply.finish_reason]
+    texts += [part for call in reply.tool_calls for part in (call.id, call.name, call.arguments)]
+    try:
+        "".join(texts).encode("utf-8")
+    except UnicodeEncodeError:
+        clean = without_lone_surrogates
+        calls = tuple(
+            ToolCall(id=clean(c.id), name=clean(c.name), arguments=clean(c.arguments))
+            for c in reply.tool_calls
+        )
+        return dataclasses.replace(
+            reply,
+            model=clean(reply.model),
+            text=clean(reply.text),
+            finish_reason=clean(reply.finish_reason),
+            tool_calls=calls,
+        )
+    return reply

@@ -36,7 +36,7 @@ class ReplayMissError(DrarenaError):
 
 
 def _brief(exc: BaseException, limit: int = 300) -> str:
-    text = " ".join(str(exc).split()) or "(no message)"
+    text = " ".join(without_lone_surrogates(str(exc)).split()) or "(no message)"
     text = text if len(text) <= limit else text[: limit - 3] + "..."
     return f"{type(exc).__name__}: {text}"
 
