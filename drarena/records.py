@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from typing import Any, ClassVar, TypeVar
 
 from pydantic import TypeAdapter
@@ -109,3 +110,23 @@ class Hit(Record):
     snippet: str
     score: float
     rank: int = 0
+
+
+# a JSON escape of a UTF-16 surrogate: the only way json.loads returns a lone one
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def lone_surrogate(text: str, data: Any) -> bool:
+    """Whether `data`, parsed from the JSON `text`, holds a lone surrogate ("\\ud800" is a
+    JSON escape json.loads takes). Why: such a string loads but cannot be written as UTF-8, so
+    readers refuse it, naming the file, rather than a writer failing later with a
+    UnicodeEncodeError (`trees show`; the tree files `snapshot trees` writes from docs.jsonl).
+    Only a text with such an escape is encoded again: docs.jsonl is read on every tournament
+    start, and this keeps that read as fast as before."""
+    if "\\u" not in text or not _SURROGATE_ESCAPE.search(text):
+        return False
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False

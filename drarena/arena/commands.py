@@ -265,7 +265,8 @@ def cmd_rank(args: argparse.Namespace) -> int:
             f"{run.log_path}: no matches in the log; nothing ranked, the "
             "leaderboard and report are left as they are"
         )
-    check_agents(config.agent_names(), log, str(run.log_path))
+    # a log and a config that disagree: either may be the damaged one, so both are named
+    check_agents(config.agent_names(), log, f"{run.log_path} (config: {run.header_path})")
     from drarena.report.run import run_analyses
 
     done = run_analyses(run, config, log)  # every input read before anything is written: a
@@ -319,6 +320,9 @@ def cmd_add_agent(args: argparse.Namespace) -> int:
         agent_args = json.loads(args.args)
     except ValueError as exc:
         raise DrarenaError(f"--args: not valid JSON ({exc})") from None
+    # the run's own config first: parsed only with the newcomer merged in, a damaged run.json
+    # would be reported as the newcomer's problem, under `add-agent`
+    config = parse_config(header["config"], f"{run.header_path}: config")
     data = dict(header["config"])
     agents = data.get("agents")
     if not isinstance(agents, list):
@@ -329,7 +333,7 @@ def cmd_add_agent(args: argparse.Namespace) -> int:
     resumed = any(isinstance(a, dict) and a.get("name") == args.name for a in agents)
     if not resumed:
         data["agents"] = [*agents, {"name": args.name, "kind": args.kind, "args": agent_args}]
-    config = parse_config(data, f"{run.header_path}: config" if resumed else "add-agent")
+        config = parse_config(data, "add-agent")
     entry = next(a for a in config.agents if a.name == args.name)
     if (entry.kind, entry.args) != (args.kind, agent_args):
         raise DrarenaError(

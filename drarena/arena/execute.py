@@ -191,7 +191,8 @@ def execute(
     prior: list[MatchRecord] = []
     if newcomer is not None:
         prior = run.read_log()
-        check_agents(config.agent_names(), prior, str(run.log_path))
+        # either may be the damaged one: the log and the run.json whose agents it is checked against
+        check_agents(config.agent_names(), prior, f"{run.log_path} (config: {run.header_path})")
         split_placement(newcomer, prior)
     if old is not None:
         finished_matches(run, config.agent_names())
@@ -347,6 +348,8 @@ def replay(
         config = config.model_copy(update={"snapshot": snapshot})
     if config.offline:
         check_replay_inputs(header, config, run.header_path)
+    # read before prepare_replay_target: a refused replay leaves --out as it was
+    captures = None if config.offline else live_captures(run.header_path, header)
     prepare_replay_target(run.path, out.path)  # deletes nothing drarena did not write
     result = execute(
         config,
@@ -356,7 +359,7 @@ def replay(
         cache_path=run.cache_path,
         fixed_roles=header["bound_roles"],
         prepare=False,
-        live_replay=None if config.offline else live_captures(run.header_path, header),
+        live_replay=captures,
         replay_tools="tool_record" in header,
         backend=NoModelBackend(),
         header_extra={REPLAY_MARK: str(run.path.resolve())},
@@ -380,11 +383,20 @@ def replay(
 
 
 def live_captures(where: Path, header: dict[str, Any]) -> list[Path]:
-    """The capture folders of a live run, in run order (one per part of a resumed run)."""
-    captures = header.get("live", {}).get("captures", [])
+    """The capture folders of a live run, in run order (one per part of a resumed run); a
+    live block drarena did not write (edited, damaged) is one line naming run.json."""
+    live = header.get("live")
+    captures = live.get("captures") if isinstance(live, dict) else None
     if not captures:
         raise DrarenaError(
             f"{where}: a live run with no capture snapshot recorded; it cannot be replayed offline"
+        )
+    if not isinstance(captures, list) or not all(
+        isinstance(c, dict) and isinstance(c.get("path"), str) and c["path"] for c in captures
+    ):
+        raise DrarenaError(
+            f"{where}: live.captures is not a list of captures each with a `path` (damaged); "
+            "it cannot be replayed offline"
         )
     return [Path(c["path"]) for c in captures]
 

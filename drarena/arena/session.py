@@ -159,11 +159,16 @@ def load_trees(config: TournamentConfig) -> dict[str, Tree]:
     try:
         index = json.loads((folder / TREES_INDEX).read_text(encoding="utf-8"))
         entries = {t["id"]: t for t in index["trees"]}
+        # an id or file that is not a string would fail later, outside this try (sorting the
+        # ids, joining the file to the folder)
+        if not all(isinstance(k, str) and isinstance(t["file"], str) for k, t in entries.items()):
+            raise TypeError
     except FileNotFoundError:
         raise DrarenaError(
             f"{folder}: no trees; run `drarena snapshot trees {config.snapshot}`"
         ) from None
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:  # edited by hand, cut short
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        # edited by hand, cut short, nested past the recursion limit
         raise DrarenaError(
             f"{folder / TREES_INDEX}: damaged ({type(exc).__name__}); run "
             f"`drarena snapshot trees {config.snapshot}` to write it again"

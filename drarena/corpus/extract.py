@@ -25,7 +25,8 @@ from drarena.corpus.navlinks import RepeatRule, normalize_anchor, repeated_pairs
 from drarena.corpus.page import MAX_PAGE_BYTES, PageExtract, extract_page
 from drarena.corpus.records import Doc, Link
 from drarena.digests import file_sha256
-from drarena.errors import DrarenaError
+from drarena.errors import DrarenaError, one_line
+from drarena.records import lone_surrogate
 from drarena.web.urls import canonicalize_url
 
 EXTRACT_VERSION = 3  # bump when output for the same bytes changes
@@ -345,18 +346,30 @@ def _params(max_page_bytes: int, decode_limit: int | None = None) -> dict[str, A
 def _read_manifest(path: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested past the limit
         return None
     return data if isinstance(data, dict) else None
 
 
 def _up_to_date(out: Path, fingerprint: str, params: dict[str, Any]) -> dict[str, Any] | None:
+    """The manifest when it vouches for both outputs as they are, else None (extract again).
+
+    Why the shape checks: `counts` and `outputs` are read as drarena wrote them (_result,
+    `snapshot extract`), and a damaged manifest whose fingerprint and params still matched
+    was a KeyError or TypeError instead of a re-extraction."""
     manifest = _read_manifest(out / MANIFEST_FILE)
     if not manifest or manifest.get("snapshot_fingerprint") != fingerprint:
         return None
     if manifest.get("params") != params:
         return None
-    for name, digest in manifest.get("outputs", {}).items():
+    outputs, counts = manifest.get("outputs"), manifest.get("counts")
+    if not isinstance(outputs, dict) or not {DOCS_FILE, LINKS_FILE} <= outputs.keys():
+        return None
+    if not isinstance(counts, dict) or not all(
+        isinstance(counts.get(k), int) for k in ("pages", "links")
+    ):
+        return None
+    for name, digest in outputs.items():
         path = out / name
         if not path.is_file() or file_sha256(path) != digest:
             return None
@@ -462,9 +475,17 @@ def _iter_jsonl(path: Path, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
     with path.open("rb") as fh:  # bytes: a line that is not UTF-8 is named by its number
         for lineno, line in enumerate(fh, 1):
             try:
-                data = json.loads(line.decode("utf-8"))
-            except ValueError as exc:  # UnicodeDecodeError is one
-                raise DrarenaError(f"{path}:{lineno}: not a JSON {what} line ({exc})") from None
+                text = line.decode("utf-8")
+                data = json.loads(text)
+            except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+                # RecursionError: valid JSON nested deeper than Python's recursion limit
+                raise DrarenaError(
+                    f"{path}:{lineno}: not a JSON {what} line ({one_line(exc)})"
+                ) from None
+            if lone_surrogate(text, data):
+                raise DrarenaError(
+                    f"{path}:{lineno}: not a JSON {what} line (lone surrogate in a string)"
+                )
             yield lineno, data
 
 
@@ -477,7 +498,7 @@ def load_docs(snapshot_dir: Path) -> list[Doc]:
         try:
             docs.append(Doc.from_dict(data))
         except (TypeError, ValueError) as exc:
-            raise DrarenaError(f"{path}:{lineno}: bad doc record ({exc})") from None
+            raise DrarenaError(f"{path}:{lineno}: bad doc record ({one_line(exc)})") from None
     return docs
 
 
@@ -488,5 +509,5 @@ def load_links(snapshot_dir: Path) -> list[Link]:
         try:
             links.append(Link.from_dict(data))
         except (TypeError, ValueError) as exc:
-            raise DrarenaError(f"{path}:{lineno}: bad link record ({exc})") from None
+            raise DrarenaError(f"{path}:{lineno}: bad link record ({one_line(exc)})") from None
     return links

@@ -28,12 +28,17 @@ from typing import Any
 from drarena.corpus.records import Doc, Link, Tree, TreeEdge, TreeNode
 from drarena.corpus.relations import classify_relation
 from drarena.digests import file_sha256
-from drarena.errors import DrarenaError
+from drarena.errors import DrarenaError, one_line
+from drarena.records import lone_surrogate
 
 TREES_DIR = "trees"
 TREES_INDEX = "index.json"
 TREE_VERSION = 1
-TREE_FILE = re.compile(r"tree-\d{3,}\.json")  # the names build_trees gives (tree-000.json)
+# the names build_trees gives (tree-000.json); [0-9], not \d: \d takes any Unicode digit, and
+# the stale-file sweep of a rebuild deleted a user's trees/tree-١٢٣.json
+TREE_FILE = re.compile(r"tree-[0-9]{3,}\.json")
+# what graph.stats must hold for summarize and render_text (older or edited files may lack it)
+STATS_KEYS = ("nodes", "max_depth", "max_branching", "nodes_per_depth")
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +165,16 @@ def grow_tree(graph: LinkGraph, root: str, tree_id: str, params: TreeParams) -> 
     )
 
 
+def stats_of(tree: Tree) -> dict[str, Any]:
+    """graph.stats as build_trees wrote it, or computed again. Why: a tree file is read back as
+    it is on disk, and a `stats` that was not an object with STATS_KEYS made `trees show` and
+    `snapshot trees` crash (AttributeError, KeyError) on a file that is otherwise a tree."""
+    stats = tree.meta.get("stats")
+    if isinstance(stats, dict) and all(k in stats for k in STATS_KEYS):
+        return stats
+    return tree_stats(tree)
+
+
 def tree_stats(tree: Tree) -> dict[str, Any]:
     per_depth = Counter(n.depth for n in tree.nodes)
     kids = Counter(e.source for e in tree.edges)
@@ -212,12 +227,18 @@ def tree_to_json(tree: Tree) -> str:
 def tree_from_json(text: str, where: str = "tree") -> Tree:
     try:
         data = json.loads(text)
+        if lone_surrogate(text, data):
+            raise ValueError("lone surrogate in a string")
         graph = dict(data["graph"])
         tree_id, root = graph.pop("id"), graph.pop("root")
+        if not isinstance(tree_id, str) or not isinstance(root, str):
+            # a list root was unhashable in tree_problem, a null id broke `trees show --dot`
+            raise TypeError("graph id and root must be strings")
         nodes = tuple(TreeNode.from_dict(n) for n in data["nodes"])
         edges = tuple(TreeEdge.from_dict(e) for e in data["links"])
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise DrarenaError(f"{where}: not a drarena tree file ({exc})") from None
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        # RecursionError: JSON nested deeper than Python's recursion limit is still valid JSON
+        raise DrarenaError(f"{where}: not a drarena tree file ({one_line(exc)})") from None
     tree = Tree(id=tree_id, root=root, nodes=nodes, edges=edges, meta=graph)
     problem = tree_problem(tree)
     if problem:
@@ -270,6 +291,11 @@ def load_tree(path: Path) -> Tree:
         raise DrarenaError(f"{path}: cannot read tree file ({exc.strerror})") from None
     except UnicodeDecodeError as exc:
         raise DrarenaError(f"{path}: not a drarena tree file (not UTF-8: {exc.reason})") from None
+    except ValueError:
+        # a name no file can have (a NUL, a lone surrogate: the tournament takes tree file
+        # names from trees/index.json), which open() refuses with ValueError, not OSError
+        shown = str(path).encode("utf-8", "backslashreplace").decode("utf-8")
+        raise DrarenaError(f"{shown}: cannot read tree file (not a valid file name)") from None
     return tree_from_json(text, str(path))
 
 
@@ -383,7 +409,7 @@ def _read_trees_index(path: Path) -> dict[str, Any] | None:
         return None
     try:
         old = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested past the limit
         return None
     if (
         not isinstance(old, dict)
@@ -411,7 +437,7 @@ def _params_dict(params: TreeParams) -> dict[str, Any]:
 def summarize(trees: Sequence[Tree]) -> str:
     lines = []
     for tree in trees:
-        s = tree.meta.get("stats") or tree_stats(tree)
+        s = stats_of(tree)
         lines.append(
             f"{tree.id}: {s['nodes']} nodes, depth {s['max_depth']}, "
             f"max branching {s['max_branching']}, per depth {s['nodes_per_depth']}  "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from drarena.corpus.records import Tree
+from drarena.corpus.trees import stats_of
 
 
 def _short(text: str, limit: int) -> str:
@@ -12,7 +13,7 @@ def _short(text: str, limit: int) -> str:
 
 def render_text(tree: Tree, width: int = 100) -> str:
     """One line per node, indented by depth: [relation] title (chars) url."""
-    stats = tree.meta.get("stats", {})
+    stats = stats_of(tree)  # graph.stats when well formed (a file may hold anything there)
     lines = [
         f"{tree.id}: {len(tree.nodes)} nodes, depth {stats.get('max_depth', '?')}, "
         f"per depth {stats.get('nodes_per_depth', '?')}"

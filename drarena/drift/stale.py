@@ -228,13 +228,16 @@ def task_impacts(
 
 
 def load_snapshot_trees(snapshot_dir: Path) -> list[Tree]:
-    """Trees of snapshots/<name>/trees/ (none when the folder is absent)."""
-    from drarena.corpus.trees import load_tree
+    """Trees of snapshots/<name>/trees/ (none when the folder is absent).
 
-    folder = Path(snapshot_dir) / "trees"
+    Only drarena's names (TREE_FILE), as search's gold_from_trees reads them: trees/ may
+    hold the user's own files, and a trees/notes.json was refused as not a tree file."""
+    from drarena.corpus.trees import TREE_FILE, TREES_DIR, load_tree
+
+    folder = Path(snapshot_dir) / TREES_DIR
     if not folder.is_dir():
         return []
-    return [load_tree(p) for p in sorted(folder.glob("*.json")) if p.name != "index.json"]
+    return [load_tree(p) for p in sorted(folder.glob("*.json")) if TREE_FILE.fullmatch(p.name)]
 
 
 def load_run_matches(run_dir: Path, snapshot_fingerprint: str) -> list[MatchRecord]:

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from drarena.errors import DrarenaError
+from pydantic import ValidationError
+
+from drarena.errors import DrarenaError, one_line
 from drarena.ledger.header import RUN_SCHEMA_VERSION, RunHeader
 from drarena.ledger.records import SCHEMA_VERSION, AnswerTiming, MatchRecord
 
@@ -37,13 +39,54 @@ REPLAY_FILES = (
     "report.html",
 )
 
+# Bounds on what a reader of a run folder holds in memory, far above anything drarena writes:
+# one match record (a line of matches.jsonl, a matches/<id>.json) holds the full reports of at
+# most a few dozen answers, a few KiB each in real runs (tests/arena/fixtures/recorded-run:
+# 7 KiB); a whole file read at once (run.json, timings.jsonl, comparison.json) is a few KiB
+# to a few MiB. A larger one is damaged or not drarena's, and is refused before it is read.
+MAX_RECORD_BYTES = 64 << 20
+MAX_TEXT_BYTES = 64 << 20
 
-def read_text(path: Path) -> str:
-    """A run file's text; bytes that are not UTF-8 are one line naming the file."""
+
+def read_bounded(path: Path, limit: int) -> bytes:
+    """A file's bytes, at most `limit` of them read: a larger file, or one that cannot be read,
+    is one line naming it. (Read, not stat()ed: a FIFO or a growing file has no size to trust.)"""
     try:
-        return path.read_bytes().decode("utf-8")
+        with path.open("rb") as f:
+            data = f.read(limit + 1)
+    except OSError as exc:
+        raise DrarenaError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if len(data) > limit:
+        raise DrarenaError(f"{path}: larger than {limit} bytes (damaged, or not drarena's)")
+    return data
+
+
+def read_text(path: Path, limit: int = MAX_TEXT_BYTES) -> str:
+    """A run file's text, read bounded; bytes that are not UTF-8 are one line naming the file
+    and the line they are on."""
+    data = read_bounded(path, limit)
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise DrarenaError(f"{path}: not UTF-8 (byte {exc.start})") from None
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise DrarenaError(f"{path}:{line}: not UTF-8 (byte {exc.start})") from None
+
+
+def jsonl_lines(path: Path) -> Iterator[tuple[str, str]]:
+    """(`path:N`, text) for each line of a JSONL file, read one line at a time: a line over
+    MAX_RECORD_BYTES is refused having read only that much of it, and a line that is not UTF-8
+    is named by its number. Split on newlines only (str.splitlines would also split a record
+    at a U+2028 or U+0085 inside a string, which to_json writes unescaped)."""
+    with path.open("rb") as f:
+        for n, raw in enumerate(iter(lambda: f.readline(MAX_RECORD_BYTES + 1), b""), 1):
+            where = f"{path}:{n}"
+            if len(raw) > MAX_RECORD_BYTES:
+                raise DrarenaError(f"{where}: line longer than {MAX_RECORD_BYTES} bytes")
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise DrarenaError(f"{where}: not UTF-8") from None
+            yield where, text
 
 
 def _json_object(text: str, what: str) -> dict[str, Any]:
@@ -89,8 +132,6 @@ def write_atomic(path: Path, text: str) -> None:
 
 def typed_header(value: dict[str, Any], where: str) -> RunHeader:
     """A header dict through the RunHeader model; the first problem as one line."""
-    from pydantic import ValidationError
-
     try:
         return RunHeader.model_validate(value)
     except ValidationError as exc:
@@ -158,10 +199,11 @@ class RunDir:
         done = {}
         for path in sorted(self.matches_dir.glob("*.json")):
             try:
-                record = match_record(path.read_bytes().decode("utf-8"), str(path))
+                data = read_bounded(path, MAX_RECORD_BYTES)
+                record = match_record(data.decode("utf-8"), str(path))
             except ValueError as exc:  # UnicodeDecodeError included; a newer schema passes
                 raise DrarenaError(
-                    f"{path}: damaged match record ({str(exc)[:200]}); delete "
+                    f"{path}: damaged match record ({one_line(exc)}); delete "
                     "it to play the match again"
                 ) from None
             if record.match_id != path.stem:  # renamed or edited: which one is the match?
@@ -188,12 +230,11 @@ class RunDir:
         if not self.log_path.is_file():
             raise DrarenaError(f"{self.log_path}: no match log (has the tournament run?)")
         records = []
-        for n, line in enumerate(read_text(self.log_path).splitlines(), 1):
-            where = f"{self.log_path}:{n}"
+        for where, line in jsonl_lines(self.log_path):
             try:
                 records.append(match_record(line, where))
             except ValueError as exc:
-                raise DrarenaError(f"{where}: bad match record ({str(exc)[:200]})") from None
+                raise DrarenaError(f"{where}: bad match record ({one_line(exc)})") from None
         return records
 
     def append_timings(self, timings: Iterable[AnswerTiming]) -> None:
@@ -201,17 +242,22 @@ class RunDir:
             for t in timings:
                 out.write(t.to_json() + "\n")
 
+    def read_timings(self) -> list[AnswerTiming]:
+        """timings.jsonl as records (none when the run has no such file)."""
+        if not self.timings_path.is_file():
+            return []
+        out = []
+        for where, line in jsonl_lines(self.timings_path):
+            try:
+                out.append(AnswerTiming.from_dict(_json_object(line, "a timing")))
+            except (ValueError, TypeError) as exc:
+                raise DrarenaError(f"{where}: bad timing ({one_line(exc)})") from None
+        return out
+
     def answer_seconds(self) -> dict[str, list[float]]:
         seconds: dict[str, list[float]] = {}
-        if self.timings_path.is_file():
-            for n, line in enumerate(read_text(self.timings_path).splitlines(), 1):
-                try:
-                    t = AnswerTiming.from_dict(_json_object(line, "a timing"))
-                except (ValueError, TypeError) as exc:
-                    raise DrarenaError(
-                        f"{self.timings_path}:{n}: bad timing ({str(exc)[:200]})"
-                    ) from None
-                seconds.setdefault(t.agent, []).append(t.wall_s)
+        for t in self.read_timings():
+            seconds.setdefault(t.agent, []).append(t.wall_s)
         return seconds
 
 

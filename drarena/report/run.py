@@ -12,13 +12,13 @@ import json
 from pathlib import Path
 from typing import Any, Protocol
 
-from drarena.errors import DrarenaError
+from drarena.errors import DrarenaError, one_line
 from drarena.ledger.analysis import Analyses, agent_models, analyse, litellm_prices
 from drarena.ledger.compare import Comparison
 from drarena.ledger.folder import RunDir, read_text, write_atomic
 from drarena.ledger.leaderboard import LeaderboardRow, build_leaderboard
 from drarena.ledger.panel import PanelAgreement, panel_agreement
-from drarena.ledger.records import AnswerTiming, MatchRecord
+from drarena.ledger.records import MatchRecord
 from drarena.ledger.style import StyleRatings, style_ratings
 from drarena.report.analyses import analyses_section, comparison_section, style_section
 from drarena.report.html import render_report
@@ -118,27 +118,6 @@ class RunAnalyses:
         return out
 
 
-def one_line(exc: Exception) -> str:
-    """An exception's text on one line, capped (pydantic's errors span several lines)."""
-    return " ".join(str(exc).split())[:200]
-
-
-def read_timings(run: RunDir) -> list[AnswerTiming]:
-    """timings.jsonl as records (none when the run has no such file)."""
-    if not run.timings_path.is_file():
-        return []
-    out = []
-    for n, line in enumerate(read_text(run.timings_path).splitlines(), 1):
-        try:
-            value = json.loads(line)
-            if not isinstance(value, dict):
-                raise ValueError("not a JSON object")
-            out.append(AnswerTiming.from_dict(value))
-        except (ValueError, TypeError) as exc:
-            raise DrarenaError(f"{run.timings_path}:{n}: bad timing ({one_line(exc)})") from None
-    return out
-
-
 def read_comparison(run: RunDir) -> Comparison | None:
     path = run.path / COMPARISON_FILE
     if not path.is_file():
@@ -171,7 +150,7 @@ def run_analyses(run: RunDir, config: RunConfig, log: list[MatchRecord]) -> RunA
         {r.agent: r.rating for r in rows},
         models=models,
         prices=litellm_prices(models),
-        timings=read_timings(run),
+        timings=run.read_timings(),
     )
     style = style_ratings(
         config.agent_names(), log, resamples=config.rating.resamples, seed=config.rating.seed
