@@ -39,19 +39,22 @@ def test_a_file_over_the_byte_cap_is_refused_unread(tmp_path: Path) -> None:
 def test_peak_memory_of_the_worst_file_under_the_cap_is_bounded(tmp_path: Path) -> None:
     """A 1 MiB flow list of one-digit values held about 357 MB of RSS in PyYAML's
     pure-Python loader before the composer was counted; it now stops at MAX_YAML_NODES
-    (about 75 MB for the whole process here). Run in a child so the peak is this load's."""
+    (about 75 MB for the whole process here). Run in a child so the peak is this load's:
+    VmHWM, the child's own high-water mark (ru_maxrss keeps a forking parent's, e.g. a
+    pytest-xdist worker's, across exec)."""
     path = tmp_path / "flow.yaml"
     path.write_text("x: [" + "1," * (MAX_YAML_BYTES // 2 - 8) + "1]\n", encoding="utf-8")
     assert path.stat().st_size <= MAX_YAML_BYTES
     code = (
-        "import resource, sys\n"
+        "import sys\n"
         "from drarena.errors import DrarenaError\n"
         "from drarena.yamlfile import load_yaml_mapping\n"
         "try:\n"
         "    load_yaml_mapping(sys.argv[1], 'config')\n"
         "except DrarenaError as exc:\n"
         "    print(exc)\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n"
+        "status = open('/proc/self/status').read().split('VmHWM:')[1].split()\n"
+        "print(int(status[0]) // 1024)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True

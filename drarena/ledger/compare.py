@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from drarena.errors import DrarenaError
+from drarena.ledger.folder import read_bounded
 from drarena.records import Record
 
 MAX_BYTES = 1_000_000
@@ -100,13 +101,7 @@ def _rows(reader: Any, where: str) -> Iterator[list[str]]:
 
 def read_scores(path: Path) -> dict[str, float]:
     """The CSV at `path`, read bounded: a file over MAX_BYTES or not UTF-8 is one line."""
-    try:
-        with path.open("rb") as f:
-            data = f.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise DrarenaError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if len(data) > MAX_BYTES:
-        raise DrarenaError(f"{path}: larger than {MAX_BYTES} bytes (a score list is small)")
+    data = read_bounded(path, MAX_BYTES)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import io
 import json
 import random
@@ -63,8 +64,6 @@ from drarena.search.docstore import DocStore
 from drarena.web.manifest import Counts
 from drarena.web.writer import Exchange, SnapshotWriter
 
-REPO = Path(__file__).resolve().parents[2]
-PYDOCS = REPO / "snapshots" / "pydocs"
 BASE = "http://example.org"
 PARAMS = TreeParams(count=1, seed=1)
 TREES_ARGS = ["--count", "1", "--seed", "1", "--workers", "1", "--no-progress"]
@@ -141,8 +140,28 @@ def _small_jsonl(path: Path, lines: int, cut: int = 160) -> str:
     return "".join(out)
 
 
-DOCS_SEED = _small_jsonl(PYDOCS / DOCS_FILE, 3)
-LINKS_SEED = _small_jsonl(PYDOCS / LINKS_FILE, 5)
+@functools.cache
+def _seeds() -> tuple[str, str]:
+    """The first docs.jsonl and links.jsonl records of the tiny corpus, as the real extractor
+    writes them (a fresh clone has no docs.jsonl of the committed snapshot before a fixture
+    builds one; made once, on first use, not while tests are collected)."""
+    folder = Path(tempfile.mkdtemp(prefix="drarena-fuzz-seeds-"))
+    try:
+        tiny_corpus(folder / "tiny")
+        return (
+            _small_jsonl(folder / "tiny" / DOCS_FILE, 3),
+            _small_jsonl(folder / "tiny" / LINKS_FILE, 5),
+        )
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def docs_seed() -> str:
+    return _seeds()[0]
+
+
+def links_seed() -> str:
+    return _seeds()[1]
 
 
 @pytest.fixture(scope="module")
@@ -292,9 +311,9 @@ def jsonl_dir(work: Path) -> Path:
 @example(None)
 def test_mutated_docs_jsonl(jsonl_dir: Path, data: st.DataObject | None) -> None:
     raw = (
-        DOCS_SEED.encode()
+        docs_seed().encode()
         if data is None
-        else data.draw(st.one_of(mutated(DOCS_SEED.encode()), text_mutated(DOCS_SEED, 6)))
+        else data.draw(st.one_of(mutated(docs_seed().encode()), text_mutated(docs_seed(), 6)))
     )
     _load_jsonl(jsonl_dir, DOCS_FILE, raw)
 
@@ -303,9 +322,9 @@ def test_mutated_docs_jsonl(jsonl_dir: Path, data: st.DataObject | None) -> None
 @example(None)
 def test_mutated_links_jsonl(jsonl_dir: Path, data: st.DataObject | None) -> None:
     raw = (
-        LINKS_SEED.encode()
+        links_seed().encode()
         if data is None
-        else data.draw(st.one_of(mutated(LINKS_SEED.encode()), text_mutated(LINKS_SEED, 6)))
+        else data.draw(st.one_of(mutated(links_seed().encode()), text_mutated(links_seed(), 6)))
     )
     _load_jsonl(jsonl_dir, LINKS_FILE, raw)
 
@@ -313,7 +332,7 @@ def test_mutated_links_jsonl(jsonl_dir: Path, data: st.DataObject | None) -> Non
 @given(st.data(), st.sampled_from([DOCS_FILE, LINKS_FILE]))
 def test_jsonl_fields(jsonl_dir: Path, data: st.DataObject, name: str) -> None:
     """Each line well-formed JSON; its fields dropped, retyped, nested, huge, surrogates."""
-    seed = DOCS_SEED if name == DOCS_FILE else LINKS_SEED
+    seed = docs_seed() if name == DOCS_FILE else links_seed()
     lines = [json.loads(line) for line in seed.splitlines()]
     which = data.draw(st.sets(st.integers(0, len(lines) - 1), min_size=1))
     out = [_dumps(_fuzz_fields(data, r) if i in which else r) for i, r in enumerate(lines)]
@@ -551,7 +570,7 @@ def test_extract_manifest_fields(work: Path, data: st.DataObject) -> None:
 
 
 def _doc_line(**change: Any) -> str:
-    data = json.loads(DOCS_SEED.splitlines()[0])
+    data = json.loads(docs_seed().splitlines()[0])
     data.update(change)
     return _dumps(data) + "\n"
 
@@ -562,7 +581,7 @@ def test_validation_errors_are_one_line(tmp_path: Path, which: str) -> None:
         (tmp_path / DOCS_FILE).write_text(_doc_line(chars="many"), encoding="utf-8")
         reader: Callable[[], Any] = lambda: load_docs(tmp_path)  # noqa: E731
     elif which == "links":
-        link = json.loads(LINKS_SEED.splitlines()[0]) | {"ordinal": "first"}
+        link = json.loads(links_seed().splitlines()[0]) | {"ordinal": "first"}
         (tmp_path / LINKS_FILE).write_text(_dumps(link) + "\n", encoding="utf-8")
         reader = lambda: load_links(tmp_path)  # noqa: E731
     else:
