@@ -520,9 +520,7 @@ def _copy_records(job: FileJob, src: Source, index: int, kept: str) -> FileResul
                     local.skipped[found] += 1
                 elif not isinstance(found, Capture):
                     local.skipped[found] += 1
-                elif scope.allows(
-                    found.url, _canonical(found.url), _scope_mime(item, found), found.status
-                ):
+                elif _in_scope(scope, item, found):
                     for offset, length in pairer.response_kept(item):
                         write(offset, length)
                     at = write(item.offset, item.length)
@@ -547,6 +545,11 @@ def _copy_records(job: FileJob, src: Source, index: int, kept: str) -> FileResul
         name=name, sha256=sha256_file(target), size=target.stat().st_size, records=written
     )
     return FileResult(src, digest.hexdigest(), size, kept, [out_digest], damaged, damage)
+
+
+def _in_scope(scope: ImportScope, head: RecordHead, cap: Capture) -> bool:
+    """The one scope test for a capture, whether its file is copied or rewritten."""
+    return scope.allows(cap.url, _canonical(cap.url), _scope_mime(head, cap), cap.status)
 
 
 def _canonical(url: str) -> str:
@@ -612,12 +615,7 @@ def _rewrite(job: FileJob, src: Source, index: int) -> FileResult:
             return (
                 not scope.active
                 or found == "warcinfo"
-                or (
-                    isinstance(found, Capture)
-                    and scope.allows(
-                        found.url, _canonical(found.url), _scope_mime(head, found), found.status
-                    )
-                )
+                or (isinstance(found, Capture) and _in_scope(scope, head, found))
             )
 
         def begin(head: RecordHead) -> Callable[[memoryview], object] | None:
