@@ -383,16 +383,36 @@ class CommandAgent:
             isolation = sandbox.probe()
         if isolation is None or not isolation.available:
             return await self._exchange(self.args.argv(), env, payload)
+        hide = isolation.shim_args(self._hidden(env))
         async with sandbox.bridges([*self.bridged, *extra_bridges]) as bridge_args:
             argv = [
                 *isolation.prefix,
                 sys.executable,
                 *sandbox.SHIM,
                 *bridge_args,
+                *hide,
                 "--",
                 *self.args.argv(),
             ]
             return await self._exchange(argv, env, payload)
+
+    def _hidden(self, env: Mapping[str, str]) -> list[str]:
+        """drarena's folders to hide from the agent (run folder, snapshot, index), less any
+        that holds what the agent needs to run: its working folder, its command, Python."""
+        import shutil
+        import tempfile
+
+        from drarena.agents import sandbox
+
+        command, *rest = self.args.argv()
+        found = shutil.which(command, path=env.get("PATH")) if os.sep not in command else command
+        cwd = self.args.cwd or Path.cwd()
+        keep = [cwd, Path(tempfile.gettempdir()), Path(sys.prefix), Path(sys.executable)]
+        for arg in [found or "", *rest]:  # the command, and any argument naming a file
+            with contextlib.suppress(OSError, ValueError):
+                if arg and len(arg) < 4096 and (cwd / arg).exists():
+                    keep.append(cwd / arg)  # an absolute arg stays absolute
+        return sandbox.hideable(self._context.private_paths, keep)
 
     async def _exchange(self, argv: list[str], env: dict[str, str], payload: str) -> str:
         try:  # before the process starts: a failure here must leave nothing running

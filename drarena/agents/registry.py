@@ -44,6 +44,8 @@ class AgentContext:
     `retriever_factory` builds retrievers; tests inject one, the default opens the index.
     `tool_record`: every search and open result goes through the run's record; replaying,
     retrievers answer from it alone and neither the factory nor the index is ever used.
+    `private_paths`: drarena's folders that command agents must not read (the run folder,
+    the snapshot, its index), hidden from them where the sandbox can (drarena.agents.sandbox).
     """
 
     client: ModelClient | None = None
@@ -54,6 +56,7 @@ class AgentContext:
     clock: Callable[[], float] = time.monotonic
     retriever_factory: Callable[[ComponentSpec], Retriever] | None = None
     tool_record: ToolRecord | None = None
+    private_paths: tuple[Path, ...] = ()
     _retrievers: dict[str, Retriever] = dataclasses.field(default_factory=dict)
 
     def model_client(self, kind: str) -> ModelClient:

@@ -19,9 +19,17 @@ brings `lo` up, listens on the same host and port and relays to the Unix socket,
 agent. The agent therefore uses the URLs it is given unchanged. Only the listed ports are
 bridged; nothing else on the host's loopback is reachable.
 
-The namespace is the network's only: the agent shares drarena's user and filesystem, so Unix
-sockets in the filesystem stay reachable (abstract ones belong to the network namespace and
-do not); docs/agents.md says so.
+Where the kernel allows a mount namespace too (and util-linux's `setpriv` is there), drarena's
+own files are hidden from the agent: the run folder (the Examiner's questions, checklists and
+verdicts of earlier matches, other agents' answers, the model cache), the snapshot (its trees
+hold what the questions are made from) and its index (read directly, it would bypass the
+recorded searches a replay depends on). The shim mounts an empty read-only tmpfs over each,
+then runs the agent with every capability dropped (`setpriv --bounding-set=-all
+--no-new-privs`), so it cannot unmount them, nor reach drarena's view through /proc/PID/root.
+A path that holds the agent's working folder, its command, Python or the temporary folder
+(the bridges' sockets, the proxy's CA) is left visible: hiding it would break the agent.
+Everything else is shared: drarena's user and filesystem, Unix sockets in the filesystem
+(abstract ones belong to the network namespace and do not cross); docs/agents.md says so.
 
 Where the kernel refuses (no unshare, no privileges, a container without CAP_SYS_ADMIN), the
 agent runs on the host network as before and `probe()` says why; the run header records it.
@@ -42,53 +50,108 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
+from pathlib import Path
 
 CHUNK = 1 << 16
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 SHIM = ("-m", "drarena.agents.sandbox")
+# the agent runs without capabilities: as root in the namespace it could otherwise unmount
+# what hides drarena's files, or read them through /proc/<drarena's pid>/root
+DROP_CAPS = ("--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", "--")
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
 
 
 @dataclasses.dataclass(frozen=True)
 class Isolation:
     """How command agents are isolated on this machine: `prefix` runs a command in a new
-    network namespace (empty when the kernel refuses; then `reason` says why)."""
+    network namespace (empty when the kernel refuses; then `reason` says why); `setpriv`,
+    when set, means a mount namespace too, in which drarena's files can be hidden."""
 
     prefix: tuple[str, ...]
     reason: str = ""
+    setpriv: str | None = None
 
     @property
     def available(self) -> bool:
         return bool(self.prefix)
 
+    @property
+    def hides_files(self) -> bool:
+        return self.available and self.setpriv is not None
+
     def describe(self) -> str:
-        return "netns" if self.available else f"none: {self.reason}"
+        if not self.available:
+            return f"none: {self.reason}"
+        return "netns+mountns" if self.hides_files else "netns"
+
+    def shim_args(self, hidden: Sequence[str]) -> list[str]:
+        """The shim's options that hide `hidden` (none without a mount namespace)."""
+        if not self.hides_files or not hidden:
+            return []
+        assert self.setpriv is not None
+        return ["--setpriv", self.setpriv, *(a for h in hidden for a in ("--hide", h))]
+
+
+def _try(exe: str, flags: tuple[str, ...], options: list[str]) -> str:
+    """Run the shim's self-test under `unshare FLAGS`: "" when it passed, else why not."""
+    try:
+        done = subprocess.run(
+            [exe, *flags, sys.executable, *SHIM, *options, "--probe"],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    if done.returncode == 0:
+        return ""
+    lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
+    return lines[-1][:200] if lines else f"exit status {done.returncode}"
 
 
 @functools.cache
 def probe() -> Isolation:
-    """Try `unshare --net` (root), then `unshare --net --map-root-user` (user namespaces),
-    each running the shim's self-test (bring lo up, bind 127.0.0.1). Cached per process."""
+    """Try `unshare --net --mount` (root), then with `--map-root-user` (user namespaces), each
+    running the shim's self-test (bring lo up, bind 127.0.0.1, hide a folder holding a file,
+    run a command without capabilities); then the same without `--mount` (the network only).
+    Cached per process."""
     exe = shutil.which("unshare")
     if exe is None:
         return Isolation((), "unshare not found (util-linux)")
+    setpriv = shutil.which("setpriv")
+    if setpriv is not None:
+        with tempfile.TemporaryDirectory(prefix="drarena-probe-") as folder:
+            Path(folder, "visible").write_bytes(b"")
+            hide = ["--setpriv", setpriv, "--hide", folder]
+            for flags in (("--net", "--mount"), ("--net", "--mount", "--map-root-user")):
+                if not _try(exe, flags, hide):
+                    return Isolation((exe, *flags), setpriv=setpriv)
     problem = ""
     for flags in (("--net",), ("--net", "--map-root-user")):
-        try:
-            done = subprocess.run(
-                [exe, *flags, sys.executable, *SHIM, "--probe"],
-                capture_output=True,
-                timeout=60,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            problem = str(exc)
-            continue
-        if done.returncode == 0:
+        problem = _try(exe, flags, [])
+        if not problem:
             return Isolation((exe, *flags))
-        lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        problem = lines[-1][:200] if lines else f"exit status {done.returncode}"
     return Isolation((), f"the kernel refused a network namespace ({problem})")
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def hideable(private: Iterable[Path], keep: Iterable[Path]) -> list[str]:
+    """The folders of `private` to hide: existing ones, resolved, each once, and none that is
+    or holds a path in `keep` (the agent's working folder, its command, Python, the temporary
+    folder), which the agent needs."""
+    kept = [k.resolve() for k in keep]
+    out: list[str] = []
+    for p in private:
+        folder = p.resolve()
+        if not folder.is_dir() or any(_inside(k, folder) for k in kept):
+            continue
+        if str(folder) not in out:
+            out.append(str(folder))
+    return out
 
 
 def isolation_note(offline: bool, command_agents: bool) -> str:
@@ -228,24 +291,58 @@ def _listen(host: str, port: int, taken: set[tuple[str, int]]) -> list[socket.so
     return listeners
 
 
+def _hide(folder: str) -> None:
+    """An empty read-only tmpfs over `folder` (in this mount namespace only: unshare made
+    every mount private, so the host never sees it)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    flags = _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+    if libc.mount(b"tmpfs", os.fsencode(folder), b"tmpfs", flags, b"mode=000,size=4k") != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"cannot hide {folder}: {os.strerror(err)}")
+
+
 def main(argv: list[str]) -> int:
-    """`python -m drarena.agents.sandbox [--probe] [--bridge HOST:PORT=SOCKET ...] -- CMD...`,
-    run inside the new namespace by drarena."""
+    """`python -m drarena.agents.sandbox [--bridge HOST:PORT=SOCKET ...] [--setpriv EXE
+    --hide FOLDER ...] (--probe | -- CMD...)`, run inside the new namespace by drarena."""
     _loopback_up()
-    if argv == ["--probe"]:
+    probing = argv[-1:] == ["--probe"]
+    if probing:
+        options, command = argv[:-1], [sys.executable, "-c", "pass"]
+    else:
+        split = argv.index("--")
+        options, command = argv[:split], argv[split + 1 :]
+    taken: set[tuple[str, int]] = set()
+    hidden: list[str] = []
+    setpriv: str | None = None
+    for flag, spec in zip(options[::2], options[1::2], strict=True):
+        if flag == "--hide":
+            hidden.append(spec)
+        elif flag == "--setpriv":
+            setpriv = spec
+        elif flag == "--bridge":
+            address, path = spec.split("=", 1)
+            host, port = address.rsplit(":", 1)
+            for listener in _listen(host, int(port), taken):
+                threading.Thread(target=_serve, args=(listener, path), daemon=True).start()
+        else:
+            raise SystemExit(f"sandbox: unknown option {flag}")
+    if probing:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
-        return 0
-    split = argv.index("--")
-    options, command = argv[:split], argv[split + 1 :]
-    taken: set[tuple[str, int]] = set()
-    for flag, spec in zip(options[::2], options[1::2], strict=True):
-        if flag != "--bridge":
-            raise SystemExit(f"sandbox: unknown option {flag}")
-        address, path = spec.split("=", 1)
-        host, port = address.rsplit(":", 1)
-        for listener in _listen(host, int(port), taken):
-            threading.Thread(target=_serve, args=(listener, path), daemon=True).start()
+    if hidden:
+        if setpriv is None:  # hidden but unmountable: the agent must not run at all
+            raise SystemExit("sandbox: --hide needs --setpriv")
+        try:
+            for folder in hidden:
+                _hide(folder)
+        except OSError as exc:  # the agent never runs with drarena's files in view
+            print(f"sandbox: {exc.strerror}", file=sys.stderr)
+            return 126
+        if probing and any(os.scandir(hidden[0])):
+            raise SystemExit(f"sandbox: {hidden[0]} still shows its files")
+        command = [setpriv, *DROP_CAPS, *command]
     try:
         child = subprocess.Popen(command)
     except OSError as exc:

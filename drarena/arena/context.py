@@ -174,6 +174,7 @@ def open_run(
     agent_names: set[str] | None = None,
     backend: Any = None,
     on_endpoint: Callable[[str | None, str | None], None] | None = None,
+    private: Sequence[Path] = (),
 ) -> Iterator[RunContext]:
     """Resolve `config` into a RunContext; everything opened is closed on exit.
 
@@ -181,7 +182,9 @@ def open_run(
     `live_capture`: live mode captures into this new snapshot folder; `live_replay`: the
     captures of a finished live run answer every read instead. `replay_tools` False: a run
     recorded before tool records existed re-runs retrieval. `agent_names`: build only these
-    agents. `on_endpoint(api_base, model)`: told which server `served` roles use."""
+    agents. `on_endpoint(api_base, model)`: told which server `served` roles use.
+    `private`: the run's own folders, hidden from command agents with the snapshot and its
+    index (AgentContext.private_paths)."""
     from drarena.agents.citations import SnapshotUrlChecker
     from drarena.agents.registry import AgentContext, build_agent
 
@@ -222,6 +225,7 @@ def open_run(
         if record is not None:
             stack.callback(record.close)
         client = ModelClient(bound, backend=backend)
+        hidden = (*private, config.snapshot, config.index_root / config.snapshot.name)
         checker: SnapshotUrlChecker | None = None
         if live is None:
             checker = SnapshotUrlChecker(config.snapshot)
@@ -232,6 +236,7 @@ def open_run(
                 index_root=config.index_root,
                 url_checker=checker,
                 tool_record=record,
+                private_paths=hidden,
             )
         else:  # citations counted, not checked (see drarena.arena.live)
             context = AgentContext(
@@ -240,6 +245,7 @@ def open_run(
                 index_root=config.index_root,
                 url_checker=None,
                 retriever_factory=live.retriever_factory(config.snapshot, config.index_root),
+                private_paths=hidden,
             )
         agents = {
             a.name: build_agent(a.spec(), context, name=a.name)

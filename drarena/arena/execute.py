@@ -211,6 +211,7 @@ def execute(
         live_replay=live_replay,
         replay_tools=replay_tools,
         backend=backend,
+        private=(run.path,),
     ) as ctx:
         header = _start_header(
             ctx, config, old, header_extra, capture, live_replay, resumed=newcomer is None

@@ -119,6 +119,7 @@ def run_single_match(args: argparse.Namespace) -> int:
         prepare=not args.replay,
         replay_tools=replay_tools,
         on_endpoint=lambda base, model: server.update(api_base=base, model=model),
+        private=(out,),
     ) as ctx:
         if args.tree not in ctx.trees:
             raise DrarenaError(f"--tree: no tree {args.tree!r}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -401,7 +402,53 @@ def test_isolation_note_for_the_run_header() -> None:
     assert sandbox.isolation_note(True, False) == "none: no command agents"
     assert sandbox.isolation_note(False, True).startswith("none: live mode")
     assert sandbox.isolation_note(True, True) == NETNS.describe()
-    assert NETNS.describe() == "netns" or NETNS.describe().startswith("none: ")
+    assert NETNS.describe() in ("netns", "netns+mountns") or NETNS.describe().startswith("none: ")
+
+
+def test_hideable_keeps_what_the_agent_needs(tmp_path: Path) -> None:
+    """Folders to hide: existing ones, resolved, once each; never one that is or holds the
+    agent's working folder, command or the temporary folder."""
+    run, snap, tool = tmp_path / "run", tmp_path / "snap", tmp_path / "tools"
+    for folder in (run, snap, tool / "bin"):
+        folder.mkdir(parents=True)
+    (tmp_path / "link").symlink_to(snap)
+    private = [run, tmp_path / "link", snap, tmp_path / "missing", tool]
+    assert sandbox.hideable(private, [tool / "bin" / "agent"]) == [str(run), str(snap)]
+    assert sandbox.hideable(private, [run]) == [str(snap), str(tool)]  # works in the run folder
+    assert sandbox.hideable([tmp_path], [snap]) == []  # holds what the agent needs
+    assert sandbox.hideable([snap], [tmp_path]) == [str(snap)]  # inside a kept folder: hidden
+
+
+def test_without_setpriv_the_sandbox_isolates_the_network_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A mount namespace hides files only if the agent then runs without capabilities (else
+    it could unmount them): without setpriv, the probe settles for the network."""
+    which = sandbox.shutil.which
+    monkeypatch.setattr(
+        sandbox.shutil, "which", lambda name: None if name == "setpriv" else which(name)
+    )
+    found = sandbox.probe.__wrapped__()
+    assert not found.hides_files
+    assert found.describe() == ("netns" if NETNS.available else found.describe())
+    assert found.shim_args(["/somewhere"]) == []
+
+
+@pytest.mark.skipif(not NETNS.hides_files, reason=f"no mount namespace here: {NETNS.describe()}")
+def test_the_shim_fails_closed_when_it_cannot_hide(tmp_path: Path) -> None:
+    """A folder the shim cannot hide (here: gone by the time it mounts) stops the agent before
+    it runs, with one line on stderr."""
+    marker = tmp_path / "ran"
+    argv = [*NETNS.prefix, sys.executable, *sandbox.SHIM]
+    argv += NETNS.shim_args([str(tmp_path / "gone")])
+    argv += ["--", sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
+    done = subprocess.run(argv, capture_output=True, timeout=120, check=False)
+    assert done.returncode == 126
+    gone = tmp_path / "gone"
+    assert done.stderr.decode().strip().splitlines() == [
+        f"sandbox: cannot hide {gone}: No such file or directory"
+    ]
+    assert not marker.exists()
 
 
 # --- http agents in frozen mode ---------------------------------------------------------------

@@ -45,8 +45,24 @@ try:
     public = "connected"
 except OSError as exc:
     public = errno.errorcode.get(exc.errno, str(exc))
+def peek(path):
+    try:
+        with open(path, "rb") as f:
+            return "read %d bytes" % len(f.read())
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno, str(exc))
+def unmount(path):
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.umount2(path.encode(), 2) == 0:  # MNT_DETACH
+        return "unmounted"
+    return errno.errorcode.get(ctypes.get_errno(), "?")
+private = json.loads(os.environ["PRIVATE"])
 seen = {"netns": os.readlink("/proc/self/ns/net"), "public": public,
-        "secret": os.environ.get("DRARENA_TEST_SECRET")}
+        "secret": os.environ.get("DRARENA_TEST_SECRET"),
+        "files": {path: peek(path) for path in private["files"]},
+        "unmount": {path: unmount(path) for path in private["folders"]},
+        "files_after": {path: peek(path) for path in private["files"]}}
 with open(os.environ["PROBE_OUT"], "a") as out:
     out.write(json.dumps(seen) + "\\n")
 print(json.dumps({"report": "Report strength=1 from " + request["question"], "citations": []}))
@@ -64,6 +80,14 @@ def test_frozen_tournament_runs_command_agents_in_a_namespace(
     finally:
         site.stop()
     probe_out = tmp_path / "probe.jsonl"
+    run_path = tmp_path / "runs" / "iso"
+    # drarena's files the agent must not read: the snapshot's manifest and a tree, run.json
+    private_files = [snapshot / "manifest.json", snapshot / "trees" / "t1.json"]
+    private_files.append(run_path / "run.json")
+    private = {
+        "files": [str(f) for f in private_files],
+        "folders": [str(snapshot), str(run_path)],
+    }
     role = {"model": "openai/scripted-for-tests"}
     config = parse_config(
         {
@@ -84,14 +108,14 @@ def test_frozen_tournament_runs_command_agents_in_a_namespace(
                     "kind": "command",
                     "args": {
                         "command": [sys.executable, "-c", AGENT],
-                        "env": {"PROBE_OUT": str(probe_out)},
+                        "env": {"PROBE_OUT": str(probe_out), "PRIVATE": json.dumps(private)},
                     },
                 },
             ],
         },
         "test",
     )
-    run = RunDir(tmp_path / "runs" / "iso")
+    run = RunDir(run_path)
     execute(
         config,
         run,
@@ -101,7 +125,8 @@ def test_frozen_tournament_runs_command_agents_in_a_namespace(
         backend=scripted_models({"fact number": 3}),
     )
     header = json.loads(run.header_path.read_text())
-    assert header["agent_isolation"] == "netns"
+    assert header["agent_isolation"] == NETNS.describe()
+    assert header["agent_isolation"] in ("netns", "netns+mountns")
     # the frozen-web proxy's counts over the run: zero outside connections, whether or not
     # mitmproxy is installed here (without it no proxy ran: proxies 0)
     assert header["web_proxy"]["outside_connections"] == 0
@@ -109,8 +134,21 @@ def test_frozen_tournament_runs_command_agents_in_a_namespace(
         assert header["web_proxy"]["proxies"] >= 1
     seen = [json.loads(line) for line in probe_out.read_text().splitlines()]
     assert seen, "the command agent never ran"
+    for f in private_files:  # they exist, so an agent that cannot read them was stopped
+        assert f.is_file()
     for answer in seen:
+        files, unmount, after = (
+            answer.pop("files"),
+            answer.pop("unmount"),
+            answer.pop("files_after"),
+        )
         assert answer == {"netns": answer["netns"], "public": "ENETUNREACH", "secret": None}
         assert answer["netns"] != os.readlink("/proc/self/ns/net")
+        if NETNS.hides_files:  # hidden, and it cannot unmount what hides them
+            assert set(files.values()) == {"EACCES"}, files
+            assert set(unmount.values()) == {"EPERM"}, unmount
+            assert after == files
+        else:  # the network only: drarena's files are in view, as docs/agents.md says
+            assert all(v.startswith("read ") for v in files.values()), files
     board = json.loads((run.path / "leaderboard.json").read_text())
     assert "probe" in json.dumps(board)
