@@ -124,14 +124,14 @@ def probe() -> Isolation:
         with tempfile.TemporaryDirectory(prefix="drarena-probe-") as folder:
             Path(folder, "visible").write_bytes(b"")
             hide = ["--setpriv", setpriv, "--hide", folder]
-            for flags in (("--net", "--mount"), ("--net", "--mount", "--map-root-user")):
-                if not _try(exe, flags, hide):
-                    return Isolation((exe, *flags), setpriv=setpriv)
+            for user in ((), ("--map-root-user",)):
+                if not _try(exe, ("--net", "--mount", *user), hide):
+                    return Isolation((exe, "--net", "--mount", *user), setpriv=setpriv)
     problem = ""
-    for flags in (("--net",), ("--net", "--map-root-user")):
-        problem = _try(exe, flags, [])
+    for user in ((), ("--map-root-user",)):
+        problem = _try(exe, ("--net", *user), [])
         if not problem:
-            return Isolation((exe, *flags))
+            return Isolation((exe, "--net", *user))
     return Isolation((), f"the kernel refused a network namespace ({problem})")
 
 
