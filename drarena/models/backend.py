@@ -101,11 +101,25 @@ class LiteLLMBackend:
             text=str(message.content or ""),
             tool_calls=direct.tool_calls_of(message),
             finish_reason=str(choice.finish_reason or ""),
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            prompt_tokens=token_count(getattr(usage, "prompt_tokens", 0)),
+            completion_tokens=token_count(getattr(usage, "completion_tokens", 0)),
             cost_usd=float(cost) if isinstance(cost, int | float) else None,
         )
         return _utf8_safe(reply)
+
+
+MAX_TOKEN_COUNT = 2**53 - 1  # beyond it a count is no count (and not exact in a JSON double)
+
+
+def token_count(value: Any) -> int:
+    """A server's usage figure as recorded: a whole number from 0 to MAX_TOKEN_COUNT, else 0,
+    as for a server that reports none. A count of 10**30, -5, 1.5, NaN or "many" is no
+    count: recorded as given it would swamp a run's token totals and per-agent budgets."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    if isinstance(value, float) and not value.is_integer():  # NaN and infinities too
+        return 0
+    return int(value) if 0 <= value <= MAX_TOKEN_COUNT else 0
 
 
 def _utf8_safe(reply: BackendReply) -> BackendReply:

@@ -35,8 +35,33 @@ class ReplayMissError(DrarenaError):
     """Replay mode met a call the cache does not hold."""
 
 
+_TRACEBACK = "Traceback (most recent call last):"
+
+
+def _without_traceback(text: str) -> str:
+    """`text` with a Python traceback pasted into it (litellm puts one in the message of an
+    "Invalid response object") reduced to the exception it ends in and that exception's own
+    lines: the frames, the source lines and what follows (litellm's dump of the reply, its
+    arguments) say nothing to the reader of a run's error."""
+    head, found, rest = text.partition(_TRACEBACK)
+    if not found:
+        return text
+    lines = rest.splitlines()
+    start = next((i for i, line in enumerate(lines) if line and not line[0].isspace()), None)
+    if start is None:
+        return head
+    kept = []
+    for line in lines[start:]:
+        if not line.strip():
+            break
+        if not line.lstrip().startswith("For further information visit"):
+            kept.append(line)
+    return f"{head.rstrip()} ({' '.join(kept)})"
+
+
 def _brief(exc: BaseException, limit: int = 300) -> str:
-    text = " ".join(without_lone_surrogates(str(exc)).split()) or "(no message)"
+    text = without_lone_surrogates(_without_traceback(str(exc)))
+    text = " ".join(text.split()) or "(no message)"
     text = text if len(text) <= limit else text[: limit - 3] + "..."
     return f"{type(exc).__name__}: {text}"
 

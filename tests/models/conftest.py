@@ -43,6 +43,7 @@ class FaultServer:
     base: str
     hits: dict[str, int] = field(default_factory=dict)
     replies: dict[str, list[str]] = field(default_factory=dict)
+    usages: dict[str, Any] = field(default_factory=dict)  # a scenario's `usage` as sent
     upstream: str | None = None
 
     def api_base(self, scenario: str) -> str:
@@ -98,7 +99,10 @@ async def fault_server() -> AsyncIterator[FaultServer]:
             return web.json_response({"error": {"message": "injected failure"}}, status=500)
         scripted = server.replies.get(scenario)
         text = scripted.pop(0) if scripted else json.dumps({"echo": body["messages"][-1]})
-        return web.json_response(chat_body(text, model=body["model"]))
+        reply = chat_body(text, model=body["model"])
+        if scenario in server.usages:
+            reply["usage"] = server.usages[scenario]
+        return web.json_response(reply)
 
     app = web.Application()
     app.router.add_post("/{scenario}/v1/chat/completions", handle)

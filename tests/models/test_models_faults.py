@@ -36,6 +36,40 @@ def client(
     return ModelClient(cfg, sleep=fake_sleep)
 
 
+@pytest.mark.parametrize("count", [10**30, -5, None, 2**53])
+async def test_a_count_that_is_no_count_is_recorded_as_none(
+    fault_server, fake_sleep, count
+) -> None:
+    """A server's usage figure below 0 or past 2**53-1 (or none) is recorded as 0, as for a
+    server that reports none; the reply itself is used. As given, 10**30 would swamp the
+    run's token totals."""
+    usage = {"prompt_tokens": count, "completion_tokens": count, "total_tokens": count}
+    fault_server.usages["odd"] = usage
+    c = client(fault_server.api_base("odd"), fake_sleep)
+    result = await c.complete("examiner", ASK)
+    assert '"hello"' in result.text and fault_server.hits["odd"] == 1
+    assert (result.prompt_tokens, result.completion_tokens) == (0, 0)
+    assert c.usage()["examiner"].prompt_tokens == 0
+
+
+@pytest.mark.parametrize("count", [1.5, float("inf"), "many", [3]])
+async def test_a_usage_litellm_refuses_is_one_readable_line(
+    fault_server, fake_sleep, count
+) -> None:
+    """litellm refuses a reply whose usage is not whole numbers ("Invalid response object",
+    with a traceback in its message): the call is reported, not scored, and the error says
+    what was wrong without the traceback's frames or litellm's dump of the reply."""
+    fault_server.usages["odd"] = {"prompt_tokens": count, "completion_tokens": 1}
+    c = client(fault_server.api_base("odd"), fake_sleep)
+    with pytest.raises(ModelCallError) as err:
+        await c.complete("examiner", ASK)
+    message = str(err.value)
+    assert "\n" not in message and len(message) < 600
+    assert "Invalid response object" in message and "prompt_tokens" in message
+    for noise in ("Traceback", 'File "', "received_args", "For further information"):
+        assert noise not in message, message
+
+
 async def test_5xx_then_success_is_retried(fault_server, fake_sleep) -> None:
     c = client(fault_server.api_base("flaky"), fake_sleep)
     result = await c.complete("examiner", ASK)
