@@ -13,7 +13,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from drarena.errors import DrarenaError
+from drarena.errors import DrarenaError, one_line
 from drarena.web.urls import ALLOWED_SCHEMES, canonicalize_url, url_host_port
 from drarena.yamlfile import load_yaml_mapping
 
@@ -174,6 +174,50 @@ def parse_spec(data: object, source: str) -> CrawlSpec:
         raise DrarenaError(f"{source}: field {field}: {msg}{more}") from None
 
 
+MAX_SEEDS_FILE_BYTES = 64 << 20  # a seeds file: about a million URLs
+MAX_SEED_CHARS = 8192  # one URL; longer ones are refused by servers anyway
+
+
+def read_seeds_file(path: Path) -> list[str]:
+    """The start URLs of a seeds file: one per line, blank lines and `#` comments skipped,
+    each checked and canonicalized like `seeds`. Read bounded (MAX_SEEDS_FILE_BYTES, a line
+    MAX_SEED_CHARS); the first bad line is one error naming the file and line."""
+    try:
+        with path.open("rb") as f:
+            data = f.read(MAX_SEEDS_FILE_BYTES + 1)
+    except OSError as exc:
+        raise DrarenaError(f"{path}: cannot read the seeds file ({exc.strerror})") from None
+    if len(data) > MAX_SEEDS_FILE_BYTES:
+        raise DrarenaError(f"{path}: over {MAX_SEEDS_FILE_BYTES >> 20} MiB; split the crawl")
+    seeds: list[str] = []
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        try:
+            line = raw.decode("utf-8").strip()
+        except UnicodeDecodeError:
+            raise DrarenaError(f"{path}:{number}: not UTF-8") from None
+        if not line or line.startswith("#"):
+            continue
+        if len(line) > MAX_SEED_CHARS:
+            raise DrarenaError(f"{path}:{number}: a URL over {MAX_SEED_CHARS} characters")
+        try:
+            seeds.append(_http_url(line))
+        except ValueError as exc:
+            raise DrarenaError(f"{path}:{number}: {one_line(exc)}") from None
+    return seeds
+
+
 def load_spec(path: str | Path) -> CrawlSpec:
-    """Read and validate corpus/<name>.yaml."""
-    return parse_spec(load_yaml_mapping(path, "crawl spec"), str(path))
+    """Read and validate corpus/<name>.yaml. Its `seeds_file` (relative to the spec's folder)
+    adds the URLs of a text file to `seeds`: a YAML spec is capped at 100,000 values, and a
+    long seed list reads better as a file. The spec as crawled (and recorded in the
+    snapshot's manifest) holds the seeds themselves."""
+    data = load_yaml_mapping(path, "crawl spec")
+    if "seeds_file" in data:
+        name = data.pop("seeds_file")
+        if not isinstance(name, str) or not name or "\0" in name:
+            raise DrarenaError(f"{path}: field seeds_file: must be a file name")
+        seeds = data.get("seeds", [])
+        if not isinstance(seeds, list):
+            raise DrarenaError(f"{path}: field seeds: must be a list of URLs")
+        data["seeds"] = [*seeds, *read_seeds_file(Path(path).parent / name)]
+    return parse_spec(data, str(path))

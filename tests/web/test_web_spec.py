@@ -77,3 +77,39 @@ def test_missing_file_and_bad_yaml(tmp_path: Path) -> None:
     assert "not found" in error_of(tmp_path / "nope.yaml")
     assert "not valid YAML" in error_of(write(tmp_path, "name: [unclosed\n"))
     assert "mapping" in error_of(write(tmp_path, "- just\n- a list\n"))
+
+
+def test_seeds_file_adds_its_urls_to_the_seeds(tmp_path: Path) -> None:
+    """A `seeds_file` beside the spec: its URLs follow `seeds`, canonicalized; blank lines
+    and comments skipped; the spec as loaded holds the seeds themselves."""
+    urls = [f"http://Example.org/p{i}" for i in range(150_000)]  # past YAML's value cap
+    (tmp_path / "seeds.txt").write_text("# start here\n\n" + "\n".join(urls) + "\n")
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: big\nseeds: [http://example.org/]\nseeds_file: seeds.txt\n")
+    loaded = load_spec(spec)
+    assert len(loaded.seeds) == 150_001
+    assert loaded.seeds[:2] == ("http://example.org/", "http://example.org/p0")
+    assert "seeds_file" not in loaded.model_dump()
+    spec.write_text("name: big\nseeds_file: seeds.txt\n")  # seeds may come from the file alone
+    assert len(load_spec(spec).seeds) == 150_000
+
+
+@pytest.mark.parametrize(
+    ("content", "field", "error"),
+    [
+        (b"http://a.org/\nftp://b.org/\n", "seeds.txt", "seeds.txt:2: 'ftp://b.org/': only http"),
+        (b"http://a.org/\n\xff\n", "seeds.txt", "seeds.txt:2: not UTF-8"),
+        (b"http://a.org/" + b"x" * 9000, "seeds.txt", "seeds.txt:1: a URL over 8192 characters"),
+        (b"", "missing.txt", "missing.txt: cannot read the seeds file (No such file"),
+        (b"", "[1]", "field seeds_file: must be a file name"),
+    ],
+)
+def test_a_bad_seeds_file_is_one_line_naming_file_and_line(
+    tmp_path: Path, content: bytes, field: str, error: str
+) -> None:
+    (tmp_path / "seeds.txt").write_bytes(content)
+    spec = tmp_path / "s.yaml"
+    spec.write_text(f"name: x\nseeds_file: {field}\n")
+    with pytest.raises(DrarenaError) as err:
+        load_spec(spec)
+    assert error in str(err.value) and "\n" not in str(err.value)
