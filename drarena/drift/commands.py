@@ -104,6 +104,17 @@ def _positive(name: str, value: float | None) -> None:
         raise DrarenaError(f"{name} must be positive, got {value}")
 
 
+def _drift_page(path: Path) -> bool:
+    """Whether `path` is a page drift wrote (render_page's opening), so --json may replace it."""
+    from drarena.drift.report import PAGE_START
+
+    try:
+        with path.open("rb") as f:
+            return f.read(len(PAGE_START)) == PAGE_START
+    except OSError:
+        return False
+
+
 def cmd_drift(args: argparse.Namespace) -> int:
     from drarena.drift.compare import DriftRequest, live_defaults, run_drift
     from drarena.drift.report import render_page, render_table, write_json
@@ -141,6 +152,12 @@ def cmd_drift(args: argparse.Namespace) -> int:
                 f"--json {args.json_out}: the HTML page is written beside the JSON as "
                 f"{args.json_out.stem}.html; give the JSON a name of its own (OUT.json)"
             )
+        page = args.json_out.with_name(args.json_out.stem + ".html")
+        if page.exists() and not _drift_page(page):  # e.g. --json runs/x/report.json
+            raise DrarenaError(
+                f"--json {args.json_out}: the HTML page would replace {page}, which drift did "
+                "not write; give the JSON another name"
+            )
     if args.capture is not None and args.capture.exists() and not args.capture.is_dir():
         raise DrarenaError(f"--capture {args.capture}: exists and is not a folder")
     request = DriftRequest(
@@ -156,6 +173,13 @@ def cmd_drift(args: argparse.Namespace) -> int:
     )
     report = run_drift(request)
     print(render_table(report))
+    from drarena.drift.report import drift_section, splice_section
+    from drarena.ledger.folder import read_text, write_atomic
+
+    # the run's report.html is read before anything is written: one that cannot be read
+    # (not UTF-8, too large) is refused with nothing half done
+    report_html = args.run / "report.html" if args.run is not None else None
+    old_page = read_text(report_html) if report_html and report_html.is_file() else None
     written = []
     outs = []
     if args.json_out is not None:
@@ -165,17 +189,11 @@ def cmd_drift(args: argparse.Namespace) -> int:
     for out in outs:
         write_json(report, out)
         page = out.with_name(out.stem + ".html")
-        page.write_text(render_page(report), encoding="utf-8")
+        write_atomic(page, render_page(report))
         written += [out, page]
-    if args.run is not None and (args.run / "report.html").is_file():
-        from drarena.drift.report import drift_section, splice_section
-
-        target = args.run / "report.html"
-        target.write_text(
-            splice_section(target.read_text(encoding="utf-8"), drift_section(report)),
-            encoding="utf-8",
-        )
-        written.append(target)
+    if report_html is not None and old_page is not None:
+        write_atomic(report_html, splice_section(old_page, drift_section(report)))
+        written.append(report_html)
     for path in written:
         print(f"wrote {path}", file=sys.stderr)
     return 0

@@ -2,7 +2,8 @@
 
 Why one record for all three: the table, drift.json and the HTML section are views of the
 same `DriftReport`, so they cannot disagree. Everything that came from a page goes through
-`esc` on its way into HTML (a `<script>` in a changed sentence stays text).
+`html_text` on its way into HTML (a `<script>` in a changed sentence stays text; a MB-long
+sentence is cut, drift.json keeps it whole), and through `_cut` into the terminal.
 """
 
 from __future__ import annotations
@@ -66,13 +67,17 @@ def count_verdicts(pages: Sequence[PageDiff]) -> dict[str, int]:
     return {v.value: sum(p.verdict == v for p in pages) for v in VERDICT_ORDER}
 
 
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
 def write_json(report: DriftReport, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(
-        json.dumps(report.to_dict(), indent=1, sort_keys=True, ensure_ascii=False) + "\n",
-        encoding="utf-8",
-    )
+    text = json.dumps(report.to_dict(), indent=1, sort_keys=True, ensure_ascii=False)
+    # a lone surrogate (a checklist item of a run.json edited with "\ud800") has no UTF-8:
+    # written as the JSON escape it came as, so the file is written and reads back the same
+    text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    tmp.write_text(text + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
 
@@ -81,8 +86,11 @@ def read_json(path: Path) -> DriftReport:
     `drarena rank` reads the run's) is one line naming it and how to write it again."""
     from pydantic import ValidationError
 
+    from drarena.ledger.folder import MAX_TEXT_BYTES, read_bounded
+
+    raw = read_bounded(path, MAX_TEXT_BYTES)  # a larger file is one line, having read that much
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
+        data = json.loads(raw.decode("utf-8"))
         if not isinstance(data, dict):
             raise ValueError(f"a JSON object is needed, got {type(data).__name__}")
         return DriftReport.from_dict(data)
@@ -103,8 +111,10 @@ def read_json(path: Path) -> DriftReport:
 
 
 # C0 and C1 controls (ESC starts a terminal's colour and title sequences): a live server's
-# Location or reason reaches the table, and must not reach the terminal as commands
-_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Location or reason, or a snapshot manifest's name, reaches the table, and must not reach
+# the terminal as commands; bidi embeddings, overrides and isolates would reorder the line;
+# a lone surrogate (a "\ud800" in a manifest) has no UTF-8, and printing it failed
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def _cut(text: str, width: int) -> str:
@@ -128,9 +138,13 @@ def against_label(report: DriftReport) -> str:
 
 def render_table(report: DriftReport) -> str:
     counts = ", ".join(f"{n} {v}" for v, n in report.counts.items())
+    # the names and fingerprints are manifest.json's (any text), the run name a folder's
     lines = [
-        f"drift of {report.snapshot.name} ({report.snapshot.fingerprint[:12]}) against "
-        f"{against_label(report)}: {len(report.pages)} pages: {counts}"
+        _cut(
+            f"drift of {report.snapshot.name} ({report.snapshot.fingerprint[:12]}) against "
+            f"{against_label(report)}: {len(report.pages)} pages: {counts}",
+            400,
+        )
     ]
     drifted = report.drifted()
     if drifted:
@@ -160,9 +174,12 @@ def render_table(report: DriftReport) -> str:
     if tasks is not None:
         lines += [
             "",
-            f"stale checklist items: {len(tasks.stale)} of {tasks.items} ({tasks.tasks}"
-            f" tasks in {tasks.matches} matches of {tasks.run}; {tasks.unlocated} "
-            f"unlocated, {tasks.unchecked} unchecked)",
+            _cut(
+                f"stale checklist items: {len(tasks.stale)} of {tasks.items} ({tasks.tasks}"
+                f" tasks in {tasks.matches} matches of {tasks.run}; {tasks.unlocated} "
+                f"unlocated, {tasks.unchecked} unchecked)",
+                400,
+            ),
         ]
         if tasks.stale:
             lines.append(
@@ -187,26 +204,36 @@ def render_table(report: DriftReport) -> str:
 # -- HTML ---------------------------------------------------------------------------------
 
 
-def _esc(value: object) -> str:
-    from drarena.htmlpage import esc
+LIST_CAP = 200  # sentences listed per page and kind; the rest are counted (drift.json: all)
 
-    return esc(value)
+
+def _esc(value: object) -> str:
+    from drarena.htmlpage import html_text
+
+    return html_text(value)
+
+
+def _more(items: Sequence[object]) -> str:
+    """The note closing a list cut at LIST_CAP items."""
+    more = len(items) - LIST_CAP
+    return f"<li class=muted>and {more} more (drift.json has them all)</li>" if more > 0 else ""
 
 
 def _sentences(label: str, items: Sequence[str]) -> str:
     if not items:
         return ""
-    lis = "".join(f"<li>{_esc(s)}</li>" for s in items)
-    return f"<p>{_esc(label)}</p><ul>{lis}</ul>"
+    lis = "".join(f"<li>{_esc(s)}</li>" for s in items[:LIST_CAP])
+    return f"<p>{_esc(label)}</p><ul>{lis}{_more(items)}</ul>"
 
 
 def _page_detail(p: PageDiff) -> str:
     changed = "".join(
-        f"<li><del>{_esc(c.old)}</del><br><ins>{_esc(c.new)}</ins></li>" for c in p.changed
+        f"<li><del>{_esc(c.old)}</del><br><ins>{_esc(c.new)}</ins></li>"
+        for c in p.changed[:LIST_CAP]
     )
     body = (
         f"<p class=muted>{_esc(' | '.join(p.hops))}</p>"
-        + (f"<p>changed sentences</p><ul>{changed}</ul>" if changed else "")
+        + (f"<p>changed sentences</p><ul>{changed}{_more(p.changed)}</ul>" if changed else "")
         + _sentences("removed sentences", p.removed)
         + _sentences("added sentences", p.added)
     )
@@ -262,6 +289,10 @@ def drift_section(report: DriftReport) -> str:
     return f"{SECTION_BEGIN}<section id=drift>{''.join(parts)}</section>{SECTION_END}"
 
 
+# how every drift page opens: `drift --json OUT.json` replaces an OUT.html only if it starts so
+PAGE_START = b"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>drarena drift: "
+
+
 def render_page(report: DriftReport) -> str:
     """drift.html: the section as a self-contained page."""
     from drarena.htmlpage import CSS
@@ -277,8 +308,8 @@ def render_page(report: DriftReport) -> str:
 def splice_section(page: str, section: str) -> str:
     """`page` with its drift section replaced by `section` (added before </body> if none)."""
     start = page.find(SECTION_BEGIN)
-    end = page.find(SECTION_END)
-    if start != -1 and end > start:
+    end = page.find(SECTION_END, start) if start != -1 else -1  # a stray end before: not ours
+    if end != -1:
         return page[:start] + section + page[end + len(SECTION_END) :]
     at = page.rfind("</body>")
     return page + section if at == -1 else page[:at] + section + page[at:]

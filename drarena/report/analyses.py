@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from drarena.htmlpage import esc
+from drarena.htmlpage import html_text as esc
 from drarena.ledger.analysis import FAILURE_KINDS, VERDICT_KINDS, Analyses
 from drarena.ledger.compare import Comparison
 from drarena.ledger.leaderboard import LeaderboardRow

@@ -1,8 +1,11 @@
 """report.html: one self-contained page (no scripts, no external assets).
 
 Everything that came from a crawled page, an agent or the Examiner passes through `esc`
-(html.escape with quotes) before it reaches the page, so an answer containing <script> or
-an attribute-breaking quote stays inert text. Charts are inline SVG built from numbers only.
+(drarena.htmlpage.html_text: html.escape with quotes) before it reaches the page, so an
+answer containing <script> or an attribute-breaking quote stays inert text; it is cut there
+(TEXT_CAP, LONG_CAP for answers and judges' reasoning: the run folder keeps it whole) and
+characters a page cannot carry (lone surrogates, controls, bidi overrides) show as U+FFFD.
+Charts are inline SVG built from numbers only.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from typing import Any
 
 from drarena.agents.base import Answer
 from drarena.examiner.judge import JudgedOrder, PanelMember
-from drarena.htmlpage import CSS, esc
+from drarena.htmlpage import CSS, LONG_CAP
+from drarena.htmlpage import html_text as esc
 from drarena.ledger.leaderboard import FAILURES, LeaderboardRow
 from drarena.ledger.records import MatchRecord, RoundRecord
 from drarena.validity.check import FIGURE_ROWS, figure_parts, mode_figures
@@ -113,7 +117,7 @@ def _answer(answer: Answer | None, label: str) -> str:
         f"<div><b>{esc(label)}</b> <span class=muted>{len(answer.trajectory.steps)} steps, "
         f"{tools} tool calls, {answer.tokens} tokens"
         f"{'; limit: ' + esc(answer.limit_hit) if answer.limit_hit else ''}</span>"
-        f"<pre>{esc(answer.report)}</pre><ol class=muted>{cites}</ol></div>"
+        f"<pre>{esc(answer.report, LONG_CAP)}</pre><ol class=muted>{cites}</ol></div>"
     )
 
 
@@ -122,7 +126,7 @@ def _judged(j: JudgedOrder) -> str:
     return (
         f"<li>order {esc(j.order)}: {esc(jd.verdict.value)}"
         f"{' (' + esc(jd.tie_quality.value) + ')' if jd.tie_quality else ''}, loser failure "
-        f"{esc(jd.loser_failure_type.value)}<pre>{esc(j.raw.reasoning)}</pre></li>"
+        f"{esc(jd.loser_failure_type.value)}<pre>{esc(j.raw.reasoning, LONG_CAP)}</pre></li>"
     )
 
 

@@ -8,7 +8,7 @@ drarena.report.html: every judge name passes through `esc`.
 
 from __future__ import annotations
 
-from drarena.htmlpage import esc
+from drarena.htmlpage import html_text as esc
 from drarena.ledger.agreement import fmt
 from drarena.ledger.panel import PanelAgreement
 

@@ -303,7 +303,10 @@ def figure_parts(figure: Any) -> tuple[float, float, float, Any] | None:
         part = figure.get(key)
         if not isinstance(part, int | float) or isinstance(part, bool):
             return None
-        parts.append(float(part))
+        try:
+            parts.append(float(part))
+        except OverflowError:  # an integer no float holds (10**400 written out)
+            return None
     return parts[0], parts[1], parts[2], figure.get("n")
 
 
@@ -362,6 +365,8 @@ def table(report: Mapping[str, Any]) -> str:
 
 
 def _cell(f: Mapping[str, Any] | None) -> str:
-    if not f or f.get("value") is None:
+    parts = figure_parts(f)
+    if parts is None:
         return "n/a"
-    return f"{f['value']:.2f} [{f['low']:.2f}, {f['high']:.2f}] ({f['n']})"
+    value, low, high, n = parts
+    return f"{value:.2f} [{low:.2f}, {high:.2f}] ({n})"

@@ -136,7 +136,7 @@ def test_control_characters_from_a_server_never_reach_the_terminal(
     assert "\x1b" not in out and "\x07" not in out and "ftp://x/a?]0;TITLE??[31mRED" in out
 
 
-@pytest.mark.parametrize("kind", ["folder", "html", "capture-file"])
+@pytest.mark.parametrize("kind", ["folder", "html", "capture-file", "page-not-drifts"])
 def test_output_paths_are_checked_before_any_fetch(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
 ) -> None:
@@ -144,15 +144,20 @@ def test_output_paths_are_checked_before_any_fetch(
     taken = tmp_path / "taken"
     taken.mkdir()
     (tmp_path / "afile").write_text("mine", encoding="utf-8")
+    (tmp_path / "afile.html").write_text("a run's report.html", encoding="utf-8")
     option = {
         "folder": ["--json", str(taken)],
         "html": ["--json", str(tmp_path / "out" / "d.html")],
         "capture-file": ["--capture", str(tmp_path / "afile")],
+        # the page beside OUT.json would replace a page drift did not write
+        "page-not-drifts": ["--json", str(tmp_path / "afile.json")],
     }[kind]
     assert main(drift(snap, 9, *option)) == 2  # port 9: nothing answers, nothing is asked
     err = capsys.readouterr().err.strip()
     assert err.startswith("drarena: error: --") and "\n" not in err
     assert (tmp_path / "afile").read_text() == "mine" and not (tmp_path / "out").exists()
+    assert (tmp_path / "afile.html").read_text() == "a run's report.html"
+    assert not (tmp_path / "afile.json").exists()
 
 
 @pytest.mark.parametrize(
@@ -182,3 +187,28 @@ def test_a_capture_folder_in_use_says_what_it_holds_and_is_kept(
     assert err.startswith(f"drarena: error: --capture {capture}: ")
     assert expected in err and "\n" not in err
     assert {p.name: p.read_bytes() for p in capture.iterdir()} == before
+
+
+def test_a_run_report_that_is_not_utf8_is_refused_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`drift --run` splices its section into the run's report.html: one that was not UTF-8
+    stopped it with a UnicodeDecodeError traceback after drift.json and drift.html were
+    written. It is read first, and refused in one line naming it."""
+    import json
+
+    from drarena.web.snapshot import Snapshot
+
+    snap = snapshot(tmp_path / "snap")
+    run = tmp_path / "run"
+    run.mkdir()
+    with Snapshot.open(snap) as opened:
+        header = {"snapshot_fingerprint": opened.fingerprint, "config": {"name": "r"}}
+    (run / "run.json").write_text(json.dumps(header), encoding="utf-8")
+    (run / "matches.jsonl").write_text("", encoding="utf-8")
+    (run / "report.html").write_bytes(b"<html><body>\xff\xfe</body></html>")
+    args = ["drift", "snapshot", str(snap), "--against", str(snap), "--run", str(run)]
+    assert main([*args, "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"drarena: error: {run / 'report.html'}:1: not UTF-8") and "\n" not in err
+    assert sorted(p.name for p in run.iterdir()) == ["matches.jsonl", "report.html", "run.json"]

@@ -303,3 +303,48 @@ def test_examiner_check_figures_edited_into_another_shape_show_as_na(run: Path) 
         assert main(["run", "rank", str(run)]) == 0
         page = (run / "report.html").read_text(encoding="utf-8")
         assert "Examiner check" in page
+
+
+def test_an_examiner_figure_no_float_holds_shows_na(run: Path) -> None:
+    """A figure edited to 1e400 written out as an integer stopped `rank` with an
+    OverflowError (float() of it): it shows n/a like any figure of another shape."""
+    block = {"results": {"pairwise": {"figures": {"accuracy": {"value": 10**400, "low": 0,
+             "high": 1, "n": 3}}}}, "can_rank": False}  # fmt: skip
+    _edit_header(run, lambda h: h.update(examiner_check=block))
+    assert main(["run", "rank", str(run)]) == 0
+    page = (run / "report.html").read_text(encoding="utf-8")
+    assert "<td>decisive accuracy</td><td class=num>n/a</td>" in page
+
+
+def _edit_first_answer(run: Path, report: str) -> None:
+    lines = [json.loads(x) for x in (run / "matches.jsonl").read_text().splitlines()]
+    lines[0]["rounds"][0]["answer_a"]["report"] = report
+    (run / "matches.jsonl").write_text(
+        "".join(json.dumps(x, sort_keys=True) + "\n" for x in lines), encoding="utf-8"
+    )
+
+
+def test_a_lone_surrogate_in_an_answer_is_written_as_a_replacement_character(
+    run: Path,
+) -> None:
+    """A "\\ud800" escape in matches.jsonl (an edited or foreign log) reads as a lone
+    surrogate, which has no UTF-8: writing report.html failed with UnicodeEncodeError and
+    left report.html.tmp behind. It is shown as U+FFFD, as are controls and bidi overrides."""
+    _edit_first_answer(run, "before\ud800\x00\u202eafter")
+    assert main(["run", "rank", str(run)]) == 0
+    page = (run / "report.html").read_text(encoding="utf-8")
+    assert "before\ufffd\ufffd\ufffdafter" in page
+    assert not (run / "report.html.tmp").exists()
+
+
+def test_untrusted_text_is_cut_on_the_page(run: Path) -> None:
+    """An answer of 4 MB (an external agent's stdout limit) went into report.html whole, once
+    for each place it shows; the page shows its first LONG_CAP characters and says how many
+    more there are (matches.jsonl keeps it all)."""
+    from drarena.htmlpage import LONG_CAP
+
+    _edit_first_answer(run, "<p>" * 2**20)
+    assert main(["run", "rank", str(run)]) == 0
+    page = (run / "report.html").read_text(encoding="utf-8")
+    assert f"... [{3 * 2**20 - LONG_CAP} more characters]</pre>" in page
+    assert len(page) < 1_000_000

@@ -90,3 +90,15 @@ def test_report_html_shows_the_check_above_the_leaderboard(tmp_path: Path) -> No
     page = render_report("t", {"examiner_check": block}, [], [])
     assert page.index("Examiner check") < page.index("<h2>Leaderboard")
     assert "not run for this tournament" in render_report("t", {}, [], [])
+
+
+def test_a_figure_no_float_holds_is_no_figure() -> None:
+    """A stored figure edited to an integer past float's range (10**400 written out) is
+    shown as n/a, as any figure of another shape, rather than stopping with OverflowError."""
+    from drarena.validity.check import figure_parts
+
+    assert figure_parts({"value": 10**400, "low": 0, "high": 1, "n": 3}) is None
+    assert figure_parts({"value": 0.5, "low": 0, "high": 1, "n": 3}) == (0.5, 0.0, 1.0, 3)
+    huge = {"figures": {"accuracy": {"value": 10**400, "low": 0, "high": 1, "n": 3}}}
+    report = {"results": {"pairwise": {**huge, "verdict": "x"}}, "leak_rate": None}
+    assert "n/a" in table({**report, "tasks": [], "task_failures": []}).splitlines()[1]
