@@ -24,6 +24,10 @@ parser sees them: a 100,000-level array once took the MCP endpoint to a Recursio
 The request line and headers are capped (MAX_HEAD_BYTES) below the guard, in the HTTP parser
 (`HeadBoundedHttpTools`): httptools has no limit of its own and buffers them whole before any
 middleware runs, so 400 MiB of headers once got a 200 and cost 400 MiB of memory.
+Every refusal is JSON, `{error}` (a JSON-RPC error at /mcp), whoever makes it: the guard,
+the routes (a wrong parameter type, a page not in the snapshot), Starlette (404, 405) and the
+HTTP parser (bytes that are not HTTP: 400). JSON bodies must be UTF-8 without lone surrogate
+escapes: echoing one (a query, a JSON-RPC id) once failed mid-answer with a 500.
 The `live` retriever fetches public pages for whoever asks, so it is served only on request
 (`--live-web`), and says so when it starts.
 """
@@ -38,9 +42,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from drarena.errors import DrarenaError
-from drarena.records import Hit
-from drarena.search.base import Retriever
-from drarena.search.docstore import DEFAULT_PAGE_CHARS
+from drarena.records import Hit, lone_surrogate
+from drarena.search.base import MAX_K, Retriever
+from drarena.search.docstore import DEFAULT_PAGE_CHARS, PageText, clean_query
 
 if TYPE_CHECKING:
     import asyncio
@@ -51,6 +55,13 @@ MAX_JSON_DEPTH = 64
 MAX_HEAD_BYTES = 64 << 10  # request line + headers; a 1,000-character query URL is a few KiB
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 PARSE_ERROR = -32700  # JSON-RPC
+JSON_TYPE = "application/json"
+
+
+class BadParameter(DrarenaError):
+    """A request's own fault (a parameter out of range, a query with no words, a page that
+    is not in the snapshot): a 400 here, the API's 4xx in drarena.webproxy.searchapi, where
+    other DrarenaErrors (the retriever failing) are a 502."""
 
 
 def json_too_deep(body: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
@@ -75,6 +86,27 @@ def json_too_deep(body: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
         elif byte in (0x5D, 0x7D):
             depth -= 1
     return False
+
+
+def json_text_problem(body: bytes) -> str | None:
+    """Why a JSON request body cannot be answered, or None (malformed JSON is left for the
+    parser to refuse). Not UTF-8: the MCP transport's parser raised on it (a 500). A lone
+    surrogate ("\\ud800" is an escape JSON allows): parsed, it cannot be written back as
+    UTF-8, so echoing it (a query, a JSON-RPC id) failed after the answer began (a 500, or a
+    200 with an empty event stream at /mcp)."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return "request body is not UTF-8 text"
+    if "\\u" not in text:
+        return None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if lone_surrogate(text, data):
+        return "request body holds a lone UTF-16 surrogate escape (not text)"
+    return None
 
 
 class LoopbackGuard:
@@ -120,6 +152,10 @@ class LoopbackGuard:
         if scope["type"] != "http" or scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
+        if mcp and not headers.get("content-type", "").lower().startswith(JSON_TYPE):
+            # the MCP transport's own answer was a plain-text 400, not JSON-RPC
+            await self._refuse(scope, send, 415, mcp, f"POST /mcp needs Content-Type: {JSON_TYPE}")
+            return
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -136,14 +172,15 @@ class LoopbackGuard:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
-        if json_too_deep(body):
-            await self._refuse(
-                scope,
-                send,
-                400,
-                mcp,
-                f"request body is JSON nested deeper than {MAX_JSON_DEPTH} levels",
-            )
+        problem = (
+            f"request body is JSON nested deeper than {MAX_JSON_DEPTH} levels"
+            if json_too_deep(body)
+            else None
+        )
+        if problem is None and (mcp or headers.get("content-type", "").startswith(JSON_TYPE)):
+            problem = json_text_problem(body)
+        if problem is not None:
+            await self._refuse(scope, send, 400, mcp, problem)
             return
         sent = False
 
@@ -248,24 +285,29 @@ def _int(params: dict[str, str], name: str, default: int) -> int:
     try:
         return int(raw)
     except ValueError:
-        raise DrarenaError(f"parameter {name!r} must be an integer, got {raw[:40]!r}") from None
+        raise BadParameter(f"parameter {name!r} must be an integer, got {raw[:40]!r}") from None
 
 
 def handle_search(retriever: Retriever, params: dict[str, str]) -> dict[str, Any]:
-    """The body of a /search request (native or SearXNG), from its query parameters."""
+    """The body of a /search request (native or SearXNG), from its query parameters.
+    Bad parameters and queries without words are BadParameter, before the retriever runs."""
     query = params.get("q", params.get("query", ""))
     fmt = params.get("format", "")
     k = _int(params, "k", 10)
     if fmt not in ("", "json"):
-        raise DrarenaError(f"format {fmt[:20]!r} is not served; use format=json")
+        raise BadParameter(f"format {fmt[:20]!r} is not served; use format=json")
+    if not 1 <= k <= MAX_K:
+        raise BadParameter(f"k must be an integer in 1..{MAX_K}, got {k}")
+    try:
+        clean_query(query)
+    except DrarenaError as exc:
+        raise BadParameter(str(exc)) from None
     if fmt == "json":
         pageno = _int(params, "pageno", 1)
         if not 1 <= pageno <= MAX_PAGENO:
-            raise DrarenaError(f"pageno must be in 1..{MAX_PAGENO}, got {pageno}")
-        from drarena.search.base import MAX_K
-
-        if k >= 1 and k * pageno > MAX_K:  # the retriever would name k * pageno as its k
-            raise DrarenaError(
+            raise BadParameter(f"pageno must be in 1..{MAX_PAGENO}, got {pageno}")
+        if k * pageno > MAX_K:  # the retriever would name k * pageno as its k
+            raise BadParameter(
                 f"k x pageno must be at most {MAX_K} (the results searched), got {k} x {pageno}"
             )
         hits = retriever.search(query, k * pageno)[k * (pageno - 1) :]
@@ -273,14 +315,43 @@ def handle_search(retriever: Retriever, params: dict[str, str]) -> dict[str, Any
     return native_results(query, retriever.search(query, k), retriever.name)
 
 
+def open_page(retriever: Retriever, target: str, offset: int, max_chars: int) -> PageText:
+    """retriever.open, with a target that is not a URL at all (`http://[x#f`: urllib's
+    ValueError, once a 500) refused as a BadParameter like any page the snapshot lacks."""
+    try:
+        return retriever.open(target, offset, max_chars)
+    except ValueError as exc:
+        raise BadParameter(f"unknown docid or URL {target[:200]!r} ({str(exc)[:100]})") from None
+
+
 def handle_open(retriever: Retriever, params: dict[str, str]) -> dict[str, Any]:
     target = params.get("id") or params.get("url") or params.get("docid") or ""
     if not target:
-        raise DrarenaError("open needs id=<docid or url>")
-    page = retriever.open(
-        target, _int(params, "offset", 0), _int(params, "max_chars", DEFAULT_PAGE_CHARS)
-    )
-    return page.to_dict()
+        raise BadParameter("open needs id=<docid or url>")
+    offset = _int(params, "offset", 0)
+    max_chars = _int(params, "max_chars", DEFAULT_PAGE_CHARS)
+    return open_page(retriever, target, offset, max_chars).to_dict()
+
+
+def body_params(body: dict[str, Any]) -> dict[str, str]:
+    """A JSON body's fields as parameters: strings and numbers only. Why: a null, a list or
+    an object was searched as its Python repr ("None", "['a']") and answered 200."""
+    params = {}
+    for key, value in body.items():
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise BadParameter(
+                f"field {key[:40]!r} must be a string or a number, not {_json_type(value)}"
+            )
+        params[key] = str(value)
+    return params
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "an array" if isinstance(value, list) else "an object"
 
 
 def make_mcp(retriever: Retriever, snapshot: str, host: str = "127.0.0.1", port: int = 8000) -> Any:
@@ -315,7 +386,7 @@ def make_mcp(retriever: Retriever, snapshot: str, host: str = "127.0.0.1", port:
     def open_tool(
         url_or_docid: str, offset: int = 0, max_chars: int = DEFAULT_PAGE_CHARS
     ) -> dict[str, Any]:
-        return retriever.open(url_or_docid, offset, max_chars).to_dict()
+        return open_page(retriever, url_or_docid, offset, max_chars).to_dict()
 
     async def answer(request: Request, handler: Any) -> JSONResponse:
         params = dict(request.query_params)
@@ -329,13 +400,20 @@ def make_mcp(retriever: Retriever, snapshot: str, host: str = "127.0.0.1", port:
                     return JSONResponse(
                         {"error": "request body must be a JSON object"}, status_code=400
                     )
-                params.update({str(k): str(v) for k, v in body.items()})
+                try:
+                    params.update(body_params(body))
+                except BadParameter as exc:
+                    return JSONResponse({"error": str(exc)}, status_code=400)
             else:
                 try:
                     form = await request.form()
                 except HTTPException as exc:  # multipart without a boundary, bad parts
                     return JSONResponse({"error": f"request form: {exc.detail}"}, status_code=400)
-                params.update({k: str(v) for k, v in form.items()})
+                for key, value in form.items():
+                    if not isinstance(value, str):  # an uploaded file: was searched as its repr
+                        message = f"form field {key[:40]!r} is a file; send text"
+                        return JSONResponse({"error": message}, status_code=400)
+                    params[key] = value
         try:
             return JSONResponse(handler(retriever, params))
         except DrarenaError as exc:
@@ -354,6 +432,28 @@ def make_mcp(retriever: Retriever, snapshot: str, host: str = "127.0.0.1", port:
         return JSONResponse({"status": "ok", "retriever": retriever.name, "snapshot": snapshot})
 
     return mcp
+
+
+def http_app(retriever: Retriever, snapshot: str, host: str, port: int) -> LoopbackGuard:
+    """The ASGI app `serve_http` runs: every route, the loopback guard in front, and the
+    app's own refusals (unknown path, method) as JSON `{error}` like the others."""
+    from starlette.exceptions import HTTPException
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+
+    app = make_mcp(retriever, snapshot, host, port).streamable_http_app()
+
+    async def http_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, HTTPException)
+        return JSONResponse({"error": exc.detail}, exc.status_code, headers=exc.headers)
+
+    async def server_error(request: Request, exc: Exception) -> JSONResponse:
+        # the traceback goes to the server's log (Starlette re-raises), never to the client
+        return JSONResponse({"error": "internal error (see the server's log)"}, 500)
+
+    app.add_exception_handler(HTTPException, http_error)
+    app.add_exception_handler(Exception, server_error)
+    return LoopbackGuard(app, port)
 
 
 def check_loopback(host: str) -> None:
@@ -377,12 +477,11 @@ def head_bounded_protocol() -> type[asyncio.Protocol]:
     Why a subclass rather than uvicorn's h11 parser (which has such a cap): h11 is pure Python
     and httptools is what keeps serve-search's latency low (docs/search.md). Bytes are counted
     per received chunk while a request's head is open, so at most MAX_HEAD_BYTES plus one read
-    (256 KiB) is held before the answer: 431 with a JSON `{error}`, as the guard's refusals."""
+    (256 KiB) is held before the answer: 431 with a JSON `{error}`, as the guard's refusals;
+    bytes httptools cannot parse get a JSON 400 the same way."""
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    refusal = json.dumps(
-        {"error": f"request line and headers over {MAX_HEAD_BYTES} bytes"}
-    ).encode()
+    too_long = f"request line and headers over {MAX_HEAD_BYTES} bytes"
 
     class HeadBoundedHttpTools(HttpToolsProtocol):
         _head_open = False
@@ -404,13 +503,22 @@ def head_bounded_protocol() -> type[asyncio.Protocol]:
             self._head_bytes += len(data)
             if self._head_bytes > MAX_HEAD_BYTES:
                 self._head_open = False
-                self.transport.write(
-                    b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
-                    b"content-type: application/json\r\n"
-                    b"content-length: " + str(len(refusal)).encode() + b"\r\n"
-                    b"connection: close\r\n\r\n" + refusal
-                )
-                self.transport.close()
+                self._refuse(b"431 Request Header Fields Too Large", too_long)
+
+        def send_400_response(self, msg: str) -> None:
+            """Bytes that are not HTTP (a NUL in the request line, a bad chunk size): uvicorn
+            answered a plain-text 400; a JSON `{error}` like every other refusal here."""
+            self._refuse(b"400 Bad Request", msg)
+
+        def _refuse(self, status: bytes, message: str) -> None:
+            body = json.dumps({"error": message}).encode()
+            self.transport.write(
+                b"HTTP/1.1 " + status + b"\r\n"
+                b"content-type: application/json\r\n"
+                b"content-length: " + str(len(body)).encode() + b"\r\n"
+                b"connection: close\r\n\r\n" + body
+            )
+            self.transport.close()
 
     return HeadBoundedHttpTools
 
@@ -440,7 +548,7 @@ def serve_http(
         sock.close()
         raise DrarenaError(f"--port {port}: cannot listen on {host} ({exc.strerror})") from None
     port = sock.getsockname()[1]
-    app = LoopbackGuard(make_mcp(retriever, snapshot, host, port).streamable_http_app(), port)
+    app = http_app(retriever, snapshot, host, port)
     print(
         f"serving {retriever.name} search over {snapshot} on http://{host}:{port} "
         f"(/search, /open, /health, MCP at /mcp){live_banner(live)}",

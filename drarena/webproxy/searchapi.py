@@ -37,9 +37,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from drarena.errors import DrarenaError
-from drarena.records import Hit
+from drarena.records import Hit, lone_surrogate
 from drarena.search.base import Retriever
-from drarena.search.server import handle_search
+from drarena.search.docstore import clean_query
+from drarena.search.server import BadParameter, handle_search, open_page
 from drarena.webproxy.handlers import Handler, WebRequest, WebResponse
 
 SEARXNG_HOST = "searxng.drarena.test"  # `.test` is reserved: it never resolves outside the proxy
@@ -75,7 +76,7 @@ class Searcher:
 
     def page_text(self, url: str, max_chars: int = RAW_CONTENT_CHARS) -> str:
         with self.lock:
-            return self.retriever.open(url, 0, max_chars).text
+            return open_page(self.retriever, url, 0, max_chars).text
 
     def searxng(self, params: dict[str, str]) -> dict[str, Any]:
         with self.lock:
@@ -83,10 +84,16 @@ class Searcher:
 
 
 def check_query(raw: Any) -> str:
+    """The query to answer; a missing, overlong or wordless one (punctuation, control
+    characters only: every retriever refuses it) is the API's 400, not a failed search."""
     if not isinstance(raw, str) or not raw.strip():
         raise BadRequest("query is missing")
     if len(raw) > MAX_QUERY_CHARS:
         raise BadRequest(f"query is longer than {MAX_QUERY_CHARS} characters")
+    try:
+        clean_query(raw)
+    except DrarenaError as exc:
+        raise BadRequest(str(exc)) from None
     return raw.strip()
 
 
@@ -94,8 +101,8 @@ def int_param(raw: Any, name: str, default: int, low: int, high: int) -> int:
     """An integer parameter in [low, high]; refused (not clamped) outside, as the APIs do."""
     if raw is None or raw == "":
         return default
-    if isinstance(raw, bool):
-        raise BadRequest(f"{name} must be an integer")
+    if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
+        raise BadRequest(f"{name} must be an integer")  # 3.7 was taken as 3
     try:
         value = int(raw)
     except (TypeError, ValueError, OverflowError):  # OverflowError: JSON's 1e400 is inf
@@ -131,8 +138,12 @@ def json_error(status: int, message: str) -> WebResponse:
     return WebResponse.json_response({"error": message}, status, kind="refused")
 
 
+def not_served(request: WebRequest) -> str:
+    return f"{request.method} {request.path[:100]} is not served here"
+
+
 def not_found(request: WebRequest, status: int = 404) -> WebResponse:
-    return json_error(status, f"{request.method} {request.path[:100]} is not served here")
+    return json_error(status, not_served(request))
 
 
 # --- SearXNG ----------------------------------------------------------------------------
@@ -154,11 +165,8 @@ def searxng_handler(searcher: Searcher) -> Handler:
         params["q"] = query
         try:
             result = searcher.searxng(params)
-        except DrarenaError as exc:
-            message = str(exc)
-            if message.startswith(("parameter ", "pageno ", "format ", "k must")):
-                raise BadRequest(message) from None
-            raise
+        except BadParameter as exc:  # k x pageno over MAX_K was a 502 "search failed"
+            raise BadRequest(str(exc)) from None
         urls = tuple(r["url"] for r in result["results"])
         return WebResponse.json_response(result, kind="search", query=query, urls=urls)
 
@@ -179,6 +187,8 @@ def tavily_body(request: WebRequest) -> dict[str, Any]:
         raise BadRequest("request body is not JSON") from None
     if not isinstance(body, dict):
         raise BadRequest("request body must be a JSON object")
+    if lone_surrogate(request.body.decode("utf-8"), body):  # could not be echoed as UTF-8
+        raise BadRequest("request body holds a lone UTF-16 surrogate escape (not text)")
     return body
 
 
@@ -232,7 +242,7 @@ def tavily_handler(searcher: Searcher) -> Handler:
     def answer(request: WebRequest) -> WebResponse:
         route = request.path.rstrip("/")
         if request.method != "POST" or route not in ("/search", "/extract"):
-            return not_found(request)
+            return tavily_error(404, not_served(request))
         body = tavily_body(request)
         if route == "/search":
             return tavily_search(searcher, body)
@@ -248,7 +258,7 @@ def brave_error(status: int, message: str) -> WebResponse:
     error = {
         "id": "drarena",
         "status": status,
-        "code": "VALIDATION" if status == 400 else "UNAVAILABLE",
+        "code": {400: "VALIDATION", 404: "NOT_FOUND"}.get(status, "UNAVAILABLE"),
         "detail": message,
         "meta": {},
     }
@@ -283,7 +293,7 @@ def brave_result(hit: Hit) -> dict[str, Any]:
 def brave_handler(searcher: Searcher) -> Handler:
     def answer(request: WebRequest) -> WebResponse:
         if request.method != "GET" or request.path.rstrip("/") != "/res/v1/web/search":
-            return not_found(request)
+            return brave_error(404, not_served(request))
         params = request.query()
         query = check_query(params.get("q"))
         count = int_param(params.get("count"), "count", 20, 1, MAX_BRAVE_COUNT)
