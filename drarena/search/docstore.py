@@ -180,8 +180,13 @@ def page_end(text: str, offset: int, max_chars: int) -> int:
 
 
 def _url_keys(url: str) -> list[str]:
-    """Lookup variants of a URL: without fragment, with and without a trailing slash."""
-    base = urldefrag(url)[0]
+    """Lookup variants of a URL: without fragment, with and without a trailing slash. A
+    string urllib cannot split (`http://[x#f`, a host that NFKC-normalizes to a `#`) is
+    looked up as it is: an agent's open of it is then an unknown page, not a ValueError."""
+    try:
+        base = urldefrag(url)[0]
+    except ValueError:
+        return [url]
     keys = [url, base]
     keys.append(base[:-1] if base.endswith("/") else base + "/")
     return list(dict.fromkeys(keys))

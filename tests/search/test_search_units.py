@@ -176,6 +176,9 @@ def test_docstore_open_pages_through_text() -> None:
         assert store.get(key).id == "p"
     with pytest.raises(DrarenaError, match="unknown docid or URL"):
         store.get("nope")
+    for no_url in ("http://[x#f", "http://a\uff03b/#x"):  # urllib raised ValueError
+        with pytest.raises(DrarenaError, match="unknown docid or URL"):
+            store.get(no_url)
     with pytest.raises(DrarenaError, match="offset"):
         store.open("p", offset=len(d.contents) + 1)
     with pytest.raises(DrarenaError, match="max_chars"):
