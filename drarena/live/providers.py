@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -93,6 +93,8 @@ def _results(
 ) -> list[ProviderResult]:
     if not isinstance(items, list):
         raise DrarenaError(f"{who}: `results` is not a list")
+    from drarena.live.web import check_url
+
     out = []
     for item in items:
         if not isinstance(item, dict):
@@ -100,11 +102,9 @@ def _results(
         url = item.get(url_key)
         if not isinstance(url, str):
             continue
-        try:  # one result that is no URL (`http://[::1/x`) is skipped, not the whole answer
-            scheme = urlsplit(url).scheme.lower()
-        except ValueError:
-            continue
-        if scheme not in ("http", "https"):
+        try:  # one result that is no URL live mode can open (`http://[::1/x`, `ftp:`, no
+            check_url(url)  # host: `https:///x`) is skipped, not the whole answer
+        except DrarenaError:
             continue
         out.append(ProviderResult(url, plain(item.get(title_key)), plain(item.get(snippet_key))))
     return out
@@ -115,9 +115,17 @@ class _Args(BaseModel):
 
 
 def _http_url(value: str) -> str:
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"{value!r} is not an http(s) URL")
+    """An endpoint live mode can fetch, refused here rather than at the first search: what
+    check_url takes (http(s), a host, its IDNA, a port in range, no credentials, no control
+    characters: urlsplit drops a tab or newline, the messages naming the endpoint kept it)."""
+    from drarena.live.web import check_url
+
+    if not value.isprintable():
+        raise ValueError(f"{value!r} is not an http(s) URL (it holds control characters)")
+    try:
+        check_url(value)
+    except DrarenaError as exc:
+        raise ValueError(str(exc)) from None
     return value.rstrip("/")
 
 

@@ -148,6 +148,16 @@ def one_line(text: str) -> str:
     return " ".join(text.split())[:500]
 
 
+def shown(text: str, limit: int = 200) -> str:
+    """`text` cut to `limit` characters for a one-line message, its control characters (CR,
+    LF, NUL, line separators) and lone surrogates written as escapes: a URL an agent, a page
+    or a provider supplied can neither break the line nor forge another."""
+    cut = text[:limit]
+    if cut.isprintable():
+        return cut
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in cut)
+
+
 def check_url(url: str) -> str:
     """The canonical http(s) URL to fetch, or a one-line error."""
     if not isinstance(url, str) or not url.strip():
@@ -156,19 +166,45 @@ def check_url(url: str) -> str:
     try:
         scheme = urlsplit(url).scheme.lower()
     except ValueError as exc:  # `http://[oops/`
-        raise DrarenaError(f"{url[:200]}: not a valid URL ({exc})") from None
+        raise DrarenaError(f"{shown(url)}: not a valid URL ({shown(str(exc))})") from None
     if scheme not in ALLOWED_SCHEMES:
         raise DrarenaError(
-            f"{url[:200]}: scheme {scheme or '(none)'!r} is not http(s); "
+            f"{shown(url)}: scheme {shown(scheme, 40) or '(none)'!r} is not http(s); "
             "live mode fetches web pages only"
         )
     try:
         canonical = canonicalize_url(url)
     except ValueError as exc:
-        raise DrarenaError(f"{url[:200]}: not a valid URL ({exc})") from None
+        raise DrarenaError(f"{shown(url)}: not a valid URL ({shown(str(exc))})") from None
     if not urlsplit(canonical).hostname:
-        raise DrarenaError(f"{url[:200]}: URL has no host")
+        raise DrarenaError(f"{shown(url)}: URL has no host")
+    if not canonical.isprintable() or " " in canonical:  # `http://\x00/`: path and query
+        # are percent-encoded by now, a host is not; aiohttp refused it only at the fetch
+        raise DrarenaError(f"{shown(url)}: not a valid URL (a control character or blank)")
     return canonical
+
+
+def _storable(text: str) -> str:
+    """A response header's name or value, or a reason phrase, as the capture's WARC holds it
+    and a replay reads it back: printable ASCII kept, blanks around it dropped, any other
+    character percent-encoded (the byte it was on the wire: the fetch decodes latin-1, and
+    aiohttp a reason phrase's non-UTF-8 bytes to lone surrogates). warcio rewrote a non-ASCII
+    value in its own way (so the replay differed from the live answer) and raised on a
+    non-ASCII reason phrase (an exception out of `fetch`)."""
+    text = text.strip(" \t")
+    if text.isascii() and text.isprintable():
+        return text
+    out = []
+    for char in text:
+        if " " <= char <= "~":
+            out.append(char)
+            continue
+        try:
+            raw = char.encode("latin-1" if char <= "\xff" else "utf-8", "surrogateescape")
+        except UnicodeEncodeError:  # a lone surrogate that stood for no byte
+            raw = char.encode("utf-8", "surrogatepass")
+        out.append("".join(f"%{byte:02X}" for byte in raw))
+    return "".join(out)
 
 
 def robots_rules(outcome: StoredResponse | Failure) -> tuple[list[str], str]:
@@ -436,12 +472,12 @@ class LiveWeb:
             try:
                 current = check_url(target)
             except DrarenaError as exc:
-                raise DrarenaError(f"cannot fetch {url[:300]}: redirect: {exc}") from None
+                raise DrarenaError(f"cannot fetch {shown(url, 300)}: redirect: {exc}") from None
             if current in chain:
-                raise DrarenaError(f"cannot fetch {url[:300]}: redirect loop at {current}")
+                raise DrarenaError(f"cannot fetch {shown(url, 300)}: redirect loop at {current}")
             chain.add(current)
         raise DrarenaError(
-            f"cannot fetch {url[:300]}: more than {self.settings.max_redirects} redirects"
+            f"cannot fetch {shown(url, 300)}: more than {self.settings.max_redirects} redirects"
         )
 
     async def _get(
@@ -575,6 +611,13 @@ class LiveWeb:
         return self._writer
 
     def _record(self, exchange: Exchange, secret: frozenset[str]) -> StoredResponse:
+        exchange = replace(
+            exchange,
+            reason=_storable(exchange.reason),
+            response_headers=tuple(
+                (_storable(k), _storable(v)) for k, v in exchange.response_headers
+            ),
+        )
         if secret:
             exchange = replace(
                 exchange,

@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import asyncio
 import html
+import re
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from aiohttp import web
 
+from drarena.errors import DrarenaError
 from drarena.web.serve import MAX_HEAD_BYTES, serving
 from drarena.web.snapshot import Snapshot, StoredResponse
 from drarena.webproxy.handlers import MAX_REQUEST_BODY, HandlerTable, WebRequest, WebResponse
@@ -48,6 +50,19 @@ SKIP_HEADERS = frozenset(
         "strict-transport-security",
     }
 )
+# What an HTTP/1 message can carry (RFC 9110 5.1, 5.5): a field name is a token, a value has no
+# control characters but HTAB. A foreign archive (or a server the crawler recorded) may hold
+# anything else; aiohttp refuses to send such a field (the connection closed, no answer) and
+# mitmproxy answers 502 to a name that is no token, so the field is dropped from the replay.
+_FIELD_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+# Statuses a capture is replayed with: a final response of three digits. Anything else in an
+# archive (0, 99, 1000) is no status line a client can read, and an interim 1xx as the only
+# answer leaves a client waiting for the final one; it is answered 502, marked.
+REPLAYABLE_STATUS = range(200, 1000)
+UNREPLAYABLE_HEADER = "X-Drarena-Unreplayable"  # on the 502 for a capture that cannot be sent
+# Printable ASCII: kept as is when a URL's stray bytes are percent-encoded.
+_URL_SAFE = "".join(chr(c) for c in range(0x21, 0x7F))
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +128,42 @@ def not_in_snapshot(url: str, snapshot_name: str, method: str = "GET") -> WebRes
     return WebResponse(404, headers, page.encode("utf-8"), kind="missing")
 
 
+def unreplayable(url: str, why: str) -> WebResponse:
+    """The 502 for a capture the proxy cannot send as captured (or cannot read)."""
+    text = f"drarena frozen web: the capture of {url} cannot be replayed ({why})\n"
+    headers = (("Content-Type", "text/plain; charset=utf-8"), (UNREPLAYABLE_HEADER, "1"))
+    return WebResponse(502, headers, text.encode("utf-8"), kind="refused")
+
+
+def sendable_headers(headers: Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """`headers` less hop-by-hop and coding fields and any field HTTP/1 cannot carry."""
+    return tuple(
+        (k, v)
+        for k, v in headers
+        if k.lower() not in SKIP_HEADERS and _FIELD_NAME.fullmatch(k) and not _CONTROL.search(v)
+    )
+
+
+def request_url(target: str) -> str:
+    """The URL asked for, as text that encodes: aiohttp decodes header bytes that are not
+    UTF-8 to lone surrogates, which no log, page or JSON answer can hold; they are
+    percent-encoded, as a browser sends such bytes."""
+    try:
+        target.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            raw = target.encode("utf-8", "surrogateescape")  # aiohttp's decoding undone
+        except UnicodeEncodeError:  # another lone surrogate (no byte it stood for)
+            raw = target.encode("utf-8", "surrogatepass")
+        return quote(raw, safe=_URL_SAFE)
+    return target
+
+
 def _other_scheme(url: str) -> str | None:
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # `http://[::1`: no capture under either scheme
+        return None
     swap = {"https": "http", "http": "https"}.get(parts.scheme.lower())
     if swap is None:
         return None
@@ -167,16 +216,24 @@ class FrozenWeb:
             stored = self.snap.lookup(other)
         return stored
 
-    def from_snapshot(self, request: WebRequest) -> tuple[WebResponse, str]:
-        """(response, URL of the capture used) for a page request."""
+    def from_snapshot(self, request: WebRequest) -> tuple[WebResponse, str, str]:
+        """(response, URL of the capture used, error for the log) for a page request. A
+        capture the snapshot cannot read, or one no client could be sent (a status that is
+        not a final three-digit one), is a marked 502, never an exception."""
         if request.method not in ("GET", "HEAD"):
-            return not_in_snapshot(request.url, self.snap.name, request.method), ""
-        stored = self.lookup(request.url)
+            return not_in_snapshot(request.url, self.snap.name, request.method), "", ""
+        try:
+            stored = self.lookup(request.url)
+        except DrarenaError as exc:
+            error = " ".join(str(exc).split())[:300]
+            return unreplayable(request.url, "the snapshot cannot read it"), "", error
         if stored is None:
-            return not_in_snapshot(request.url, self.snap.name), ""
-        headers = tuple((k, v) for k, v in stored.headers if k.lower() not in SKIP_HEADERS)
+            return not_in_snapshot(request.url, self.snap.name), "", ""
+        if stored.status not in REPLAYABLE_STATUS:
+            error = f"captured status {stored.status}"
+            return unreplayable(stored.url, error), stored.url, error
         body = b"" if request.method == "HEAD" else stored.body
-        return WebResponse(stored.status, headers, body), stored.url
+        return WebResponse(stored.status, sendable_headers(stored.headers), body), stored.url, ""
 
     def record(self, request: WebRequest, response: WebResponse, served: str, error: str) -> None:
         self.tally.requests += 1
@@ -217,7 +274,7 @@ def backend_app(frozen: FrozenWeb) -> web.Application:
                 return _refused(500, f"drarena: search handler failed ({error})"), error
 
     async def handle(request: web.Request) -> web.StreamResponse:
-        target = request.headers.get(TARGET_HEADER) or request.raw_path
+        target = request_url(request.headers.get(TARGET_HEADER) or request.raw_path)
         if not target.lower().startswith(("http://", "https://")):
             response = _refused(400, "drarena frozen web: send requests through the proxy")
             return _to_aiohttp(response)
@@ -227,13 +284,18 @@ def backend_app(frozen: FrozenWeb) -> web.Application:
         )
         asked = WebRequest(request.method.upper(), target, headers, body[:MAX_REQUEST_BODY])
         served, error = "", ""
-        if len(body) > MAX_REQUEST_BODY:
-            answer, error = _refused(413, "drarena: request body too large"), "body too large"
-        elif (handler := frozen.handlers.find(asked)) is not None:
-            loop = asyncio.get_running_loop()
-            answer, error = await loop.run_in_executor(pool, call, handler, asked)
+        try:
+            urlsplit(target)  # `http://[::1/`: what the handler table and the lookup split
+        except ValueError as exc:
+            answer, error = _refused(400, "drarena frozen web: not a valid URL"), str(exc)[:200]
         else:
-            answer, served = frozen.from_snapshot(asked)
+            if len(body) > MAX_REQUEST_BODY:
+                answer, error = _refused(413, "drarena: request body too large"), "body too large"
+            elif (handler := frozen.handlers.find(asked)) is not None:
+                loop = asyncio.get_running_loop()
+                answer, error = await loop.run_in_executor(pool, call, handler, asked)
+            else:
+                answer, served, error = frozen.from_snapshot(asked)
         frozen.record(asked, answer, served, error)
         return _to_aiohttp(answer)
 
@@ -255,9 +317,8 @@ async def _read_capped(request: web.Request, cap: int) -> bytes:
 
 def _to_aiohttp(answer: WebResponse) -> web.Response:
     response = web.Response(status=answer.status, body=answer.body)
-    for key, value in answer.headers:
-        if key.lower() not in SKIP_HEADERS:
-            response.headers.add(key, value)
+    for key, value in sendable_headers(answer.headers):
+        response.headers.add(key, value)
     return response
 
 

@@ -74,6 +74,11 @@ class FrozenWebAddon:
         # on the HTTP/1 hop to the backend the body then lacked framing and was read as the
         # next request. The body is complete here, so frame it explicitly.
         body = request.raw_content or b""
+        # The body is complete here, so an Expect header has nothing left to ask. mitmproxy
+        # answers a lone `Expect: 100-continue` itself and drops it, but not a repeated one:
+        # the backend then sent its own 100, which mitmproxy relayed as the answer, and the
+        # client never got the real one.
+        request.headers.pop("expect", None)
         if body or request.method in ("POST", "PUT", "PATCH"):
             request.headers.pop("transfer-encoding", None)
             request.headers["content-length"] = str(len(body))
