@@ -44,6 +44,7 @@ from drarena.web.writer import (
     IdFactory,
     SnapshotWriter,
     new_record_id,
+    storable_field,
     utc_now,
     warc_date,
 )
@@ -182,29 +183,6 @@ def check_url(url: str) -> str:
         # are percent-encoded by now, a host is not; aiohttp refused it only at the fetch
         raise DrarenaError(f"{shown(url)}: not a valid URL (a control character or blank)")
     return canonical
-
-
-def _storable(text: str) -> str:
-    """A response header's name or value, or a reason phrase, as the capture's WARC holds it
-    and a replay reads it back: printable ASCII kept, blanks around it dropped, any other
-    character percent-encoded (the byte it was on the wire: the fetch decodes latin-1, and
-    aiohttp a reason phrase's non-UTF-8 bytes to lone surrogates). warcio rewrote a non-ASCII
-    value in its own way (so the replay differed from the live answer) and raised on a
-    non-ASCII reason phrase (an exception out of `fetch`)."""
-    text = text.strip(" \t")
-    if text.isascii() and text.isprintable():
-        return text
-    out = []
-    for char in text:
-        if " " <= char <= "~":
-            out.append(char)
-            continue
-        try:
-            raw = char.encode("latin-1" if char <= "\xff" else "utf-8", "surrogateescape")
-        except UnicodeEncodeError:  # a lone surrogate that stood for no byte
-            raw = char.encode("utf-8", "surrogatepass")
-        out.append("".join(f"%{byte:02X}" for byte in raw))
-    return "".join(out)
 
 
 def robots_rules(outcome: StoredResponse | Failure) -> tuple[list[str], str]:
@@ -613,9 +591,9 @@ class LiveWeb:
     def _record(self, exchange: Exchange, secret: frozenset[str]) -> StoredResponse:
         exchange = replace(
             exchange,
-            reason=_storable(exchange.reason),
+            reason=storable_field(exchange.reason),
             response_headers=tuple(
-                (_storable(k), _storable(v)) for k, v in exchange.response_headers
+                (storable_field(k), storable_field(v)) for k, v in exchange.response_headers
             ),
         )
         if secret:

@@ -12,7 +12,7 @@ import json
 import uuid
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from io import BytesIO
 from pathlib import Path
@@ -68,6 +68,31 @@ class Exchange:
     ip_address: str = ""
     truncated: bool = False
     method: str = "GET"
+
+
+def storable_field(text: str) -> str:
+    """A response header's name or value, or a reason phrase, as the capture's WARC holds it
+    and a replay reads it back: printable ASCII kept, blanks around it dropped, any other
+    character percent-encoded (the byte it was on the wire: the fetch decodes latin-1, and
+    aiohttp a reason phrase's non-UTF-8 bytes to lone surrogates). warcio rewrote a non-ASCII
+    value in its own way (so the replay differed from the live answer) and raised on a
+    non-ASCII reason phrase or a lone surrogate (aiohttp's reading of a non-UTF-8 byte): the
+    crawl, or live mode's fetch, stopped with UnicodeEncodeError. Applied by write_exchange
+    to every response; live mode applies it first so that its answer is what replays."""
+    text = text.strip(" \t")
+    if text.isascii() and text.isprintable():
+        return text
+    out = []
+    for char in text:
+        if " " <= char <= "~":
+            out.append(char)
+            continue
+        try:
+            raw = char.encode("latin-1" if char <= "\xff" else "utf-8", "surrogateescape")
+        except UnicodeEncodeError:  # a lone surrogate that stood for no byte
+            raw = char.encode("utf-8", "surrogatepass")
+        out.append("".join(f"%{byte:02X}" for byte in raw))
+    return "".join(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +209,13 @@ class SnapshotWriter:
     def write_exchange(self, exchange: Exchange) -> tuple[str, bool]:
         """Write request + response (or revisit); return (payload digest, is revisit)."""
         assert self._file is not None, "SnapshotWriter.open() first"
+        exchange = replace(
+            exchange,
+            reason=storable_field(exchange.reason),
+            response_headers=tuple(
+                (storable_field(k), storable_field(v)) for k, v in exchange.response_headers
+            ),
+        )
         writer = self._file.writer
         date = warc_date(self.clock())
         response_id = self.new_id()

@@ -380,3 +380,39 @@ async def test_crawl_refuses_a_folder_that_is_not_a_snapshot(tmp_path: Path, res
     assert (mine / "index.cdxj").read_text() == "my own index\n"
     assert site.requests == ["/robots.txt", "/"]
     assert load_manifest(tmp_path / "empty").complete
+
+
+async def test_a_server_sending_bytes_that_are_not_ascii_in_its_head_is_recorded(
+    tmp_path: Path,
+) -> None:
+    """A reason phrase or header value in latin-1 (a filename in Content-Disposition, an old
+    server's own words) reached warcio as a lone surrogate or a non-ASCII character, and the
+    crawl stopped with UnicodeEncodeError. They are recorded percent-encoded, as bytes."""
+    body = b"<html><body><p>caf\xc3\xa9 page</p></body></html>"
+    head = (
+        b"HTTP/1.1 200 D\xe9j\xe0 vu\r\nContent-Type: text/html\r\n"
+        b"Content-Disposition: inline; filename=caf\xe9.html\r\nX-Odd: \xff\xfe\r\n"
+        b"Content-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n"
+    )
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(head + body)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        out = tmp_path / "snap"
+        await crawl(spec_of(port, robots=False, max_pages=1), out)
+    finally:
+        server.close()
+        await server.wait_closed()
+    warcio_check(out)
+    with Snapshot.open(out) as snap:
+        stored = snap.lookup(f"http://127.0.0.1:{port}/")
+        assert stored is not None and stored.status == 200 and stored.body == body
+        headers = dict(stored.headers)
+        assert headers["Content-Disposition"] == "inline; filename=caf%E9.html"
+        assert headers["X-Odd"] == "%FF%FE"
