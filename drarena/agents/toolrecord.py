@@ -11,10 +11,11 @@ and no encoder; a request the record lacks is one clear error, never a silent re
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from drarena.errors import DrarenaError
-from drarena.models.cache import ToolCache, canonical_json, tool_key
+from drarena.models.cache import ToolCache, canonical_json, json_type, tool_key
+from drarena.models.jsonbytes import without_lone_surrogates
 from drarena.records import Hit
 from drarena.registry import ComponentSpec
 from drarena.search.docstore import DEFAULT_PAGE_CHARS, PageText
@@ -25,6 +26,11 @@ if TYPE_CHECKING:
 
 class ToolReplayMissError(DrarenaError):
     """A replay met a tool request its run's record does not hold."""
+
+
+class ToolRecordDamagedError(DrarenaError):
+    """The record holds a result for a request that is not one drarena wrote (damaged,
+    edited): reported, never answered from."""
 
 
 class RecordedToolError(Exception):
@@ -44,7 +50,8 @@ class ToolRecord:
     def __init__(self, cache: ToolCache, *, replaying: bool) -> None:
         self.cache = cache
         self.replaying = replaying
-        self.misses: list[str] = []  # replay: every request the record lacked, in order
+        # every request the record lacked (replay) or held damaged (both modes), in order
+        self.misses: list[str] = []
         self.calls = 0  # requests answered by a real retriever
 
     def retriever(self, spec: ComponentSpec, build: Callable[[], Retriever]) -> RecordedRetriever:
@@ -58,8 +65,11 @@ class ToolRecord:
     ) -> Any:
         """The recorded result of (spec, op, args), computing and storing it if needed."""
         request = {"retriever": spec_json(spec), "op": op, "args": args}
-        key = tool_key(request)
-        stored = self.cache.get(key)
+        try:
+            key = tool_key(request)
+        except UnicodeEncodeError:  # a lone surrogate (a model's "\ud800"): keyed as U+FFFD
+            key = tool_key(without_lone_surrogates(request))
+        stored = self._stored(key)
         if stored is None:
             if compute is None:
                 message = (
@@ -76,10 +86,45 @@ class ToolRecord:
                 raise
             if self.cache.put(key, request, content):
                 return content["value"]
-            stored = self.cache.get(key)  # a concurrent writer stored it first: use theirs
+            stored = self._stored(key)  # a concurrent writer stored it first: use theirs
+            if stored is None:
+                return content["value"]  # gone again (a concurrent compaction): ours
         if "error" in stored:
             raise RecordedToolError(stored["error"])
         return stored["value"]
+
+    def _stored(self, key: str) -> dict[str, Any] | None:
+        """The stored result under `key`: {"value": v} or {"error": text}; None if never
+        recorded. Damage (not JSON, another shape) is a ToolRecordDamagedError, counted with
+        the misses so that a replay fails naming it instead of answering around it."""
+        try:
+            stored = self.cache.get(key)
+        except DrarenaError as exc:
+            self.damaged(str(exc))
+        if stored is None:
+            return None
+        if isinstance(stored, dict) and set(stored) == {"value"}:
+            return stored
+        if isinstance(stored, dict) and set(stored) == {"error"}:
+            if isinstance(stored["error"], str):
+                return stored
+            self.damaged(self.where(key, f"its error is a JSON {json_type(stored['error'])}"))
+        shape = (
+            "{" + ", ".join(sorted(map(str, stored))[:4]) + "}"
+            if isinstance(stored, dict)
+            else f"a JSON {json_type(stored)}"
+        )
+        self.damaged(self.where(key, f"{shape[:80]}, not {{value}} or {{error}}"))
+
+    def where(self, key: str, problem: str) -> str:
+        """One line naming the record's file and the damaged entry."""
+        return f"tool record {self.cache.path}: entry {key[:16]} is damaged ({problem})"
+
+    def damaged(self, message: str) -> NoReturn:
+        """Count a damaged result with the misses (a replay fails on them) and raise it."""
+        message = " ".join(message.split())
+        self.misses.append(message)
+        raise ToolRecordDamagedError(message)
 
     def close(self) -> None:
         self.cache.close()
@@ -97,8 +142,16 @@ class RecordedRetriever:
     def search(self, query: str, k: int = 10) -> list[Hit]:
         inner = self._inner
         compute = None if inner is None else (lambda: [h.to_dict() for h in inner.search(query, k)])
-        value = self.record.answer(self.spec, "search", {"query": query, "k": k}, compute)
-        return [Hit.from_dict(h) for h in value]
+        args = {"query": query, "k": k}
+        value = self.record.answer(self.spec, "search", args, compute)
+        if isinstance(value, list) and all(isinstance(h, dict) for h in value):
+            try:
+                return [Hit.from_dict(h) for h in value]
+            except ValueError as exc:  # unknown fields, wrong types (pydantic's errors too)
+                problem = " ".join(str(exc).split())[:200]
+        else:
+            problem = f"a JSON {json_type(value)}, not a list of hits"
+        self.record.damaged(self._where("search", args, problem))
 
     def open(
         self, url_or_docid: str, offset: int = 0, max_chars: int = DEFAULT_PAGE_CHARS
@@ -109,10 +162,19 @@ class RecordedRetriever:
             if inner is None
             else (lambda: inner.open(url_or_docid, offset, max_chars).to_dict())
         )
-        value = self.record.answer(
-            self.spec,
-            "open",
-            {"ref": url_or_docid, "offset": offset, "max_chars": max_chars},
-            compute,
+        args = {"ref": url_or_docid, "offset": offset, "max_chars": max_chars}
+        value = self.record.answer(self.spec, "open", args, compute)
+        if isinstance(value, dict):
+            try:
+                return PageText.from_dict(value)
+            except ValueError as exc:  # unknown fields, wrong types (pydantic's errors too)
+                problem = " ".join(str(exc).split())[:200]
+        else:
+            problem = f"a JSON {json_type(value)}, not a page"
+        self.record.damaged(self._where("open", args, problem))
+
+    def _where(self, op: str, args: dict[str, Any], problem: str) -> str:
+        return (
+            f"tool record {self.record.cache.path}: the {op} result for retriever "
+            f"{self.spec.kind} with {canonical_json(args)[:160]} is damaged ({problem})"
         )
-        return PageText.from_dict(value)

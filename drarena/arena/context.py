@@ -275,4 +275,5 @@ def _tool_record(
     from drarena.models.cache import ToolCache
 
     assert bound.cache.path is not None  # validated by CacheConfig
-    return ToolRecord(ToolCache(bound.cache.path), replaying=bound.cache.mode is CacheMode.REPLAY)
+    replaying = bound.cache.mode is CacheMode.REPLAY
+    return ToolRecord(ToolCache(bound.cache.path, read_only=replaying), replaying=replaying)

@@ -94,7 +94,7 @@ class ModelClient:
         self._backend = backend
         if cache is None and config.cache.mode is not CacheMode.OFF:
             assert config.cache.path is not None  # validated by CacheConfig
-            cache = CallCache(config.cache.path)
+            cache = CallCache(config.cache.path, read_only=config.cache.mode is CacheMode.REPLAY)
         self._cache = cache
         self._mode = config.cache.mode if cache is not None else CacheMode.OFF
         self._clock = clock
@@ -131,6 +131,25 @@ class ModelClient:
         except KeyError:
             known = ", ".join(sorted(self.config.roles)) or "none"
             raise DrarenaError(f"models.roles: no role {name!r} (configured: {known})") from None
+
+    def _cached(
+        self, key: str, role: str, cached: bool, latency_s: Callable[[], float]
+    ) -> Completion | None:
+        """The stored answer under `key` as a Completion, or None; a stored entry without a
+        field an answer needs is one line naming the cache (a DrarenaError, not KeyError)."""
+        assert self._cache is not None
+        hit = self._cache.get(key)
+        if hit is None:
+            return None
+        try:
+            return Completion.from_content(
+                hit, role=role, key=key, cached=cached, latency_s=latency_s()
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            problem = f"no {exc}" if isinstance(exc, KeyError) else " ".join(str(exc).split())
+            raise DrarenaError(
+                f"model cache {self._cache.path}: entry {key[:16]} is corrupt ({problem[:200]})"
+            ) from None
 
     def usage(self) -> dict[str, RoleUsage]:
         """Per-role totals, sorted by role, for the run header."""
@@ -171,11 +190,13 @@ class ModelClient:
                 response_format = without_lone_surrogates(response_format)
         started = self._clock()
         if self._cache is not None:
-            hit = self._cache.get(key)
-            if hit is not None:
-                done = Completion.from_content(
-                    hit, role=role, key=key, cached=True, latency_s=self._clock() - started
-                )
+            try:
+                done = self._cached(key, role, True, lambda: self._clock() - started)
+            except DrarenaError as exc:  # a damaged entry: reported, never answered from
+                if self._mode is CacheMode.REPLAY:
+                    self.replay_misses.append(str(exc))  # callers may catch it, as a miss
+                raise
+            if done is not None:
                 self._add(role, calls=1, cached_calls=1)
                 return done
             if self._mode is CacheMode.REPLAY:
@@ -229,11 +250,10 @@ class ModelClient:
             if not self._cache.put(key, spec.model, stored, content):
                 # A concurrent identical call stored its answer first; use that one, so this
                 # run returns exactly what a replay of it will.
-                first = self._cache.get(key)
+                latency = completion.latency_s
+                first = self._cached(key, role, False, lambda: latency)
                 if first is not None:
-                    completion = Completion.from_content(
-                        first, role=role, key=key, cached=False, latency_s=completion.latency_s
-                    )
+                    completion = first
         self._add(
             role,
             calls=1,

@@ -128,10 +128,10 @@ def test_what_json_refuses_is_refused_the_same_way() -> None:
         compact_json({"a": lone})
     with pytest.raises(UnicodeEncodeError):
         _dumps({"a": lone}, False)
-    # the cache's stored text keeps json's own spelling for it
-    assert canonical_json({"a": lone}) == json.dumps(
-        {"a": lone}, sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
+    # the cache stores it as its \\uXXXX escape (SQLite takes UTF-8 only): it reads back as is
+    stored = canonical_json({"a": lone})
+    assert stored == json.dumps({"a": lone}, sort_keys=True, separators=(",", ":"))
+    assert stored.isascii() and json.loads(stored) == {"a": lone}
     mixed = {1: "x" * LONG, "b": 2}  # keys json cannot sort
     with pytest.raises(TypeError):
         compact_json(mixed, sort_keys=True)
