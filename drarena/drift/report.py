@@ -86,7 +86,8 @@ def read_json(path: Path) -> DriftReport:
     `drarena rank` reads the run's) is one line naming it and how to write it again."""
     from pydantic import ValidationError
 
-    from drarena.ledger.folder import MAX_TEXT_BYTES, read_bounded
+    from drarena.files import read_bounded
+    from drarena.ledger.folder import MAX_TEXT_BYTES
 
     raw = read_bounded(path, MAX_TEXT_BYTES)  # a larger file is one line, having read that much
     try:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from drarena.errors import DrarenaError
-from drarena.ledger.folder import read_bounded
+from drarena.files import read_bounded
 from drarena.records import Record
 
 MAX_BYTES = 1_000_000

@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from drarena.errors import DrarenaError, one_line
+from drarena.files import read_bounded
 from drarena.ledger.header import RUN_SCHEMA_VERSION, RunHeader
 from drarena.ledger.records import SCHEMA_VERSION, AnswerTiming, MatchRecord
 
@@ -46,19 +47,6 @@ REPLAY_FILES = (
 # to a few MiB. A larger one is damaged or not drarena's, and is refused before it is read.
 MAX_RECORD_BYTES = 64 << 20
 MAX_TEXT_BYTES = 64 << 20
-
-
-def read_bounded(path: Path, limit: int) -> bytes:
-    """A file's bytes, at most `limit` of them read: a larger file, or one that cannot be read,
-    is one line naming it. (Read, not stat()ed: a FIFO or a growing file has no size to trust.)"""
-    try:
-        with path.open("rb") as f:
-            data = f.read(limit + 1)
-    except OSError as exc:
-        raise DrarenaError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if len(data) > limit:
-        raise DrarenaError(f"{path}: larger than {limit} bytes (damaged, or not drarena's)")
-    return data
 
 
 def read_text(path: Path, limit: int = MAX_TEXT_BYTES) -> str:

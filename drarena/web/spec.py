@@ -14,6 +14,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from drarena.errors import DrarenaError, one_line
+from drarena.files import read_bounded
 from drarena.web.urls import ALLOWED_SCHEMES, canonicalize_url, url_host_port
 from drarena.yamlfile import load_yaml_mapping
 
@@ -182,13 +183,7 @@ def read_seeds_file(path: Path) -> list[str]:
     """The start URLs of a seeds file: one per line, blank lines and `#` comments skipped,
     each checked and canonicalized like `seeds`. Read bounded (MAX_SEEDS_FILE_BYTES, a line
     MAX_SEED_CHARS); the first bad line is one error naming the file and line."""
-    try:
-        with path.open("rb") as f:
-            data = f.read(MAX_SEEDS_FILE_BYTES + 1)
-    except OSError as exc:
-        raise DrarenaError(f"{path}: cannot read the seeds file ({exc.strerror})") from None
-    if len(data) > MAX_SEEDS_FILE_BYTES:
-        raise DrarenaError(f"{path}: over {MAX_SEEDS_FILE_BYTES >> 20} MiB; split the crawl")
+    data = read_bounded(path, MAX_SEEDS_FILE_BYTES, "split the crawl")
     seeds: list[str] = []
     for number, raw in enumerate(data.split(b"\n"), 1):
         try:

@@ -717,13 +717,20 @@ def test_a_stored_null_is_damage_not_a_miss(tmp_path: Path) -> None:
         record.close()
 
 
-def test_another_programs_database_is_not_adopted(tmp_path: Path) -> None:
-    path = tmp_path / "app.sqlite"
+def _sqlite(path: Path, *statements: str) -> bytes:
+    """A SQLite file made by `statements` (another program's, or a cache of another shape);
+    its bytes, to check that drarena left it as it was."""
     db = sqlite3.connect(path)
-    db.execute("CREATE TABLE notes (body TEXT)")
+    for statement in statements:
+        db.execute(statement)
     db.commit()
     db.close()
-    before = path.read_bytes()
+    return path.read_bytes()
+
+
+def test_another_programs_database_is_not_adopted(tmp_path: Path) -> None:
+    path = tmp_path / "app.sqlite"
+    before = _sqlite(path, "CREATE TABLE notes (body TEXT)")
     for opener in (CallCache, ToolCache):
         with pytest.raises(DrarenaError, match=f"{path} is not a drarena cache .*'notes'"):
             opener(path)
@@ -732,12 +739,11 @@ def test_another_programs_database_is_not_adopted(tmp_path: Path) -> None:
 
 def test_a_schema_from_the_future_is_refused_untouched(tmp_path: Path) -> None:
     path = tmp_path / "llm-cache.sqlite"
-    db = sqlite3.connect(path)
-    db.execute("CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT)")
-    db.execute("INSERT INTO meta VALUES ('schema', '2')")
-    db.commit()
-    db.close()
-    before = path.read_bytes()
+    before = _sqlite(
+        path,
+        "CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT)",
+        "INSERT INTO meta VALUES ('schema', '2')",
+    )
     with pytest.raises(DrarenaError, match=f"{path} has schema '2', this drarena writes '1'"):
         CallCache(path)
     assert path.read_bytes() == before and _listing(tmp_path) == {"llm-cache.sqlite"}
@@ -798,11 +804,7 @@ def test_a_damaged_cache_is_refused_before_anything_is_written(tmp_path: Path) -
 
 def test_a_view_where_a_table_should_be_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "llm-cache.sqlite"
-    db = sqlite3.connect(path)
-    db.execute("CREATE VIEW tools AS SELECT 1 AS key, '{}' AS content")
-    db.commit()
-    db.close()
-    before = path.read_bytes()
+    before = _sqlite(path, "CREATE VIEW tools AS SELECT 1 AS key, '{}' AS content")
     with pytest.raises(DrarenaError, match=f"{path} is not a drarena cache .*tools is a view"):
         ToolCache(path)
     assert path.read_bytes() == before

@@ -100,7 +100,7 @@ def test_seeds_file_adds_its_urls_to_the_seeds(tmp_path: Path) -> None:
         (b"http://a.org/\nftp://b.org/\n", "seeds.txt", "seeds.txt:2: 'ftp://b.org/': only http"),
         (b"http://a.org/\n\xff\n", "seeds.txt", "seeds.txt:2: not UTF-8"),
         (b"http://a.org/" + b"x" * 9000, "seeds.txt", "seeds.txt:1: a URL over 8192 characters"),
-        (b"", "missing.txt", "missing.txt: cannot read the seeds file (No such file"),
+        (b"", "missing.txt", "missing.txt: cannot read (No such file"),
         (b"", "[1]", "field seeds_file: must be a file name"),
     ],
 )
