@@ -30,7 +30,7 @@ SCHEMA_VERSION = "1"
 def canonical_json(value: Any) -> str:
     """Sorted, compact JSON with text as it is: what keys are hashed over and caches store.
     A lone surrogate (which json writes but UTF-8, and so SQLite, cannot) is kept as its
-    \\uXXXX escape: json.loads gives the same string back."""
+    \\u escape ("\\ud800"): json.loads gives the same string back."""
     try:
         return compact_json(value, sort_keys=True).decode("utf-8")
     except UnicodeEncodeError:
