@@ -518,66 +518,53 @@ def _stored(path: Path, table: str, key: str) -> bool:
         db.close()
 
 
+def _spec(**changes: Any) -> dict[str, Any]:
+    """An explicit example of damaged_database(): a well-made cache holding the recorded
+    call, search and open, with `changes`."""
+    drarena = {"calls": ("drarena", 0), "tools": ("drarena", 0), "meta": ("drarena", 0)}
+    return {
+        "tables": drarena,
+        "schema": "1",
+        "foreign": False,
+        "call": (canonical_json(_completion()), True),
+        "search": (canonical_json({"value": [HIT.to_dict()]}), True),
+        "open": (canonical_json({"value": PAGE.to_dict()}), True),
+        "twice": False,
+        "large": False,
+        **changes,
+    }
+
+
+_NO_TABLES = {"calls": ("absent", 0), "tools": ("absent", 0), "meta": ("absent", 0)}
+
+
 @given(spec=damaged_database())
 @example(  # no primary key: two rows for one key (a collision), the second different
-    spec={
-        "tables": {"calls": ("other", 0), "tools": ("other", 0), "meta": ("drarena", 0)},
-        "schema": "1",
-        "foreign": False,
-        "call": (canonical_json(_completion()), True),
-        "search": (canonical_json({"value": [HIT.to_dict()]}), True),
-        "open": (canonical_json({"value": PAGE.to_dict()}), True),
-        "twice": True,
-        "large": False,
-    }
+    spec=_spec(
+        tables={"calls": ("other", 0), "tools": ("other", 0), "meta": ("drarena", 0)},
+        twice=True,
+    )
 )
 @example(  # a schema from the future: refused before anything is added to the file
-    spec={
-        "tables": {"calls": ("absent", 0), "tools": ("absent", 0), "meta": ("drarena", 0)},
-        "schema": "2",
-        "foreign": False,
-        "call": (canonical_json(_completion()), True),
-        "search": (canonical_json({"value": [HIT.to_dict()]}), True),
-        "open": (canonical_json({"value": PAGE.to_dict()}), True),
-        "twice": False,
-        "large": False,
-    }
+    spec=_spec(tables={**_NO_TABLES, "meta": ("drarena", 0)}, schema="2")
 )
 @example(  # another program's database: not adopted as a cache
-    spec={
-        "tables": {"calls": ("absent", 0), "tools": ("absent", 0), "meta": ("absent", 0)},
-        "schema": "absent",
-        "foreign": True,
-        "call": (canonical_json(_completion()), True),
-        "search": (canonical_json({"value": [HIT.to_dict()]}), True),
-        "open": (canonical_json({"value": PAGE.to_dict()}), True),
-        "twice": False,
-        "large": False,
-    }
+    spec=_spec(tables=_NO_TABLES, schema="absent", foreign=True)
 )
 @example(  # damaged rows in a well-made file: each reported, none answered from
-    spec={
-        "tables": {"calls": ("drarena", 0), "tools": ("drarena", 0), "meta": ("drarena", 0)},
-        "schema": "1",
-        "foreign": False,
-        "call": (canonical_json({**_completion(), "prompt_tokens": None}), False),
-        "search": (canonical_json({"value": "ab"}), False),
-        "open": (canonical_json({}), False),
-        "twice": False,
-        "large": True,
-    }
+    spec=_spec(
+        call=(canonical_json({**_completion(), "prompt_tokens": None}), False),
+        search=(canonical_json({"value": "ab"}), False),
+        open=(canonical_json({}), False),
+        large=True,
+    )
 )
 @example(
-    spec={
-        "tables": {"calls": ("drarena", 0), "tools": ("drarena", 0), "meta": ("drarena", 0)},
-        "schema": "1",
-        "foreign": False,
-        "call": ("[" * 50_000 + "]" * 50_000, False),
-        "search": (b"\x80\xff", False),
-        "open": (canonical_json(None), False),
-        "twice": False,
-        "large": False,
-    }
+    spec=_spec(
+        call=("[" * 50_000 + "]" * 50_000, False),
+        search=(b"\x80\xff", False),
+        open=(canonical_json(None), False),
+    )
 )
 def test_damaged_contents(spec: dict[str, Any]) -> None:
     with _folder() as folder:

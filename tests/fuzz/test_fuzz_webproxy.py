@@ -592,9 +592,9 @@ def test_raw_bytes_in_a_tunnel_reach_nothing_outside(mitm: RunningProxy) -> None
     assert mitm.outside_connections() == before + 1
 
 
-def test_a_target_urlsplit_refuses_is_a_logged_400(work: Path) -> None:
-    """Regression: `http://[::1/` in X-Drarena-Target was a 500 (ValueError from urlsplit in
-    the handler table's host lookup), and went unlogged."""
+def ask_backend(work: Path, target: bytes) -> tuple[FrozenWeb, bytes]:
+    """One GET for `target` (the X-Drarena-Target bytes as sent) to a fresh backend over the
+    hostile snapshot: its FrozenWeb (with the log) and the raw answer."""
     with Snapshot.open(work / "hostile") as snap:
         frozen = FrozenWeb(snap)
         runner = BackendThread(frozen)
@@ -602,11 +602,18 @@ def test_a_target_urlsplit_refuses_is_a_logged_400(work: Path) -> None:
         try:
             raw = exchange(
                 port,
-                b"GET / HTTP/1.1\r\nHost: x\r\nX-Drarena-Target: http://[::1/\r\n"
+                b"GET / HTTP/1.1\r\nHost: x\r\nX-Drarena-Target: " + target + b"\r\n"
                 b"Connection: close\r\n\r\n",
             )
         finally:
             runner.stop()
+    return frozen, raw
+
+
+def test_a_target_urlsplit_refuses_is_a_logged_400(work: Path) -> None:
+    """Regression: `http://[::1/` in X-Drarena-Target was a 500 (ValueError from urlsplit in
+    the handler table's host lookup), and went unlogged."""
+    frozen, raw = ask_backend(work, b"http://[::1/")
     [(status, _, body)] = parse_answers(raw)
     assert status == 400 and b"not a valid URL" in body
     [entry] = frozen.log.entries
@@ -618,18 +625,7 @@ def test_a_target_that_is_not_utf8_is_percent_encoded(work: Path) -> None:
     """Regression: a target whose bytes are not UTF-8 reached the 404 page and the log as lone
     surrogates: a 500 (UnicodeEncodeError) for the page, and `serve-web` could not write the
     log entry (json.dumps(ensure_ascii=False) to a UTF-8 file)."""
-    with Snapshot.open(work / "hostile") as snap:
-        frozen = FrozenWeb(snap)
-        runner = BackendThread(frozen)
-        port = runner.start()
-        try:
-            raw = exchange(
-                port,
-                b"GET / HTTP/1.1\r\nHost: x\r\nX-Drarena-Target: http://h.test/\xff\xfe\r\n"
-                b"Connection: close\r\n\r\n",
-            )
-        finally:
-            runner.stop()
+    frozen, raw = ask_backend(work, b"http://h.test/\xff\xfe")
     [(status, fields, body)] = parse_answers(raw)
     assert status == 404 and _header(fields, MISSING_HEADER.lower().encode()) == b"1"
     assert b"http://h.test/%FF%FE" in body
