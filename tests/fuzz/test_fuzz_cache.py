@@ -163,6 +163,16 @@ def _check(exc: BaseException, path: Path) -> None:
         assert str(path) in message, message
 
 
+def _opens(path: Path) -> bool:
+    """Whether CallCache opens `path`; a refusal must be one line naming it (_check)."""
+    try:
+        CallCache(path).close()
+    except Exception as exc:
+        _check(exc, path)
+        return False
+    return True
+
+
 def ask_model(path: Path, mode: CacheMode) -> tuple[str | None, list[str]]:
     """The recorded call asked again through ModelClient: (its text, or None if it failed;
     the client's replay misses)."""
@@ -251,12 +261,7 @@ def test_mutated_bytes(data: bytes, sidecar: tuple[str, bytes] | None) -> None:
         (folder / "notes.txt").write_text("someone else's\n", encoding="utf-8")
         if sidecar is not None:
             Path(f"{path}{sidecar[0]}").write_bytes(sidecar[1])
-        try:
-            CallCache(path).close()
-            opened = True
-        except Exception as exc:
-            _check(exc, path)
-            opened = False
+        opened = _opens(path)
         event("opened" if opened else "refused")
         if not opened:  # refused: left as it was, nothing made beside it
             if sidecar is None:
@@ -571,12 +576,7 @@ def test_damaged_contents(spec: dict[str, Any]) -> None:
         path = folder / "llm-cache.sqlite"
         _build(path, spec)
         before, schema_before = path.read_bytes(), _dump(path)
-        try:
-            CallCache(path).close()
-            opened = True
-        except Exception as exc:
-            _check(exc, path)
-            opened = False
+        opened = _opens(path)
         assert opened == _accepted(spec), (spec["tables"], spec["schema"], spec["foreign"])
         event("opened" if opened else "refused")
         if not opened:  # refused: left as it was, nothing added to it
