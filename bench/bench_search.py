@@ -7,6 +7,9 @@ Run: .venv/bin/python bench/bench_search.py [--snapshot snapshots/pydocs] [--que
 Works on a temporary copy of the snapshot (extracted there) and a temporary index root, so the
 repository is never written. Prints:
 - BM25 index build: seconds, pages/s and passages/s (Lucene through pyserini's SimpleIndexer);
+- dense index build (part dense): every passage by default (as tournaments embed them;
+  --dense-per-doc N for each page's first N), with drarena's default precision, after the
+  torch fp32 build of the same passages with --dense-fp32 (the baseline, same run);
 - per retriever (bm25, dense, hybrid) at k=10 after two untimed passes: queries/s, p50 and
   p95 latency, and raw Lucene passage search for reference;
 - dense encoding (part encode, 1,000 passages by default): passages/s of sentence-transformers
@@ -470,7 +473,17 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--parts", default="bm25,serve,dense,encode,bm25s")
     parser.add_argument("--encode-sample", type=int, default=1000)
-    parser.add_argument("--dense-per-doc", type=int, default=1)
+    parser.add_argument(
+        "--dense-per-doc",
+        type=int,
+        default=None,
+        help="embed only each page's first N passages (default: every passage, as tournaments do)",
+    )
+    parser.add_argument(
+        "--dense-fp32",
+        action="store_true",
+        help="also build the same dense index with torch fp32, the baseline, in this run",
+    )
     parser.add_argument("--serve-queries", type=int, default=500)
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--serve", choices=SERVE_MODES, help=argparse.SUPPRESS)
@@ -529,12 +542,34 @@ def main() -> int:
                 )
             serve_part(snapshot, layout, queries, distinct[: args.serve_queries], args.concurrency)
         if "dense" in parts:
-            dense_build = build.build_dense(layout, state, per_doc=args.dense_per_doc)
-            print(
-                f"\ndense index build (MiniLM {embed.default_precision()}, first "
-                f"{args.dense_per_doc} passage(s) per page): {dense_build.seconds:.1f} s, "
-                f"{dense_build.count / dense_build.seconds:.1f} passages/s ({load()})"
+            which = (
+                "every passage"
+                if args.dense_per_doc is None
+                else f"first {args.dense_per_doc} passage(s) per page"
             )
+            default = embed.default_precision()
+            # fp32 first, so the retrievers below read the default's index
+            builds: list[embed.Precision] = (
+                ["fp32", default] if args.dense_fp32 and default != "fp32" else [default]
+            )
+            seconds: dict[str, float] = {}
+            for precision in builds:
+                before = load()
+                dense_build = build.build_dense(
+                    layout, state, precision=precision, per_doc=args.dense_per_doc, force=True
+                )
+                seconds[precision] = dense_build.seconds
+                print(
+                    f"\ndense index build (MiniLM {precision}, {which}): "
+                    f"{dense_build.seconds:.1f} s, "
+                    f"{dense_build.count / dense_build.seconds:.1f} passages/s "
+                    f"({before} before, {load()} after)"
+                )
+            if len(seconds) == 2:
+                print(
+                    f"dense index build: {default} is {seconds['fp32'] / seconds[default]:.2f}x "
+                    "fp32 (same passages, same run)"
+                )
             for kind in ("dense", "hybrid"):
                 retriever = build_retriever({"kind": kind}, snapshot, layout.root.parent)
                 print(row(f"{kind} retriever", *latencies(_searcher(retriever), queries)))
