@@ -39,6 +39,7 @@ class WebTrace:
     """What one answer did through the proxy (filled even when the agent fails)."""
 
     entries: list[FetchEntry] = field(default_factory=list)
+    unlogged: int = 0  # exchanges past the proxy log's caps (backend.FetchLog): counted only
     outside: int = 0
     started_s: float = 0.0
     note: str = ""  # why there was no proxy, or what it lacked (no search APIs)
@@ -81,6 +82,8 @@ class WebTrace:
             f"searches, {len(unread)} cited URL(s) never fetched, outside connections "
             f"{self.outside}, proxy start {self.started_s:.1f} s"
         )
+        if self.unlogged:
+            text += f", {self.unlogged} more exchange(s) not logged (over the log's size cap)"
         return f"{text}; {self.note}" if self.note else text
 
 
@@ -145,7 +148,7 @@ class FrozenWebPlan:
                 try:
                     yield proxy
                 finally:
-                    trace.entries = proxy.frozen.log.take()
+                    trace.entries, trace.unlogged = proxy.frozen.log.drain()
                     trace.outside = proxy.outside_connections()
         finally:
             shutil.rmtree(folder, ignore_errors=True)

@@ -31,7 +31,12 @@ from drarena.webproxy.handlers import MAX_REQUEST_BODY, HandlerTable, WebRequest
 
 TARGET_HEADER = "X-Drarena-Target"  # set (always overwritten) by the mitmproxy addon
 MISSING_HEADER = "X-Drarena-Not-In-Snapshot"  # on the 404 page for an uncaptured URL
-MAX_LOG = 20_000  # exchanges kept per proxy (one round); later ones are counted only
+MAX_LOG = 20_000  # exchanges kept per proxy (one answer); later ones are counted only
+# Characters of one log (one answer's exchanges become its trajectory's tool events, saved in
+# matches.jsonl): URLs, queries and errors, plus ENTRY_CHARS for each entry's other fields.
+# Without it an agent asking 20,000 URLs of 8 KB each put 160 MB in memory and in one record.
+MAX_LOG_CHARS = 4 << 20
+ENTRY_CHARS = 256
 
 # Hop-by-hop and coding headers: the replayed body is the decoded payload, sent afresh.
 SKIP_HEADERS = frozenset(
@@ -79,6 +84,18 @@ class FetchEntry:
     bytes: int = 0
     error: str = ""
 
+    def chars(self) -> int:
+        """What this entry costs of the log's MAX_LOG_CHARS (see there)."""
+        return (
+            ENTRY_CHARS
+            + len(self.method)
+            + len(self.url)
+            + len(self.served_url)
+            + len(self.query)
+            + len(self.error)
+            + sum(len(u) for u in self.urls)
+        )
+
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
             "method": self.method,
@@ -97,22 +114,33 @@ class FetchEntry:
 
 @dataclass
 class FetchLog:
-    """The exchanges of one proxy, in order, capped at `cap` (then only counted)."""
+    """The exchanges of one proxy, in order, capped at `cap` entries and `max_chars` (see
+    MAX_LOG_CHARS); exchanges past either are only counted, in `dropped`."""
 
     cap: int = MAX_LOG
+    max_chars: int = MAX_LOG_CHARS
     entries: list[FetchEntry] = field(default_factory=list)
     dropped: int = 0
+    chars: int = 0
 
     def add(self, entry: FetchEntry) -> None:
-        if len(self.entries) < self.cap:
+        size = entry.chars()
+        if len(self.entries) < self.cap and self.chars + size <= self.max_chars:
             self.entries.append(entry)
+            self.chars += size
         else:
             self.dropped += 1
 
+    def drain(self) -> tuple[list[FetchEntry], int]:
+        """(the entries so far, how many more were only counted), clearing the log."""
+        out, dropped = self.entries, self.dropped
+        self.entries, self.dropped, self.chars = [], 0, 0
+        return out, dropped
+
     def take(self) -> list[FetchEntry]:
-        """The entries so far, clearing the log (one round's worth)."""
-        out, self.entries, self.dropped = self.entries, [], 0
-        return out
+        """The entries so far, clearing the log (the count of dropped ones too: drain keeps
+        it)."""
+        return self.drain()[0]
 
 
 def not_in_snapshot(url: str, snapshot_name: str, method: str = "GET") -> WebResponse:

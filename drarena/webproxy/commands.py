@@ -74,11 +74,15 @@ def cmd_serve_web(args: argparse.Namespace) -> int:
             with log_path.open("a", encoding="utf-8") as log:
                 while True:
                     await asyncio.sleep(0.5)
-                    for entry in proxy.frozen.log.take():
+                    entries, dropped = proxy.frozen.log.drain()
+                    for entry in entries:
                         log.write(json.dumps(entry.to_dict(), ensure_ascii=False) + "\n")
-                        log.flush()
                         if entry.kind == "missing":
                             print(f"not in snapshot: {entry.method} {entry.url}", flush=True)
+                    if dropped:
+                        log.write(json.dumps({"unlogged": dropped}) + "\n")
+                        print(f"{dropped} exchange(s) not logged (over the log's cap)", flush=True)
+                    log.flush()
 
     with Snapshot.open(args.snapshot) as snap:
         state_dir = args.state_dir or Path(".drarena-webproxy") / snap.name
