@@ -1,4 +1,5 @@
-"""Untrusted text into prompts: delimited, unforgeable, and cut to fit the context (pure).
+"""Untrusted text into prompts: delimited, unforgeable, and cut to fit the context (pure);
+and onto one terminal line (`shown`).
 
 Crawled pages and agent answers are data. Each block is wrapped in markers the text itself
 cannot produce (any marker-like sequence inside the text is defanged), and page texts share
@@ -14,6 +15,17 @@ import re
 from drarena.records import Record
 
 _MARKER = re.compile(r"<{2,}|>{2,}|\[\[|\]\]")
+
+
+def shown(text: str, limit: int = 200) -> str:
+    """`text` cut to `limit` characters for a one-line message, its control characters (CR,
+    LF, NUL, ESC, line separators, bidi overrides) and lone surrogates written as escapes: a
+    URL an agent, a page or a provider supplied, or a stored file's text, can neither break
+    the line, forge another, nor send the terminal commands."""
+    cut = text[:limit]
+    if cut.isprintable():
+        return cut
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in cut)
 
 
 @functools.lru_cache(maxsize=1024)

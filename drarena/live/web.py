@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from drarena import __version__
 from drarena.corpus.page import PageExtract, detect_encoding, extract_page
 from drarena.errors import DrarenaError
+from drarena.quoting import shown
 from drarena.web.crawl import POLICY_FAILURES, Hop, Tally, hop_from_exchange, software_versions
 from drarena.web.fetch import FetchPolicy, HostGate, fetch_once, make_session
 from drarena.web.snapshot import Snapshot, StoredResponse
@@ -147,16 +148,6 @@ class LivePage:
 def one_line(text: str) -> str:
     """As the WARC writer stores failure details, so live and replayed messages match."""
     return " ".join(text.split())[:500]
-
-
-def shown(text: str, limit: int = 200) -> str:
-    """`text` cut to `limit` characters for a one-line message, its control characters (CR,
-    LF, NUL, line separators) and lone surrogates written as escapes: a URL an agent, a page
-    or a provider supplied can neither break the line nor forge another."""
-    cut = text[:limit]
-    if cut.isprintable():
-        return cut
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in cut)
 
 
 def check_url(url: str) -> str:

@@ -17,9 +17,15 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from drarena.errors import DrarenaError
+from drarena.files import read_bounded
+from drarena.quoting import shown
 from drarena.validity.check import SCHEMA_VERSION, figure_parts, mode_figures, summary
 
 STORE_DIR = "examiner-checks"
+# A stored report is a few KB (4.3 KB for the demo's one task, about 4 KB a task more): a
+# larger file is not one drarena wrote, and is run again rather than read into memory.
+MAX_STORED_BYTES = 16 << 20
 
 
 def check_key(parts: Mapping[str, Any]) -> str:
@@ -35,10 +41,10 @@ def reuse_or_run(
     stored file that is not a report of this schema is run again (and replaced)."""
     path = store / f"{key}.json"
     try:
-        stored = json.loads(path.read_text(encoding="utf-8"))
+        stored = json.loads(read_bounded(path, MAX_STORED_BYTES))
         if _usable(stored):
             return stored, True
-    except (OSError, ValueError, RecursionError):
+    except (DrarenaError, OSError, ValueError, RecursionError):
         pass
     report = run()
     store.mkdir(parents=True, exist_ok=True)
@@ -80,7 +86,8 @@ def header_lines(block: Mapping[str, Any]) -> list[str]:
     lines = []
     for mode, f in mode_figures(block).items():
         lines.append(
-            f"Examiner check ({mode}, {block.get('tasks', '?')} task(s)"
+            f"Examiner check ({shown(str(mode), 40)}, {shown(str(block.get('tasks', '?')), 20)} "
+            "task(s)"
             f"{', reused' if block.get('reused') else ''}): "
             + ", ".join(
                 f"{label} {_short(f.get(k))}"
@@ -96,7 +103,7 @@ def header_lines(block: Mapping[str, Any]) -> list[str]:
     if not block.get("can_rank", False):
         # the verdict line starts with "cannot rank: ..." itself; say it once
         reason = str(block.get("verdict", "")).removeprefix("cannot rank: ")
-        lines.append(f"WARNING: the Examiner cannot rank: {reason}")
+        lines.append(f"WARNING: the Examiner cannot rank: {shown(reason, 1000)}")
     return lines
 
 

@@ -6,6 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from drarena.validity import reuse
 from drarena.validity.reuse import check_key, header_block, header_lines, reuse_or_run
 
 
@@ -56,3 +59,39 @@ def test_header_block_and_lines() -> None:
     assert lines[-1] == "WARNING: the Examiner cannot rank: decisive accuracy 0.50"
     lines = header_lines(header_block(fake_report(True), "k", False))
     assert not any("WARNING" in x for x in lines)
+
+
+def test_a_stored_file_too_large_to_be_a_report_is_run_again_unread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: the stored report was read whole (`read_text`), however large. A file
+    over MAX_STORED_BYTES is now refused after reading that much, and the check runs again."""
+    monkeypatch.setattr(reuse, "MAX_STORED_BYTES", 4096)
+    key = check_key({"roles": {}})
+    path = tmp_path / f"{key}.json"
+    big = {**fake_report(False), "padding": "x" * 5000}  # a usable report, but too large
+    path.write_text(json.dumps(big), encoding="utf-8")
+    calls: list[int] = []
+
+    def run() -> dict[str, Any]:
+        calls.append(1)
+        return fake_report(False)
+
+    report, reused = reuse_or_run(tmp_path, key, run)
+    assert (reused, calls, "padding" in report) == (False, [1], False)
+    assert reuse_or_run(tmp_path, key, run)[1] is True  # the report stored again is reused
+
+
+def test_a_stored_reports_text_reaches_the_terminal_as_data() -> None:
+    """Regression: a stored report's verdict and mode names were printed as they were, so
+    a planted file could send the terminal escape sequences or forge a line."""
+    report = fake_report(False)
+    report["verdict"] = "cannot rank: \x1b]0;pwned\x07 \u202eevil\nWARNING: forged"
+    report["results"] = {"pair\x1b[2Jwise": report["results"]["pairwise"]}
+    lines = header_lines(header_block(report, "k", True))
+    assert len(lines) == 2
+    assert all(line.isprintable() for line in lines)
+    assert lines[0].startswith("Examiner check (pair\\x1b[2Jwise, 1 task(s), reused)")
+    assert lines[1] == (
+        "WARNING: the Examiner cannot rank: \\x1b]0;pwned\\x07 \\u202eevil\\nWARNING: forged"
+    )
