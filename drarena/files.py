@@ -1,4 +1,4 @@
-"""Reading a file drarena did not write itself, bounded.
+"""Reading a file drarena did not write itself, bounded; and the end of a log, bounded.
 
 Why one function: a run folder's records, drift.json and a crawl's seeds file may be damaged
 or not drarena's at all, and a 10 GB file (or a FIFO that never ends) must cost at most the
@@ -7,20 +7,55 @@ limit to refuse. Read, not stat()ed: a FIFO or a growing file has no size to tru
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from drarena.errors import DrarenaError
 
+# How much of a log's end is read to show it (read_tail): a few dozen lines of any server's.
+TAIL_BYTES = 64 << 10
 
-def read_bounded(path: Path, limit: int, too_large: str = "") -> bytes:
+
+def read_bounded(
+    path: Path, limit: int, too_large: str = "", *, what: str = "", missing: str = ""
+) -> bytes:
     """A file's bytes, at most `limit` of them read: a larger file, or one that cannot be
-    read, is one line naming it (`too_large` says what to do about a larger one)."""
+    read, is one line naming it (`too_large` says what to do about a larger one; `what` names
+    the kind of file, "PATH: cannot read WHAT (reason)"; `missing`, when given, is the whole
+    line for a file that does not exist)."""
     try:
         with path.open("rb") as f:
             data = f.read(limit + 1)
+    except FileNotFoundError as exc:
+        if missing:
+            raise DrarenaError(missing) from None
+        raise DrarenaError(_cannot(path, what, exc)) from None
     except OSError as exc:
-        raise DrarenaError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        raise DrarenaError(_cannot(path, what, exc)) from None
     if len(data) > limit:
         why = too_large or "damaged, or not drarena's"
         raise DrarenaError(f"{path}: larger than {limit} bytes ({why})")
     return data
+
+
+def _cannot(path: Path, what: str, exc: OSError) -> str:
+    return f"{path}: cannot read{' ' + what if what else ''} ({exc.strerror or exc})"
+
+
+def read_tail(path: Path, limit: int = TAIL_BYTES) -> str:
+    """The text of a file's last `limit` bytes (UTF-8, errors replaced), starting at a line:
+    when the file is longer, the first, cut line of that window is left out. Why: a failed
+    server's log is shown by its end, and a log appended to at every start may be any size;
+    this costs `limit` however large it is. "" when it cannot be read."""
+    try:
+        with path.open("rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            start = max(0, size - limit)
+            f.seek(start)
+            data = f.read(limit)
+    except OSError:
+        return ""
+    if start:
+        cut = data.find(b"\n")
+        data = data[cut + 1 :] if cut >= 0 else b""
+    return data.decode("utf-8", errors="replace")

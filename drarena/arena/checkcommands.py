@@ -13,6 +13,10 @@ from typing import Any
 
 REPORT_FILE = "examiner-check.json"
 ROLES_FILE = "roles.json"
+# A replay reads roles.json from --out, a folder that may be shared or damaged: bounded. Why
+# 64 MiB: it holds a model name and an endpoint per role (under 1 KB whatever the check), and
+# 64 MiB is the project's bound for small files.
+MAX_ROLES_BYTES = 64 << 20
 
 
 def register(subparsers: Any) -> None:
@@ -108,6 +112,7 @@ def run_check(
     from drarena.arena.context import open_run
     from drarena.arena.execute import NoModelBackend
     from drarena.errors import DrarenaError
+    from drarena.files import read_bounded
     from drarena.ledger.folder import write_atomic
     from drarena.models.config import CacheMode
     from drarena.validity.check import examiner_check
@@ -120,8 +125,10 @@ def run_check(
             raise DrarenaError(
                 f"{out}: nothing to replay (no {ROLES_FILE}, {REPORT_FILE} or cache)"
             )
+        redo = "run the check again without --replay"
+        raw = read_bounded(roles_path, MAX_ROLES_BYTES, f"damaged; {redo}")  # larger: one line
         try:
-            fixed = json.loads(roles_path.read_bytes().decode("utf-8"))
+            fixed = json.loads(raw.decode("utf-8"))
         except (ValueError, RecursionError):  # not UTF-8, not JSON
             fixed = None
         if not isinstance(fixed, dict) or not all(
@@ -130,7 +137,7 @@ def run_check(
         ):
             raise DrarenaError(
                 f"{roles_path}: damaged (an object of roles, each with its model and api_base, "
-                "is what the check wrote); run the check again without --replay"
+                f"is what the check wrote); {redo}"
             )
         backend = backend or NoModelBackend()
     else:

@@ -32,9 +32,9 @@ from drarena.arena.execute import legacy_judging
 from drarena.arena.live import LivePages, capture_path, finish_block, header_block
 from drarena.arena.match import MatchSettings
 from drarena.arena.rounds import play_round
-from drarena.errors import DrarenaError
+from drarena.errors import DrarenaError, one_line
 from drarena.examiner.evolve import MatchScore, add_round, outcome
-from drarena.ledger.folder import RunDir, write_atomic
+from drarena.ledger.folder import MAX_TEXT_BYTES, RunDir, read_text, write_atomic
 from drarena.ledger.records import SCHEMA_VERSION, MatchRecord, RoundRecord
 from drarena.models.client import ModelClient
 from drarena.settle import gather_settled
@@ -43,6 +43,10 @@ HEADER = "drift-run-header.json"
 REPORT_JSON = "drift-run.json"
 REPORT_MD = "drift-run.md"
 LIVE_LOG = "live-matches.jsonl"
+# A replay reads the header from an --out folder that may be shared or damaged, bounded. Why
+# 64 MiB (the bound on a run folder's whole-file reads): the header holds the run's config,
+# live settings and counts, a few KiB whatever the size of the frozen web.
+MAX_HEADER_BYTES = MAX_TEXT_BYTES
 
 
 @dataclasses.dataclass
@@ -341,8 +345,9 @@ def drift_run(
 def _read_json(path: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
+    text = read_text(path, MAX_HEADER_BYTES)  # larger, unreadable, not UTF-8: one line
     try:
-        value: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise DrarenaError(f"{path}: not valid JSON ({exc})") from None
+        value: dict[str, Any] = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep
+        raise DrarenaError(f"{path}: not valid JSON ({one_line(exc)})") from None
     return value

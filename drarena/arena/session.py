@@ -22,6 +22,7 @@ from drarena.corpus.records import Doc, Tree
 from drarena.digests import file_sha256
 from drarena.errors import DrarenaError
 from drarena.examiner.templates import used_hashes
+from drarena.files import read_bounded
 from drarena.ledger.header import RunHeader
 from drarena.models.config import CacheConfig, CacheMode, ModelRole, ModelsConfig
 
@@ -153,25 +154,28 @@ def prepare_inputs(config: TournamentConfig, *, index: bool = True) -> None:
 
 
 def load_trees(config: TournamentConfig) -> dict[str, Tree]:
-    from drarena.corpus.trees import TREES_DIR, TREES_INDEX, load_tree
+    from drarena.corpus.trees import MAX_TREES_INDEX_BYTES, TREES_DIR, TREES_INDEX, load_tree
 
     folder = config.snapshot / TREES_DIR
+    rebuild = f"run `drarena snapshot trees {config.snapshot}` to write it again"
+    # bounded: the snapshot (and its trees) may be someone else's or damaged
+    raw = read_bounded(
+        folder / TREES_INDEX,
+        MAX_TREES_INDEX_BYTES,
+        f"damaged; {rebuild}",
+        missing=f"{folder}: no trees; run `drarena snapshot trees {config.snapshot}`",
+    )
     try:
-        index = json.loads((folder / TREES_INDEX).read_text(encoding="utf-8"))
+        index = json.loads(raw.decode("utf-8"))
         entries = {t["id"]: t for t in index["trees"]}
         # an id or file that is not a string would fail later, outside this try (sorting the
         # ids, joining the file to the folder)
         if not all(isinstance(k, str) and isinstance(t["file"], str) for k, t in entries.items()):
             raise TypeError
-    except FileNotFoundError:
-        raise DrarenaError(
-            f"{folder}: no trees; run `drarena snapshot trees {config.snapshot}`"
-        ) from None
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         # edited by hand, cut short, nested past the recursion limit
         raise DrarenaError(
-            f"{folder / TREES_INDEX}: damaged ({type(exc).__name__}); run "
-            f"`drarena snapshot trees {config.snapshot}` to write it again"
+            f"{folder / TREES_INDEX}: damaged ({type(exc).__name__}); {rebuild}"
         ) from None
     wanted = list(config.trees.ids) or sorted(entries)[: config.trees.count]
     missing = [t for t in wanted if t not in entries]

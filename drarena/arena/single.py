@@ -16,11 +16,16 @@ from typing import Any
 from drarena.arena.config import TournamentConfig, parse_config
 from drarena.arena.match import MatchRunner, match_rng, match_seed
 from drarena.errors import DrarenaError
+from drarena.files import read_bounded
 from drarena.ledger.folder import write_atomic
 from drarena.ledger.records import RoundRecord
 from drarena.models.config import CacheMode
 
 RETRIEVING = ("react", "rag")
+# A replay reads roles.json from --out, a folder that may be shared or damaged: bounded. Why
+# 64 MiB: it holds one model name and one endpoint (under 1 KB whatever the match), and 64 MiB
+# is the project's bound for small files.
+MAX_ROLES_BYTES = 64 << 20
 
 
 def tree_id(arg: str) -> str:
@@ -102,11 +107,19 @@ def run_single_match(args: argparse.Namespace) -> int:
     if args.replay:
         if not roles_path.is_file() or not record_path.is_file():
             raise DrarenaError(f"{out}: nothing to replay (no roles.json or match.json)")
-        fixed = json.loads(roles_path.read_text(encoding="utf-8"))
-        fixed_roles = {
-            role: {"model": f"openai/{fixed['model']}", "api_base": fixed["api_base"]}
-            for role in config.models.roles
-        }
+        redo = "run the match again without --replay"
+        try:
+            raw = read_bounded(roles_path, MAX_ROLES_BYTES, f"damaged; {redo}")
+            fixed = json.loads(raw.decode("utf-8"))
+            fixed_roles = {
+                role: {"model": f"openai/{fixed['model']}", "api_base": fixed["api_base"]}
+                for role in config.models.roles
+            }
+        except (ValueError, RecursionError, KeyError, TypeError):  # not UTF-8, JSON, the shape
+            raise DrarenaError(
+                f"{roles_path}: damaged (an object with the model and api_base is what the "
+                f"match wrote); {redo}"
+            ) from None
         replay_tools = _has_tool_record(cache)
     mode = CacheMode.REPLAY if args.replay else CacheMode.READ_WRITE
     server: dict[str, str | None] = {}

@@ -26,6 +26,7 @@ from drarena.corpus.page import MAX_PAGE_BYTES, PageExtract, extract_page
 from drarena.corpus.records import Doc, Link
 from drarena.digests import file_sha256
 from drarena.errors import DrarenaError, one_line
+from drarena.files import read_bounded
 from drarena.records import lone_surrogate
 from drarena.web.urls import canonicalize_url
 
@@ -35,6 +36,13 @@ MAX_REDIRECT_HOPS = 10
 DOCS_FILE = "docs.jsonl"
 LINKS_FILE = "links.jsonl"
 MANIFEST_FILE = "extract-manifest.json"
+# The manifest sits in a snapshot folder that may be someone else's or damaged; it only says
+# whether docs.jsonl and links.jsonl are up to date, so one larger than this is treated as
+# absent (the snapshot is extracted again). Why 1 GiB: it lists pages by URL (near_empty,
+# duplicates, unparsable with a 200-character error, fallback_text, truncated), 100-350 bytes
+# an entry; a crawl of 1 million pages with a third of them listed writes ~70 MB, and even
+# every page unparsable ~350 MB, so 1 GiB is over 10x what a real crawl of that size writes.
+MAX_MANIFEST_BYTES = 1 << 30
 _HTML_SNIFF = (b"<!doctype html", b"<html", b"<head", b"<body")
 
 
@@ -344,9 +352,9 @@ def _params(max_page_bytes: int, decode_limit: int | None = None) -> dict[str, A
 
 
 def _read_manifest(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):  # RecursionError: nested past the limit
+    try:  # DrarenaError: larger than MAX_MANIFEST_BYTES, missing or unreadable
+        data = json.loads(read_bounded(path, MAX_MANIFEST_BYTES).decode("utf-8"))
+    except (DrarenaError, ValueError, RecursionError):  # RecursionError: nested past the limit
         return None
     return data if isinstance(data, dict) else None
 

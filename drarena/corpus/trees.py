@@ -29,6 +29,7 @@ from drarena.corpus.records import Doc, Link, Tree, TreeEdge, TreeNode
 from drarena.corpus.relations import classify_relation
 from drarena.digests import file_sha256
 from drarena.errors import DrarenaError, one_line
+from drarena.files import read_bounded
 from drarena.records import lone_surrogate
 
 TREES_DIR = "trees"
@@ -37,6 +38,17 @@ TREE_VERSION = 1
 # the names build_trees gives (tree-000.json); [0-9], not \d: \d takes any Unicode digit, and
 # the stale-file sweep of a rebuild deleted a user's trees/tree-١٢٣.json
 TREE_FILE = re.compile(r"tree-[0-9]{3,}\.json")
+# Tree files and index.json sit in a snapshot folder that may be someone else's or damaged
+# (a tournament reads the files index.json names), so both are read bounded.
+# Why 64 MiB for a tree: a node with its edge is at most ~2 KB as written (URL, title, digest;
+# anchor and 2 x 160 characters of context, up to 3 bytes a character), and a tree's size does
+# not grow with the crawl: the defaults stop at 150 nodes (~0.3 MB), and max_width 6 x
+# max_depth 4 at 1,555 nodes (~3 MB) even with --max-nodes raised, so 64 MiB is 20x that.
+MAX_TREE_BYTES = 64 << 20
+# Why 64 MiB for index.json: an entry is ~0.5 KB (id, file, digest, root URL and title,
+# stats); a snapshot of 1 million pages roots a few thousand trees at most in real use
+# (`--count`, default 10; tournaments play 3), and 10,000 trees write ~5 MB: 64 MiB is >10x.
+MAX_TREES_INDEX_BYTES = 64 << 20
 # what graph.stats must hold for summarize and render_text (older or edited files may lack it)
 STATS_KEYS = ("nodes", "max_depth", "max_branching", "nodes_per_depth")
 
@@ -286,9 +298,7 @@ def tree_problem(tree: Tree) -> str | None:
 def load_tree(path: Path) -> Tree:
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DrarenaError(f"{path}: cannot read tree file ({exc.strerror})") from None
+        text = read_bounded(path, MAX_TREE_BYTES, what="tree file").decode("utf-8")
     except UnicodeDecodeError as exc:
         raise DrarenaError(f"{path}: not a drarena tree file (not UTF-8: {exc.reason})") from None
     except ValueError:
@@ -407,9 +417,9 @@ def _read_trees_index(path: Path) -> dict[str, Any] | None:
     treated as absent, the trees are built again and the index rewritten."""
     if not path.is_file():
         return None
-    try:
-        old = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):  # RecursionError: nested past the limit
+    try:  # DrarenaError: larger than MAX_TREES_INDEX_BYTES, or unreadable
+        old = json.loads(read_bounded(path, MAX_TREES_INDEX_BYTES).decode("utf-8"))
+    except (DrarenaError, ValueError, RecursionError):  # RecursionError: nested past the limit
         return None
     if (
         not isinstance(old, dict)

@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 
 from drarena.errors import DrarenaError
+from drarena.files import read_bounded
 
 # The slots a run fills with a template, and each slot's default name.
 DEFAULT_PROMPTS = {"taskgen": "taskgen", "judge": "paper"}
@@ -29,6 +30,10 @@ POINTWISE_PROMPT = "pointwise"
 # became choosable replay from their cache; its JSON example is the pattern small models copy
 # (issue 15), so new runs use "paper" or "checklist-first".
 LEGACY_JUDGE_PROMPT = "judge"
+# A prompt file is the user's (any path), read bounded: read, not stat()ed, since a FIFO or a
+# growing file has no size to trust. Why 200,000 bytes: the shipped templates are 1-3 KB, and
+# a prompt goes to the model whole with two answers beside it; 200 KB is ~50,000 tokens, past
+# the context a judge is given, so no working template is larger.
 MAX_TEMPLATE_BYTES = 200_000
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
@@ -134,12 +139,15 @@ def resolve(spec: str) -> PromptTemplate:
         return PromptTemplate(spec, load(spec))
     path = Path(spec)
     try:
-        if path.stat().st_size > MAX_TEMPLATE_BYTES:
-            raise DrarenaError(f"prompt file {spec} is over {MAX_TEMPLATE_BYTES} bytes")
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DrarenaError(f"prompt file {spec} not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
+        raw = read_bounded(
+            path,
+            MAX_TEMPLATE_BYTES,
+            "a prompt is a few KB",
+            what="prompt file",
+            missing=f"prompt file {spec} not found",
+        )
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise DrarenaError(f"prompt file {spec} cannot be read: {exc}") from None
     return PromptTemplate(spec, text)
 

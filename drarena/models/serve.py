@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from drarena.errors import DrarenaError
+from drarena.files import read_tail
 
 REPO = Path(__file__).resolve().parents[2]
 CPU_MODEL_NAME = "smollm2-135m"
@@ -207,10 +208,15 @@ def served_models(api_base: str, timeout_s: float = 2.0) -> list[str]:
     return [m["id"] for m in data]
 
 
-def _log_tail(path: Path | None, lines: int = 15) -> str:
-    if path is None or not path.exists():
+LOG_TAIL_LINES = 15
+
+
+def _log_tail(path: Path | None, lines: int = LOG_TAIL_LINES) -> str:
+    """The last `lines` lines of a server's log, read from its end only (files.read_tail):
+    vLLM writes at length, and a reused log path keeps growing."""
+    if path is None:
         return ""
-    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    return "\n".join(read_tail(path).splitlines()[-lines:])
 
 
 def wait_ready(handle: ServerHandle, timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> None:

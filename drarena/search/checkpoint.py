@@ -31,19 +31,23 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.lib import format as npy
 
 from drarena.errors import DrarenaError
+from drarena.files import read_bounded
 
 CHUNK_PASSAGES = 1024
 FORMAT = 1
 IDENTITY_FILE = "identity.json"
+# identity.json names what the chunks were encoded from (digests, model path, versions, CPU):
+# under 2 KB whatever the corpus (a million pages change only the digests), so 1 MiB is far
+# above it. A larger file, like any unreadable one, is not this build's: the chunks restart.
+MAX_IDENTITY_BYTES = 1 << 20
 LOCK_FILE = "lock"
 _CHUNK = re.compile(r"chunk-(\d{6})\.npy(\.tmp)?")
 # the libraries that may encode (torch and sentence-transformers for fp32, openvino for bf16,
 # onnxruntime for int8): the versions of those installed go into the identity
 _LIBRARIES = ("torch", "sentence-transformers", "transformers", "openvino", "onnxruntime")
-# an .npy header is 128 bytes for these arrays; anything past this much more is not a chunk
-_HEADER_SLACK = 4096
 
 
 def texts_digest(ids: Sequence[str], texts: Sequence[str]) -> str:
@@ -149,30 +153,35 @@ class DenseCheckpoint:
 
     def _read_identity(self) -> Any:
         path = self.folder / IDENTITY_FILE
-        try:
-            if path.stat().st_size > 1 << 20:
-                return None
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        try:  # read, not stat()ed: a FIFO or a growing file has no size to trust
+            return json.loads(read_bounded(path, MAX_IDENTITY_BYTES).decode("utf-8"))
+        except (DrarenaError, ValueError, RecursionError):  # RecursionError: nested too deep
             return None
 
     def _load(self, path: Path, rows: int, dimension: int) -> np.ndarray | None:
         """A chunk of exactly rows x dimension float32, or None (missing, cut short or not
-        a chunk). The size is checked before reading, so a bad file cannot cost memory."""
-        try:
-            size = path.stat().st_size
-        except OSError:
-            return None
+        a chunk). The header is checked before the data is read, and no more than a chunk's
+        data is read: np.load allocated whatever shape a header claimed (a damaged one that
+        claimed a terabyte was a MemoryError), and a size from stat() is not true of a FIFO
+        or a file growing meanwhile."""
         body = rows * dimension * 4
-        if not body < size <= body + _HEADER_SLACK:
+        if not path.is_file():  # missing; or a FIFO, whose open() would wait for a writer
             return None
         try:
-            vectors = np.load(path, allow_pickle=False)
+            with path.open("rb") as fh:
+                major, _ = npy.read_magic(fh)
+                if major not in (1, 2):  # np.save writes 1.0 (2.0 for headers over 64 KiB)
+                    return None
+                read_header = npy.read_array_header_1_0 if major == 1 else npy.read_array_header_2_0
+                shape, fortran_order, dtype = read_header(fh)
+                if shape != (rows, dimension) or fortran_order or dtype != np.float32:
+                    return None
+                data = bytearray(body)
+                if fh.readinto(data) != body or fh.read(1):  # cut short, or more than a chunk
+                    return None
         except (OSError, ValueError, EOFError):
             return None
-        if vectors.dtype != np.float32 or vectors.shape != (rows, dimension):
-            return None
-        return np.ascontiguousarray(vectors)
+        return np.frombuffer(data, dtype=np.float32).reshape(rows, dimension)
 
     def _clear(self, keep: set[str]) -> None:
         for path in self._own_files():

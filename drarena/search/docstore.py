@@ -15,8 +15,10 @@ from urllib.parse import urldefrag
 
 from drarena import digests
 from drarena.errors import DrarenaError
+from drarena.files import read_bounded
 from drarena.records import Record
 from drarena.search.passages import SourceDoc, doc_id_of
+from drarena.web.manifest import MAX_MANIFEST_BYTES
 
 DEFAULT_PAGE_CHARS = 4000
 MAX_PAGE_CHARS = 20000
@@ -68,9 +70,12 @@ def snapshot_fingerprint(snapshot_dir: Path) -> str | None:
     manifest = snapshot_dir / "manifest.json"
     if not manifest.is_file():
         return None
+    # bounded as `drarena snapshot` reads it (the folder may be someone else's): a larger or
+    # unreadable file is read_bounded's one line naming it
+    raw = read_bounded(manifest, MAX_MANIFEST_BYTES)
     try:
-        data = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, nested too deep
         raise DrarenaError(f"{manifest}: unreadable snapshot manifest ({exc})") from None
     if not isinstance(data, dict):
         raise DrarenaError(f"{manifest}: unreadable snapshot manifest (not a JSON object)")

@@ -17,10 +17,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from drarena import __version__
 from drarena.errors import DrarenaError
+from drarena.files import read_bounded
 from drarena.search.docstore import docs_file, file_sha256, snapshot_fingerprint
 from drarena.search.passages import PassageSettings
 
 MANIFEST = "manifest.json"
+# An index folder may be copied from someone else or damaged, so its manifest is read bounded.
+# Why 64 MiB: a manifest holds a fixed set of fields (digests, settings, counts), under 2 KB
+# whatever the crawl's size (1 million pages change only the numbers), so the limit only has
+# to be far above that: the project's bound for small files.
+MAX_MANIFEST_BYTES = 64 << 20
 M = TypeVar("M", bound="SourceState")
 
 
@@ -112,8 +118,14 @@ def read_manifest(folder: Path, model: type[M], strict: bool = True) -> M | None
     if not path.is_file():
         return None
     try:
-        return model.model_validate_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:  # ValueError: not UTF-8; ValidationError is one
+        raw = read_bounded(path, MAX_MANIFEST_BYTES)
+    except DrarenaError:  # larger than the limit, or unreadable: one line naming the file
+        if not strict:
+            return None
+        raise
+    try:
+        return model.model_validate_json(raw.decode("utf-8"))
+    except ValueError as exc:  # ValueError: not UTF-8; ValidationError is one
         if not strict:
             return None
         first = str(exc).splitlines()[0]

@@ -15,11 +15,18 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from drarena.errors import DrarenaError
+from drarena.files import read_bounded
 from drarena.web.urls import safe_file_name
 
 SCHEMA_VERSION = 1
 MANIFEST_NAME = "manifest.json"
 CDXJ_NAME = "index.cdxj"
+# A snapshot folder may be someone else's (shared, copied, damaged), so its manifest is read
+# bounded. Why 1 GiB: the manifest grows with spec.seeds (a seeds file holds up to 64 MiB,
+# about a million URLs: ~90 MB as indented JSON for a crawl of 1 million pages seeded with
+# all of them) and ~1 KB per WARC file (warc_files, an import's sources: hundreds of files
+# for 1 million pages), so 1 GiB is over 10x the largest a crawl of 1 million pages writes.
+MAX_MANIFEST_BYTES = 1 << 30
 
 
 class _Frozen(BaseModel):
@@ -90,11 +97,11 @@ def fingerprint(files: tuple[FileDigest, ...] | list[FileDigest]) -> str:
 
 def load_manifest(folder: Path) -> Manifest:
     path = folder / MANIFEST_NAME
+    missing = f"{path}: snapshot manifest is missing"
+    raw = read_bounded(path, MAX_MANIFEST_BYTES, what="snapshot manifest", missing=missing)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DrarenaError(f"{path}: snapshot manifest is missing") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise DrarenaError(f"{path}: snapshot manifest is not readable JSON ({exc})") from None
     try:
         return Manifest.model_validate(data)

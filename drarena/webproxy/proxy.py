@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from drarena.errors import DrarenaError
+from drarena.files import read_bounded, read_tail
 from drarena.web.snapshot import Snapshot
 from drarena.web.warcfile import MAX_DECODED_BYTES
 from drarena.webproxy.backend import FrozenWeb, ProxyTally, backend
@@ -39,6 +40,11 @@ ADDON = Path(__file__).with_name("mitm_addon.py")
 # between its start and its end (drarena.arena.execute: run.json's `web_proxy`).
 TALLY = ProxyTally()
 CA_VARIABLES = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS")
+# The state file is in the user's --state-dir, which may hold anything, so it is read bounded.
+# Why 64 MiB: the addon writes {"port", "outside_refused", "backend_connections"}, under
+# 200 bytes however much is crawled or served; the project's bound for small files is far
+# above it. A larger one reads as no state yet, like a file cut short.
+MAX_STATE_BYTES = 64 << 20
 
 
 def find_mitmdump() -> str:
@@ -98,9 +104,9 @@ class RunningProxy:
     started_s: float  # seconds from the call to a listening proxy
 
     def state(self) -> dict[str, Any]:
-        try:
-            value = json.loads(self.state_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        try:  # DrarenaError: missing, unreadable or larger than MAX_STATE_BYTES
+            value = json.loads(read_bounded(self.state_path, MAX_STATE_BYTES).decode("utf-8"))
+        except (DrarenaError, ValueError, RecursionError):  # RecursionError: nested too deep
             return {}
         return value if isinstance(value, dict) else {}
 
@@ -153,10 +159,9 @@ def mitmdump_argv(
 
 
 def _tail(path: Path, chars: int = 400) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace").strip()[-chars:]
-    except OSError:
-        return ""
+    """The end of mitmdump's log (appended to at every start, so any size), read from its
+    end only (files.read_tail)."""
+    return read_tail(path).strip()[-chars:]
 
 
 @asynccontextmanager

@@ -163,6 +163,23 @@ def test_drift_run_flips_when_the_pages_changed_and_replays(
     assert again.identical is True and again.model_calls == 0
 
 
+def test_a_drift_run_header_over_the_limit_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replay reads drift-run-header.json from --out (maybe shared or damaged): it was
+    decoded whole, however large; now one over MAX_HEADER_BYTES is one line naming it."""
+    import drarena.arena.driftrun as driftrun
+
+    header = tmp_path / driftrun.HEADER
+    header.write_text('{"live_settings": {}, "padding": "' + "x" * 100 + '"}', encoding="utf-8")
+    assert driftrun._read_json(header) is not None
+    monkeypatch.setattr(driftrun, "MAX_HEADER_BYTES", 64)
+    with pytest.raises(DrarenaError, match=r"drift-run-header\.json: larger than 64 bytes") as err:
+        driftrun._read_json(header)
+    assert "\n" not in str(err.value)
+    assert driftrun._read_json(tmp_path / "absent.json") is None  # as before: no drift-run
+
+
 def test_drift_run_refuses_what_it_cannot_compare(site: LiveSiteForTests, tmp_path: Path) -> None:
     with pytest.raises(DrarenaError, match=r"no run\.json"):
         drift_run(tmp_path, tmp_path / "out")

@@ -28,6 +28,25 @@ def test_a_replay_with_a_damaged_roles_file_is_one_line(tmp_path: Path, roles: b
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
 
 
+def test_a_replay_with_a_roles_file_over_the_limit_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """roles.json was decoded whole, however large: one over MAX_ROLES_BYTES is one line
+    naming it, having read only that much, and nothing is written."""
+    import drarena.arena.checkcommands as checkcommands
+
+    (tmp_path / ROLES_FILE).write_text('{"padding": "' + "x" * 100 + '"}', encoding="utf-8")
+    (tmp_path / REPORT_FILE).write_text("{}", encoding="utf-8")
+    (tmp_path / "llm-cache.sqlite").write_bytes(b"")
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    monkeypatch.setattr(checkcommands, "MAX_ROLES_BYTES", 64)
+    config = default_config(Path("snapshots/pydocs"), Path("index"), seed=0)
+    with pytest.raises(DrarenaError, match=rf"{ROLES_FILE}: larger than 64 bytes .*--replay") as e:
+        run_check(config, tmp_path, CheckSettings(pairs=1), replay=True, serve=False)
+    assert "\n" not in str(e.value)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
 @pytest.mark.parametrize(
     ("modes", "error"),
     [

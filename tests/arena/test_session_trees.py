@@ -32,3 +32,25 @@ def test_a_damaged_trees_index_is_one_line_naming_it(tmp_path: Path, text: str) 
     with pytest.raises(DrarenaError, match=r"trees/index\.json: damaged .*snapshot trees") as err:
         load_trees(config(tmp_path))  # type: ignore[arg-type]
     assert "\n" not in str(err.value)
+
+
+def test_a_trees_index_over_the_limit_is_one_line_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """trees/index.json of a snapshot (maybe someone else's) was decoded whole, however
+    large: one over MAX_TREES_INDEX_BYTES is one line naming it and the command that rewrites
+    it; a missing one keeps its own message."""
+    import drarena.corpus.trees as trees
+
+    with pytest.raises(DrarenaError, match=r"trees: no trees; run `drarena snapshot trees"):
+        load_trees(config(tmp_path))  # type: ignore[arg-type]
+    (tmp_path / "trees").mkdir()
+    (tmp_path / "trees" / "index.json").write_text(
+        '{"trees": [], "padding": "' + "x" * 100 + '"}', encoding="utf-8"
+    )
+    monkeypatch.setattr(trees, "MAX_TREES_INDEX_BYTES", 64)
+    with pytest.raises(
+        DrarenaError, match=r"trees/index\.json: larger than 64 bytes .*snapshot trees"
+    ) as err:
+        load_trees(config(tmp_path))  # type: ignore[arg-type]
+    assert "\n" not in str(err.value)

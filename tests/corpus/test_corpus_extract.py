@@ -198,3 +198,20 @@ def test_a_line_that_is_not_utf8_is_named_by_its_number(tmp_path: Path) -> None:
     (tmp_path / "docs.jsonl").write_bytes(b'{"id": "a"}\n' * 3 + b'{"id": "\xff"}\n')
     with pytest.raises(DrarenaError, match=r"docs\.jsonl:4: not a JSON doc line"):
         list(_iter_jsonl(tmp_path / "docs.jsonl", "doc"))
+
+
+def test_a_manifest_over_the_limit_is_extracted_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """extract-manifest.json sits in a snapshot folder that may be someone else's: it is read
+    bounded (it was decoded whole, however large), and one over MAX_MANIFEST_BYTES counts as
+    absent, as a damaged one does: the snapshot is extracted again, to the same docs."""
+    import drarena.corpus.extract as extract
+
+    snap = write_snapshot(tmp_path / "small", [(f"{BASE}/a.pdf", 200, (), b"%PDF-1.4")])
+    first = extract_snapshot(snap, workers=1, progress=False)
+    assert extract_snapshot(snap, workers=1, progress=False).up_to_date
+    assert first.manifest_path.stat().st_size > 64
+    monkeypatch.setattr(extract, "MAX_MANIFEST_BYTES", 64)
+    again = extract_snapshot(snap, workers=1, progress=False)
+    assert not again.up_to_date and again.docs == first.docs

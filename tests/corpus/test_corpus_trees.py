@@ -142,6 +142,23 @@ def test_a_tree_file_that_is_not_utf8_is_one_error(tmp_path: Path) -> None:
         load_tree(path)
 
 
+def test_a_tree_file_over_the_limit_is_one_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tree file may be someone else's (a shared snapshot, a path given to `--tree`): it
+    was decoded whole, however large; now one over MAX_TREE_BYTES is one line naming it."""
+    import drarena.corpus.trees as trees
+
+    path = tmp_path / "t.json"
+    path.write_text(tree_to_json(_tree("abcd", ["ab", "ac", "cd"])), encoding="utf-8")
+    monkeypatch.setattr(trees, "MAX_TREE_BYTES", 64)
+    with pytest.raises(DrarenaError, match=r"t\.json: larger than 64 bytes") as info:
+        load_tree(path)
+    assert "\n" not in str(info.value)
+    with pytest.raises(DrarenaError, match="cannot read tree file"):  # as before
+        load_tree(tmp_path / "missing.json")
+
+
 def _trees_copy(pydocs: ExtractResult, dest: Path) -> Path:
     """The extracted snapshot without its trees, for a test that damages trees/."""
     return Path(shutil.copytree(pydocs.snapshot_dir, dest, ignore=shutil.ignore_patterns("trees")))
@@ -164,6 +181,24 @@ def test_a_damaged_trees_index_is_rebuilt(pydocs: ExtractResult, tmp_path: Path)
     index.write_text(json.dumps(entry), encoding="utf-8")
     assert not build_snapshot_trees(snap, params, progress=False).up_to_date
     assert build_snapshot_trees(snap, params, progress=False).up_to_date
+
+
+def test_a_trees_index_over_the_limit_is_rebuilt(
+    pydocs: ExtractResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """trees/index.json was decoded whole, however large: one over MAX_TREES_INDEX_BYTES is
+    treated as absent, as a damaged one is (the trees are built again, the same)."""
+    import drarena.corpus.trees as trees
+
+    snap = _trees_copy(pydocs, tmp_path / "pydocs")
+    params = TreeParams(count=2, seed=1)
+    first = build_snapshot_trees(snap, params, progress=False)
+    good = (first.out_dir / "index.json").read_bytes()
+    assert build_snapshot_trees(snap, params, progress=False).up_to_date
+    monkeypatch.setattr(trees, "MAX_TREES_INDEX_BYTES", 64)
+    again = build_snapshot_trees(snap, params, progress=False)
+    assert not again.up_to_date and again.files == first.files
+    assert (first.out_dir / "index.json").read_bytes() == good
 
 
 def test_rebuilding_trees_keeps_the_user_s_files(pydocs: ExtractResult, tmp_path: Path) -> None:

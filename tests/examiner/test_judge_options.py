@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -18,10 +19,10 @@ from drarena.examiner.judgeparse import judge_schema
 from drarena.examiner.verdicts import FailureType, Judgment, Verdict
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelsConfig
-from drarena.models.scripted import ScriptedBackendForTests, reply
+from drarena.models.scripted import ScriptedBackendForTests, Step, reply
 
 
-def client(steps: list) -> tuple[ModelClient, ScriptedBackendForTests]:
+def client(steps: list[Step]) -> tuple[ModelClient, ScriptedBackendForTests]:
     backend = ScriptedBackendForTests(steps)
     config = ModelsConfig(roles={"examiner": {"model": "openai/scripted"}})
     return ModelClient(config, backend=backend), backend
@@ -123,6 +124,31 @@ async def test_a_prompt_file_is_rendered_and_a_bad_one_is_one_line(tmp_path: Pat
         templates.resolve(str(tmp_path / "nowhere.txt"))
     with pytest.raises(DrarenaError, match=r"^no prompt template named 'papr' \(shipped: "):
         templates.resolve("papr")
+
+
+def test_a_prompt_file_over_the_limit_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A prompt file is the user's: its size was stat()ed, then it was decoded whole, which a
+    FIFO or a file growing in between defeats; now it is read bounded (at most
+    MAX_TEMPLATE_BYTES + 1 bytes), a larger one one line naming it."""
+    custom = tmp_path / "mine.txt"
+    custom.write_text("Q: $question\n" + "padding " * 20, encoding="utf-8")
+    real_stat = Path.stat
+
+    def small_stat(path: Path, **kwargs: Any) -> Any:  # as a FIFO or a growing file says
+        return real_stat(tmp_path / "empty.txt") if path == custom else real_stat(path, **kwargs)
+
+    (tmp_path / "empty.txt").write_bytes(b"")
+    monkeypatch.setattr(Path, "stat", small_stat)
+    monkeypatch.setattr(templates, "MAX_TEMPLATE_BYTES", 64)
+    with pytest.raises(
+        DrarenaError, match=r"mine\.txt: larger than 64 bytes \(a prompt is a few KB\)$"
+    ):
+        templates.resolve(str(custom))
+    (tmp_path / "latin.txt").write_bytes(b"Q: $question \xe9")
+    with pytest.raises(DrarenaError, match=r"^prompt file .*latin\.txt cannot be read: 'utf-8'"):
+        templates.resolve(str(tmp_path / "latin.txt"))
 
 
 def test_used_hashes_name_what_a_run_used() -> None:

@@ -91,7 +91,9 @@ def test_a_server_that_dies_is_reported_with_its_log(tmp_path: Path) -> None:
         start_server([sys.executable, "-c", crash], {}, free_port(), "m", tmp_path / "s.log")
 
 
-def test_external_server_is_reused_and_never_stopped(tmp_path: Path, monkeypatch) -> None:
+def test_external_server_is_reused_and_never_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     port = free_port()
     owned = start_server(
         [sys.executable, "-c", STAND_IN, str(port)],
@@ -177,3 +179,16 @@ def test_command_lines_follow_the_tested_recipe() -> None:
     gpu = gpu_command("Qwen/Qwen3-8B", 8001)
     assert gpu[1:3] == ["serve", "Qwen/Qwen3-8B"] and "--reasoning-parser" in gpu
     assert gpu[gpu.index("--tool-call-parser") + 1] == "hermes"
+
+
+def test_a_failed_servers_log_is_shown_by_its_last_lines(tmp_path: Path) -> None:
+    """_log_tail read the whole log to keep 15 lines; it now reads its end (files.read_tail),
+    and the lines are the whole log's last ones."""
+    import drarena.models.serve as serve
+
+    log = tmp_path / "server.log"
+    log.write_bytes(b"".join(b"INFO line %d of the server log\n" % i for i in range(200_000)))
+    whole = log.read_text(encoding="utf-8").splitlines()
+    assert serve._log_tail(log) == "\n".join(whole[-15:])
+    assert serve._log_tail(log, 1) == "INFO line 199999 of the server log"
+    assert serve._log_tail(tmp_path / "missing.log") == serve._log_tail(None) == ""

@@ -67,6 +67,21 @@ def test_another_identity_throws_the_chunks_away_and_nothing_else(tmp_path: Path
     assert (folder / "notes.txt").read_text(encoding="utf-8") == "mine"
 
 
+def test_an_identity_over_the_limit_throws_the_chunks_away(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """identity.json is read bounded (its size was stat()ed, which a FIFO or a growing file
+    does not answer truly): one over MAX_IDENTITY_BYTES is not this build's, like a damaged
+    one, so the chunks are encoded again."""
+    folder = tmp_path / "dense-m.partial"
+    _saved(folder, [_chunk(3, 1)])
+    assert (folder / checkpoint.IDENTITY_FILE).stat().st_size > 16
+    monkeypatch.setattr(checkpoint, "MAX_IDENTITY_BYTES", 16)
+    with DenseCheckpoint(folder, IDENTITY, chunk=3) as saved:
+        assert saved.resume(6, DIM) == []
+    assert not (folder / "chunk-000000.npy").exists()
+
+
 def test_reuse_stops_at_the_first_missing_or_bad_chunk(tmp_path: Path) -> None:
     folder = tmp_path / "dense-m.partial"
     _saved(folder, [_chunk(3, 1), _chunk(3, 2), _chunk(3, 3), _chunk(3, 4)])
@@ -91,6 +106,27 @@ def test_a_chunk_of_the_wrong_shape_or_not_an_array_is_not_reused(tmp_path: Path
     (folder / "chunk-000000.npy").write_bytes(b"x" * 10**6)  # too big to be a chunk: not read
     with DenseCheckpoint(folder, IDENTITY, chunk=3) as saved:
         assert saved.resume(6, DIM) == []
+
+
+def test_a_chunk_whose_header_claims_a_huge_array_is_not_reused(tmp_path: Path) -> None:
+    """np.load allocated the shape a chunk's header claimed before reading any data, so a
+    damaged chunk of the right size claiming a terabyte was a MemoryError (or that much
+    memory); the header is now checked first and the chunk thrown away."""
+    from numpy.lib import format as npy
+
+    folder = tmp_path / "dense-m.partial"
+    _saved(folder, [_chunk(3, 1), _chunk(3, 2)])
+    first = folder / "chunk-000000.npy"
+    size = first.stat().st_size
+    with first.open("wb") as fh:
+        npy.write_array_header_1_0(
+            fh, {"descr": "<f4", "fortran_order": False, "shape": (1 << 38, DIM)}
+        )
+        fh.write(b"\0" * (size - fh.tell()))
+    assert first.stat().st_size == size
+    with DenseCheckpoint(folder, IDENTITY, chunk=3) as saved:
+        assert saved.resume(6, DIM) == []
+    assert not first.exists()
 
 
 def test_one_build_at_a_time_holds_the_folder(tmp_path: Path) -> None:

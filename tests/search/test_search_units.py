@@ -373,6 +373,49 @@ def test_a_snapshot_manifest_that_is_not_an_object_is_one_error(text: str, tmp_p
         snapshot_fingerprint(tmp_path)
 
 
+def test_a_snapshot_manifest_over_the_limit_is_one_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The snapshot's manifest.json was decoded whole for its fingerprint, however large: one
+    over MAX_MANIFEST_BYTES (the bound `drarena snapshot` reads it with) is one line."""
+    import drarena.search.docstore as docstore
+
+    (tmp_path / "manifest.json").write_text(
+        '{"fingerprint": "f", "padding": "' + "x" * 100 + '"}', encoding="utf-8"
+    )
+    assert snapshot_fingerprint(tmp_path) == "f"
+    monkeypatch.setattr(docstore, "MAX_MANIFEST_BYTES", 64)
+    with pytest.raises(DrarenaError, match=r"manifest\.json: larger than 64 bytes") as info:
+        snapshot_fingerprint(tmp_path)
+    assert "\n" not in str(info.value)
+
+
+def test_an_index_manifest_over_the_limit_is_one_error_or_a_fresh_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An index manifest was decoded whole, however large: one over MAX_MANIFEST_BYTES is one
+    line naming it for a retriever (strict), and absent for a build, which starts over, as
+    for any unreadable manifest."""
+    import drarena.search.manifest as index_manifest
+
+    written = index_manifest.PassagesManifest(
+        snapshot="s",
+        snapshot_fingerprint=None,
+        docs_sha256="d" * 64,
+        passages=PassageSettings(),
+        doc_count=1,
+        passage_count=1,
+        passages_sha256="p" * 64,
+    )
+    index_manifest.write_manifest(tmp_path, written)
+    assert index_manifest.read_manifest(tmp_path, index_manifest.PassagesManifest) == written
+    monkeypatch.setattr(index_manifest, "MAX_MANIFEST_BYTES", 64)
+    with pytest.raises(DrarenaError, match=r"manifest\.json: larger than 64 bytes") as info:
+        index_manifest.read_manifest(tmp_path, index_manifest.PassagesManifest)
+    assert "\n" not in str(info.value)
+    assert index_manifest.read_manifest(tmp_path, index_manifest.PassagesManifest, False) is None
+
+
 @pytest.mark.parametrize(
     ("argv", "error"),
     [

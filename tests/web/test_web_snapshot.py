@@ -176,6 +176,17 @@ def test_unreadable_manifest_is_one_line(copy: Path) -> None:
     assert "\n" not in str(info.value)
 
 
+def test_a_manifest_over_the_limit_is_one_line(copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A snapshot folder may be someone else's: its manifest.json was decoded whole, however
+    large; now one over MAX_MANIFEST_BYTES is one line naming it, having read only that much."""
+    import drarena.web.manifest as manifest
+
+    monkeypatch.setattr(manifest, "MAX_MANIFEST_BYTES", 64)
+    with pytest.raises(DrarenaError, match=r"manifest\.json: larger than 64 bytes") as info:
+        Snapshot.open(copy)
+    assert str(copy) in str(info.value) and "\n" not in str(info.value)
+
+
 def test_unknown_path_and_escaping_names(copy: Path, tmp_path: Path) -> None:
     with pytest.raises(DrarenaError, match="no such snapshot folder"):
         Snapshot.open(tmp_path / "nowhere")

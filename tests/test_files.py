@@ -1,0 +1,122 @@
+"""drarena.files: bounded reads of files drarena did not write, and the end of a log.
+
+Why: every reader of a snapshot, index or run folder that may be someone else's goes through
+read_bounded, and every "show the server's log" through read_tail; a 10 GB file must cost
+only the limit.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from drarena import files
+from drarena.errors import DrarenaError
+from drarena.files import read_bounded, read_tail
+
+
+def test_read_bounded_reads_up_to_the_limit_and_refuses_past_it(tmp_path: Path) -> None:
+    path = tmp_path / "f.json"
+    path.write_bytes(b"x" * 10)
+    assert read_bounded(path, 10) == b"x" * 10
+    with pytest.raises(DrarenaError, match=r"f\.json: larger than 9 bytes \(split it\)$"):
+        read_bounded(path, 9, "split it")
+
+
+def test_read_bounded_names_the_file_and_its_kind(tmp_path: Path) -> None:
+    missing = tmp_path / "gone.json"
+    with pytest.raises(DrarenaError, match=r"gone\.json: cannot read tree file \(No such file"):
+        read_bounded(missing, 10, what="tree file")
+    with pytest.raises(DrarenaError, match=r"^no trees here$"):
+        read_bounded(missing, 10, missing="no trees here")
+    with pytest.raises(DrarenaError, match=rf"{tmp_path.name}: cannot read \(Is a directory\)"):
+        read_bounded(tmp_path, 10, missing="not used: the folder exists")
+
+
+class CountingFile:
+    """A file whose reads are counted: what showing a log's end costs."""
+
+    def __init__(self, f: Any, counted: list[int]) -> None:
+        self.f, self.counted = f, counted
+
+    def __enter__(self) -> CountingFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.f.close()
+
+    def seek(self, *args: int) -> int:
+        return int(self.f.seek(*args))
+
+    def read(self, n: int = -1) -> Any:
+        data = self.f.read(n)
+        self.counted.append(len(data))
+        return data
+
+
+def count_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    counted: list[int] = []
+    real_open = Path.open
+
+    def counting_open(path: Path, *args: Any, **kwargs: Any) -> CountingFile:
+        return CountingFile(real_open(path, *args, **kwargs), counted)
+
+    monkeypatch.setattr(Path, "open", counting_open)
+    return counted
+
+
+LOGS = {
+    "plain": b"".join(b"INFO line %d of the server log\n" % i for i in range(5_000)),
+    "multibyte": ("é€😀 said \u2028 something\r\n" * 5_000).encode(),
+    "bad bytes": b"ok \xff\xfe\x80\x80 \xe2\x82 half \xf0\x9f\x98\n" * 5_000,
+    "no newline at the end": b"a\nb\nc" * 30_000,
+    "one long line": b"y" * 100_000,
+    "short": b"one\ntwo\n",
+    "empty": b"",
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOGS))
+@pytest.mark.parametrize("limit", [1, 5, 64, 1000, 1 << 20])
+def test_read_tail_is_the_whole_texts_end_from_a_line(
+    name: str, limit: int, tmp_path: Path
+) -> None:
+    """The tail is the end of what reading the whole file gives, starting at a line (or the
+    whole file when it fits), and never more than `limit` bytes of it."""
+    data = LOGS[name]
+    log = tmp_path / "server.log"
+    log.write_bytes(data)
+    tail = read_tail(log, limit)
+    if len(data) <= limit:
+        assert tail == data.decode("utf-8", errors="replace")
+        return
+    window = data[-limit:]
+    cut = window.find(b"\n")
+    expected = window[cut + 1 :] if cut >= 0 else b""
+    assert tail == expected.decode("utf-8", errors="replace")
+    assert data.endswith(expected) and len(expected) <= limit
+    # what it shows is a suffix of the whole file's lines: the last line is whole
+    if expected:
+        assert data.decode("utf-8", errors="replace").endswith(tail)
+
+
+def test_read_tail_reads_only_the_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "server.log"
+    with log.open("wb") as f:
+        f.write(LOGS["plain"] * 100)  # ~17 MB
+    counted = count_reads(monkeypatch)
+    assert read_tail(log).endswith("INFO line 4999 of the server log\n")
+    assert sum(counted) == files.TAIL_BYTES
+    assert read_tail(tmp_path / "missing.log") == ""
+
+
+def test_read_tail_of_something_unreadable_is_empty(tmp_path: Path) -> None:
+    assert read_tail(tmp_path) == ""  # a folder
+    if os.geteuid() != 0:  # root reads any file
+        locked = tmp_path / "locked.log"
+        locked.write_text("secret\n")
+        locked.chmod(0)
+        assert read_tail(locked) == ""
