@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import BinaryIO
 
 from drarena.errors import DrarenaError
 
 # How much of a log's end is read to show it (read_tail): a few dozen lines of any server's.
 TAIL_BYTES = 64 << 10
+# read_bounded reads this much at a time, so what it allocates follows the file, not the limit
+READ_CHUNK = 1 << 20
 
 
 def read_bounded(
@@ -25,7 +28,7 @@ def read_bounded(
     line for a file that does not exist)."""
     try:
         with path.open("rb") as f:
-            data = f.read(limit + 1)
+            data = _read_upto(f, limit + 1)
     except FileNotFoundError as exc:
         if missing:
             raise DrarenaError(missing) from None
@@ -36,6 +39,21 @@ def read_bounded(
         why = too_large or "damaged, or not drarena's"
         raise DrarenaError(f"{path}: larger than {limit} bytes ({why})")
     return data
+
+
+def _read_upto(f: BinaryIO, size: int) -> bytes:
+    """At most `size` bytes of `f`, read a chunk at a time. Why not f.read(size): CPython
+    allocates the whole `size` for the result before reading, so a 1 GiB limit cost a 1 GiB
+    allocation for a 2 KB manifest (tests/web/test_web_bombs.py's peak)."""
+    chunks: list[bytes] = []
+    left = size
+    while left > 0:
+        chunk = f.read(min(READ_CHUNK, left))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _cannot(path: Path, what: str, exc: OSError) -> str:

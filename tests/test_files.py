@@ -120,3 +120,27 @@ def test_read_tail_of_something_unreadable_is_empty(tmp_path: Path) -> None:
         locked.write_text("secret\n")
         locked.chmod(0)
         assert read_tail(locked) == ""
+
+
+def test_read_bounded_allocates_what_the_file_holds_not_the_limit(tmp_path: Path) -> None:
+    """Regression: f.read(limit + 1) allocated the whole limit before reading, so a 2 KB
+    snapshot manifest read under its 1 GiB limit cost a 1 GiB allocation (tracemalloc)."""
+    import tracemalloc
+
+    small = tmp_path / "manifest.json"
+    small.write_bytes(b"{}" * 1000)
+    big = tmp_path / "big.bin"
+    big.write_bytes(b"z" * (3 * files.READ_CHUNK + 5))
+    tracemalloc.start()
+    try:
+        assert read_bounded(small, 1 << 30) == b"{}" * 1000
+        small_peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        assert read_bounded(big, 1 << 30) == b"z" * (3 * files.READ_CHUNK + 5)
+        big_peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert small_peak < files.READ_CHUNK + (64 << 10)
+    assert big_peak < 3 * (3 * files.READ_CHUNK + 5)  # the chunks and their join
+    with pytest.raises(DrarenaError, match="larger than"):
+        read_bounded(big, 3 * files.READ_CHUNK)
