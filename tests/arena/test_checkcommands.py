@@ -5,10 +5,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from replay_checks import refused_leaving_folder
 
 from drarena.arena.checkcommands import REPORT_FILE, ROLES_FILE, default_config, run_check
-from drarena.errors import DrarenaError
 from drarena.validity.check import CheckSettings
+
+
+def replay_folder(folder: Path, roles: bytes) -> None:
+    """A check's --out folder as a replay finds it, with `roles` as its roles.json."""
+    (folder / ROLES_FILE).write_bytes(roles)
+    (folder / REPORT_FILE).write_text("{}", encoding="utf-8")
+    (folder / "llm-cache.sqlite").write_bytes(b"")
+
+
+def replay(folder: Path) -> object:
+    config = default_config(Path("snapshots/pydocs"), Path("index"), seed=0)
+    return run_check(config, folder, CheckSettings(pairs=1), replay=True, serve=False)
 
 
 @pytest.mark.parametrize(
@@ -17,15 +29,10 @@ from drarena.validity.check import CheckSettings
 def test_a_replay_with_a_damaged_roles_file_is_one_line(tmp_path: Path, roles: bytes) -> None:
     """`examiner-check --replay` binds the models roles.json recorded: a damaged one is named
     (it was a JSONDecodeError or TypeError traceback), and nothing is written."""
-    (tmp_path / ROLES_FILE).write_bytes(roles)
-    (tmp_path / REPORT_FILE).write_text("{}", encoding="utf-8")
-    (tmp_path / "llm-cache.sqlite").write_bytes(b"")
-    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
-    config = default_config(Path("snapshots/pydocs"), Path("index"), seed=0)
-    with pytest.raises(DrarenaError, match=rf"{ROLES_FILE}: damaged .*without --replay") as err:
-        run_check(config, tmp_path, CheckSettings(pairs=1), replay=True, serve=False)
-    assert "\n" not in str(err.value)
-    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    replay_folder(tmp_path, roles)
+    refused_leaving_folder(
+        tmp_path, lambda: replay(tmp_path), rf"{ROLES_FILE}: damaged .*without --replay"
+    )
 
 
 def test_a_replay_with_a_roles_file_over_the_limit_is_one_line(
@@ -35,16 +42,11 @@ def test_a_replay_with_a_roles_file_over_the_limit_is_one_line(
     naming it, having read only that much, and nothing is written."""
     import drarena.arena.checkcommands as checkcommands
 
-    (tmp_path / ROLES_FILE).write_text('{"padding": "' + "x" * 100 + '"}', encoding="utf-8")
-    (tmp_path / REPORT_FILE).write_text("{}", encoding="utf-8")
-    (tmp_path / "llm-cache.sqlite").write_bytes(b"")
-    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    replay_folder(tmp_path, b'{"padding": "' + b"x" * 100 + b'"}')
     monkeypatch.setattr(checkcommands, "MAX_ROLES_BYTES", 64)
-    config = default_config(Path("snapshots/pydocs"), Path("index"), seed=0)
-    with pytest.raises(DrarenaError, match=rf"{ROLES_FILE}: larger than 64 bytes .*--replay") as e:
-        run_check(config, tmp_path, CheckSettings(pairs=1), replay=True, serve=False)
-    assert "\n" not in str(e.value)
-    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    refused_leaving_folder(
+        tmp_path, lambda: replay(tmp_path), rf"{ROLES_FILE}: larger than 64 bytes .*--replay"
+    )
 
 
 @pytest.mark.parametrize(
