@@ -118,13 +118,12 @@ def read_manifest(folder: Path, model: type[M], strict: bool = True) -> M | None
     if not path.is_file():
         return None
     try:
-        raw = read_bounded(path, MAX_MANIFEST_BYTES)
+        raw = read_bounded(path, MAX_MANIFEST_BYTES, what="index manifest")
+        return model.model_validate_json(raw.decode("utf-8"))
     except DrarenaError:  # larger than the limit, or unreadable: one line naming the file
         if not strict:
             return None
         raise
-    try:
-        return model.model_validate_json(raw.decode("utf-8"))
     except ValueError as exc:  # ValueError: not UTF-8; ValidationError is one
         if not strict:
             return None
