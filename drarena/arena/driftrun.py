@@ -228,7 +228,21 @@ def _saved_or_new(
             raise DrarenaError(
                 f"{out}: no finished drift-run to replay (no {HEADER} or {REPORT_JSON})"
             )
-        return saved, LiveSettings.model_validate(saved["live_settings"])
+        try:  # what a replay reads of it; edited by hand or cut short: one line, no KeyError
+            live = LiveSettings.model_validate(saved["live_settings"])
+            captures = saved["live"]["captures"]
+            if not isinstance(captures, list) or not all(
+                isinstance(c, dict) and isinstance(c.get("path"), str) for c in captures
+            ):
+                raise TypeError("live.captures is not a list of {path}")
+            if not isinstance(saved["bound_roles"], dict | None):
+                raise TypeError("bound_roles is not an object")
+        except (KeyError, TypeError, ValueError) as exc:  # ValidationError is a ValueError
+            what = f"no {exc}" if isinstance(exc, KeyError) else one_line(exc)
+            raise DrarenaError(
+                f"{out / HEADER}: damaged ({what}); run the drift-run again into another --out"
+            ) from None
+        return saved, live
     if (out / REPORT_JSON).is_file():
         raise DrarenaError(
             f"{out / REPORT_JSON} exists: replay it with --replay, or choose another --out"

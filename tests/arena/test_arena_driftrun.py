@@ -196,3 +196,35 @@ def test_drift_run_refuses_what_it_cannot_compare(site: LiveSiteForTests, tmp_pa
     )
     with pytest.raises(DrarenaError, match="a live run; drift-run compares a frozen run"):
         drift_run(live_run.path, tmp_path / "out", serve=False)
+
+
+@pytest.mark.parametrize(
+    ("header", "why"),
+    [
+        ("[]", "list indices must be integers"),
+        ("{}", "no 'live_settings'"),
+        ('{"live_settings": {"bogus": 1}}', "bogus: Extra inputs are not permitted"),
+        ('{"live_settings": {}}', "no 'live'"),
+        ('{"live_settings": {}, "live": {"captures": {}}}', "live.captures is not a list"),
+        ('{"live_settings": {}, "live": {"captures": [{"path": 3}]}}', "live.captures is not"),
+        ('{"live_settings": {}, "live": {"captures": []}}', "no 'bound_roles'"),
+        ('{"live_settings": {}, "live": {"captures": []}, "bound_roles": 5}', "bound_roles is"),
+    ],
+)
+def test_a_damaged_drift_run_header_is_one_line_on_replay(
+    header: str, why: str, tmp_path: Path
+) -> None:
+    """Regression: a replay read the header's live_settings, live.captures and bound_roles
+    unchecked, so a header edited by hand or cut short was a KeyError, TypeError or pydantic
+    ValidationError traceback."""
+    import drarena.arena.driftrun as driftrun
+
+    (tmp_path / driftrun.HEADER).write_text(header, encoding="utf-8")
+    (tmp_path / REPORT_JSON).write_text("{}", encoding="utf-8")
+    with pytest.raises(DrarenaError, match=r"drift-run-header\.json: damaged \(") as err:
+        driftrun._saved_or_new(tmp_path, True, None, None, None)  # type: ignore[arg-type]
+    assert why in str(err.value) and "\n" not in str(err.value)
+    good = '{"live_settings": {}, "live": {"captures": []}, "bound_roles": null}'
+    (tmp_path / driftrun.HEADER).write_text(good, encoding="utf-8")
+    saved, live = driftrun._saved_or_new(tmp_path, True, None, None, None)  # type: ignore[arg-type]
+    assert saved is not None and live.capture_root == Path("snapshots")
