@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from drarena.errors import DrarenaError
+from drarena.quoting import shown
 
 # How much of a log's end is read to show it (read_tail): a few dozen lines of any server's.
 TAIL_BYTES = 64 << 10
@@ -35,6 +36,8 @@ def read_bounded(
         raise DrarenaError(_cannot(path, what, exc)) from None
     except OSError as exc:
         raise DrarenaError(_cannot(path, what, exc)) from None
+    except ValueError as exc:  # a NUL in the path (a user's --prompt, a hand-edited field)
+        raise DrarenaError(f"{shown(str(path), 300)}: cannot read ({exc})") from None
     if len(data) > limit:
         why = too_large or "damaged, or not drarena's"
         raise DrarenaError(f"{path}: larger than {limit} bytes ({why})")

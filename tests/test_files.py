@@ -144,3 +144,10 @@ def test_read_bounded_allocates_what_the_file_holds_not_the_limit(tmp_path: Path
     assert big_peak < 3 * (3 * files.READ_CHUNK + 5)  # the chunks and their join
     with pytest.raises(DrarenaError, match="larger than"):
         read_bounded(big, 3 * files.READ_CHUNK)
+
+
+def test_a_path_with_a_nul_is_one_line(tmp_path: Path) -> None:
+    """Regression: open() raises ValueError ("embedded null byte") for such a path, which got
+    past read_bounded as a traceback (a prompt file given as `--prompt 'a\\x00.txt'`)."""
+    with pytest.raises(DrarenaError, match=r"a\\x00\.txt: cannot read \(embedded null byte\)"):
+        read_bounded(tmp_path / "a\x00.txt", 10)
