@@ -33,11 +33,11 @@ def read_bounded(
     except FileNotFoundError as exc:
         if missing:
             raise DrarenaError(missing) from None
-        raise DrarenaError(_cannot(path, what, exc)) from None
+        raise DrarenaError(_cannot(path, what, exc.strerror or str(exc))) from None
     except OSError as exc:
-        raise DrarenaError(_cannot(path, what, exc)) from None
-    except ValueError as exc:  # a NUL in the path (a user's --prompt, a hand-edited field)
-        raise DrarenaError(f"{shown(str(path), 300)}: cannot read ({exc})") from None
+        raise DrarenaError(_cannot(path, what, exc.strerror or str(exc))) from None
+    except ValueError as exc:  # a NUL or a lone surrogate in the path: open() cannot take it
+        raise DrarenaError(_cannot(path, what, str(exc))) from None
     if len(data) > limit:
         why = too_large or "damaged, or not drarena's"
         raise DrarenaError(f"{path}: larger than {limit} bytes ({why})")
@@ -59,8 +59,9 @@ def _read_upto(f: BinaryIO, size: int) -> bytes:
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def _cannot(path: Path, what: str, exc: OSError) -> str:
-    return f"{path}: cannot read{' ' + what if what else ''} ({exc.strerror or exc})"
+def _cannot(path: Path, what: str, reason: str) -> str:
+    """One line: the path with its unprintable characters escaped (quoting.shown)."""
+    return f"{shown(str(path), 1000)}: cannot read{' ' + what if what else ''} ({reason})"
 
 
 def read_tail(path: Path, limit: int = TAIL_BYTES) -> str:
