@@ -30,11 +30,9 @@ def read_bounded(
     try:
         with path.open("rb") as f:
             data = _read_upto(f, limit + 1)
-    except FileNotFoundError as exc:
-        if missing:
-            raise DrarenaError(missing) from None
-        raise DrarenaError(_cannot(path, what, exc.strerror or str(exc))) from None
     except OSError as exc:
+        if missing and isinstance(exc, FileNotFoundError):
+            raise DrarenaError(missing) from None
         raise DrarenaError(_cannot(path, what, exc.strerror or str(exc))) from None
     except ValueError as exc:  # a NUL or a lone surrogate in the path: open() cannot take it
         raise DrarenaError(_cannot(path, what, str(exc))) from None
@@ -56,7 +54,7 @@ def _read_upto(f: BinaryIO, size: int) -> bytes:
             break
         chunks.append(chunk)
         left -= len(chunk)
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    return b"".join(chunks)  # one chunk: the same object, not a copy
 
 
 def _cannot(path: Path, what: str, reason: str) -> str:
