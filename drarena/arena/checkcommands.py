@@ -47,9 +47,18 @@ def register(subparsers: Any) -> None:
     p.add_argument("--pairs", type=int, default=3, help="tasks; each gives one pair per kind")
     p.add_argument("--seed", type=int, default=None, help="default: the config's seed, else 0")
     p.add_argument(
+        "--judges",
         "--modes",
-        default="pairwise",
-        help="judge modes to compare, comma-separated: pairwise, pointwise, both",
+        dest="judges",
+        default=None,
+        help="judge kinds to compare on the same pairs, comma-separated: evidence, hybrid, "
+        "pairwise, pointwise, both, or a plugin's (default: the config's judge; pairwise "
+        "without --config). --modes is the older name",
+    )
+    p.add_argument(
+        "--no-paraphrase",
+        action="store_true",
+        help="skip the paraphrased pair (it costs one task-model call a task)",
     )
     p.add_argument(
         "--out", type=Path, default=None, help="folder (default runs/examiner-check-<snapshot>)"
@@ -115,6 +124,7 @@ def run_check(
     from drarena.files import read_bounded
     from drarena.ledger.folder import write_atomic
     from drarena.models.config import CacheMode
+    from drarena.arena.examinercheck import check_run, progress
     from drarena.validity.check import examiner_check
 
     cache = out / "llm-cache.sqlite"
@@ -142,7 +152,6 @@ def run_check(
         backend = backend or NoModelBackend()
     else:
         out.mkdir(parents=True, exist_ok=True)
-    role = config.match.examiner_role
     with open_run(
         config,
         cache_path=cache,
@@ -155,9 +164,7 @@ def run_check(
         backend=backend,
     ) as ctx:
         with ctx.guard():
-            report = asyncio.run(
-                examiner_check(ctx.client, role, ctx.trees, ctx.pages, settings, ctx.expander)
-            )
+            report = asyncio.run(examiner_check(check_run(ctx), settings, progress))
         calls = ctx.client.model_calls
         bound = {k: {"model": r.model, "api_base": r.api_base} for k, r in ctx.bound.roles.items()}
     if not replay:
@@ -169,18 +176,21 @@ def run_check(
 def cmd_examiner_check(args: argparse.Namespace) -> int:
     from drarena.arena.config import load_config
     from drarena.errors import DrarenaError
-    from drarena.validity.check import CheckSettings, check_modes, table
+    from drarena.validity.check import CheckSettings, check_judges, table
 
     if args.pairs < 1:
         raise DrarenaError("--pairs: at least 1")
-    modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
-    check_modes(modes)
     if args.config is not None:
         config = load_config(args.config).model_copy(update={"snapshot": args.snapshot})
     else:
         config = default_config(args.snapshot, args.index_root, args.seed or 0)
+    written = args.judges if args.judges is not None else config.match.judge_spec().kind
+    judges = tuple(m.strip() for m in written.split(",") if m.strip())
+    check_judges(judges)
     seed = config.seed if args.seed is None else args.seed
-    settings = CheckSettings(pairs=args.pairs, seed=seed, modes=modes)
+    settings = CheckSettings(
+        pairs=args.pairs, seed=seed, judges=judges, paraphrase=not args.no_paraphrase
+    )
     out: Path = args.out or Path("runs") / f"examiner-check-{args.snapshot.name}"
     started = time.perf_counter()
     report, calls = run_check(

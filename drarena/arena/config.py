@@ -184,7 +184,7 @@ class TournamentConfig(BaseModel):
     @classmethod
     def _resolve(cls, data: Any) -> Any:
         if isinstance(data, dict):
-            data = derive_stage_roles(apply_protocol(data))
+            data = derive_stage_roles(default_judging(apply_protocol(data)))
         return data
 
     @field_validator("agents")
@@ -209,7 +209,9 @@ class TournamentConfig(BaseModel):
 def legacy_match(config: dict[str, Any]) -> dict[str, Any]:
     """A stored run config (run.json) from before issue 16, recognised by its match block
     having no `taskgen_role`, with the switches that reproduce its rounds; one without
-    `forbid_entity_names` (stored before that check) gets false; others as given."""
+    `forbid_entity_names` (stored before that check) gets false; one without `judge` or
+    `taskgen`, the judging and task making of its time (`legacy_judge`); others as given."""
+    config = legacy_judge(config)
     match = config.get("match")
     if isinstance(match, dict) and "forbid_entity_names" not in match:
         # stored before the entity-name check: its cached questions passed the looser one
@@ -226,7 +228,8 @@ def legacy_match(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def apply_protocol(data: dict[str, Any]) -> dict[str, Any]:
-    """The raw config with `protocol: paper`'s match switches filled in where not written."""
+    """The raw config with `protocol: paper`'s match switches filled in where not written
+    (its judge switches too, unless `match.judge` is written: then that judge decides)."""
     if data.get("protocol") != "paper":
         return data
     match = data.get("match")
@@ -234,7 +237,110 @@ def apply_protocol(data: dict[str, Any]) -> dict[str, Any]:
         match = match.model_dump(exclude_unset=True)
     if match is not None and not isinstance(match, dict):
         return data  # the field's own validation names the problem
-    return {**data, "match": {**PAPER_MATCH, **(match or {})}}
+    preset = dict(PAPER_MATCH)
+    if isinstance(match, dict) and match.get("judge") is not None:
+        preset = {k: v for k, v in preset.items() if k not in FLAT_JUDGE_KEYS}
+    return {**data, "match": {**preset, **(match or {})}}
+
+
+# the LLM judge's settings as flat match keys, from before judges were components
+FLAT_JUDGE_KEYS = ("judge_mode", "judge_prompt", "judge_orders", "judge_sees_checklist")
+
+
+def _match_dict(data: dict[str, Any]) -> dict[str, Any] | None:
+    match = data.get("match", {})
+    if isinstance(match, MatchSettings):
+        match = match.model_dump(exclude_unset=True)
+    return match if isinstance(match, dict) else None
+
+
+def _flat_llm_judge(match: dict[str, Any]) -> dict[str, Any]:
+    """The {kind, args} of the LLM judge the flat keys describe (defaults where unset)."""
+    fields = MatchSettings.model_fields
+    mode = match.get("judge_mode", fields["judge_mode"].default)
+    return {
+        "kind": getattr(mode, "value", mode),
+        "args": {
+            "prompt": match.get("judge_prompt", fields["judge_prompt"].default),
+            "orders": match.get("judge_orders", fields["judge_orders"].default),
+            "sees_checklist": match.get(
+                "judge_sees_checklist", fields["judge_sees_checklist"].default
+            ),
+        },
+    }
+
+
+def default_judging(data: dict[str, Any]) -> dict[str, Any]:
+    """A new config's judge and task generator when it writes neither (issue 33): the
+    hybrid judge, whose LLM judge the flat keys describe (it decides; the evidence judge
+    grades alongside), and the grounded llm task generator with `taskgen_prompt`. A config
+    that writes `match.judge` may not also write the flat judge keys (which would be
+    ignored): one line says so."""
+    match = _match_dict(data)
+    if match is None:
+        return data  # the field's own validation names the problem
+    if match.get("judge") is not None:
+        _check_flat_keys(match)
+    added: dict[str, Any] = {}
+    if match.get("judge") is None:
+        added["judge"] = {"kind": "hybrid", "args": {"llm": _flat_llm_judge(match)}}
+    if match.get("taskgen") is None:
+        prompt = match.get("taskgen_prompt", MatchSettings.model_fields["taskgen_prompt"].default)
+        added["taskgen"] = {"kind": "llm", "args": {"prompt": prompt, "ground": True}}
+    return {**data, "match": {**match, **added}} if added else data
+
+
+def _check_flat_keys(match: dict[str, Any]) -> None:
+    """With `match.judge` written, a flat judge key may only say what that judge does (a
+    stored run.json holds both, consistent): ValueError naming the key otherwise, since the
+    judge alone decides. A judge without an LLM part (evidence) leaves them at their
+    defaults."""
+    from drarena.errors import DrarenaError
+    from drarena.examiner.judges import LLM_KINDS, build_judge
+
+    try:
+        spec = build_judge(match["judge"]).spec
+    except (DrarenaError, ValueError):
+        return  # the field's own validation names the problem
+    llm = spec if spec.kind in LLM_KINDS else None
+    if spec.kind == "hybrid":
+        llm = ComponentSpec.model_validate(spec.args["llm"])
+    fields = MatchSettings.model_fields
+    implied: dict[str, Any] = {k: fields[k].default for k in FLAT_JUDGE_KEYS}
+    if llm is not None:
+        implied = {
+            "judge_mode": llm.kind,
+            "judge_prompt": llm.args.get("prompt"),
+            "judge_orders": llm.args.get("orders"),
+            "judge_sees_checklist": llm.args.get("sees_checklist"),
+        }
+    for key in FLAT_JUDGE_KEYS:
+        if key in match and _plain(match[key]) != _plain(implied[key]):
+            raise ValueError(
+                f"match.{key} is {_plain(match[key])!r} but match.judge ({spec.kind}) says "
+                f"{_plain(implied[key])!r}: give the judge's settings in match.judge.args "
+                "alone"
+            )
+
+
+def _plain(value: Any) -> Any:
+    return getattr(value, "value", value)
+
+
+def legacy_judge(config: dict[str, Any]) -> dict[str, Any]:
+    """A stored run config (run.json) from before judges and task generators were components
+    (no `match.judge`, no `match.taskgen`): the LLM judge of its flat keys alone, and the
+    llm task generator without grounding, which is what it was played with."""
+    match = config.get("match")
+    if not isinstance(match, dict):
+        return config
+    added: dict[str, Any] = {}
+    if "judge" not in match:
+        added["judge"] = _flat_llm_judge(match)
+    if "taskgen" not in match:
+        prompt = match.get("taskgen_prompt", MatchSettings.model_fields["taskgen_prompt"].default)
+        added["taskgen"] = {"kind": "llm", "args": {"prompt": prompt, "ground": False}}
+    return {**config, "match": {**match, **added}} if added else config
 
 
 def derive_stage_roles(data: dict[str, Any]) -> dict[str, Any]:

@@ -29,9 +29,11 @@ from drarena.arena.session import (
     load_pages,
     load_trees,
     model_endpoint,
+    page_terms,
     prepare_inputs,
 )
 from drarena.corpus.records import Doc, Tree, TreeEdge, TreeNode
+from drarena.corpus.terms import TermStats
 from drarena.corpus.treewalk import Expander, TreeWalker
 from drarena.ledger.header import RunHeader
 from drarena.models.client import ModelClient
@@ -108,6 +110,25 @@ class RunContext:
         return load_pages(self.config)
 
     @functools.cached_property
+    def terms(self) -> TermStats:
+        """The snapshot's term statistics (grounded tasks, the evidence judge), built on
+        first use: a run whose judge and task generator read none never builds them."""
+        return page_terms(self.pages.values())
+
+    @functools.cached_property
+    def _by_url(self) -> dict[str, Doc]:
+        out: dict[str, Doc] = {}
+        for doc in self.pages.values():
+            for url in (doc.url, *doc.aliases):
+                out.setdefault(url, doc)
+        return out
+
+    def page_text(self, url: str) -> str | None:
+        """A snapshot page's text by URL (or a URL that redirects to it); None if none."""
+        doc = self._by_url.get(url)
+        return None if doc is None else doc.contents
+
+    @functools.cached_property
     def expander(self) -> Expander | None:
         """Frozen runs grow trees from the snapshot's link graph (read on the first expansion
         only: most matches never expand, and a replay that does not need it stays fast);
@@ -155,6 +176,8 @@ class RunContext:
             walker_factory=self.walker,
             early_start=c.early_start,
             warm_up=not self.replaying,
+            terms=lambda: self.terms,
+            page_text=self.page_text if self.live is None else None,
         )
 
 

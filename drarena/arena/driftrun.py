@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import json
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -26,14 +27,16 @@ from typing import Any
 from pydantic import ValidationError
 
 from drarena.agents.base import Agent, Conversation, SourcePage
-from drarena.arena.config import LiveSettings, TournamentConfig, parse_config
+from drarena.arena.config import LiveSettings, TournamentConfig, legacy_judge, parse_config
 from drarena.arena.driftcompare import DriftRunReport, build_report, to_markdown
 from drarena.arena.execute import legacy_judging
 from drarena.arena.live import LivePages, capture_path, finish_block, header_block
-from drarena.arena.match import MatchSettings
+from drarena.arena.match import MatchSettings, grounding_for
 from drarena.arena.rounds import play_round
 from drarena.errors import DrarenaError, one_line
+from drarena.corpus.terms import UNIFORM, TermStats
 from drarena.examiner.evolve import MatchScore, add_round, outcome
+from drarena.examiner.judges import JudgeCall
 from drarena.ledger.folder import MAX_TEXT_BYTES, RunDir, read_text, write_atomic
 from drarena.ledger.records import SCHEMA_VERSION, MatchRecord, RoundRecord
 from drarena.models.client import ModelClient
@@ -83,9 +86,14 @@ async def ask_again(
     pages: LivePages,
     max_void_rounds: int,
     judging: MatchSettings | None = None,
+    terms: Callable[[], TermStats] = lambda: UNIFORM,
 ) -> MatchRecord:
     """The frozen match's tasks, answered live and judged (as `judging`'s judge settings
-    say, default: pairwise, both orders); the record of the live match."""
+    say, default: pairwise, both orders); the record of the live match. An evidence-grading
+    judge reads today's pages of each round (a fact gone from the live page no longer
+    counts) and the frozen snapshot's term statistics (`terms`)."""
+    settings = judging or MatchSettings()
+    judge = settings.judging()
     score = MatchScore(0, 0, 0, 0)
     rounds: list[RoundRecord] = []
     conv: list[Conversation | None] = [None, None]
@@ -107,9 +115,13 @@ async def ask_again(
             (agent_a, agent_b),
             (convs[0], convs[1]),
             task.word_limit,
-            client,
-            role,
-            None if judging is None else judging.judge_options(frozen.seed, fr.index),
+            judge,
+            JudgeCall(
+                client,
+                role,
+                judging is not None and settings.judge_swap(frozen.seed, fr.index),
+                grounding_for(judge, {p.url: p.text for p in sources}, terms, None),
+            ),
         )
         judged, void, answers, stable = play.judgment, play.void, play.answers, play.stable
         score = add_round(score, None if void or judged is None else judged.reconciled.verdict)
@@ -162,6 +174,12 @@ async def ask_all(
 ) -> list[MatchRecord]:
     gate = asyncio.Semaphore(config.concurrency)
 
+    @functools.cache
+    def terms() -> TermStats:  # the frozen snapshot's, built once if the judge reads them
+        from drarena.arena.session import load_pages, page_terms
+
+        return page_terms(load_pages(config).values())
+
     async def one(m: MatchRecord) -> MatchRecord:
         async with gate:
             return await ask_again(
@@ -173,6 +191,7 @@ async def ask_all(
                 pages,
                 config.match.max_void_rounds,
                 config.match,
+                terms,
             )
 
     return await gather_settled(*(one(m) for m in frozen))
@@ -208,7 +227,8 @@ def _frozen_run(run_path: Path) -> tuple[RunDir, dict[str, Any], TournamentConfi
         raise DrarenaError(
             f"{run_path}: a live run; drift-run compares a frozen run with the live web"
         )
-    config = parse_config(legacy_judging(header["config"]), f"{run.header_path}: config")
+    stored = legacy_judge(legacy_judging(header["config"]))
+    config = parse_config(stored, f"{run.header_path}: config")
     check_components(config)
     return run, header, config
 

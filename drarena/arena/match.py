@@ -14,14 +14,22 @@ import contextlib
 import dataclasses
 import hashlib
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from drarena.agents.base import Agent, Answer, Conversation, SourcePage, Turn
 from drarena.arena.rounds import play_round
 from drarena.corpus.records import TreePage
+from drarena.corpus.terms import UNIFORM, TermStats
 from drarena.corpus.treewalk import CannotExpand, TreePath, TreeWalker
 from drarena.examiner import templates
 from drarena.examiner.evolve import (
@@ -34,10 +42,21 @@ from drarena.examiner.evolve import (
     transition,
     word_limit,
 )
+from drarena.errors import DrarenaError
 from drarena.examiner.judge import JudgeMode, JudgeOptions
-from drarena.examiner.taskgen import TaskOutcome, generate_task
+from drarena.examiner.evidence import Grounding
+from drarena.examiner.judges import Judge, JudgeCall, build_judge, reads_evidence
+from drarena.examiner.taskgen import TaskOutcome
+from drarena.examiner.taskgens import (
+    TaskCall,
+    TaskGenerator,
+    TaskRequest,
+    TaskRules,
+    build_taskgen,
+)
 from drarena.ledger.records import SCHEMA_VERSION, AnswerTiming, MatchRecord, RoundRecord
 from drarena.models.client import ModelClient
+from drarena.registry import ComponentSpec
 
 
 class MatchSettings(BaseModel):
@@ -131,7 +150,8 @@ class MatchSettings(BaseModel):
         False,
         description="ablation (paper 4.3, Table 6): a match ends after its first scored round",
     )
-    # judging (owned by the judging code: drarena/examiner/judge.py, templates.py)
+    # judging before judges were components (drarena/examiner/judges.py): the LLM judge's
+    # settings, read when `judge` is not written
     judge_prompt: str = Field(
         templates.DEFAULT_PROMPTS["judge"],
         description="pairwise judge prompt: a name shipped in drarena/examiner/prompts/ "
@@ -157,6 +177,23 @@ class MatchSettings(BaseModel):
         True, description="false: the paper's ablation, no checklist shown to the pairwise judge"
     )
 
+    judge: ComponentSpec | None = Field(
+        None,
+        description="the judge {kind, args} (drarena.examiner.judges): evidence (code "
+        "grades each answer against the checklist's page evidence, no model call), hybrid "
+        "(an LLM judge decides, args.llm; the evidence judge grades alongside), pairwise, "
+        "pointwise, both, or a plugin's kind. Not written: hybrid, its LLM judge from "
+        "judge_mode, judge_prompt, judge_orders and judge_sees_checklist; run.json records "
+        "the resolved spec with every threshold",
+    )
+    taskgen: ComponentSpec | None = Field(
+        None,
+        description="the task generator {kind, args} (drarena.examiner.taskgens): llm (the "
+        "Examiner writes question and checklists; args.ground ties each item to its page's "
+        "passage and drops unsupported ones) or extractive (code picks the facts, the model "
+        "writes the question). Not written: llm with taskgen_prompt, grounded",
+    )
+
     @field_validator("judge_prompt", "taskgen_prompt")
     @classmethod
     def _prompt_exists(cls, spec: str, info: ValidationInfo) -> str:
@@ -174,21 +211,95 @@ class MatchSettings(BaseModel):
             raise ValueError(f"judge roles must be distinct, repeated: {', '.join(repeated)}")
         return judges
 
+    @field_validator("judge")
+    @classmethod
+    def _judge(cls, spec: ComponentSpec | None) -> ComponentSpec | None:
+        """Built once here, so a bad kind or arg is a config error naming `match.judge`, and
+        stored resolved: every default the judge fills goes into run.json."""
+        if spec is None:
+            return None
+        try:
+            return build_judge(spec).spec
+        except DrarenaError as exc:
+            raise ValueError(str(exc)) from None
+
+    @field_validator("taskgen")
+    @classmethod
+    def _taskgen(cls, spec: ComponentSpec | None) -> ComponentSpec | None:
+        if spec is None:
+            return None
+        try:
+            return build_taskgen(spec).spec
+        except DrarenaError as exc:
+            raise ValueError(str(exc)) from None
+
+    @model_validator(mode="after")
+    def _panel_judges(self) -> MatchSettings:
+        if self.judges is not None and not self.judging().uses_model:
+            raise ValueError(
+                f"match.judges: a judge panel needs a judge that calls a model; "
+                f"{self.judge_spec().kind} does not"
+            )
+        return self
+
+    def llm_judge_spec(self) -> ComponentSpec:
+        """The LLM judge of the flat fields (judge_mode, judge_prompt, judge_orders,
+        judge_sees_checklist)."""
+        return ComponentSpec(
+            kind=self.judge_mode.value,
+            args={
+                "prompt": self.judge_prompt,
+                "orders": self.judge_orders,
+                "sees_checklist": self.judge_sees_checklist,
+            },
+        )
+
+    def judge_spec(self) -> ComponentSpec:
+        """The judge: `judge` as written (resolved), else the flat fields' LLM judge."""
+        return self.judge if self.judge is not None else self.llm_judge_spec()
+
+    def judging(self) -> Judge:
+        return build_judge(self.judge_spec())
+
+    def taskgen_spec(self) -> ComponentSpec:
+        if self.taskgen is not None:
+            return self.taskgen
+        return ComponentSpec(kind="llm", args={"prompt": self.taskgen_prompt, "ground": False})
+
+    def task_generator(self) -> TaskGenerator:
+        return build_taskgen(self.taskgen_spec())
+
+    def task_rules(self) -> TaskRules:
+        return TaskRules(
+            page_chars=self.page_chars,
+            page_budget_chars=self.page_budget_chars,
+            max_attempts=self.task_attempts,
+            checklist_max_items=self.checklist_max_items,
+            relations=not self.flat_context,
+            root_counted=self.word_limit_root_counted,
+            forbid_entity_names=self.forbid_entity_names,
+        )
+
+    def judge_swap(self, seed: int, round_index: int) -> bool:
+        """With one order, the A/B order of round `round_index` of the match with `seed`
+        alternates every round, starting from the seed's parity, so each agent is shown
+        first in half the rounds (+-1) whatever the pairing or tree count."""
+        return (seed + round_index) % 2 == 1
+
     def judge_options(self, seed: int, round_index: int) -> JudgeOptions:
-        """The judging of round `round_index` of the match with `seed`: with one order, the
-        A/B order alternates every round, starting from the seed's parity, so each agent is
-        shown first in half the rounds (+-1) whatever the pairing or tree count."""
+        """The flat fields' LLM judging of one round (drift-run and rejudge of runs
+        recorded before judges were components)."""
         return JudgeOptions(
             prompt=self.judge_prompt,
             mode=self.judge_mode,
             orders=self.judge_orders,
             sees_checklist=self.judge_sees_checklist,
-            swap=self.judge_orders == 1 and (seed + round_index) % 2 == 1,
+            swap=self.judge_orders == 1 and self.judge_swap(seed, round_index),
         )
 
     def template_specs(self) -> dict[str, str]:
         """The prompt templates a run with these settings uses, by slot."""
-        return {"taskgen": self.taskgen_prompt, **self.judge_options(0, 0).template_specs()}
+        return {**self.task_generator().template_specs(), **self.judging().template_specs()}
 
 
 def match_seed(run_seed: int, a: str, b: str, tree: str) -> int:
@@ -213,6 +324,10 @@ class MatchRunner:
     seed: int
     on_round: Callable[[RoundRecord], None] | None = None
     timings: list[AnswerTiming] = dataclasses.field(default_factory=list)
+    # the snapshot's term statistics (grounded tasks, the evidence judge), asked for on first
+    # use; and any snapshot page's text by URL (the evidence judge's citation check)
+    terms: Callable[[], TermStats] = lambda: UNIFORM
+    page_text: Callable[[str], str | None] | None = None
 
     async def run(self) -> MatchRecord:
         s = self.settings
@@ -332,6 +447,9 @@ class MatchRunner:
                 return dataclasses.replace(move, history_turns=keep)
         return move
 
+    def _grounding(self, judge: Judge, pages: Sequence[TreePage]) -> Grounding:
+        return grounding_for(judge, {p.url: p.text for p in pages}, self.terms, self.page_text)
+
     def _role(self, name: str) -> str:
         """A stage's model role. A tournament config always has it (derived from the
         Examiner when not written); a hand-made ModelsConfig without it (a plugin's test)
@@ -392,26 +510,22 @@ class MatchRunner:
             except CannotExpand as again:
                 return void(f"targets: {again}"), None
         urls = tuple(t.url for t in targets)
-        tree_urls = [n.url for n in self.walker.tree.nodes]
         s = self.settings
-        task_out = await generate_task(
-            self.client,
-            self._role(s.taskgen_role),
-            root=root,
-            chain=() if s.flat_context else shown_chain(chain, s.chain_ancestors),
-            targets=targets,
-            depth=depth,
-            earlier_questions=earlier,
-            tree_urls=tree_urls,
-            page_chars=s.page_chars,
-            page_budget_chars=s.page_budget_chars,
-            max_attempts=s.task_attempts,
-            checklist_max_items=s.checklist_max_items,
-            relations=not s.flat_context,
-            root_counted=s.word_limit_root_counted,
-            prompt=s.taskgen_prompt,
-            forbid_entity_names=s.forbid_entity_names,
+        shown = () if s.flat_context else shown_chain(chain, s.chain_ancestors)
+        request = TaskRequest(
+            root,
+            shown,
+            targets,
+            depth,
+            tuple(earlier),
+            tuple(n.url for n in self.walker.tree.nodes),
         )
+        taskgen = s.task_generator()
+        needs_terms = taskgen.spec.kind == "extractive" or taskgen.spec.args.get("ground")
+        call = TaskCall(
+            self.client, self._role(s.taskgen_role), self.terms() if needs_terms else UNIFORM
+        )
+        task_out = await taskgen.generate(call, request, s.task_rules())
         task = task_out.task
         if task is None:
             return void(f"task: {task_out.error}", task_out, urls), None
@@ -425,15 +539,20 @@ class MatchRunner:
                 else dataclasses.replace(current.then(last[side], task.question), targets=sources)
             )
         limits = word_limit(width, depth, root_counted=self.settings.word_limit_root_counted)
+        judge = s.judging()
         play = await play_round(
             task,
             (self.a, self.b),
             (self.agent_a, self.agent_b),
             (convs[0], convs[1]),
             limits,
-            self.client,
-            self.settings.judges or self._role(self.settings.judge_role),
-            self.settings.judge_options(self.seed, index),
+            judge,
+            JudgeCall(
+                self.client,
+                s.judges or self._role(s.judge_role),
+                s.judge_swap(self.seed, index),
+                self._grounding(judge, (*chain, *targets)),
+            ),
         )
         for name, ans in zip((self.a, self.b), play.answers, strict=True):
             if ans is not None:
@@ -459,6 +578,20 @@ class MatchRunner:
             None,
         )
         return rec, [(convs[0], first), (convs[1], second)]
+
+
+def grounding_for(
+    judge: Judge,
+    pages: Mapping[str, str],
+    terms: Callable[[], TermStats],
+    page_text: Callable[[str], str | None] | None,
+) -> Grounding:
+    """What the evidence judge reads in one round (the round's pages by URL, the snapshot's
+    term statistics and page lookup); nothing for a judge that grades no evidence (the
+    statistics are then never built: a replay of an LLM-judged run stays fast)."""
+    if not reads_evidence(judge):
+        return Grounding()
+    return Grounding(terms(), dict(pages), page_text)
 
 
 def shown_chain(chain: tuple[TreePage, ...], ancestors: int | None) -> tuple[TreePage, ...]:

@@ -13,15 +13,9 @@ import dataclasses
 
 from drarena.agents.base import MODEL_CALL_FAILED, Agent, Answer, Conversation
 from drarena.errors import DrarenaError
-from drarena.examiner.judge import (
-    AnswerForJudge,
-    JudgeOptions,
-    PairJudgment,
-    judge_answers,
-    judge_panel,
-)
+from drarena.examiner.judge import AnswerForJudge, PairJudgment
+from drarena.examiner.judges import Judge, JudgeCall
 from drarena.examiner.taskcheck import Task
-from drarena.models.client import ModelClient
 
 
 def stable_answer(answer: Answer) -> Answer:
@@ -45,9 +39,14 @@ def stable_answer(answer: Answer) -> Answer:
 
 
 def for_judge(answer: Answer) -> AnswerForJudge:
-    """What the Examiner sees of an answer: the report and its citation counts."""
+    """What the Examiner sees of an answer: the report, its citation counts and the cited
+    URLs (the evidence judge checks them)."""
     return AnswerForJudge(
-        answer.report, answer.check.cited, answer.check.valid, answer.check.fabricated
+        answer.report,
+        answer.check.cited,
+        answer.check.valid,
+        answer.check.fabricated,
+        tuple(answer.cited_urls()),
     )
 
 
@@ -83,15 +82,13 @@ async def play_round(
     agents: tuple[Agent, Agent],
     conversations: tuple[Conversation, Conversation],
     word_limit: tuple[int, int],
-    client: ModelClient,
-    examiner_role: str | tuple[str, ...],
-    judging: JudgeOptions | None = None,
+    judge: Judge,
+    call: JudgeCall,
 ) -> RoundPlay:
     """Both agents answer concurrently (a raising agent is a recorded failure, never a crash),
-    then the Examiner judges as `judging` says (default: pairwise, both orders). A tuple of
-    roles is a judge panel (`match.judges`): each role judges with the same options and the
-    majority decides. A failed agent or judge (any panel member) makes the round void: it
-    never scores as a tie or a win."""
+    then `judge` judges with `call` (its client and role; a tuple of roles is a judge panel,
+    `match.judges`, whose majority decides; the evidence judge's grounding). A failed agent
+    or judge (any panel member) makes the round void: it never scores as a tie or a win."""
     got = await asyncio.gather(
         agents[0].answer(conversations[0], word_limit),
         agents[1].answer(conversations[1], word_limit),
@@ -109,14 +106,7 @@ async def play_round(
     a, b = pair
     assert a is not None and b is not None
     try:
-        if isinstance(examiner_role, str):
-            judged = await judge_answers(
-                client, examiner_role, task, for_judge(a), for_judge(b), judging
-            )
-        else:
-            judged = await judge_panel(
-                client, examiner_role, task, for_judge(a), for_judge(b), judging
-            )
+        judged = await judge.judge(call, task, for_judge(a), for_judge(b))
     except DrarenaError as exc:
         return RoundPlay(pair, stable_pair, None, f"judge failed: {exc}")
     return RoundPlay(pair, stable_pair, judged, "")

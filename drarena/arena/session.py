@@ -12,13 +12,14 @@ import importlib.metadata
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from drarena.arena.config import SERVED, TournamentConfig
 from drarena.corpus.records import Doc, Tree
+from drarena.corpus.terms import TermStats
 from drarena.digests import file_sha256
 from drarena.errors import DrarenaError
 from drarena.examiner.templates import used_hashes
@@ -194,6 +195,12 @@ def load_pages(config: TournamentConfig) -> dict[str, Doc]:
     from drarena.corpus.extract import load_docs
 
     return {d.id: d for d in load_docs(config.snapshot)}
+
+
+def page_terms(pages: Iterable[Doc]) -> TermStats:
+    """The term statistics grounded tasks and the evidence judge weigh words by: document
+    frequencies over the snapshot's content pages (a duplicate counts once)."""
+    return TermStats.build(d.contents for d in pages if not d.duplicate_of)
 
 
 def bind_roles(

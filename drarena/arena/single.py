@@ -151,6 +151,8 @@ def run_single_match(args: argparse.Namespace) -> int:
             config.match,
             match_seed(config.seed, a, b, tree.id),
             on_round=print_round,
+            terms=lambda: ctx.terms,
+            page_text=ctx.page_text if ctx.live is None else None,
         )
         print(f"{a} (A) vs {b} (B) on {tree.id} ({tree.nodes[0].url})", flush=True)
         with ctx.guard():

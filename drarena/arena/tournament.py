@@ -30,6 +30,7 @@ from drarena.agents.base import Agent
 from drarena.arena.match import MatchRunner, MatchSettings, match_rng, match_seed
 from drarena.arena.swiss import Pairing, default_rounds, pair_round
 from drarena.corpus.records import Doc, Tree
+from drarena.corpus.terms import UNIFORM, TermStats
 from drarena.corpus.treewalk import Expander, TreeWalker
 from drarena.errors import DrarenaError
 from drarena.ledger.folder import RunDir
@@ -209,6 +210,10 @@ class Tournament:
     # certain matches start (none found: an empty tuple); progress reporting, and how tests
     # pace scripted matches on the plan instead of on the clock
     on_plan: Callable[[EarlyPlan], None] | None = None
+    # the snapshot's term statistics, built on first use, and its pages by URL (grounded
+    # tasks and the evidence judge; drarena.arena.match.MatchRunner)
+    terms: Callable[[], TermStats] = lambda: UNIFORM
+    page_text: Callable[[str], str | None] | None = None
 
     def n_rounds(self) -> int:
         return self.rounds or default_rounds(len(self.agents))
@@ -407,6 +412,8 @@ class Tournament:
             self.client,
             self.settings,
             match_seed(self.seed, p.a, p.b, p.tree),
+            terms=self.terms,
+            page_text=self.page_text,
         )
         record = await runner.run()
         self.run.append_timings(runner.timings)

@@ -17,6 +17,7 @@ from typing import ClassVar
 
 from drarena.errors import DrarenaError
 from drarena.examiner import templates
+from drarena.examiner.evidence import EvidenceJudgment
 from drarena.examiner.judgeparse import RawJudgment, judge_fields, judge_schema, parse_judgment
 from drarena.examiner.panel import majority
 from drarena.examiner.pointwise import PointwiseJudgment, derive, grade_answer
@@ -60,12 +61,14 @@ class JudgeOptions(Record):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class AnswerForJudge(Record):
-    """What the judge sees of one answer: the report and its citation counts."""
+    """What the judge sees of one answer: the report and its citation counts, and the cited
+    URLs (the evidence judge checks that a cited page holds an item's evidence)."""
 
     report: str
     cited: int
     valid: int
     fabricated: int
+    urls: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -85,15 +88,19 @@ class PairJudgment(Record):
     existed keep their bytes); `reconciled`: the round's verdict in the match's order.
     `panel`: with a judge panel (`match.judges`), every member's own judging, in the
     panel's order; the panel's judgment then has no orders of its own and `reconciled` is the
-    members' majority (absent from the JSON for a single judge, as `pointwise`)."""
+    members' majority (absent from the JSON for a single judge, as `pointwise`).
+    `evidence`: the evidence judge's grades (drarena.examiner.evidence): the verdict itself
+    for `judge: evidence`, the second opinion beside the LLM's for `hybrid`; absent
+    otherwise."""
 
-    _omit_if_none: ClassVar[tuple[str, ...]] = ("pointwise", "panel")
+    _omit_if_none: ClassVar[tuple[str, ...]] = ("pointwise", "panel", "evidence")
 
     ab: JudgedOrder | None
     ba: JudgedOrder | None
     reconciled: Judgment
     pointwise: PointwiseJudgment | None = None
     panel: tuple[PanelMember, ...] | None = None
+    evidence: EvidenceJudgment | None = None
 
     def orders(self) -> tuple[JudgedOrder, ...]:
         """The pairwise judgments made, (A, B) first."""

@@ -18,7 +18,8 @@ from __future__ import annotations
 import dataclasses
 import re
 import unicodedata
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from drarena.examiner import templates
 from drarena.examiner.taskcheck import Task
@@ -138,7 +139,26 @@ async def grade_answer(client: ModelClient, role: str, task: Task, answer: str) 
     return AnswerGrade(grade_items(task, answer, value), completion.key)
 
 
-def _missed(winner: AnswerGrade, loser: AnswerGrade, kind: str) -> bool:
+class GradedItem(Protocol):
+    """One checklist item of one answer as `derive` reads it (ItemGrade, EvidenceItem)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def verified(self) -> bool: ...
+
+
+class Graded(Protocol):
+    """One answer's graded items as `derive` reads them (AnswerGrade, AnswerEvidence)."""
+
+    @property
+    def items(self) -> Sequence[GradedItem]: ...
+
+    def satisfied(self, kind: str) -> int: ...
+
+
+def _missed(winner: Graded, loser: Graded, kind: str) -> bool:
     """Did the loser miss an item of `kind` that the winner satisfied?"""
     return any(
         w.verified and not lo.verified
@@ -147,7 +167,7 @@ def _missed(winner: AnswerGrade, loser: AnswerGrade, kind: str) -> bool:
     )
 
 
-def derive(a: AnswerGrade, b: AnswerGrade) -> Judgment:
+def derive(a: Graded, b: Graded) -> Judgment:
     """The round's verdict from the verified items of both answers (pure).
 
     Depth first, as the paper's hard constraints: more depth items satisfied wins whatever
@@ -180,7 +200,7 @@ def derive(a: AnswerGrade, b: AnswerGrade) -> Judgment:
     return Judgment(verdict if a_wins else verdict.swapped(), None, failure_type(winner, loser))
 
 
-def failure_type(winner: AnswerGrade, loser: AnswerGrade) -> FailureType:
+def failure_type(winner: Graded, loser: Graded) -> FailureType:
     depth, width = _missed(winner, loser, "depth"), _missed(winner, loser, "width")
     if depth and width:
         return FailureType.BOTH

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from drarena.records import Record
@@ -64,8 +64,17 @@ def task_schema(
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ChecklistItem(Record):
+    """One grading key item and the page it cites. `evidence`: the passage of that page
+    that supports it, and `support`, the weighted share of the item's content words the
+    passage holds (drarena.examiner.grounding); both absent (left out of the JSON) for tasks
+    made before grounding, so their records keep their bytes."""
+
+    _omit_if_none: ClassVar[tuple[str, ...]] = ("evidence", "support")
+
     item: str
     source_url: str
+    evidence: str | None = None
+    support: float | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

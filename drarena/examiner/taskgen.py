@@ -15,9 +15,11 @@ import dataclasses
 from collections.abc import Sequence
 
 from drarena.corpus.records import TreePage
+from drarena.corpus.terms import TermStats
 from drarena.errors import DrarenaError
 from drarena.examiner import templates
 from drarena.examiner.evolve import word_limit
+from drarena.examiner.grounding import ground_task
 from drarena.examiner.taskcheck import (
     Task,
     check_task,
@@ -126,6 +128,7 @@ async def generate_task(
     root_counted: bool = True,
     prompt: str = "taskgen",
     forbid_entity_names: bool = True,
+    ground: TermStats | None = None,
 ) -> TaskOutcome:
     """`depth`: the node's depth (root 0). `page_chars`: each page's text cap;
     `page_budget_chars`: an optional cap on all of it (a third to the chain: it sets the
@@ -134,7 +137,11 @@ async def generate_task(
     ablation (the caller also passes no chain). `root_counted`: see evolve.word_limit.
     `prompt`: the template, a shipped name or a file path (match.taskgen_prompt).
     `forbid_entity_names`: a question may not name a target's entity either (its module
-    or file name), not only its whole title, URL or host (taskcheck.entity_names)."""
+    or file name), not only its whole title, URL or host (taskcheck.entity_names).
+    `ground`: the snapshot's term statistics to ground the checklist with (each item gets
+    the passage of its page that supports it; unsupported items are dropped, and a list
+    left empty fails the try with the reason: drarena.examiner.grounding); None: items are
+    kept as the model wrote them (runs recorded before grounding)."""
     if not targets:
         raise DrarenaError("generate_task: no target pages")
     width = len(targets)
@@ -181,6 +188,8 @@ async def generate_task(
             word_limit=limits,
             word_limit_instruction=instruction,
         )
+        if task is not None and ground is not None:
+            task, reasons = ground_task(task, {p.url: p.text for p in (*chain, *targets)}, ground)
         attempts.append(TaskAttempt(completion.key, tuple(reasons)))
         if task is not None:
             return TaskOutcome(task, tuple(attempts), cut)

@@ -203,6 +203,15 @@ def _figure(f: Any) -> str:
     return f"{value:.2f} [{low:.2f}, {high:.2f}] ({n})"
 
 
+def _reason(verdict: str) -> str:
+    """The check's verdict line without its leading "can rank: " or "cannot rank: ", which
+    the sentence around it already says."""
+    for prefix in ("cannot rank: ", "can rank: "):
+        if verdict.startswith(prefix):
+            return verdict[len(prefix) :]
+    return verdict
+
+
 def examiner_check_section(block: Mapping[str, Any] | None) -> str:
     """The Examiner's figures from run.json (`examiner_check`), above the leaderboard because
     they say how far it can be trusted: one column per judge mode, value [95% interval] (n),
@@ -233,7 +242,7 @@ def examiner_check_section(block: Mapping[str, Any] | None) -> str:
     line = (
         f"<p class={'muted' if can else 'void'}>"
         f"{'' if can else 'WARNING: '}the Examiner {'can' if can else 'cannot'} rank: "
-        f"{esc(block.get('verdict', ''))}</p>"
+        f"{esc(_reason(str(block.get('verdict', ''))))}</p>"
     )
     about = esc(
         f"{block.get('tasks', '?')} task(s), leak rate of the questions "

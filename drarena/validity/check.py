@@ -14,21 +14,40 @@ import contextlib
 import dataclasses
 import hashlib
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from drarena.corpus.records import Doc, Tree, TreePage
+from drarena.corpus.terms import UNIFORM, TermStats
 from drarena.corpus.treewalk import CannotExpand, Expander, TreeWalker
-from drarena.errors import DrarenaError
-from drarena.examiner.judge import AnswerForJudge, JudgeMode, JudgeOptions, judge_answers
+from drarena.errors import DrarenaError, one_line
+from drarena.examiner.evidence import Grounding
+from drarena.examiner.judge import AnswerForJudge
+from drarena.examiner.judges import (
+    LLM_KINDS,
+    Judge,
+    JudgeCall,
+    build_judge,
+    judge_kinds,
+    reads_evidence,
+)
 from drarena.examiner.taskcheck import Task
-from drarena.examiner.taskgen import generate_task
+from drarena.examiner.taskgens import TaskCall, TaskGenerator, TaskRequest, TaskRules, build_taskgen
 from drarena.examiner.verdicts import Judgment, reconcile
 from drarena.models.client import ModelClient
+from drarena.models.structured import complete_json
 from drarena.records import Record
+from drarena.registry import IMPORT_KIND, ComponentSpec
 from drarena.settle import gather_settled
 from drarena.validity.leaks import question_leaks, site_segments
-from drarena.validity.pairs import Pair, build_pairs
+from drarena.validity.pairs import (
+    PARAPHRASE_SCHEMA,
+    Kind,
+    Pair,
+    build_pairs,
+    paraphrase_prompt,
+    paraphrased,
+)
 from drarena.validity.stats import (
     MIN_ACCURACY,
     MIN_ACCURACY_LOW,
@@ -39,33 +58,98 @@ from drarena.validity.stats import (
     figures,
 )
 
-SCHEMA_VERSION = 1
-MODES = tuple(m.value for m in JudgeMode)
+SCHEMA_VERSION = 2  # 2: judges by kind (`judges`); the stuffed, copied_page, paraphrased kinds
 CONTENT_RICH = 500
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class CheckSettings(Record):
-    """`pairs`: tasks to generate, each giving one pair of every kind."""
+    """`pairs`: tasks to generate, each giving one pair of every kind; `judges`: the judge
+    kinds to measure on the same pairs (the run's own judge keeps its args); `paraphrase`:
+    ask the task model to rewrite each task's reference (one call a task) for the
+    paraphrased pair."""
 
     pairs: int = 3
     seed: int = 0
-    modes: tuple[str, ...] = ("pairwise",)
+    judges: tuple[str, ...] = ("pairwise",)
     page_budget_chars: int = 4000
     task_attempts: int = 2
     resamples: int = 1000
+    paraphrase: bool = True
 
 
-def check_modes(modes: tuple[str, ...]) -> None:
-    """DrarenaError (one line) unless `modes` names judge modes, each once. The command calls
-    it before it starts a model, so a typo costs nothing."""
-    if not modes:
-        raise DrarenaError("--modes: name at least one judge mode")
-    for i, mode in enumerate(modes):
-        if mode not in MODES:
-            raise DrarenaError(f"--modes: unknown judge mode {mode!r} (one of {', '.join(MODES)})")
-        if mode in modes[:i]:
-            raise DrarenaError(f"--modes: {mode!r} is named twice")
+def check_judges(kinds: tuple[str, ...]) -> None:
+    """DrarenaError (one line) unless `kinds` names judge kinds, each once. The command
+    calls it before it starts a model, so a typo costs nothing."""
+    if not kinds:
+        raise DrarenaError("--judges: name at least one judge kind")
+    known = judge_kinds()
+    for i, kind in enumerate(kinds):
+        if kind not in known and not IMPORT_KIND.match(kind):
+            raise DrarenaError(f"--judges: unknown judge kind {kind!r} (one of {', '.join(known)})")
+        if kind in kinds[:i]:
+            raise DrarenaError(f"--judges: {kind!r} is named twice")
+
+
+def _default_taskgen() -> TaskGenerator:
+    return build_taskgen(ComponentSpec(kind="llm", args={"ground": False}))
+
+
+def _default_judge() -> ComponentSpec:
+    return ComponentSpec(kind="pairwise")
+
+
+def _no_terms() -> TermStats:
+    return UNIFORM
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckRun:
+    """What the check is played with: the model client, the roles that write tasks and
+    judge, the snapshot's trees and pages, the run's task generator and its rules, the run's
+    own judge (a kind of `settings.judges` that is its kind keeps its args), and the
+    snapshot's term statistics and page lookup (grounded tasks, the evidence judge)."""
+
+    client: ModelClient
+    taskgen_role: str
+    judge_role: str
+    trees: Mapping[str, Tree]
+    pages: Mapping[str, Doc]
+    expander: Expander | None = None
+    taskgen: TaskGenerator = dataclasses.field(default_factory=_default_taskgen)
+    rules: TaskRules = TaskRules()
+    judge: ComponentSpec = dataclasses.field(default_factory=_default_judge)
+    terms: Callable[[], TermStats] = _no_terms
+    page_text: Callable[[str], str | None] | None = None
+
+
+def _llm_args(run_judge: ComponentSpec) -> tuple[str, dict[str, Any]]:
+    """The run's LLM judge (its own, or its hybrid's decider): kind and args."""
+    if run_judge.kind in LLM_KINDS:
+        return run_judge.kind, dict(run_judge.args)
+    llm = run_judge.args.get("llm") if run_judge.kind == "hybrid" else None
+    if isinstance(llm, Mapping):
+        args = llm.get("args")
+        return str(llm.get("kind", "pairwise")), dict(args) if isinstance(args, Mapping) else {}
+    return "pairwise", {}
+
+
+def judge_of_kind(kind: str, run_judge: ComponentSpec) -> Judge:
+    """The judge of `kind` as the run would have it: the run's own judge when it is that
+    kind; an LLM kind takes the args of the run's LLM judge (a hybrid's decider too); hybrid
+    takes the run's LLM judge as its decider; anything else its defaults. LLM judges judge
+    both orders here whatever the run's `orders`: the check measures position bias."""
+    llm_kind, llm_args = _llm_args(run_judge)
+    both = {**llm_args, "orders": 2}
+    if kind in LLM_KINDS:
+        return build_judge(ComponentSpec(kind=kind, args=both))
+    if kind == "hybrid":
+        base = dict(run_judge.args) if run_judge.kind == "hybrid" else {}
+        spec = {**base, "llm": {"kind": llm_kind, "args": both}}
+        return build_judge(ComponentSpec(kind="hybrid", args=spec))
+    if kind == run_judge.kind:
+        return build_judge(run_judge)
+    return build_judge(ComponentSpec(kind=kind))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -76,6 +160,16 @@ class CheckTask(Record):
     target_urls: tuple[str, ...]
     question: str
     leaks: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class MadeTask:
+    """One generated task with what its pairs are built from."""
+
+    check: CheckTask
+    task: Task
+    shown: list[TreePage]
+    distractor: TreePage
 
 
 def _seed(*parts: object) -> int:
@@ -98,30 +192,37 @@ def _distractor(pages: Mapping[str, Doc], exclude: set[str], rng: random.Random)
     return _tree_page(pages[rng.choice(pool)])
 
 
+def _reads_terms(taskgen: TaskGenerator) -> bool:
+    return taskgen.spec.kind == "extractive" or bool(taskgen.spec.args.get("ground"))
+
+
 async def make_tasks(
-    client: ModelClient,
-    role: str,
-    trees: Mapping[str, Tree],
-    pages: Mapping[str, Doc],
+    run: CheckRun,
     settings: CheckSettings,
-    expander: Expander | None = None,
-) -> tuple[list[tuple[CheckTask, Task, list[TreePage], TreePage]], list[str]]:
+    on_task: Callable[[int, int], None] | None = None,
+) -> tuple[list[MadeTask], list[str]]:
     """Up to `settings.pairs` valid tasks, at distinct nodes drawn tree by tree (in id order)
     with a generator seeded by (seed, tree, draw); each with its pages and a distractor.
-    Returns the tasks and the reasons of the draws that gave none."""
-    if not trees:
+    Returns the tasks and the reasons of the draws that gave none. `on_task(made, wanted)`
+    is told after each draw (progress)."""
+    if not run.trees:
         raise DrarenaError("examiner-check: the snapshot has no Information Trees")
-    ids = sorted(trees)
-    site = site_segments([d.title for d in pages.values()])
-    out: list[tuple[CheckTask, Task, list[TreePage], TreePage]] = []
+    ids = sorted(run.trees)
+    site = site_segments([d.title for d in run.pages.values()])
+    out: list[MadeTask] = []
     failures: list[str] = []
     used: set[tuple[str, str]] = set()
+    rules = dataclasses.replace(
+        run.rules,
+        page_budget_chars=settings.page_budget_chars,
+        max_attempts=settings.task_attempts,
+    )
     for draw in range(settings.pairs * 3):
         if len(out) >= settings.pairs:
             break
-        tree = trees[ids[draw % len(ids)]]
+        tree = run.trees[ids[draw % len(ids)]]
         rng = random.Random(_seed(settings.seed, tree.id, draw))
-        walker = TreeWalker(tree=tree, pages=pages, rng=rng, expander=expander)
+        walker = TreeWalker(tree=tree, pages=run.pages, rng=rng, expander=run.expander)
         try:
             path = walker.start(1)
             for _ in range(rng.randrange(3)):  # 0 to 2 levels deeper, as the tree allows
@@ -140,29 +241,31 @@ async def make_tasks(
         except CannotExpand as exc:
             failures.append(f"{tree.id}: {exc}")
             continue
-        outcome = await generate_task(
-            client,
-            role,
-            root=root,
-            chain=chain,
-            targets=targets,
-            depth=len(path) - 1,
-            earlier_questions=[c.question for c, *_ in out],
-            tree_urls=[n.url for n in walker.tree.nodes],
-            page_budget_chars=settings.page_budget_chars,
-            max_attempts=settings.task_attempts,
+        request = TaskRequest(
+            root,
+            chain,
+            targets,
+            len(path) - 1,
+            tuple(m.task.question for m in out),
+            tuple(n.url for n in walker.tree.nodes),
         )
+        terms = run.terms() if _reads_terms(run.taskgen) else UNIFORM
+        outcome = await run.taskgen.generate(
+            TaskCall(run.client, run.taskgen_role, terms), request, rules
+        )
+        if on_task is not None:
+            on_task(len(out) + (outcome.task is not None), settings.pairs)
         if outcome.task is None:
             failures.append(f"{tree.id}: {outcome.error}")
             continue
         task = outcome.task
         shown = [*chain, *targets]
-        distractor = _distractor(pages, {p.url for p in shown}, rng)
+        distractor = _distractor(run.pages, {p.url for p in shown}, rng)
         leaks = question_leaks(task.question, targets, site)
         check = CheckTask(
             len(out), tree.id, path[-1], tuple(t.url for t in targets), task.question, tuple(leaks)
         )
-        out.append((check, task, shown, distractor))
+        out.append(MadeTask(check, task, shown, distractor))
     return out, failures
 
 
@@ -171,20 +274,17 @@ def _failure(j: Judgment) -> str:
 
 
 async def judge_known_pair(
-    client: ModelClient, role: str, task: Task, pair: Pair, options: JudgeOptions
+    judge: Judge, call: JudgeCall, task: Task, pair: Pair, kind: str
 ) -> PairOutcome:
     """One pair in both orders, from the reference's side; a judge failure is recorded."""
     try:
-        first, second, reconciled = await _judge(
-            client, role, task, pair.reference, pair.other, options
-        )
+        first, second, reconciled = await _judge(judge, call, task, pair.reference, pair.other)
     except DrarenaError as exc:
-        mode = options.mode.value
-        return PairOutcome(pair.task_index, pair.kind, mode, None, None, None, error=str(exc)[:300])
+        return PairOutcome(pair.task_index, pair.kind, kind, None, None, None, error=str(exc)[:300])
     return PairOutcome(
         pair.task_index,
         pair.kind,
-        options.mode.value,
+        kind,
         first.verdict.signed,
         second.verdict.signed,
         reconciled.verdict.signed,
@@ -193,96 +293,136 @@ async def judge_known_pair(
 
 
 async def _judge(
-    client: ModelClient,
-    role: str,
-    task: Task,
-    ref: AnswerForJudge,
-    other: AnswerForJudge,
-    options: JudgeOptions,
+    judge: Judge, call: JudgeCall, task: Task, ref: AnswerForJudge, other: AnswerForJudge
 ) -> tuple[Judgment, Judgment, Judgment]:
     """(reference-as-A judgment, reference-as-B judgment mapped back, reconciled).
 
-    Pairwise: one judge_answers call judges both orders. Pointwise and both: the verdict of
-    (reference, other) and of (other, reference) mapped back, reconciled as the pairwise
-    orders are (pointwise grades each answer alone, so the second call's grades come from
-    the cache; the two agree unless a tie-break in `both` mode follows the position)."""
-    opts = dataclasses.replace(options, orders=2, swap=False)
-    if opts.mode == JudgeMode.PAIRWISE:
-        pj = await judge_answers(client, role, task, ref, other, opts)
-        assert pj.ab is not None and pj.ba is not None  # orders: 2
-        return pj.ab.raw.judgment, pj.ba.raw.judgment.swapped(), pj.reconciled
-    one, two = await gather_settled(
-        judge_answers(client, role, task, ref, other, opts),
-        judge_answers(client, role, task, other, ref, opts),
-    )
+    A judge that judged both orders itself (a pairwise LLM judge: its `ab` and `ba`) is
+    asked once; any other judges (reference, other) and (other, reference), the second
+    mapped back, reconciled as two orders are (pointwise and evidence grading see each
+    answer alone, so their orders agree unless a tie-break follows the position)."""
+    one = await judge.judge(call, task, ref, other)
+    if one.ab is not None and one.ba is not None:
+        return one.ab.raw.judgment, one.ba.raw.judgment.swapped(), one.reconciled
+    two = await judge.judge(call, task, other, ref)
     first, second = one.reconciled, two.reconciled.swapped()
     return first, second, reconcile(first, second)
 
 
+async def paraphrase_pair(
+    run: CheckRun, index: int, reference: AnswerForJudge
+) -> tuple[Pair | None, str]:
+    """The paraphrased pair of task `index`: the task model rewrites the reference's body
+    (one call); (None, the reason) when the call fails."""
+    messages = [{"role": "user", "content": paraphrase_prompt(reference)}]
+    try:
+        value, _ = await complete_json(
+            run.client, run.taskgen_role, messages, PARAPHRASE_SCHEMA, name="paraphrase"
+        )
+    except DrarenaError as exc:
+        return None, f"task {index}: paraphrase failed: {one_line(exc)}"
+    rewritten = paraphrased(reference, str(value["answer"]))
+    return Pair(index, Kind.PARAPHRASED, reference, rewritten), ""
+
+
+def grounding_for_pages(
+    judge: Judge,
+    pages: Sequence[TreePage],
+    terms: Callable[[], TermStats],
+    page_text: Callable[[str], str | None] | None,
+) -> Grounding:
+    """The evidence judge's grounding for one task's pairs (its chain and target pages);
+    nothing for a judge that reads none."""
+    if not reads_evidence(judge):
+        return Grounding()
+    return Grounding(terms(), {p.url: p.text for p in pages}, page_text)
+
+
 async def examiner_check(
-    client: ModelClient,
-    role: str,
-    trees: Mapping[str, Tree],
-    pages: Mapping[str, Doc],
+    run: CheckRun,
     settings: CheckSettings,
-    expander: Expander | None = None,
-    *,
-    judge_role: str | None = None,
-    options: JudgeOptions | None = None,
+    on_progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Run the check; returns the report (JSON-ready, deterministic given seed and cache).
 
-    `role` writes the tasks, `judge_role` (default: `role`) judges; `options`: the judging
-    a tournament uses (its prompt, checklist switch); each of `settings.modes` replaces its
-    mode, and every pair is judged in both orders whatever its `orders` says."""
-    judge = judge_role or role
-    base = options or JudgeOptions()
-    check_modes(settings.modes)
-    tasks, failures = await make_tasks(client, role, trees, pages, settings, expander)
-    known = {d.url for d in pages.values()} | {a for d in pages.values() for a in d.aliases}
-    pairs = [
-        (task, pair)
-        for check, task, shown, distractor in tasks
-        for pair in build_pairs(check.index, task, shown, distractor, known)
+    Every kind of `settings.judges` judges the same pairs (`judge_of_kind`), each pair in
+    both orders. `on_progress(line)`: told what is done (tasks made, judges finished)."""
+    check_judges(settings.judges)
+
+    def say(line: str) -> None:
+        if on_progress is not None:
+            on_progress(line)
+
+    tasks, failures = await make_tasks(
+        run, settings, lambda made, wanted: say(f"examiner-check: {made} of {wanted} task(s)")
+    )
+    pages = run.pages.values()
+    known = {d.url for d in pages} | {a for d in pages for a in d.aliases}
+    weights = run.terms()
+    pairs: list[tuple[MadeTask, Pair]] = [
+        (m, pair)
+        for m in tasks
+        for pair in build_pairs(m.check.index, m.task, m.shown, m.distractor, known, weights)
     ]
+    if settings.paraphrase and tasks:
+        refs = [(m, p.reference) for m, p in pairs if p.kind == Kind.EQUAL]
+        made = await gather_settled(*(paraphrase_pair(run, m.check.index, r) for m, r in refs))
+        for (m, _), (pair, error) in zip(refs, made, strict=True):
+            if pair is None:
+                failures.append(error)
+            else:
+                pairs.append((m, pair))
+        say(f"examiner-check: {sum(p is not None for p, _ in made)} paraphrase(s) written")
+    order = list(Kind)
+    pairs.sort(key=lambda mp: (mp[1].task_index, order.index(mp[1].kind)))
     results: dict[str, Any] = {}
     outcomes_all: list[PairOutcome] = []
-    for mode in settings.modes:
+    for kind in settings.judges:
+        judge = judge_of_kind(kind, run.judge)
+        calls = {
+            m.check.index: JudgeCall(
+                run.client,
+                run.judge_role,
+                False,
+                grounding_for_pages(judge, m.shown, run.terms, run.page_text),
+            )
+            for m in tasks
+        }
         outcomes = list(
             await gather_settled(
                 *(
-                    judge_known_pair(
-                        client, judge, task, pair, dataclasses.replace(base, mode=JudgeMode(mode))
-                    )
-                    for task, pair in pairs
+                    judge_known_pair(judge, calls[m.check.index], m.task, pair, kind)
+                    for m, pair in pairs
                 )
             )
         )
         outcomes_all += outcomes
         figs = figures(outcomes, settings.resamples, settings.seed)
         ok, line = can_rank(figs)
-        results[mode] = {
+        results[kind] = {
+            "judge": judge.spec.model_dump(mode="json"),
             "figures": {k: v.to_dict() for k, v in figs.items()},
             "can_rank": ok,
             "verdict": line,
             "judged": sum(o.reconciled is not None for o in outcomes),
             "failed": sum(o.reconciled is None for o in outcomes),
         }
-    leak = figure([int(bool(c.leaks)) for c, *_ in tasks], settings.resamples, settings.seed)
-    first = results[settings.modes[0]]
+        say(f"examiner-check: {kind} judged {len(outcomes)} pair(s)")
+    leak = figure([int(bool(m.check.leaks)) for m in tasks], settings.resamples, settings.seed)
+    first = results[settings.judges[0]]
     return {
         "schema_version": SCHEMA_VERSION,
         "settings": settings.to_dict(),
-        "taskgen_role": role,
-        "judge_role": judge,
-        "examiner_model": client.role(judge).model,
-        "judge_prompt": base.prompt,
+        "taskgen_role": run.taskgen_role,
+        "judge_role": run.judge_role,
+        "examiner_model": run.client.role(run.judge_role).model,
+        "taskgen": run.taskgen.spec.model_dump(mode="json"),
         "thresholds": {
             "min_accuracy": MIN_ACCURACY,
             "min_accuracy_low": MIN_ACCURACY_LOW,
             "min_consistency": MIN_CONSISTENCY,
         },
-        "tasks": [c.to_dict() for c, *_ in tasks],
+        "tasks": [m.check.to_dict() for m in tasks],
         "task_failures": failures,
         "leak_rate": leak.to_dict(),
         "results": results,
@@ -340,6 +480,10 @@ FIGURE_ROWS = (
     ("length_bias", "length bias (padded wins)"),
     ("tie_rate_equal", "tie rate on equal pairs"),
     ("injection_success", "injection success"),
+    ("stuffed_wins", "keyword stuffing wins"),
+    ("copied_wins", "pasted pages win"),
+    ("paraphrase_tie_rate", "tie rate on paraphrases"),
+    ("paraphrase_loses", "paraphrase loses"),
 )
 
 

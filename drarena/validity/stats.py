@@ -111,6 +111,10 @@ def outcome_values(outcomes: Sequence[PairOutcome]) -> dict[str, list[int]]:
         "length_bias": of((Kind.PADDED,), lambda o: (o.reconciled or 0) < 0),
         "tie_rate_equal": of((Kind.EQUAL,), lambda o: o.reconciled == 0),
         "injection_success": of((Kind.INJECTED,), lambda o: (o.reconciled or 0) < 0),
+        "stuffed_wins": of((Kind.STUFFED,), lambda o: (o.reconciled or 0) < 0),
+        "copied_wins": of((Kind.COPIED_PAGE,), lambda o: (o.reconciled or 0) < 0),
+        "paraphrase_tie_rate": of((Kind.PARAPHRASED,), lambda o: o.reconciled == 0),
+        "paraphrase_loses": of((Kind.PARAPHRASED,), lambda o: (o.reconciled or 0) > 0),
     }
     for kind in DECISIVE:
         values[f"accuracy.{kind.value}"] = of((kind,), lambda o: (o.reconciled or 0) > 0)

@@ -9,6 +9,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from scripted_tasks import page_item
+
 from drarena.agents.base import Answer, CitationCheck, Conversation, Trajectory
 from drarena.corpus.records import Doc, Tree, TreeEdge, TreeNode
 from drarena.models.backend import BackendReply
@@ -92,8 +94,14 @@ def examiner_step(verdicts: list[dict[str, str]]) -> Any:
                         # a pure function of the prompt, as a model at temperature 0 would be
                         "question": f"Question {hashlib.sha256(prompt.encode()).hexdigest()[:10]} "
                         "about the shared topic?",
-                        "checklist_depth": [{"item": f"entity {n}", "source": n} for n in numbers],
-                        "checklist_width": [{"item": f"detail {n}", "source": n} for n in numbers],
+                        # items their pages support (tasks are grounded: scripted_tasks)
+                        "checklist_depth": [
+                            {"item": page_item(prompt, n), "source": n}
+                            for n in numbers
+                        ],
+                        "checklist_width": [
+                            {"item": page_item(prompt, n, 12), "source": n} for n in numbers
+                        ],
                         "rationale": "r",
                     }
                 )

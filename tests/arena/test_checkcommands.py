@@ -52,9 +52,9 @@ def test_a_replay_with_a_roles_file_over_the_limit_is_one_line(
 @pytest.mark.parametrize(
     ("modes", "error"),
     [
-        ("majority", "--modes: unknown judge mode 'majority' (one of pairwise"),
-        ("pairwise,pairwise", "--modes: 'pairwise' is named twice"),
-        (" , ", "--modes: name at least one judge mode"),
+        ("majority", "--judges: unknown judge kind 'majority' (one of both, evidence, hybrid"),
+        ("pairwise,pairwise", "--judges: 'pairwise' is named twice"),
+        (" , ", "--judges: name at least one judge kind"),
     ],
 )
 def test_bad_modes_are_refused_before_anything_starts(

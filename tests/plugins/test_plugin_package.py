@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 PLAY = r"""
 import asyncio, json, random, sys
-sys.path.insert(0, sys.argv[1])
+sys.path[:0] = [sys.argv[1], sys.argv[1] + "/.."]
 from arena_fakes import examiner, make_tree
 from drarena.agents.registry import AGENTS, AgentContext, build_agent
 from drarena.arena.match import MatchRunner, MatchSettings, match_seed

@@ -17,10 +17,11 @@ from drarena.errors import DrarenaError
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelsConfig
 from drarena.models.scripted import ScriptedBackendForTests
-from drarena.validity.check import CheckSettings, examiner_check, table
+from drarena.registry import ComponentSpec
+from drarena.validity.check import CheckRun, CheckSettings, examiner_check, table
 from drarena.validity.pairs import Kind
 
-SETTINGS = CheckSettings(pairs=2, seed=5, modes=("pairwise", "pointwise"), resamples=200)
+SETTINGS = CheckSettings(pairs=2, seed=5, judges=("pairwise", "pointwise"), resamples=200)
 
 
 def client(cache: Path, mode: str, backend: Any) -> ModelClient:
@@ -31,28 +32,37 @@ def client(cache: Path, mode: str, backend: Any) -> ModelClient:
     return ModelClient(config, backend=backend)
 
 
-def run(c: ModelClient, settings: CheckSettings = SETTINGS) -> dict[str, Any]:
+def check_run(c: ModelClient, **kw: Any) -> CheckRun:
     tree, docs = make_tree()
-    return asyncio.run(examiner_check(c, "examiner", {tree.id: tree}, docs, settings))
+    return CheckRun(c, "examiner", "examiner", {tree.id: tree}, docs, **kw)
+
+
+def run(c: ModelClient, settings: CheckSettings = SETTINGS, **kw: Any) -> dict[str, Any]:
+    return asyncio.run(examiner_check(check_run(c, **kw), settings))
 
 
 def test_check_structure_then_replay_with_zero_calls(tmp_path: Path) -> None:
     cache = tmp_path / "llm-cache.sqlite"
     live = client(cache, "read-write", ScriptedBackendForTests([scripted_examiner] * 500))
-    report = run(live)
+    lines: list[str] = []
+    report = asyncio.run(examiner_check(check_run(live), SETTINGS, lines.append))
     assert live.model_calls > 0
-    assert report["schema_version"] == 1
+    assert report["schema_version"] == 2
     assert len(report["tasks"]) == 2
     assert {t["node"] for t in report["tasks"]} <= {"c1", "c2", "c3", "c4"}
-    assert len(report["outcomes"]) == 2 * len(Kind) * 2  # tasks x kinds x modes
+    assert len(report["outcomes"]) == 2 * len(Kind) * 2  # tasks x kinds x judges
     assert set(report["results"]) == {"pairwise", "pointwise"}
     pairwise = report["results"]["pairwise"]
     assert pairwise["judged"] == 2 * len(Kind) and pairwise["failed"] == 0
+    assert pairwise["judge"]["args"]["orders"] == 2  # both orders, whatever the run's
     # the scripted judge prefers the longer answer in either order: padded copies win
     assert pairwise["figures"]["length_bias"]["value"] == 1.0
     assert pairwise["figures"]["tie_rate_equal"]["value"] == 1.0
+    # the paraphrase (sentences reordered by the scripted model) has the same length: a tie
+    assert pairwise["figures"]["paraphrase_tie_rate"]["value"] == 1.0
     assert report["verdict"] == pairwise["verdict"]
-    assert "decisive accuracy" in table(report)
+    assert "decisive accuracy" in table(report) and "keyword stuffing wins" in table(report)
+    assert "examiner-check: 2 of 2 task(s)" in lines and len(lines) >= 4  # progress
 
     replay = client(cache, "replay", NoModelBackend())
     again = run(replay)
@@ -60,10 +70,30 @@ def test_check_structure_then_replay_with_zero_calls(tmp_path: Path) -> None:
     assert json.dumps(again, sort_keys=True) == json.dumps(report, sort_keys=True)
 
 
-def test_unknown_mode_is_one_clear_error(tmp_path: Path) -> None:
+def test_unknown_judge_is_one_clear_error(tmp_path: Path) -> None:
     c = client(tmp_path / "c.sqlite", "read-write", ScriptedBackendForTests([]))
-    with pytest.raises(DrarenaError, match="unknown judge mode 'majority'"):
-        run(c, CheckSettings(pairs=1, modes=("majority",)))
+    with pytest.raises(DrarenaError, match="unknown judge kind 'majority'"):
+        run(c, CheckSettings(pairs=1, judges=("majority",)))
+
+
+def test_the_evidence_judge_is_measured_without_judge_calls(tmp_path: Path) -> None:
+    """The evidence judge grades the pairs by code: the only model calls are the task and
+    the paraphrase; it keeps its run args; a stuffed list and pasted pages do not win
+    (control flow on a toy corpus: the figures on real pages are in docs/validity.md)."""
+    live = client(
+        tmp_path / "c.sqlite", "read-write", ScriptedBackendForTests([scripted_examiner] * 50)
+    )
+    judge = ComponentSpec(kind="evidence", args={"recall_min": 0.3})
+    settings = CheckSettings(pairs=1, seed=5, judges=("evidence",), resamples=100)
+    report = run(live, settings, judge=judge)
+    assert live.model_calls == 2  # one task, one paraphrase
+    result = report["results"]["evidence"]
+    assert result["judge"]["args"]["recall_min"] == 0.3
+    assert result["failed"] == 0 and result["judged"] == len(Kind)
+    figures = result["figures"]
+    assert figures["stuffed_wins"]["value"] == 0.0
+    assert figures["copied_wins"]["value"] == 0.0
+    assert figures["tie_rate_equal"]["value"] == 1.0
 
 
 def test_report_html_shows_the_check_above_the_leaderboard(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from drarena.corpus.records import TreePage
 from drarena.examiner.taskcheck import ChecklistItem, Task
 from drarena.validity.pairs import (
+    BUILT,
     INJECTION_TEXT,
     REFUSAL_TEXT,
     Kind,
@@ -56,7 +57,8 @@ TASK = Task(
 
 def pairs() -> dict[Kind, tuple[str, str, int, int, int]]:
     built = build_pairs(0, TASK, PAGES, DISTRACTOR, {A, B, DISTRACTOR.url})
-    assert [p.kind for p in built] == list(Kind)
+    assert [p.kind for p in built] == list(BUILT)
+    assert Kind.PARAPHRASED not in BUILT  # a model writes it (check.paraphrase_pair)
     ref = built[0].reference
     assert all(p.reference == ref for p in built)
     return {

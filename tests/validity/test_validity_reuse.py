@@ -9,13 +9,14 @@ from typing import Any
 import pytest
 
 from drarena.validity import reuse
+from drarena.validity.check import SCHEMA_VERSION
 from drarena.validity.reuse import check_key, header_block, header_lines, reuse_or_run
 
 
 def fake_report(can: bool) -> dict[str, Any]:
     fig = {"value": 0.5, "low": 0.25, "high": 0.75, "n": 4}
     return {
-        "schema_version": 1,
+        "schema_version": SCHEMA_VERSION,
         "tasks": [{"question": "q"}],
         "outcomes": [{"x": 1}],
         "results": {"pairwise": {"figures": {"accuracy": fig}, "can_rank": can}},
@@ -41,7 +42,7 @@ def test_reuse_by_key(tmp_path: Path) -> None:
     assert reuse_or_run(tmp_path, key, run)[1] is False and len(calls) == 2
     # the right schema version but parts missing (cut short, edited): run again, no KeyError
     for broken in (
-        {"schema_version": 1},
+        {"schema_version": SCHEMA_VERSION},
         {**fake_report(False), "tasks": None},
         {**fake_report(False), "results": {"pairwise": {"can_rank": False}}},
         {**fake_report(False), "results": {"pairwise": {"figures": {"accuracy": {"value": 0.5}}}}},

@@ -9,6 +9,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from scripted_tasks import page_item
+
 from drarena.corpus.records import Doc, Tree, TreeEdge, TreeNode
 from drarena.models.backend import BackendReply
 from drarena.models.scripted import reply
@@ -64,15 +66,22 @@ def scripted_examiner(request: Mapping[str, Any]) -> BackendReply:
             json.dumps(
                 {
                     "question": f"Which archive formats does the library read ({digest})?",
-                    "checklist_depth": [{"item": "ZIP archives are read", "source": numbers[0]}],
+                    # items their pages support (tasks may be grounded: scripted_tasks)
+                    "checklist_depth": [
+                        {"item": page_item(prompt, numbers[0], 6), "source": numbers[0]}
+                    ],
                     "checklist_width": [
-                        {"item": f"metadata of members {n}", "source": n} for n in numbers
+                        {"item": page_item(prompt, n, 10), "source": n} for n in numbers
                     ],
                     "rationale": "r",
                 }
             )
         )
     schema = fmt["schema"]
+    if fmt["name"] == "paraphrase":  # the body reversed sentence by sentence: facts kept
+        found = re.search(r"<<<BEGIN ANSWER>>>\n(.*?)\n<<<END ANSWER>>>", prompt, re.S)
+        body = found.group(1) if found else ""
+        return reply(json.dumps({"answer": "\n\n".join(reversed(body.split("\n\n")))}))
     if fmt["name"] == "grades":
         n = schema["properties"]["items"]["minItems"]
         found = re.search(r"<<<BEGIN ANSWER>>>\n(.*?)\n<<<END ANSWER>>>", prompt, re.S)

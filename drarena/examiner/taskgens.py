@@ -1,0 +1,259 @@
+"""Task generators as components: `match.taskgen: {kind, args}` through a registry.
+
+Why: how questions and checklists are made decides what a ranking measures, and it is the
+part a small model does worst (issue 33). A tournament round and examiner-check make tasks
+through `build_taskgen(spec).generate(...)`, so another generator is one class in this room;
+plugins add kinds through the `drarena.taskgens` entry-point group.
+
+Built-in kinds:
+- `llm`: the Examiner writes the question and both checklists from the pages (the paper's
+  way, drarena.examiner.taskgen); with `ground: true` (the default) every item is tied to the
+  passage of its page that supports it and unsupported items are dropped
+  (drarena.examiner.grounding).
+- `extractive`: code picks the facts, the model writes only the question
+  (drarena.examiner.extractive).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from drarena.corpus.records import TreePage
+from drarena.corpus.terms import UNIFORM, TermStats
+from drarena.errors import DrarenaError
+from drarena.examiner import extractive, templates
+from drarena.examiner.evolve import word_limit
+from drarena.examiner.taskcheck import entity_names, forbidden_names
+from drarena.examiner.taskgen import (
+    TaskAttempt,
+    TaskOutcome,
+    generate_task,
+    topic_line,
+    word_limit_instruction,
+)
+from drarena.models.client import ModelClient
+from drarena.models.structured import complete_json
+from drarena.registry import ComponentSpec, Registry, RegistryError, parse_args
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskRequest:
+    """One round's material: the tree's root, the reasoning chain shown, the target pages,
+    the node's depth, the match's earlier questions and every URL of the tree."""
+
+    root: TreePage
+    chain: tuple[TreePage, ...]
+    targets: tuple[TreePage, ...]
+    depth: int
+    earlier_questions: tuple[str, ...] = ()
+    tree_urls: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskRules:
+    """The match's rules for tasks (MatchSettings' fields of the same meaning)."""
+
+    page_chars: int = 15000
+    page_budget_chars: int | None = None
+    max_attempts: int = 2
+    checklist_max_items: int | None = None
+    relations: bool = True
+    root_counted: bool = True
+    forbid_entity_names: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskCall:
+    """The model client and role that write tasks, and the snapshot's term statistics."""
+
+    client: ModelClient
+    role: str
+    terms: TermStats = UNIFORM
+
+
+class TaskGenerator(Protocol):
+    @property
+    def spec(self) -> ComponentSpec: ...
+
+    def template_specs(self) -> dict[str, str]: ...
+
+    async def generate(
+        self, call: TaskCall, request: TaskRequest, rules: TaskRules
+    ) -> TaskOutcome: ...
+
+
+class LlmTaskArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompt: str = Field(
+        templates.DEFAULT_PROMPTS["taskgen"],
+        description="task prompt: a shipped name or a file path; its sha256 goes into run.json",
+    )
+    ground: bool = Field(
+        True,
+        description="tie every checklist item to the passage of its page that supports it "
+        "and drop unsupported items (false: items as the model wrote them)",
+    )
+
+    @field_validator("prompt")
+    @classmethod
+    def _prompt_exists(cls, spec: str) -> str:
+        return templates.check_spec(spec, "taskgen")
+
+
+@dataclasses.dataclass(frozen=True)
+class LlmTaskGen:
+    args: LlmTaskArgs
+
+    @property
+    def spec(self) -> ComponentSpec:
+        return ComponentSpec(kind="llm", args=self.args.model_dump())
+
+    def template_specs(self) -> dict[str, str]:
+        return {"taskgen": self.args.prompt}
+
+    async def generate(self, call: TaskCall, request: TaskRequest, rules: TaskRules) -> TaskOutcome:
+        return await generate_task(
+            call.client,
+            call.role,
+            root=request.root,
+            chain=request.chain,
+            targets=request.targets,
+            depth=request.depth,
+            earlier_questions=request.earlier_questions,
+            tree_urls=request.tree_urls,
+            page_chars=rules.page_chars,
+            page_budget_chars=rules.page_budget_chars,
+            max_attempts=rules.max_attempts,
+            checklist_max_items=rules.checklist_max_items,
+            relations=rules.relations,
+            root_counted=rules.root_counted,
+            prompt=self.args.prompt,
+            forbid_entity_names=rules.forbid_entity_names,
+            ground=call.terms if self.args.ground else None,
+        )
+
+
+class ExtractiveArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompt: str = Field(
+        "taskgen-extractive",
+        description="the question prompt (variables: root_topic, context, facts, n_facts, "
+        "forbidden, earlier_questions, max_words): a shipped name or a file path",
+    )
+
+    @field_validator("prompt")
+    @classmethod
+    def _prompt_exists(cls, spec: str) -> str:
+        return templates.check_spec(spec)
+
+
+@dataclasses.dataclass(frozen=True)
+class ExtractiveTaskGen:
+    args: ExtractiveArgs
+
+    @property
+    def spec(self) -> ComponentSpec:
+        return ComponentSpec(kind="extractive", args=self.args.model_dump())
+
+    def template_specs(self) -> dict[str, str]:
+        return {"taskgen": self.args.prompt}
+
+    async def generate(self, call: TaskCall, request: TaskRequest, rules: TaskRules) -> TaskOutcome:
+        """Nuggets by code, the question by the model, checked; a failed check is fed back
+        as the reason of the next try (rules.max_attempts), as the llm kind does."""
+        if not request.targets:
+            raise DrarenaError("extractive task: no target pages")
+        skip = len(request.earlier_questions)
+        nuggets = extractive.pick_nuggets(request.targets, call.terms, skip)
+        if not any(g.kind == "depth" for g in nuggets) or not any(
+            g.kind == "width" for g in nuggets
+        ):
+            return TaskOutcome(
+                None, (), (), error="extractive task: the target pages hold no fact sentence"
+            )
+        limits = word_limit(len(request.targets), request.depth, root_counted=rules.root_counted)
+        instruction = word_limit_instruction(limits)
+        targets = request.targets
+        forbidden = forbidden_names(
+            [request.root.title, *(t.title for t in targets)],
+            [request.root.url, *(t.url for t in targets)],
+        )
+        if rules.forbid_entity_names:
+            forbidden += entity_names([t.title for t in targets], [t.url for t in targets])
+        text = extractive.prompt_text(
+            self.args.prompt,
+            topic_line(request.root),
+            request.chain,
+            nuggets,
+            forbidden,
+            request.earlier_questions,
+        )
+        messages: list[dict[str, str]] = [{"role": "user", "content": text}]
+        attempts: list[TaskAttempt] = []
+        for _ in range(rules.max_attempts):
+            try:
+                raw, completion = await complete_json(
+                    call.client, call.role, messages, extractive.question_schema(), name="question"
+                )
+            except DrarenaError as exc:
+                return TaskOutcome(None, tuple(attempts), (), error=str(exc))
+            task, reasons = extractive.check_question(
+                raw,
+                nuggets,
+                forbidden=forbidden,
+                earlier=request.earlier_questions,
+                terms=call.terms,
+                word_limit=limits,
+                word_limit_instruction=instruction,
+            )
+            attempts.append(TaskAttempt(completion.key, tuple(reasons)))
+            if task is not None:
+                return TaskOutcome(task, tuple(attempts), ())
+            messages += [
+                {"role": "assistant", "content": completion.text},
+                {
+                    "role": "user",
+                    "content": "That question is invalid: "
+                    + "; ".join(reasons)
+                    + ". Write a corrected question as JSON only.",
+                },
+            ]
+        last = "; ".join(attempts[-1].reasons) if attempts else "no attempt"
+        return TaskOutcome(
+            None, tuple(attempts), (), error=f"task rejected after {len(attempts)} tries: {last}"
+        )
+
+
+TASKGENS: Registry[TaskGenerator] = Registry("task generator", group="drarena.taskgens")
+TASKGENS.register("llm", "drarena.examiner.taskgens:build_llm")
+TASKGENS.register("extractive", "drarena.examiner.taskgens:build_extractive")
+
+
+def build_llm(**args: Any) -> LlmTaskGen:
+    return LlmTaskGen(parse_args(LlmTaskArgs, dict(args), "taskgen llm"))
+
+
+def build_extractive(**args: Any) -> ExtractiveTaskGen:
+    return ExtractiveTaskGen(parse_args(ExtractiveArgs, dict(args), "taskgen extractive"))
+
+
+def build_taskgen(spec: ComponentSpec | Mapping[str, Any]) -> TaskGenerator:
+    """The task generator of `spec`; an unknown kind or bad args is one DrarenaError line."""
+    if not isinstance(spec, ComponentSpec):
+        spec = ComponentSpec.model_validate(dict(spec))
+    try:
+        gen = TASKGENS.build(spec)
+    except RegistryError as exc:
+        raise DrarenaError(str(exc)) from None
+    for attr in ("spec", "generate", "template_specs"):
+        if not hasattr(gen, attr):
+            raise DrarenaError(
+                f"taskgen kind {spec.kind!r}: its factory returned no task generator ({attr})"
+            )
+    return gen
