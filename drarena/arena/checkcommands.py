@@ -119,12 +119,12 @@ def run_check(
     the number of model calls made. A replay binds the recorded models, answers every call
     from the folder's cache and writes nothing."""
     from drarena.arena.context import open_run
+    from drarena.arena.examinercheck import check_run, progress
     from drarena.arena.execute import NoModelBackend
     from drarena.errors import DrarenaError
     from drarena.files import read_bounded
     from drarena.ledger.folder import write_atomic
     from drarena.models.config import CacheMode
-    from drarena.arena.examinercheck import check_run, progress
     from drarena.validity.check import examiner_check
 
     cache = out / "llm-cache.sqlite"

@@ -33,8 +33,8 @@ from drarena.arena.execute import legacy_judging
 from drarena.arena.live import LivePages, capture_path, finish_block, header_block
 from drarena.arena.match import MatchSettings, grounding_for
 from drarena.arena.rounds import play_round
-from drarena.errors import DrarenaError, one_line
 from drarena.corpus.terms import UNIFORM, TermStats
+from drarena.errors import DrarenaError, one_line
 from drarena.examiner.evolve import MatchScore, add_round, outcome
 from drarena.examiner.judges import JudgeCall
 from drarena.ledger.folder import MAX_TEXT_BYTES, RunDir, read_text, write_atomic

@@ -31,7 +31,9 @@ from drarena.arena.rounds import play_round
 from drarena.corpus.records import TreePage
 from drarena.corpus.terms import UNIFORM, TermStats
 from drarena.corpus.treewalk import CannotExpand, TreePath, TreeWalker
+from drarena.errors import DrarenaError
 from drarena.examiner import templates
+from drarena.examiner.evidence import Grounding
 from drarena.examiner.evolve import (
     MatchScore,
     Move,
@@ -42,9 +44,7 @@ from drarena.examiner.evolve import (
     transition,
     word_limit,
 )
-from drarena.errors import DrarenaError
 from drarena.examiner.judge import JudgeMode, JudgeOptions
-from drarena.examiner.evidence import Grounding
 from drarena.examiner.judges import Judge, JudgeCall, build_judge, reads_evidence
 from drarena.examiner.taskgen import TaskOutcome
 from drarena.examiner.taskgens import (

@@ -117,7 +117,7 @@ class CheckRun:
     pages: Mapping[str, Doc]
     expander: Expander | None = None
     taskgen: TaskGenerator = dataclasses.field(default_factory=_default_taskgen)
-    rules: TaskRules = TaskRules()
+    rules: TaskRules = dataclasses.field(default_factory=TaskRules)
     judge: ComponentSpec = dataclasses.field(default_factory=_default_judge)
     terms: Callable[[], TermStats] = _no_terms
     page_text: Callable[[str], str | None] | None = None

@@ -117,10 +117,8 @@ def reference_paragraphs(task: Task, pages: Sequence[TreePage]) -> list[Paragrap
 def _paragraph(depth: bool, item: ChecklistItem, page: TreePage | None) -> Paragraph:
     """The item, then its evidence (the page's best sentence for an item without one); an
     item that is its own evidence (the extractive generator's) is said once."""
-    if item.evidence:
-        evidence = item.evidence
-    else:
-        evidence = best_sentence(item.item, page.text) if page is not None else ""
+    found = best_sentence(item.item, page.text) if page is not None and not item.evidence else ""
+    evidence = item.evidence or found
     if terms.normalised(evidence) == terms.normalised(item.item):
         return Paragraph(depth, item.item, item.source_url)
     text = item.item.rstrip(".") + "." + (f" {evidence}" if evidence else "")

@@ -96,8 +96,7 @@ def examiner_step(verdicts: list[dict[str, str]]) -> Any:
                         "about the shared topic?",
                         # items their pages support (tasks are grounded: scripted_tasks)
                         "checklist_depth": [
-                            {"item": page_item(prompt, n), "source": n}
-                            for n in numbers
+                            {"item": page_item(prompt, n), "source": n} for n in numbers
                         ],
                         "checklist_width": [
                             {"item": page_item(prompt, n, 12), "source": n} for n in numbers
