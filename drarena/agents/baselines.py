@@ -8,6 +8,7 @@ Each answers in one model call through the same `answer` tool as react.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -63,14 +64,22 @@ class BaselineArgs(BaseModel):
     max_repairs: int = Field(1, ge=0, le=5, description="re-asks after an invalid answer")
 
 
+CITE_SHOWN = (
+    "the answer's citations must be URLs of the pages it was given (at least one, by the "
+    "answer tool's schema); false: any URLs, none required (runs recorded before)"
+)
+
+
 class RagArgs(BaselineArgs):
     retriever: ComponentSpec = Field(default_factory=lambda: ComponentSpec(kind="bm25"))
     k: int = Field(3, ge=1, le=20, description="pages put in context")
     context_chars: int = Field(8000, ge=500, description="characters of page text, shared")
+    cite_shown: bool = Field(True, description=CITE_SHOWN)
 
 
 class OracleArgs(BaselineArgs):
     context_chars: int = Field(8000, ge=500, description="characters of page text, shared")
+    cite_shown: bool = Field(True, description=CITE_SHOWN)
 
 
 async def single_answer(
@@ -80,8 +89,10 @@ async def single_answer(
     rec: Recorder,
     max_repairs: int,
     word_limit: tuple[int, int],
+    shown: Sequence[str] = (),
 ) -> Answer:
-    """One `answer` call, re-asked up to max_repairs times; plain text as the last resort."""
+    """One `answer` call, re-asked up to max_repairs times; plain text as the last resort.
+    `shown`: the pages' URLs the citations must come from (answer_tool)."""
     messages = list(messages)
     text, finish = "", ""
     error = "no answer"
@@ -89,7 +100,7 @@ async def single_answer(
         started = rec.now()
         try:
             completion = await client.complete(
-                role, messages, tools=[answer_tool(word_limit)], tool_choice=ANSWER_CHOICE
+                role, messages, tools=[answer_tool(word_limit, shown)], tool_choice=ANSWER_CHOICE
             )
         except DrarenaError as exc:
             rec.failed_call(started)
@@ -256,8 +267,9 @@ class RagAgent(_SingleCallAgent):
         messages = conversation_messages(
             EVIDENCE_SYSTEM, conversation, word_limit, evidence or "(the search found no pages)"
         )
+        shown = [p.url for p in pages] if self.args.cite_shown else []
         return await single_answer(
-            self._client, self.args.role, messages, rec, self.args.max_repairs, word_limit
+            self._client, self.args.role, messages, rec, self.args.max_repairs, word_limit, shown
         )
 
 
@@ -285,8 +297,9 @@ class OracleAgent(_SingleCallAgent):
         messages = conversation_messages(
             EVIDENCE_SYSTEM, conversation, word_limit, evidence or "(no pages were given)"
         )
+        shown = [p.url for p in pages] if self.args.cite_shown else []
         answer = await single_answer(
-            self._client, self.args.role, messages, rec, self.args.max_repairs, word_limit
+            self._client, self.args.role, messages, rec, self.args.max_repairs, word_limit, shown
         )
         if not pages and answer.error is None:
             return dataclasses.replace(answer, error="the oracle was given no target pages")

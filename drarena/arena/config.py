@@ -211,7 +211,7 @@ def legacy_match(config: dict[str, Any]) -> dict[str, Any]:
     having no `taskgen_role`, with the switches that reproduce its rounds; one without
     `forbid_entity_names` (stored before that check) gets false; one without `judge` or
     `taskgen`, the judging and task making of its time (`legacy_judge`); others as given."""
-    config = legacy_judge(config)
+    config = legacy_judge(legacy_agents(config))
     match = config.get("match")
     if isinstance(match, dict) and "forbid_entity_names" not in match:
         # stored before the entity-name check: its cached questions passed the looser one
@@ -325,6 +325,25 @@ def _check_flat_keys(match: dict[str, Any]) -> None:
 
 def _plain(value: Any) -> Any:
     return getattr(value, "value", value)
+
+
+def legacy_agents(config: dict[str, Any]) -> dict[str, Any]:
+    """A stored run config whose oracle or rag agents have no `cite_shown` (recorded before
+    their citations came from the pages they were given): false, as they ran."""
+    agents = config.get("agents")
+    if not isinstance(agents, list):
+        return config
+    out = []
+    for a in agents:
+        args = a.get("args") if isinstance(a, dict) else None
+        if (
+            isinstance(a, dict)
+            and a.get("kind") in ("oracle", "rag")
+            and "cite_shown" not in (args if isinstance(args, dict) else {})
+        ):
+            a = {**a, "args": {**(args if isinstance(args, dict) else {}), "cite_shown": False}}
+        out.append(a)
+    return {**config, "agents": out}
 
 
 def legacy_judge(config: dict[str, Any]) -> dict[str, Any]:

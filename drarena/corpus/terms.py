@@ -53,8 +53,11 @@ _HARD = re.compile(
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[A-Z0-9\"'“‘(\[])")
 _TERMINAL = re.compile(r"[.!?:;][\"'”’)\]]*$")
-SHORT_LINE_WORDS = 7  # a line of fewer words without end punctuation is a heading
-_SUFFIXES = ("ing", "edly", "ed", "ies", "es", "ly", "s")
+SHORT_LINE_WORDS = 9  # a line of at most this many words, unfinished, may be a heading
+_SUFFIXES = (
+    "ations", "ation", "ments", "ment", "ness", "ing", "edly", "ed", "ies", "es", "als", "al",
+    "ly", "s",
+)  # fmt: skip
 
 
 def fold(text: str) -> str:
@@ -79,21 +82,23 @@ def words(text: str) -> list[str]:
 
 
 def stem(word: str) -> str:
-    """A light suffix strip so "raises", "raised" and "raising" meet ("rais"); words of
-    four letters or fewer, and numbers, stay as they are."""
+    """A light suffix strip so "raises", "raised" and "raising" meet ("rais"), and
+    "removal" and "removed" ("remov"); words of four letters or fewer, and words with
+    digits or underscores, stay as they are."""
     if len(word) <= 4 or not word.isalpha():
         return word
     for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
             word = word[: -len(suffix)]
             break
     return word.removesuffix("e") if len(word) > 4 else word
 
 
 def content_stems(text: str) -> list[str]:
-    """The stems of `text`'s content words (no function words, no one-letter words), in
+    """The stems of `text`'s content words (no function words, no one-letter words, no
+    bare numbers: those are hard tokens, compared whole: "3.11", not "3" and "11"), in
     order, repeats kept."""
-    return [stem(w) for w in words(text) if w not in STOPWORDS and len(w) > 1]
+    return [stem(w) for w in words(text) if w not in STOPWORDS and len(w) > 1 and not w.isdigit()]
 
 
 def hard_tokens(text: str) -> set[str]:
@@ -119,16 +124,18 @@ def function_share(text: str) -> float:
     return sum(w in STOPWORDS for w in ws) / len(ws) if ws else 0.0
 
 
-def _heading(line: str) -> bool:
+def _heading(line: str, following: str) -> bool:
     """A short line without end punctuation that does not run on (it ends neither with a
-    comma nor with a function word): a heading or caption, a block of its own."""
+    comma nor with a function word) and is followed by a line starting with a capital or a
+    digit (or by nothing): a heading or caption, a block of its own."""
     ws = line.split()
     last = _WORD.findall(fold(ws[-1])) if ws else []
     return (
-        len(ws) < SHORT_LINE_WORDS
+        len(ws) <= SHORT_LINE_WORDS
         and not _TERMINAL.search(line)
         and not line.endswith(",")
         and not (last and last[-1] in STOPWORDS)
+        and (not following or following[0].isupper() or following[0].isdigit())
     )
 
 
@@ -138,14 +145,15 @@ def _blocks(text: str) -> list[str]:
     sentence a short line is its continuation (the source breaks lines at inline links)."""
     out: list[str] = []
     current: list[str] = []
-    for raw in text.splitlines():
-        line = " ".join(raw.split())
+    lines = [" ".join(raw.split()) for raw in text.splitlines()]
+    for i, line in enumerate(lines):
         if not line:
             if current:
                 out.append(" ".join(current))
                 current = []
             continue
-        if not current and _heading(line):
+        following = next((x for x in lines[i + 1 : i + 2] if x), "")
+        if not current and _heading(line, following):
             out.append(line)
             continue
         current.append(line)

@@ -143,8 +143,8 @@ class ExtractiveArgs(BaseModel):
 
     prompt: str = Field(
         "taskgen-extractive",
-        description="the question prompt (variables: root_topic, context, facts, n_facts, "
-        "forbidden, earlier_questions, max_words): a shipped name or a file path",
+        description="the question prompt (variables: root_topic, facts, n_facts, forbidden, "
+        "earlier_questions, max_words): a shipped name or a file path",
     )
 
     @field_validator("prompt")
@@ -189,7 +189,6 @@ class ExtractiveTaskGen:
         text = extractive.prompt_text(
             self.args.prompt,
             topic_line(request.root),
-            request.chain,
             nuggets,
             forbidden,
             request.earlier_questions,
@@ -199,7 +198,11 @@ class ExtractiveTaskGen:
         for _ in range(rules.max_attempts):
             try:
                 raw, completion = await complete_json(
-                    call.client, call.role, messages, extractive.question_schema(), name="question"
+                    call.client,
+                    call.role,
+                    messages,
+                    extractive.question_schema(len(nuggets)),
+                    name="questions",
                 )
             except DrarenaError as exc:
                 return TaskOutcome(None, tuple(attempts), (), error=str(exc))
