@@ -63,6 +63,7 @@ def bench_config(base: Path, snapshot: Path, taskgen: str | None, name: str) -> 
     data["name"] = name
     data["snapshot"] = str(snapshot)
     data["agents"] = LADDER
+    data["trees"] = {"count": 6, "seed": 1}  # tasks drawn over several trees
     match = dict(data.get("match") or {})
     if taskgen is not None:
         match["taskgen"] = {"kind": taskgen}
@@ -115,6 +116,12 @@ def collect(args: argparse.Namespace) -> int:
     done_path = out / "answers.jsonl"
     done = {json.loads(line)["index"] for line in done_path.open()} if done_path.exists() else set()
     started = time.perf_counter()
+    meta = {
+        "config": str(args.config),
+        "snapshot": str(args.snapshot),
+        "taskgen": config.match.taskgen_spec().model_dump(mode="json"),
+    }
+    (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     with open_run(
         config,
         cache_path=out / "llm-cache.sqlite",
@@ -150,13 +157,7 @@ def collect(args: argparse.Namespace) -> int:
                     flush=True,
                 )
         calls = ctx.client.model_calls
-    meta = {
-        "config": str(args.config),
-        "snapshot": str(args.snapshot),
-        "taskgen": config.match.taskgen_spec().model_dump(mode="json"),
-        "tasks": len(tasks),
-        "task_failures": failures,
-    }
+    meta |= {"tasks": len(tasks), "task_failures": failures}
     (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     print(
         f"{len(tasks)} tasks ({len(failures)} draws without one), {calls} model calls, "

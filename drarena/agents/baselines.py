@@ -19,6 +19,7 @@ from drarena.agents.common import (
     CITE_RULE,
     CUT_NOTE,
     DATA_RULE,
+    PARTS_RULE,
     TEXT_CALL_NOTE,
     Message,
     Recorder,
@@ -31,6 +32,7 @@ from drarena.agents.common import (
     no_call_error,
     page_block,
     read_answer,
+    salvage_citations,
     tool_event,
     unwrap_text_calls,
 )
@@ -55,6 +57,9 @@ EVIDENCE_SYSTEM = (
     "You are a research assistant. Answer the question from the pages given "
     f"with it. Answer with the answer tool. {DATA_RULE} {CITE_RULE}"
 )
+# with `cite_shown` (the default): each part answered from the pages in a sentence or two
+# (Qwen2.5-Coder-1.5B pasted the pages' first paragraphs and was cut at its token limit)
+PARTS_SYSTEM = f"{EVIDENCE_SYSTEM} {PARTS_RULE}"
 
 
 class BaselineArgs(BaseModel):
@@ -66,7 +71,9 @@ class BaselineArgs(BaseModel):
 
 CITE_SHOWN = (
     "the answer's citations must be URLs of the pages it was given (at least one, by the "
-    "answer tool's schema); false: any URLs, none required (runs recorded before)"
+    "answer tool's schema, written before the report), and each part of the question is "
+    "answered in a sentence or two from them; false: the prompt and tool of runs recorded "
+    "before"
 )
 
 
@@ -120,7 +127,7 @@ async def single_answer(
         salvaged = cut_answer_in_text(completion.text, completion.finish_reason)
         if call is None and salvaged is not None:
             rec.step(model, note=CUT_NOTE)
-            return rec.finish(salvaged, [])
+            return rec.finish(salvaged, salvage_citations(completion.text))
         if call is None:
             error = no_call_error("no answer call in the reply", completion.text)
             rec.step(model, error=error)
@@ -264,8 +271,9 @@ class RagAgent(_SingleCallAgent):
             )
         evidence, note = evidence_text(pages, self.args.context_chars)
         rec.step(None, events, note=note)
+        system = PARTS_SYSTEM if self.args.cite_shown else EVIDENCE_SYSTEM
         messages = conversation_messages(
-            EVIDENCE_SYSTEM, conversation, word_limit, evidence or "(the search found no pages)"
+            system, conversation, word_limit, evidence or "(the search found no pages)"
         )
         shown = [p.url for p in pages] if self.args.cite_shown else []
         return await single_answer(
@@ -294,8 +302,9 @@ class OracleAgent(_SingleCallAgent):
             error=None if pages else "the oracle was given no target pages",
             note=note,
         )
+        system = PARTS_SYSTEM if self.args.cite_shown else EVIDENCE_SYSTEM
         messages = conversation_messages(
-            EVIDENCE_SYSTEM, conversation, word_limit, evidence or "(no pages were given)"
+            system, conversation, word_limit, evidence or "(no pages were given)"
         )
         shown = [p.url for p in pages] if self.args.cite_shown else []
         answer = await single_answer(

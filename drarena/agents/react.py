@@ -19,6 +19,7 @@ from drarena.agents.common import (
     CITE_RULE,
     CUT_NOTE,
     DATA_RULE,
+    PARTS_RULE,
     URL_CHARS,
     Message,
     Recorder,
@@ -31,6 +32,7 @@ from drarena.agents.common import (
     no_call_error,
     page_block,
     read_answer,
+    salvage_citations,
     tool_event,
     unwrap_text_calls,
 )
@@ -63,15 +65,16 @@ MAX_OPEN_CHOICES = 50
 
 
 def tools_for(
-    urls: list[str], word_limit: tuple[int, int], first_read: bool = False
+    urls: list[str], word_limit: tuple[int, int], first_read: bool = False, cite: bool = False
 ) -> list[dict[str, Any]]:
     """The tools of one step; once pages are known, `open` takes only their URLs.
 
     Why: under constrained decoding a small model then cannot open a URL it made up, and a
     capable one loses nothing (the frozen web holds only what search can reach). A forced
-    first read opens page 0, so `page` is left out there.
+    first read opens page 0, so `page` is left out there. `cite` (args.cite_seen): the
+    answer's citations are URLs it has seen, too (answer_tool).
     """
-    answer = answer_tool(word_limit)
+    answer = answer_tool(word_limit, urls if cite else ())
     if not urls:
         return [SEARCH_TOOL, OPEN_TOOL, answer]
     properties: dict[str, Any] = {"url": {"type": "string", "enum": urls[-MAX_OPEN_CHOICES:]}}
@@ -89,6 +92,8 @@ web sites, which you reach only through tools. At each step call exactly one too
 - open(url, page): read a page found by search (page 0 first, then 1, 2, ... for more);
 - answer(report, citations): give your final answer; this ends the research.
 Search, open the most promising pages, then answer. {DATA_RULE} {CITE_RULE}"""
+# with `cite_seen` (the default): each part answered in a sentence or two (PARTS_RULE)
+PARTS_SYSTEM = f"{SYSTEM} {PARTS_RULE}"
 
 
 class ReactArgs(BaseModel):
@@ -111,6 +116,12 @@ class ReactArgs(BaseModel):
         True,
         description="search the question itself before the "
         "first model step (small models write degenerate queries)",
+    )
+    cite_seen: bool = Field(
+        True,
+        description="the answer's citations must be URLs the agent saw (search results, "
+        "pages opened; written before the report), and each part of the question is "
+        "answered in a sentence or two; false: the prompt and tool of runs recorded before",
     )
     forced_tools: tuple[Literal["search", "open"], ...] = Field(
         ("open",),
@@ -164,7 +175,8 @@ class _Run:
         self.rec = Recorder(agent.name, agent._context.clock, agent._context.url_checker)
         self.word_limit = word_limit
         self.question = conversation.question
-        self.messages = conversation_messages(SYSTEM, conversation, word_limit)
+        system = PARTS_SYSTEM if self.args.cite_seen else SYSTEM
+        self.messages = conversation_messages(system, conversation, word_limit)
         self.seen: dict[str, str] = {}  # docid or url -> url, for citations and fallback
         self.last_hits: list[str] = []  # URLs of the latest search, for "open 2"
         self.titles: dict[str, str] = {}  # url -> title
@@ -189,7 +201,9 @@ class _Run:
             )
             known = [u for k, u in self.seen.items() if k == u]
             first_read = index < len(forced) and forced[index] == "open"
-            completion = await self.call(tools_for(known, self.word_limit, first_read), choice)
+            completion = await self.call(
+                tools_for(known, self.word_limit, first_read, self.args.cite_seen), choice
+            )
             if completion is None:
                 return self.fallback("the model call failed")
             model = self.rec.model(completion)
@@ -198,7 +212,8 @@ class _Run:
             salvaged = cut_answer_in_text(completion.text, completion.finish_reason)
             if not completion.tool_calls and salvaged is not None:
                 self.rec.step(model, note=CUT_NOTE)
-                return self.rec.finish(salvaged, [], limit_hit=self.page_limit())
+                cited = salvage_citations(completion.text)
+                return self.rec.finish(salvaged, cited, limit_hit=self.page_limit())
             if not completion.tool_calls:
                 self.rec.step(
                     model, error=no_call_error("no tool call in the reply", completion.text)
@@ -400,6 +415,10 @@ class _Run:
             text,
         )
 
+    def known(self) -> list[str]:
+        """The URLs seen so far (search results and pages opened), in order."""
+        return [u for k, u in self.seen.items() if k == u]
+
     def resolve_urls(self, report: str, urls: list[str]) -> tuple[str, list[str]]:
         """Citations given as docids become URLs; references written into the report
         itself are used when the citations list is empty."""
@@ -419,7 +438,8 @@ class _Run:
             }
         )
         completion = await self.call(
-            [answer_tool(self.word_limit)], {"type": "function", "function": {"name": "answer"}}
+            [answer_tool(self.word_limit, self.known() if self.args.cite_seen else ())],
+            {"type": "function", "function": {"name": "answer"}},
         )
         if completion is None:
             return self.fallback(reason)
@@ -430,7 +450,7 @@ class _Run:
         salvaged = cut_answer_in_text(completion.text, completion.finish_reason)
         if call is None and salvaged is not None:
             self.rec.step(model, note=f"wrap-up; {CUT_NOTE}")
-            return self.rec.finish(salvaged, [], limit_hit=reason)
+            return self.rec.finish(salvaged, salvage_citations(completion.text), limit_hit=reason)
         if call is None:
             self.rec.step(
                 model,

@@ -37,10 +37,11 @@ def register(subparsers: Any) -> None:
     t.add_argument(
         "--examiner-check-pairs",
         type=int,
-        default=1,
+        default=None,
         metavar="N",
         help="tasks of the examiner-check run (or reused) before the first match: its "
-        "figures go into run.json and above the leaderboard (default 1: 7 pairs)",
+        "figures go into run.json and above the leaderboard (default: the config's "
+        "examiner_check.tasks, 1 unless set; each task gives 5 decisive pairs)",
     )
     t.add_argument("--no-examiner-check", action="store_true", help="skip the examiner-check")
     t.set_defaults(func=cmd_tournament)
@@ -203,7 +204,14 @@ def cmd_tournament(args: argparse.Namespace) -> int:
         serve=not args.no_serve,
         cache_mode=CacheMode.READ_WRITE,
         model=args.model,
-        examiner_check_pairs=0 if args.no_examiner_check else max(args.examiner_check_pairs, 0),
+        examiner_check_pairs=0
+        if args.no_examiner_check
+        else max(
+            config.examiner_check.tasks
+            if args.examiner_check_pairs is None
+            else args.examiner_check_pairs,
+            0,
+        ),
     )
     write_report(run, result.config or config, result.log)
     print_examiner_check(run)

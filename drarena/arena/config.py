@@ -140,6 +140,27 @@ class LiveSettings(BaseModel):
     )
 
 
+class ExaminerCheckSettings(BaseModel):
+    """The examiner-check every tournament runs (or reuses) before its first match
+    (drarena.validity; docs/validity.md)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tasks: int = Field(
+        1,
+        ge=0,
+        le=100,
+        description="tasks to generate; each gives five decisive answer pairs (a claim of "
+        "'can rank' needs about 15: 3 tasks) and one of each other kind; 0: no check "
+        "(`--examiner-check-pairs N` overrides it)",
+    )
+    paraphrase: bool = Field(
+        True,
+        description="also ask the task model to rewrite each task's reference (one call a "
+        "task): the paraphrase pair, whose right verdict is a tie",
+    )
+
+
 class TournamentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -162,6 +183,10 @@ class TournamentConfig(BaseModel):
         "same matches and records either way; not in config_digest",
     )
     trees: TreesSettings = Field(default_factory=TreesSettings)
+    examiner_check: ExaminerCheckSettings = Field(
+        default_factory=ExaminerCheckSettings,
+        description="the examiner-check run before the first match; not in config_digest",
+    )
     match: MatchSettings = Field(default_factory=MatchSettings)
     rating: RatingSettings = Field(default_factory=RatingSettings)
     index: IndexSettings = Field(default_factory=IndexSettings)
@@ -185,6 +210,7 @@ class TournamentConfig(BaseModel):
     def _resolve(cls, data: Any) -> Any:
         if isinstance(data, dict):
             data = derive_stage_roles(default_judging(apply_protocol(data)))
+            data = citing_agents(data, True)
         return data
 
     @field_validator("agents")
@@ -327,21 +353,30 @@ def _plain(value: Any) -> Any:
     return getattr(value, "value", value)
 
 
+# agent kinds whose prompt and answer tool changed with issue 33, by the arg that keeps the
+# old ones (citations from the pages shown or seen, each part answered briefly)
+CITING_ARG = {"oracle": "cite_shown", "rag": "cite_shown", "react": "cite_seen"}
+
+
 def legacy_agents(config: dict[str, Any]) -> dict[str, Any]:
-    """A stored run config whose oracle or rag agents have no `cite_shown` (recorded before
-    their citations came from the pages they were given): false, as they ran."""
+    """A stored run config whose oracle, rag or react agents lack the arg of CITING_ARG
+    (recorded before their citations came from the pages they had): false, as they ran."""
+    return citing_agents(config, False)
+
+
+def citing_agents(config: dict[str, Any], value: bool) -> dict[str, Any]:
+    """The config with the CITING_ARG of every oracle, rag and react agent that lacks it
+    set to `value`: true for a new config (written into run.json, so a replay knows), false
+    for a stored one from before the arg existed (`legacy_agents`)."""
     agents = config.get("agents")
     if not isinstance(agents, list):
         return config
     out = []
     for a in agents:
         args = a.get("args") if isinstance(a, dict) else None
-        if (
-            isinstance(a, dict)
-            and a.get("kind") in ("oracle", "rag")
-            and "cite_shown" not in (args if isinstance(args, dict) else {})
-        ):
-            a = {**a, "args": {**(args if isinstance(args, dict) else {}), "cite_shown": False}}
+        key = CITING_ARG.get(str(a.get("kind"))) if isinstance(a, dict) else None
+        if key is not None and key not in (args if isinstance(args, dict) else {}):
+            a = {**a, "args": {**(args if isinstance(args, dict) else {}), key: value}}
         out.append(a)
     return {**config, "agents": out}
 

@@ -27,7 +27,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from drarena.agents.base import Agent, Conversation, SourcePage
-from drarena.arena.config import LiveSettings, TournamentConfig, legacy_judge, parse_config
+from drarena.arena.config import (
+    LiveSettings,
+    TournamentConfig,
+    legacy_agents,
+    legacy_judge,
+    parse_config,
+)
 from drarena.arena.driftcompare import DriftRunReport, build_report, to_markdown
 from drarena.arena.execute import legacy_judging
 from drarena.arena.live import LivePages, capture_path, finish_block, header_block
@@ -227,7 +233,7 @@ def _frozen_run(run_path: Path) -> tuple[RunDir, dict[str, Any], TournamentConfi
         raise DrarenaError(
             f"{run_path}: a live run; drift-run compares a frozen run with the live web"
         )
-    stored = legacy_judge(legacy_judging(header["config"]))
+    stored = legacy_agents(legacy_judge(legacy_judging(header["config"])))
     config = parse_config(stored, f"{run.header_path}: config")
     check_components(config)
     return run, header, config

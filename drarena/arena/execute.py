@@ -219,7 +219,9 @@ def execute(
         if examiner_check_pairs > 0 and newcomer is None:  # the Examiner's figures first
             from drarena.arena.examinercheck import tournament_check
 
-            header.examiner_check = tournament_check(ctx, header, examiner_check_pairs)
+            header.examiner_check = tournament_check(
+                ctx, header, examiner_check_pairs, paraphrase=config.examiner_check.paraphrase
+            )
         run.write_header(header)
         tournament = ctx.tournament(run)
         proxied = config.offline and any(a.kind == "command" for a in config.agents)

@@ -46,7 +46,11 @@ PACKAGES = (
 # scheduling and transport only: the records are the same whatever they say, so a run may
 # resume with another value (and runs recorded before a field existed keep their digest);
 # in pydantic's `exclude` form, nested blocks by name
-NOT_DIGESTED: dict[str, Any] = {"early_start": True, "models": {"transport": True}}
+NOT_DIGESTED: dict[str, Any] = {
+    "early_start": True,
+    "examiner_check": True,
+    "models": {"transport": True},
+}
 
 
 def config_digest(config: TournamentConfig) -> str:

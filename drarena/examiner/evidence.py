@@ -213,6 +213,15 @@ def answer_hard_tokens(report: str) -> set[str]:
     return hard_tokens(report) | set(plain) | {NUMBER_WORDS[w] for w in plain if w in NUMBER_WORDS}
 
 
+def hard_found_in(token: str, answer_hard: set[str]) -> bool:
+    """The hard token is in the answer whole, or, for a dotted name, by its last part
+    ("LargeZipFile" for "zipfile.LargeZipFile": an answer need not spell the module)."""
+    if token in answer_hard:
+        return True
+    tail = token.rsplit(".", 1)[-1]
+    return "." in token and not tail.isdigit() and len(tail) >= 3 and tail in answer_hard
+
+
 def hard_ok(found: int, wanted: int, share: float) -> bool:
     """All hard tokens when there are one or two, else at least `share` of them."""
     if wanted <= 2:
@@ -269,7 +278,7 @@ def grade_item(
         if found > best_found:
             best, best_found = text, found
     best_found = max(best_found, 0)
-    hard_found = len(keys.hard & answer_hard)
+    hard_found = sum(1 for t in keys.hard if hard_found_in(t, answer_hard))
     verified = (
         bool(keys.stems)
         and at_least(best_found, total, args.recall_min)

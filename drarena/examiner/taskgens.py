@@ -144,7 +144,7 @@ class ExtractiveArgs(BaseModel):
     prompt: str = Field(
         "taskgen-extractive",
         description="the question prompt (variables: root_topic, facts, n_facts, forbidden, "
-        "earlier_questions, max_words): a shipped name or a file path",
+        "max_words): a shipped name or a file path",
     )
 
     @field_validator("prompt")
@@ -191,7 +191,6 @@ class ExtractiveTaskGen:
             topic_line(request.root),
             nuggets,
             forbidden,
-            request.earlier_questions,
         )
         messages: list[dict[str, str]] = [{"role": "user", "content": text}]
         attempts: list[TaskAttempt] = []

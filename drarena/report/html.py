@@ -14,7 +14,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from drarena.agents.base import Answer
+from drarena.examiner.evidence import EvidenceJudgment
 from drarena.examiner.judge import JudgedOrder, PanelMember
+from drarena.examiner.taskcheck import ChecklistItem
 from drarena.htmlpage import CSS, LONG_CAP
 from drarena.htmlpage import html_text as esc
 from drarena.ledger.leaderboard import FAILURES, LeaderboardRow
@@ -141,15 +143,47 @@ def _member(p: PanelMember) -> str:
     )
 
 
+def _link(url: str) -> str:
+    """A page URL as a link when it is http(s) (an untrusted URL of another scheme, such as
+    javascript:, stays text)."""
+    if url.startswith(("http://", "https://")):
+        return f'<a href="{esc(url)}" rel="noopener noreferrer">{esc(url)}</a>'
+    return esc(url)
+
+
+def _item(kind: str, n: int, item: ChecklistItem, graded: EvidenceJudgment | None) -> str:
+    """A checklist item with its page (linked) and evidence passage, and, for a round the
+    evidence judge graded, whether each answer stated it (recall of its key terms)."""
+    evidence = ""
+    if item.evidence:
+        support = "" if item.support is None else f" (supports {item.support:.0%} of the item)"
+        evidence = f"<blockquote class=muted>{esc(item.evidence)}{esc(support)}</blockquote>"
+    grades = ""
+    if graded is not None:
+        marks = []
+        for side, answer in (("A", graded.a), ("B", graded.b)):
+            if n < len(answer.items):
+                g = answer.items[n]
+                mark = "stated" if g.verified else "not stated"
+                cited = " and cited" if g.cited else ""
+                marks.append(f"{side} {mark}{cited} (recall {g.recall:.2f})")
+        grades = f" <span class=muted>[{esc('; '.join(marks))}]</span>"
+    return (
+        f"<li>[{kind}] {esc(item.item)}{grades} <span class=muted>{_link(item.source_url)}"
+        f"</span>{evidence}</li>"
+    )
+
+
 def _round(m: MatchRecord, r: RoundRecord) -> str:
     out = [f"<h4>round {r.index + 1}: depth {r.depth}, width {r.width}</h4>"]
     task = r.task.task
+    graded = r.judgment.evidence if r.judgment is not None else None
     if task is not None:
-        items = "".join(
-            f"<li>[{kind}] {esc(i.item)} <span class=muted>{esc(i.source_url)}</span></li>"
-            for kind, lst in (("depth", task.checklist_depth), ("width", task.checklist_width))
-            for i in lst
-        )
+        listed = [
+            *(("depth", i) for i in task.checklist_depth),
+            *(("width", i) for i in task.checklist_width),
+        ]
+        items = "".join(_item(kind, n, i, graded) for n, (kind, i) in enumerate(listed))
         out.append(
             f"<p><b>Q:</b> {esc(task.question)} <span class=muted>"
             f"({esc(task.word_limit_instruction)})</span></p><ul>{items}</ul>"
@@ -160,6 +194,13 @@ def _round(m: MatchRecord, r: RoundRecord) -> str:
         f'<div class="pair">{_answer(r.answer_a, "A: " + m.a)}'
         f"{_answer(r.answer_b, 'B: ' + m.b)}</div>"
     )
+    if graded is not None:
+        guards = [f"{side}: {g.guard}" for side, g in (("A", graded.a), ("B", graded.b)) if g.guard]
+        out.append(
+            f"<p><b>evidence judge:</b> {esc(graded.derived.verdict.value)}"
+            + (f" (guards: {esc(', '.join(guards))})" if guards else "")
+            + "</p>"
+        )
     if r.judgment is not None:
         rec = r.judgment.reconciled
         if r.judgment.panel is not None:

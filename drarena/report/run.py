@@ -19,10 +19,12 @@ from drarena.ledger.folder import RunDir, read_text, write_atomic
 from drarena.ledger.leaderboard import LeaderboardRow, build_leaderboard
 from drarena.ledger.panel import PanelAgreement, panel_agreement
 from drarena.ledger.records import MatchRecord
+from drarena.ledger.second import SecondOpinion, second_opinion
 from drarena.ledger.style import StyleRatings, style_ratings
 from drarena.report.analyses import analyses_section, comparison_section, style_section
 from drarena.report.html import render_report
 from drarena.report.panel import panel_section
+from drarena.report.second import second_opinion_section
 
 COMPARISON_FILE = "comparison.json"  # written by `drarena run compare`; kept on re-render
 
@@ -105,6 +107,7 @@ class RunAnalyses:
     style: StyleRatings
     comparison: Comparison | None
     panel: PanelAgreement | None = None
+    second: SecondOpinion | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -115,6 +118,8 @@ class RunAnalyses:
         }
         if self.panel is not None:  # a single judge's run keeps its keys
             out["judge_panel"] = self.panel.to_dict()
+        if self.second is not None:  # likewise a run without a second opinion
+            out["second_opinion"] = self.second.to_dict()
         return out
 
 
@@ -155,8 +160,10 @@ def run_analyses(run: RunDir, config: RunConfig, log: list[MatchRecord]) -> RunA
     style = style_ratings(
         config.agent_names(), log, resamples=config.rating.resamples, seed=config.rating.seed
     )
-    panel = panel_agreement(log, resamples=config.rating.resamples, seed=config.rating.seed)
-    return RunAnalyses(rows, analyses, style, read_comparison(run), panel)
+    r = config.rating
+    panel = panel_agreement(log, resamples=r.resamples, seed=r.seed)
+    second = second_opinion(log, resamples=r.resamples, seed=r.seed)
+    return RunAnalyses(rows, analyses, style, read_comparison(run), panel, second)
 
 
 def write_report(
@@ -170,6 +177,8 @@ def write_report(
     sections = analyses_section(done.analyses) + style_section(rows, done.style)
     if done.panel is not None:
         sections += panel_section(done.panel)
+    if done.second is not None:
+        sections += second_opinion_section(done.second)
     if done.comparison is not None:
         sections += comparison_section(done.comparison)
     page = render_report(
