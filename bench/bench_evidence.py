@@ -177,7 +177,7 @@ def grading_inputs(out: Path) -> tuple[Any, dict[str, str], dict[str, Any]]:
 
     meta = json.loads((out / "meta.json").read_text(encoding="utf-8"))
     docs = load_docs(Path(meta["snapshot"]))
-    by_url = {}
+    by_url: dict[str, str] = {}
     for d in docs:
         for u in (d.url, *d.aliases):
             by_url.setdefault(u, d.contents)

@@ -12,10 +12,11 @@ An Examiner that judges by position (SmolLM2-135M) ties everything: all ratings 
 correlations undefined (printed as nan), every score rate 0.5. That is the expected failure.
 
 Usage: .venv/bin/python bench/bench_validity.py [--model qwen1.5b-cpu] [--ladder reduced]
-  [--max-rounds 2] [--judge-mode pairwise|pointwise|both]      (`make bench-validity`)
---ladder reduced drops react (oracle > closed_book > null: the cheapest ladder, for the 1.5B
-model on 2 cores). The run folder is runs/bench-validity-<model>-<ladder>-<judge mode>; a rerun
-resumes it, and a finished one replays from its cache.
+  [--max-rounds 2] [--judge evidence|hybrid|pairwise|pointwise|both]
+  [--snapshot snapshots/debian-handbook]                        (`make bench-validity`)
+--ladder reduced drops react (oracle > closed_book > null: the cheapest ladder). The run
+folder is runs/bench-validity-<model>-<snapshot>-<ladder>-<judge>; a rerun resumes it, and a
+finished one replays from its cache.
 """
 
 from __future__ import annotations
@@ -36,19 +37,28 @@ from scipy import stats
 from drarena.ledger.records import MatchRecord
 
 REPO = Path(__file__).resolve().parents[1]
+REACT = {
+    "name": "react",
+    "kind": "react",
+    "args": {
+        "retriever": {"kind": "bm25"},
+        "max_steps": 2,
+        "max_open_pages": 1,
+        "search_k": 3,
+        "page_chars": 1500,
+    },
+}
 LADDERS: dict[str, list[dict[str, Any]]] = {
+    # react kept to a search, one page read and the answer (two model calls): the 1.5B model
+    # on 2 cores takes about 3.5 minutes for that (docs/validity.md)
     "full": [
-        {"name": "oracle", "kind": "oracle"},
-        {
-            "name": "react-hybrid",
-            "kind": "react",
-            "args": {"retriever": {"kind": "hybrid"}, "max_steps": 4, "max_open_pages": 2},
-        },
+        {"name": "oracle", "kind": "oracle", "args": {"context_chars": 4000}},
+        REACT,
         {"name": "closed_book", "kind": "closed_book"},
         {"name": "null", "kind": "null"},
     ],
     "reduced": [
-        {"name": "oracle", "kind": "oracle"},
+        {"name": "oracle", "kind": "oracle", "args": {"context_chars": 4000}},
         {"name": "closed_book", "kind": "closed_book"},
         {"name": "null", "kind": "null"},
     ],
@@ -56,19 +66,29 @@ LADDERS: dict[str, list[dict[str, Any]]] = {
 
 
 def ladder_config(
-    base: Mapping[str, Any], ladder: str, name: str, max_rounds: int, judge_mode: str
+    base: Mapping[str, Any],
+    ladder: str,
+    name: str,
+    max_rounds: int,
+    judge: Mapping[str, Any] | None,
+    snapshot: Path | None = None,
 ) -> dict[str, Any]:
-    """The demo config with the ladder's agents; Swiss rounds: n - 1 for an even n, n for an
-    odd one (each round has a bye then), so that every pair can meet once."""
+    """The base config with the ladder's agents; Swiss rounds: n - 1 for an even n, n for an
+    odd one (each round has a bye then), so that every pair can meet once. `judge`: the
+    {kind, args} judging it (None: the base config's)."""
     config: dict[str, Any] = json.loads(json.dumps(base))  # a deep copy of plain YAML data
     agents = LADDERS[ladder]
     config["name"] = name
     config["agents"] = agents
     config["swiss_rounds"] = len(agents) - 1 + len(agents) % 2
+    if snapshot is not None:
+        config["snapshot"] = str(snapshot)
     match = dict(config.get("match") or {})
     match["max_rounds"] = max_rounds
-    if judge_mode != "pairwise" or "judge_mode" in match:  # pairwise is the default
-        match["judge_mode"] = judge_mode
+    if judge is not None:
+        for key in ("judge_mode", "judge_prompt", "judge_orders", "judge_sees_checklist"):
+            match.pop(key, None)
+        match["judge"] = dict(judge)
     config["match"] = match
     return config
 
@@ -115,9 +135,14 @@ def main() -> int:
     parser.add_argument("--ladder", choices=sorted(LADDERS), default="full")
     parser.add_argument("--max-rounds", type=int, default=2, help="rounds per match")
     parser.add_argument(
-        "--judge-mode",
+        "--judge",
         default=None,
-        help="pairwise, pointwise or both (default: the base config's, else pairwise)",
+        help="the judge kind: evidence, hybrid, pairwise, pointwise, both (default: the base "
+        "config's judge)",
+    )
+    parser.add_argument("--judge-mode", dest="judge", help="the older name of --judge")
+    parser.add_argument(
+        "--snapshot", type=Path, default=None, help="the frozen web (default: the base config's)"
     )
     parser.add_argument(
         "--base",
@@ -138,10 +163,11 @@ def main() -> int:
         "configs/demo-qwen.yaml" if args.model == "qwen1.5b-cpu" else "configs/demo.yaml"
     )
     base = yaml.safe_load(base_path.read_text(encoding="utf-8"))
-    if args.judge_mode is None:
-        args.judge_mode = (base.get("match") or {}).get("judge_mode", "pairwise")
-    name = f"bench-validity-{label}-{args.ladder}-{args.judge_mode}"
-    config_data = ladder_config(base, args.ladder, name, args.max_rounds, args.judge_mode)
+    judge = None if args.judge is None else {"kind": args.judge}
+    judge_name = args.judge or str(((base.get("match") or {}).get("judge") or {}).get("kind"))
+    where = (args.snapshot or Path(base["snapshot"])).name
+    name = f"bench-validity-{label}-{where}-{args.ladder}-{judge_name}"[:64]
+    config_data = ladder_config(base, args.ladder, name, args.max_rounds, judge, args.snapshot)
     config_path = REPO / "runs" / f"{name}.yaml"
     config_path.parent.mkdir(parents=True, exist_ok=True)
     config_path.write_text(yaml.safe_dump(config_data, sort_keys=False), encoding="utf-8")
@@ -158,7 +184,7 @@ def main() -> int:
     rho, tau = order_agreement(known, rating)
     print(
         f"model: {args.model or 'smollm2-135m (vLLM CPU)'}; ladder {args.ladder}; "
-        f"judge_mode {args.judge_mode}; {len(result.log)} matches, "
+        f"snapshot {where}; judge {config.match.judge_spec().kind}; {len(result.log)} matches, "
         f"{result.model_calls} model calls, wall {wall:.0f} s"
     )
     print("known order:     " + " > ".join(known))

@@ -17,14 +17,17 @@ the best remaining sentence of every target page, so the answer must combine all
 Later questions of a match at the same pages take the next-best sentences (`skip`).
 
 The question: a small model asked for one question over several facts writes a muddle (the
-1.5B model's first try asked about "the depth, width, and None constants"); asked for one
-question per fact it does what is asked. The parts are joined into one numbered question,
-a deviation from the paper's single flowing question (docs/deviations.md).
+1.5B model's first try asked about "the depth, width, and None constants"), and asked for a
+list of questions in one reply it repeated one, wrote "question for FACT 3" or listed 40
+options; asked for one question about one fact, in one short call per fact, it does what is
+asked. The parts are joined into one numbered question, a deviation from the paper's single
+flowing question (docs/deviations.md).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,10 +64,44 @@ def score(sentence: str, terms: TermStats) -> int:
     return sum(weights[:RARE_TERMS]) + HARD_BONUS * min(2, len(hard_tokens(sentence)))
 
 
+# a sentence opening with one of these leans on the one before it ("It can turn names into
+# addresses"): no fact a question can stand on alone
+ANAPHORA = frozenset(
+    {
+        "it",
+        "its",
+        "this",
+        "these",
+        "those",
+        "they",
+        "them",
+        "such",
+        "specifically",
+        "however",
+        "also",
+        "then",
+        "there",
+        "that",
+        "both",
+        "either",
+        "here",
+        "thus",
+        "so",
+    }
+)
+
+
 def is_prose(text: str) -> bool:
-    """A sentence that reads as prose: function words, few symbols, no interpreter prompt
-    or shell line (code examples make poor facts to ask for)."""
-    if ">>>" in text or "$ " in text or "..." in text:
+    """A sentence that reads as prose and stands alone: it starts with a capital or a digit
+    and not with a pronoun or a linking word (ANAPHORA), ends with sentence punctuation, has
+    function words and few symbols, and holds no interpreter prompt, shell line or comment
+    (code examples make poor facts to ask for)."""
+    if ">>>" in text or "$ " in text or "..." in text or " # " in text:
+        return False
+    first = text.split()[0].strip("\"'(“‘").casefold() if text.split() else ""
+    if not (text[:1].isupper() or text[:1].isdigit()) or first in ANAPHORA:
+        return False
+    if not re.search(r"[.!?][\"'”’)\]]*$", text):
         return False
     symbols = sum(1 for c in text if not (c.isalnum() or c.isspace()))
     return function_share(text) >= NUGGET_MIN_FUNCTION and symbols <= NUGGET_MAX_SYMBOLS * len(text)
@@ -114,41 +151,53 @@ def pick_nuggets(targets: Sequence[TreePage], terms: TermStats, skip: int = 0) -
     return out
 
 
-def prompt_text(
-    template: str,
-    root_topic: str,
-    nuggets: Sequence[Nugget],
-    forbidden: Sequence[str],
-) -> str:
-    """The question prompt. Earlier questions are not shown: the 1.5B model copied them
-    as its own answers (asked not to repeat them); code refuses a repeat instead."""
-    facts = "\n\n".join(quote_block(f"FACT {i}", g.text) for i, g in enumerate(nuggets, 1))
+def prompt_text(template: str, root_topic: str, nugget: Nugget, forbidden: Sequence[str]) -> str:
+    """The prompt for one fact's question. Earlier questions are not shown: the 1.5B model
+    copied them as its own (asked not to repeat them); code refuses a repeat instead."""
     names = ", ".join(sorted({defang(" ".join(n.split())[:80]) for n in forbidden if n}))
     return templates.render(
         template,
         root_topic=root_topic,
-        facts=facts,
-        n_facts=len(nuggets),
+        fact=quote_block("FACT", nugget.text),
         forbidden=names or "(none)",
         max_words=PART_MAX_WORDS,
     )
 
 
-def question_schema(n_facts: int) -> dict[str, Any]:
-    """One question per fact, in order (constrained decoding keeps the count)."""
+def question_schema() -> dict[str, Any]:
     return {
         "type": "object",
-        "properties": {
-            "questions": {
-                "type": "array",
-                "items": {"type": "string", "minLength": 1, "maxLength": 300},
-                "minItems": n_facts,
-                "maxItems": n_facts,
-            }
-        },
-        "required": ["questions"],
+        "properties": {"question": {"type": "string", "minLength": 1, "maxLength": 300}},
+        "required": ["question"],
         "additionalProperties": False,
     }
+
+
+def check_part(
+    question: str,
+    nugget: Nugget,
+    others: Sequence[Nugget],
+    *,
+    forbidden: Sequence[str],
+    terms: TermStats,
+) -> list[str]:
+    """Why one fact's question is refused (none: it is kept)."""
+    reasons = []
+    if not question:
+        return ["the question is empty"]
+    if len(question.split()) > PART_MAX_WORDS:
+        reasons.append(f"the question is over {PART_MAX_WORDS} words")
+    leaks = leaked_names(question, forbidden)
+    if leaks:
+        reasons.append(f"the question names its source: {', '.join(leaks)}")
+    if not asks_about(question, nugget, others, terms):
+        reasons.append("the question does not ask about the fact")
+    elif given_away(question, nugget, terms):
+        reasons.append(
+            "the question copies the fact itself: ask for it in other words, so the agent "
+            "must find it"
+        )
+    return reasons
 
 
 def given_away(question: str, nugget: Nugget, terms: TermStats) -> bool:
@@ -178,57 +227,31 @@ def joined(parts: Sequence[str]) -> str:
     return "Answer each part: " + " ".join(f"({i}) {p}" for i, p in enumerate(parts, 1))
 
 
-def check_question(
-    raw: dict[str, Any],
+def build_task(
+    parts: Sequence[str],
     nuggets: Sequence[Nugget],
     *,
-    forbidden: Sequence[str],
     earlier: Sequence[str],
-    terms: TermStats,
     word_limit: tuple[int, int],
     word_limit_instruction: str,
 ) -> tuple[Task | None, list[str]]:
-    """The task (the nuggets as its checklist, each its own evidence), or None with the
-    reasons fed back to the model."""
-    parts = [" ".join(str(q).split()) for q in raw.get("questions") or []]
-    reasons = []
-    if len(parts) != len(nuggets):
-        reasons.append(f"write exactly {len(nuggets)} questions, one per fact")
-    for i, (part, g) in enumerate(zip(parts, nuggets, strict=False), 1):
-        if not part:
-            reasons.append(f"question {i} is empty")
-            continue
-        if len(part.split()) > PART_MAX_WORDS:
-            reasons.append(f"question {i} is over {PART_MAX_WORDS} words")
-        leaks = leaked_names(part, forbidden)
-        if leaks:
-            reasons.append(f"question {i} names its source: {', '.join(leaks)}")
-        if not asks_about(part, g, [o for o in nuggets if o is not g], terms):
-            reasons.append(f"question {i} does not ask about FACT {i}")
-        elif given_away(part, g, terms):
-            reasons.append(
-                f"question {i} copies FACT {i} itself: ask for the fact in other words, so "
-                "the agent must find it"
-            )
+    """The task from every fact's accepted question (the nuggets as its checklist, each its
+    own evidence), or None when it repeats an earlier question of the match."""
     question = joined(parts)
     if any(
         " ".join(question.casefold().split()) == " ".join(q.casefold().split()) for q in earlier
     ):
-        reasons.append("the questions repeat an earlier question of this match")
-    if reasons:
-        return None, reasons
+        return None, ["the questions repeat an earlier question of this match"]
     item = {
         kind: tuple(ChecklistItem(g.text, g.url, g.text, 1.0) for g in nuggets if g.kind == kind)
         for kind in ("depth", "width")
     }
-    return (
-        Task(
-            question,
-            word_limit_instruction,
-            word_limit,
-            item["depth"],
-            item["width"],
-            "extractive: one question per fact",
-        ),
-        [],
+    task = Task(
+        question,
+        word_limit_instruction,
+        word_limit,
+        item["depth"],
+        item["width"],
+        "extractive: one question per fact",
     )
+    return task, []

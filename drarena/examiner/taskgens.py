@@ -17,7 +17,7 @@ Built-in kinds:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -38,6 +38,7 @@ from drarena.examiner.taskgen import (
 from drarena.models.client import ModelClient
 from drarena.models.structured import complete_json
 from drarena.registry import ComponentSpec, Registry, RegistryError, parse_args
+from drarena.settle import gather_settled
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,8 +144,8 @@ class ExtractiveArgs(BaseModel):
 
     prompt: str = Field(
         "taskgen-extractive",
-        description="the question prompt (variables: root_topic, facts, n_facts, forbidden, "
-        "max_words): a shipped name or a file path",
+        description="the prompt for one fact's question (variables: root_topic, fact, "
+        "forbidden, max_words): a shipped name or a file path",
     )
 
     @field_validator("prompt")
@@ -165,20 +166,20 @@ class ExtractiveTaskGen:
         return {"taskgen": self.args.prompt}
 
     async def generate(self, call: TaskCall, request: TaskRequest, rules: TaskRules) -> TaskOutcome:
-        """Nuggets by code, the question by the model, checked; a failed check is fed back
-        as the reason of the next try (rules.max_attempts), as the llm kind does."""
+        """Nuggets by code, one question per fact by the model (concurrent calls), each
+        checked; a refused question is asked again with the reason (rules.max_attempts per
+        fact), as the llm kind does for its task."""
         if not request.targets:
             raise DrarenaError("extractive task: no target pages")
-        skip = len(request.earlier_questions)
-        nuggets = extractive.pick_nuggets(request.targets, call.terms, skip)
-        if not any(g.kind == "depth" for g in nuggets) or not any(
-            g.kind == "width" for g in nuggets
-        ):
+        nuggets = extractive.pick_nuggets(
+            request.targets, call.terms, len(request.earlier_questions)
+        )
+        kinds = {g.kind for g in nuggets}
+        if kinds != {"depth", "width"}:
             return TaskOutcome(
                 None, (), (), error="extractive task: the target pages hold no fact sentence"
             )
         limits = word_limit(len(request.targets), request.depth, root_counted=rules.root_counted)
-        instruction = word_limit_instruction(limits)
         targets = request.targets
         forbidden = forbidden_names(
             [request.root.title, *(t.title for t in targets)],
@@ -186,37 +187,56 @@ class ExtractiveTaskGen:
         )
         if rules.forbid_entity_names:
             forbidden += entity_names([t.title for t in targets], [t.url for t in targets])
-        text = extractive.prompt_text(
-            self.args.prompt,
-            topic_line(request.root),
-            nuggets,
-            forbidden,
+        topic = topic_line(request.root)
+        asked = await gather_settled(
+            *(
+                self._question(call, topic, g, nuggets, forbidden, rules.max_attempts)
+                for g in nuggets
+            )
         )
+        attempts = tuple(a for _, tries, _ in asked for a in tries)
+        failed = [f"fact {i}: {error}" for i, (q, _, error) in enumerate(asked, 1) if q is None]
+        if failed:
+            return TaskOutcome(None, attempts, (), error="; ".join(failed))
+        task, reasons = extractive.build_task(
+            [q for q, _, _ in asked if q is not None],
+            nuggets,
+            earlier=request.earlier_questions,
+            word_limit=limits,
+            word_limit_instruction=word_limit_instruction(limits),
+        )
+        if task is None:
+            return TaskOutcome(None, attempts, (), error="; ".join(reasons))
+        return TaskOutcome(task, attempts, ())
+
+    async def _question(
+        self,
+        call: TaskCall,
+        topic: str,
+        nugget: extractive.Nugget,
+        nuggets: Sequence[extractive.Nugget],
+        forbidden: Sequence[str],
+        max_attempts: int,
+    ) -> tuple[str | None, list[TaskAttempt], str]:
+        """(the accepted question or None, the tries, why the last one was refused)."""
+        text = extractive.prompt_text(self.args.prompt, topic, nugget, forbidden)
         messages: list[dict[str, str]] = [{"role": "user", "content": text}]
-        attempts: list[TaskAttempt] = []
-        for _ in range(rules.max_attempts):
+        others = [g for g in nuggets if g is not nugget]
+        tries: list[TaskAttempt] = []
+        for _ in range(max_attempts):
             try:
                 raw, completion = await complete_json(
-                    call.client,
-                    call.role,
-                    messages,
-                    extractive.question_schema(len(nuggets)),
-                    name="questions",
+                    call.client, call.role, messages, extractive.question_schema(), name="question"
                 )
             except DrarenaError as exc:
-                return TaskOutcome(None, tuple(attempts), (), error=str(exc))
-            task, reasons = extractive.check_question(
-                raw,
-                nuggets,
-                forbidden=forbidden,
-                earlier=request.earlier_questions,
-                terms=call.terms,
-                word_limit=limits,
-                word_limit_instruction=instruction,
+                return None, tries, str(exc)
+            question = " ".join(str(raw.get("question", "")).split())
+            reasons = extractive.check_part(
+                question, nugget, others, forbidden=forbidden, terms=call.terms
             )
-            attempts.append(TaskAttempt(completion.key, tuple(reasons)))
-            if task is not None:
-                return TaskOutcome(task, tuple(attempts), ())
+            tries.append(TaskAttempt(completion.key, tuple(reasons)))
+            if not reasons:
+                return question, tries, ""
             messages += [
                 {"role": "assistant", "content": completion.text},
                 {
@@ -226,10 +246,8 @@ class ExtractiveTaskGen:
                     + ". Write a corrected question as JSON only.",
                 },
             ]
-        last = "; ".join(attempts[-1].reasons) if attempts else "no attempt"
-        return TaskOutcome(
-            None, tuple(attempts), (), error=f"task rejected after {len(attempts)} tries: {last}"
-        )
+        last = "; ".join(tries[-1].reasons) if tries else "no attempt"
+        return None, tries, f"question refused after {len(tries)} tries: {last}"
 
 
 TASKGENS: Registry[TaskGenerator] = Registry("task generator", group="drarena.taskgens")

@@ -193,3 +193,36 @@ def test_installed_plugin_search_provider_builds_requests_and_parses(plugin_path
     }
     assert result["results"] == [["http://a.example/x", "X"]]
     assert result["bad"] == "jsonlines at http://127.0.0.1:9/s: line 1 is not a result object"
+
+
+JUDGE = r"""
+import asyncio, json
+from drarena.arena.config import parse_config
+from drarena.examiner.judge import AnswerForJudge
+from drarena.examiner.judges import JUDGES, JudgeCall
+from drarena.examiner.taskcheck import ChecklistItem, Task
+config = parse_config({"name": "t", "snapshot": "s",
+                       "models": {"roles": {"examiner": {"model": "openai/x"}}},
+                       "agents": [{"name": "a", "kind": "null"}, {"name": "b", "kind": "null"}],
+                       "match": {"judge": {"kind": "cited", "args": {"margin": 1}}}}, "c")
+judge = config.match.judging()
+task = Task("q?", "Answer.", (10, 20), (ChecklistItem("i", "http://x/"),), (), "r")
+one = AnswerForJudge("a", 2, 2, 0)
+none = AnswerForJudge("b", 1, 0, 1)
+got = asyncio.run(judge.judge(JudgeCall(), task, one, none))
+print(json.dumps({"kinds": JUDGES.kinds(), "spec": config.match.judge_spec().model_dump(),
+                  "verdict": got.reconciled.verdict.value,
+                  "prompts": config.match.template_specs()}))
+"""
+
+
+def test_installed_plugin_judge_is_a_config_kind(plugin_path: Path) -> None:
+    """A judging rule as a plugin: its entry point makes `match.judge: {kind: cited}` a
+    config kind, validated, resolved into run.json's spec, and judging a pair."""
+    done = run_python(JUDGE, plugin_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "cited" in result["kinds"] and "evidence" in result["kinds"]
+    assert result["spec"] == {"kind": "cited", "args": {"margin": 1}}
+    assert result["verdict"] == "A_MUCH_BETTER"
+    assert result["prompts"] == {"taskgen": "taskgen"}
