@@ -118,20 +118,33 @@ bench-models: setup setup-models
 
 ## bench-cpu-examiner: Qwen2.5-Coder-1.5B on llama.cpp vs SmolLM2 on vLLM CPU, one server at a
 ## time: prompt and generation tokens/s, seconds per judge call, ratios (THREADS=2,1 to compare)
-.PHONY: bench-cpu-examiner bench-validity
+.PHONY: bench-cpu-examiner bench-validity bench-evidence
 THREADS ?= 2
 bench-cpu-examiner: setup setup-models setup-qwen
 	$(BIN)/python bench/bench_cpu_examiner.py --threads $(THREADS)
 
-## bench-validity: the known-order ladder (oracle > react hybrid > closed_book > null) as a
-## tournament on snapshots/pydocs: recovered order, Spearman, Kendall, pairwise score rates with
-## intervals, wall time. MODEL=qwen1.5b-cpu LADDER=reduced for the 1.5B model; JUDGE_MODE=... overrides
-## the base config's judge mode (configs/demo-qwen.yaml: pointwise)
+## bench-validity: the known-order ladder (oracle > react with search > closed_book > null) as a
+## tournament: recovered order, Spearman, Kendall, pairwise score rates with intervals, wall
+## time. Default: the 1.5B CPU model (configs/demo-qwen.yaml, the evidence judge) on
+## snapshots/$(CORPUS); CORPUS=debian-handbook for the second corpus; JUDGE=hybrid|pairwise|...
+## overrides the judge; MODEL=smollm2 for the 135M smoke model; LADDER=reduced drops react
 LADDER ?= full
-JUDGE_MODE ?=
-bench-validity: setup $(if $(filter qwen1.5b-cpu,$(MODEL)),setup-qwen,setup-models)
-	$(BIN)/python bench/bench_validity.py --ladder $(LADDER) $(if $(JUDGE_MODE),--judge-mode $(JUDGE_MODE)) \
-	  $(if $(MODEL),--model $(MODEL))
+JUDGE ?=
+VMODEL := $(or $(MODEL),qwen1.5b-cpu)
+bench-validity: setup $(if $(filter qwen1.5b-cpu,$(VMODEL)),setup-qwen,setup-models)
+	$(BIN)/python bench/bench_validity.py --ladder $(LADDER) $(if $(JUDGE),--judge $(JUDGE)) \
+	  --snapshot snapshots/$(CORPUS) $(if $(filter-out smollm2,$(VMODEL)),--model $(VMODEL))
+
+## bench-evidence: every agent of the ladder answers the same tasks on snapshots/$(CORPUS)
+## (TASKS=16), then the evidence judge grades them: items satisfied per agent, pair score rates,
+## the order; with LABELS=<file> the agreement with labels read by a person (docs/validity.md)
+TASKS ?= 16
+LABELS ?=
+bench-evidence: setup setup-qwen
+	$(BIN)/python bench/bench_evidence.py collect --snapshot snapshots/$(CORPUS) --tasks $(TASKS) \
+	  --taskgen extractive --model qwen1.5b-cpu --out runs/bench-evidence-$(CORPUS)
+	$(BIN)/python bench/bench_evidence.py grade --out runs/bench-evidence-$(CORPUS) \
+	  $(if $(LABELS),--labels $(LABELS))
 
 # --- tournament (issues 7, 8) -----------------------------------------------------------
 .PHONY: tournament drift-run

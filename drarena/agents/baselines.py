@@ -71,9 +71,9 @@ class BaselineArgs(BaseModel):
 
 CITE_SHOWN = (
     "the answer's citations must be URLs of the pages it was given (at least one, by the "
-    "answer tool's schema, written before the report), and each part of the question is "
-    "answered in a sentence or two from them; false: the prompt and tool of runs recorded "
-    "before"
+    "answer tool's schema, written before the report), each part of the question is "
+    "answered in a sentence or two from them, and a report written as plain text is taken "
+    "as the answer; false: the prompt, tool and repairs of runs recorded before"
 )
 
 
@@ -97,9 +97,14 @@ async def single_answer(
     max_repairs: int,
     word_limit: tuple[int, int],
     shown: Sequence[str] = (),
+    text_answers: bool = False,
 ) -> Answer:
     """One `answer` call, re-asked up to max_repairs times; plain text as the last resort.
-    `shown`: the pages' URLs the citations must come from (answer_tool)."""
+    `shown`: the pages' URLs the citations must come from (answer_tool). `text_answers`: a
+    reply that is a report written as plain text (no call, none written as text) is the
+    answer at once, its references read from the text. Why: llama.cpp ignores a forced
+    tool_choice, and Qwen2.5-Coder-1.5B, told to "write a Markdown report", wrote a good one
+    as text; re-asked to call the tool, it replaced it with a one-line summary of it."""
     messages = list(messages)
     text, finish = "", ""
     error = "no answer"
@@ -128,6 +133,10 @@ async def single_answer(
         if call is None and salvaged is not None:
             rec.step(model, note=CUT_NOTE)
             return rec.finish(salvaged, salvage_citations(completion.text))
+        if call is None and text_answers and completion.text.strip():
+            rec.step(model, note="report written as text, taken as the answer")
+            body, refs = answer_from_text(completion.text, completion.finish_reason)
+            return rec.finish(body, refs)
         if call is None:
             error = no_call_error("no answer call in the reply", completion.text)
             rec.step(model, error=error)
@@ -277,7 +286,14 @@ class RagAgent(_SingleCallAgent):
         )
         shown = [p.url for p in pages] if self.args.cite_shown else []
         return await single_answer(
-            self._client, self.args.role, messages, rec, self.args.max_repairs, word_limit, shown
+            self._client,
+            self.args.role,
+            messages,
+            rec,
+            self.args.max_repairs,
+            word_limit,
+            shown,
+            self.args.cite_shown,
         )
 
 
@@ -308,7 +324,14 @@ class OracleAgent(_SingleCallAgent):
         )
         shown = [p.url for p in pages] if self.args.cite_shown else []
         answer = await single_answer(
-            self._client, self.args.role, messages, rec, self.args.max_repairs, word_limit, shown
+            self._client,
+            self.args.role,
+            messages,
+            rec,
+            self.args.max_repairs,
+            word_limit,
+            shown,
+            self.args.cite_shown,
         )
         if not pages and answer.error is None:
             return dataclasses.replace(answer, error="the oracle was given no target pages")

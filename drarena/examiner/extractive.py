@@ -7,7 +7,7 @@ item is supported by construction (its evidence is itself), and the model only t
 fact into a question, checked as every task is (no page named, no repeat) and for one more
 leak: a question that states nearly all of its fact leaves nothing to grade.
 
-Nuggets: prose sentences of 8 to 45 words (a function-word share of at least 0.2, no code
+Nuggets: prose sentences of 8 to 30 words (a function-word share of at least 0.2, no code
 prompts or shell lines) from the lead of each target page (its first LEAD_CHARS characters,
 where a page says what its subject is and does; the whole page when the lead has none),
 scored by the weights of their rarest content words in the snapshot plus a bonus for
@@ -39,7 +39,7 @@ from drarena.examiner.taskcheck import ChecklistItem, Task, leaked_names
 from drarena.quoting import defang, quote_block
 
 NUGGET_MIN_WORDS = 8
-NUGGET_MAX_WORDS = 45
+NUGGET_MAX_WORDS = 30  # longer sentences carry context a question does not ask for
 NUGGET_MIN_FUNCTION = 0.2
 NUGGET_MAX_SYMBOLS = 0.08  # share of characters that are neither letters, digits nor spaces
 LEAD_CHARS = 2000
