@@ -35,24 +35,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from bench_validity import LADDERS
 
 REPO = Path(__file__).resolve().parents[1]
-LADDER: list[dict[str, Any]] = [
-    {"name": "oracle", "kind": "oracle", "args": {"context_chars": 4000}},
-    {
-        "name": "react",
-        "kind": "react",
-        "args": {
-            "retriever": {"kind": "bm25"},
-            "max_steps": 2,
-            "max_open_pages": 1,
-            "search_k": 3,
-            "page_chars": 1500,
-        },
-    },
-    {"name": "closed_book", "kind": "closed_book"},
-    {"name": "null", "kind": "null"},
-]
+LADDER = LADDERS["full"]  # the known-order ladder of bench_validity
 KNOWN = [a["name"] for a in LADDER]
 
 

@@ -193,6 +193,36 @@ class _SingleCallAgent:
         self._client = context.model_client(name)
 
 
+class _PagesAgent(_SingleCallAgent):
+    """An agent that answers from pages it holds (the oracle's targets, rag's results)."""
+
+    args: OracleArgs | RagArgs
+
+    async def from_pages(
+        self,
+        conversation: Conversation,
+        word_limit: tuple[int, int],
+        rec: Recorder,
+        pages: list[SourcePage],
+        evidence: str,
+    ) -> Answer:
+        """One answer call over `evidence` (the pages as quoted blocks); with `cite_shown`,
+        the parts prompt, citations from `pages` and a text report taken as it is."""
+        cite = self.args.cite_shown
+        system = PARTS_SYSTEM if cite else EVIDENCE_SYSTEM
+        messages = conversation_messages(system, conversation, word_limit, evidence)
+        return await single_answer(
+            self._client,
+            self.args.role,
+            messages,
+            rec,
+            self.args.max_repairs,
+            word_limit,
+            [p.url for p in pages] if cite else [],
+            cite,
+        )
+
+
 class ClosedBookAgent(_SingleCallAgent):
     """The model alone, no tools: the floor."""
 
@@ -207,7 +237,7 @@ class ClosedBookAgent(_SingleCallAgent):
         )
 
 
-class RagAgent(_SingleCallAgent):
+class RagAgent(_PagesAgent):
     """One retrieval on the question, the top k pages in context, one answer."""
 
     args: RagArgs
@@ -280,24 +310,12 @@ class RagAgent(_SingleCallAgent):
             )
         evidence, note = evidence_text(pages, self.args.context_chars)
         rec.step(None, events, note=note)
-        system = PARTS_SYSTEM if self.args.cite_shown else EVIDENCE_SYSTEM
-        messages = conversation_messages(
-            system, conversation, word_limit, evidence or "(the search found no pages)"
-        )
-        shown = [p.url for p in pages] if self.args.cite_shown else []
-        return await single_answer(
-            self._client,
-            self.args.role,
-            messages,
-            rec,
-            self.args.max_repairs,
-            word_limit,
-            shown,
-            self.args.cite_shown,
+        return await self.from_pages(
+            conversation, word_limit, rec, pages, evidence or "(the search found no pages)"
         )
 
 
-class OracleAgent(_SingleCallAgent):
+class OracleAgent(_PagesAgent):
     """Given the round's target pages: the ceiling the Examiner should prefer."""
 
     args: OracleArgs
@@ -318,20 +336,8 @@ class OracleAgent(_SingleCallAgent):
             error=None if pages else "the oracle was given no target pages",
             note=note,
         )
-        system = PARTS_SYSTEM if self.args.cite_shown else EVIDENCE_SYSTEM
-        messages = conversation_messages(
-            system, conversation, word_limit, evidence or "(no pages were given)"
-        )
-        shown = [p.url for p in pages] if self.args.cite_shown else []
-        answer = await single_answer(
-            self._client,
-            self.args.role,
-            messages,
-            rec,
-            self.args.max_repairs,
-            word_limit,
-            shown,
-            self.args.cite_shown,
+        answer = await self.from_pages(
+            conversation, word_limit, rec, pages, evidence or "(no pages were given)"
         )
         if not pages and answer.error is None:
             return dataclasses.replace(answer, error="the oracle was given no target pages")

@@ -12,7 +12,8 @@ is skipped with the reasons logged, never asked half-valid.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from drarena.corpus.records import TreePage
 from drarena.corpus.terms import TermStats
@@ -171,14 +172,10 @@ async def generate_task(
     )
     if forbid_entity_names:
         forbidden += entity_names([t.title for t in targets], [t.url for t in targets])
-    messages: list[dict[str, str]] = [{"role": "user", "content": text}]
-    attempts: list[TaskAttempt] = []
     cut = tuple(cut_chain + cut_targets)
-    for _ in range(max_attempts):
-        try:
-            raw, completion = await complete_json(client, role, messages, schema, name="task")
-        except DrarenaError as exc:
-            return TaskOutcome(None, tuple(attempts), cut, error=str(exc))
+    pages = {p.url: p.text for p in (*chain, *targets)}
+
+    def check(raw: dict[str, Any]) -> tuple[Task | None, list[str]]:
         task, reasons = check_task(
             raw,
             sources=sources,
@@ -189,20 +186,50 @@ async def generate_task(
             word_limit_instruction=instruction,
         )
         if task is not None and ground is not None:
-            task, reasons = ground_task(task, {p.url: p.text for p in (*chain, *targets)}, ground)
+            return ground_task(task, pages, ground)
+        return task, reasons
+
+    task, attempts, error = await ask_until_valid(
+        client, role, text, schema, "task", check, max_attempts
+    )
+    return TaskOutcome(task, tuple(attempts), cut, error=error)
+
+
+T = TypeVar("T")
+
+
+async def ask_until_valid(
+    client: ModelClient,
+    role: str,
+    prompt: str,
+    schema: dict[str, Any],
+    what: str,
+    check: Callable[[dict[str, Any]], tuple[T | None, list[str]]],
+    max_attempts: int,
+) -> tuple[T | None, list[TaskAttempt], str]:
+    """Ask for schema-valid JSON and check it by code; a refused reply is fed back with its
+    reasons ("That task is invalid: ... Write a corrected task as JSON only.") for the next
+    of `max_attempts` tries. Returns what `check` made (None when every try was refused or
+    the call failed), every try with its reasons, and the error ("" on success)."""
+    messages: list[dict[str, str]] = [{"role": "user", "content": prompt}]
+    attempts: list[TaskAttempt] = []
+    for _ in range(max_attempts):
+        try:
+            raw, completion = await complete_json(client, role, messages, schema, name=what)
+        except DrarenaError as exc:
+            return None, attempts, str(exc)
+        made, reasons = check(raw)
         attempts.append(TaskAttempt(completion.key, tuple(reasons)))
-        if task is not None:
-            return TaskOutcome(task, tuple(attempts), cut)
+        if made is not None:
+            return made, attempts, ""
         messages += [
             {"role": "assistant", "content": completion.text},
             {
                 "role": "user",
-                "content": "That task is invalid: "
+                "content": f"That {what} is invalid: "
                 + "; ".join(reasons)
-                + ". Write a corrected task as JSON only.",
+                + f". Write a corrected {what} as JSON only.",
             },
         ]
     last = "; ".join(attempts[-1].reasons) if attempts else "no attempt"
-    return TaskOutcome(
-        None, tuple(attempts), cut, error=f"task rejected after {len(attempts)} tries: {last}"
-    )
+    return None, attempts, f"{what} rejected after {len(attempts)} tries: {last}"

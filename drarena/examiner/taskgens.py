@@ -31,12 +31,12 @@ from drarena.examiner.taskcheck import entity_names, forbidden_names
 from drarena.examiner.taskgen import (
     TaskAttempt,
     TaskOutcome,
+    ask_until_valid,
     generate_task,
     topic_line,
     word_limit_instruction,
 )
 from drarena.models.client import ModelClient
-from drarena.models.structured import complete_json
 from drarena.registry import ComponentSpec, Registry, RegistryError, parse_args
 from drarena.settle import gather_settled
 
@@ -220,34 +220,24 @@ class ExtractiveTaskGen:
     ) -> tuple[str | None, list[TaskAttempt], str]:
         """(the accepted question or None, the tries, why the last one was refused)."""
         text = extractive.prompt_text(self.args.prompt, topic, nugget, forbidden)
-        messages: list[dict[str, str]] = [{"role": "user", "content": text}]
         others = [g for g in nuggets if g is not nugget]
-        tries: list[TaskAttempt] = []
-        for _ in range(max_attempts):
-            try:
-                raw, completion = await complete_json(
-                    call.client, call.role, messages, extractive.question_schema(), name="question"
-                )
-            except DrarenaError as exc:
-                return None, tries, str(exc)
+
+        def check(raw: dict[str, Any]) -> tuple[str | None, list[str]]:
             question = " ".join(str(raw.get("question", "")).split())
             reasons = extractive.check_part(
                 question, nugget, others, forbidden=forbidden, terms=call.terms
             )
-            tries.append(TaskAttempt(completion.key, tuple(reasons)))
-            if not reasons:
-                return question, tries, ""
-            messages += [
-                {"role": "assistant", "content": completion.text},
-                {
-                    "role": "user",
-                    "content": "That question is invalid: "
-                    + "; ".join(reasons)
-                    + ". Write a corrected question as JSON only.",
-                },
-            ]
-        last = "; ".join(tries[-1].reasons) if tries else "no attempt"
-        return None, tries, f"question refused after {len(tries)} tries: {last}"
+            return (None if reasons else question), reasons
+
+        return await ask_until_valid(
+            call.client,
+            call.role,
+            text,
+            extractive.question_schema(),
+            "question",
+            check,
+            max_attempts,
+        )
 
 
 TASKGENS: Registry[TaskGenerator] = Registry("task generator", group="drarena.taskgens")
