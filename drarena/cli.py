@@ -18,6 +18,8 @@ from typing import Any
 
 from drarena import __version__
 from drarena.errors import DrarenaError
+from drarena.files import disk_full
+from drarena.quoting import shown
 
 COMMAND_MODULES = (
     "drarena.web.commands",
@@ -251,6 +253,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:  # after BrokenPipeError, one of them
+        if not disk_full(exc):
+            raise
+        # a writer without its own line for it (every file drarena writes has one, through
+        # drarena.files): still one line, not a traceback
+        where = shown(str(exc.filename), 1000) + ": " if exc.filename else ""
+        print(f"drarena: error: {where}no room left to write ({exc.strerror})", file=sys.stderr)
+        return 2
     return int(result or 0)
 
 

@@ -26,7 +26,7 @@ from drarena.corpus.page import MAX_PAGE_BYTES, PageExtract, extract_page
 from drarena.corpus.records import Doc, Link
 from drarena.digests import file_sha256
 from drarena.errors import DrarenaError, one_line
-from drarena.files import read_bounded
+from drarena.files import atomic_output, read_bounded
 from drarena.records import lone_surrogate
 from drarena.web.urls import canonicalize_url
 
@@ -326,12 +326,11 @@ def build_records(
 
 
 def _write_lines(path: Path, lines: Iterable[str]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
+    """Lines into `path` through files.atomic_output (a unique temporary file, never a link)."""
+    with atomic_output(path) as fh:
         for line in lines:
             fh.write(line)
             fh.write("\n")
-    os.replace(tmp, path)
 
 
 def _params(max_page_bytes: int, decode_limit: int | None = None) -> dict[str, Any]:

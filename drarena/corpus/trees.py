@@ -16,7 +16,6 @@ generator seeded by the run seed and the root) up to `max_depth` and `max_nodes`
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 from collections import Counter
@@ -29,7 +28,7 @@ from drarena.corpus.records import Doc, Link, Tree, TreeEdge, TreeNode
 from drarena.corpus.relations import classify_relation
 from drarena.digests import file_sha256
 from drarena.errors import DrarenaError, one_line
-from drarena.files import read_bounded
+from drarena.files import own_folder, read_bounded, write_atomic
 from drarena.records import lone_surrogate
 
 TREES_DIR = "trees"
@@ -366,7 +365,7 @@ def build_snapshot_trees(
     # every candidate root; the index keeps the params asked for, so this stays up to date
     fewer = at_least is not None and at_least <= roots < params.count
     trees = build_trees(graph, replace(params, count=roots) if fewer else params)
-    out.mkdir(exist_ok=True)
+    own_folder(out)
     for stale in out.iterdir():  # drarena's own names only: trees/ may hold the user's files
         if TREE_FILE.fullmatch(stale.name) and stale.is_file():
             stale.unlink()
@@ -385,7 +384,7 @@ def build_snapshot_trees(
             },
         )
         path = out / f"{tree.id}.json"
-        path.write_text(tree_to_json(tree), encoding="utf-8")
+        write_atomic(path, tree_to_json(tree))
         root = tree.nodes[0]
         entries.append(
             {
@@ -400,11 +399,7 @@ def build_snapshot_trees(
         )
     candidates = len(graph.root_candidates(params))
     index = {**header, "candidates": candidates, "trees": entries}
-    tmp = index_path.with_name(TREES_INDEX + ".tmp")
-    tmp.write_text(
-        json.dumps(index, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
-    os.replace(tmp, index_path)
+    write_atomic(index_path, json.dumps(index, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
     return TreesResult(out, tuple(out / e["file"] for e in entries), candidates, up_to_date=False)
 
 

@@ -16,6 +16,7 @@ folder is ever emptied, by a replay of that same run, and then only of the files
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
@@ -25,7 +26,16 @@ from typing import Any
 from pydantic import ValidationError
 
 from drarena.errors import DrarenaError, one_line
-from drarena.files import read_bounded
+from drarena.files import (
+    is_temp_of,
+    open_append,
+    own_folder,
+    read_bounded,
+    refuse_link,
+    temp_target,
+    write_atomic,
+    write_error,
+)
 from drarena.ledger.header import RUN_SCHEMA_VERSION, RunHeader
 from drarena.ledger.records import SCHEMA_VERSION, AnswerTiming, MatchRecord
 
@@ -112,12 +122,6 @@ def match_record(text: str, where: str) -> MatchRecord:
         raise ValueError(str(exc)) from None
 
 
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def typed_header(value: dict[str, Any], where: str) -> RunHeader:
     """A header dict through the RunHeader model; the first problem as one line."""
     try:
@@ -143,7 +147,10 @@ class RunDir:
         self._lines: dict[str, tuple[MatchRecord, str]] = {}
 
     def create(self) -> None:
-        self.matches_dir.mkdir(parents=True, exist_ok=True)
+        """The folder and its matches/ (a link in matches/'s place, from a folder received
+        from elsewhere, is refused: records would be written among the link target's files)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        own_folder(self.matches_dir)
 
     def header(self) -> dict[str, Any] | None:
         """run.json, or None when there is none; a header this drarena cannot read (not UTF-8,
@@ -226,9 +233,19 @@ class RunDir:
         return records
 
     def append_timings(self, timings: Iterable[AnswerTiming]) -> None:
-        with self.timings_path.open("a", encoding="utf-8") as out:
-            for t in timings:
-                out.write(t.to_json() + "\n")
+        """Append the figures; a write that fails (a full disk) is one line, and the lines
+        it had begun are cut off again, so no half line is left."""
+        data = memoryview("".join(t.to_json() + "\n" for t in timings).encode("utf-8"))
+        with open_append(self.timings_path, "ab") as out:
+            fd = out.fileno()  # written unbuffered: nothing is left to flush after a failure
+            start = os.lseek(fd, 0, os.SEEK_END)
+            try:
+                while data:
+                    data = data[os.write(fd, data) :]
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, start)
+                raise write_error(self.timings_path, exc) from None
 
     def read_timings(self) -> list[AnswerTiming]:
         """timings.jsonl as records (none when the run has no such file)."""
@@ -251,11 +268,14 @@ class RunDir:
 
 # what a run interrupted before its run.json was first written can leave in its folder: the
 # model cache (the examiner-check fills it before the header, which records its figures), its
-# SQLite side files, and the header's own temporary file and matches/ folder
+# SQLite side files, and the header's own temporary file (is_temp_of) and matches/ folder
 UNHEADED_FILES = frozenset(
-    ["llm-cache.sqlite", "run.json.tmp"]
-    + [f"llm-cache.sqlite{side}" for side in ("-wal", "-shm", "-journal")]
+    ["llm-cache.sqlite"] + [f"llm-cache.sqlite{side}" for side in ("-wal", "-shm", "-journal")]
 )
+
+
+def _unheaded(name: str) -> bool:
+    return name in UNHEADED_FILES or is_temp_of("run.json", name)
 
 
 def check_new_run_folder(folder: Path) -> None:
@@ -267,7 +287,7 @@ def check_new_run_folder(folder: Path) -> None:
     if not folder.is_dir():
         raise DrarenaError(f"{folder}: exists and is not a folder; nothing was written")
     for path in sorted(folder.iterdir()):
-        own = path.name in UNHEADED_FILES and path.is_file()
+        own = _unheaded(path.name) and path.is_file() and not path.is_symlink()
         if not own and not (path.name == "matches" and path.is_dir() and not any(path.iterdir())):
             raise DrarenaError(
                 f"{folder}: not empty ({path.name}) and no run.json (not a drarena run "
@@ -306,10 +326,21 @@ def prepare_replay_target(source: Path, target: Path) -> None:
             f"--out {target}: a replay of {header[REPLAY_MARK]!s:.200}, not of {source} "
             f"({REPLAY_MARK} in its run.json); nothing was deleted: choose a new or empty folder"
         )
-    for name in REPLAY_FILES:
-        for path in (target / name, target / (name + ".tmp")):
+    remove_own_files(target, REPLAY_FILES)
+
+
+def remove_own_files(folder: Path, names: Sequence[str]) -> None:
+    """Delete the files of `names` (and their temporary files) from `folder`, and the match
+    records (*.json and their temporary files) from its matches/. A link is deleted as a link
+    (its target untouched); a matches/ that is a link is refused in one line: its files are
+    not drarena's."""
+    refuse_link(folder / "matches")
+    for path in folder.iterdir():
+        if path.name in names or any(is_temp_of(name, path.name) for name in names):
             path.unlink(missing_ok=True)
-    if old.matches_dir.is_dir():
-        for path in old.matches_dir.iterdir():
-            if path.is_file() and path.name.endswith((".json", ".json.tmp")):
+    matches = folder / "matches"
+    if matches.is_dir():
+        for path in matches.iterdir():
+            own = path.name.endswith(".json") or (temp_target(path.name) or "").endswith(".json")
+            if own and (path.is_file() or path.is_symlink()):
                 path.unlink()

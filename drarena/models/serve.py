@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from drarena.errors import DrarenaError
-from drarena.files import read_tail
+from drarena.files import open_replacing, read_tail
 
 REPO = Path(__file__).resolve().parents[2]
 CPU_MODEL_NAME = "smollm2-135m"
@@ -264,7 +264,7 @@ def start_server(
     ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S,
 ) -> ServerHandle:
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("wb") as log_file:
+    with open_replacing(log_path) as log_file:
         process = subprocess.Popen(
             command,
             env=env,

@@ -26,6 +26,7 @@ from typing import Any
 
 from drarena import __version__
 from drarena.errors import DrarenaError
+from drarena.files import disk_full
 from drarena.web.importfile import (
     FileJob,
     FileResult,
@@ -403,8 +404,12 @@ def import_archives(
         manifest, results = _run(name, sources, build, scope, keep, progress, started, clock, jobs)
         mark.unlink()
         os.replace(build, out)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(build, ignore_errors=True)
+        if disk_full(exc):  # one line, and the build folder (all that was written) is gone
+            raise DrarenaError(
+                f"{out}: no room left to write the import ({exc}); nothing was kept"
+            ) from None
         raise
     return ImportResult(out, manifest, False, tuple(r.record() for r in results))
 

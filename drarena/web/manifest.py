@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from drarena.errors import DrarenaError
-from drarena.files import read_bounded
+from drarena.files import read_bounded, write_atomic
 from drarena.web.urls import safe_file_name
 
 SCHEMA_VERSION = 1
@@ -114,7 +114,4 @@ def load_manifest(folder: Path) -> Manifest:
 
 def write_manifest(folder: Path, manifest: Manifest) -> None:
     """Write atomically so an interrupted write never leaves half a manifest."""
-    path = folder / MANIFEST_NAME
-    tmp = folder / (MANIFEST_NAME + ".tmp")
-    tmp.write_text(manifest.to_json(), encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(folder / MANIFEST_NAME, manifest.to_json())

@@ -42,6 +42,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from drarena import __version__
 from drarena.errors import DrarenaError
+from drarena.files import FULL_ERRNOS, atomic_output, write_error
 from drarena.web.manifest import CDXJ_NAME
 from drarena.web.urls import surt
 
@@ -189,6 +190,10 @@ def export_wacz(snapshot_dir: Path, out: Path, *, title: str | None = None) -> W
                 _store_bytes(zf, PAGES_PATH, pages_bytes, moment)
             _refuse_existing(out)  # made while we wrote: still not ours to replace
             tmp.replace(out)
+        except OSError as exc:
+            if exc.errno in FULL_ERRNOS:  # one line; the finally removes the part written
+                raise write_error(out, exc) from None
+            raise
         finally:
             tmp.unlink(missing_ok=True)
         return WaczExport(
@@ -470,27 +475,22 @@ class WaczPackage:
 
     def extract_warc(self, member: WaczMember, dest: Path, *, check: bool = True) -> None:
         """Copy a WARC member to `dest` (streamed); with `check`, refuse one whose hash is wrong."""
-        dest = Path(dest)
-        tmp = dest.with_name(dest.name + ".part")
         digest = hashlib.new(member.algorithm)
-        try:
-            with tmp.open("wb") as out:
+        try:  # a unique temporary file, never through a link (files.atomic_output)
+            with atomic_output(Path(dest), "wb") as out:
                 for block in self._blocks(member):
                     digest.update(block)
                     out.write(block)
-            actual = f"{member.algorithm}:{digest.hexdigest()}"
-            if check and actual != member.hash:
-                raise DrarenaError(
-                    f"{self.path}: {member.name}: hash mismatch: {DATAPACKAGE} "
-                    f"says {member.hash}, content is {actual}"
-                )
-            tmp.replace(dest)
+                actual = f"{member.algorithm}:{digest.hexdigest()}"
+                if check and actual != member.hash:
+                    raise DrarenaError(
+                        f"{self.path}: {member.name}: hash mismatch: {DATAPACKAGE} "
+                        f"says {member.hash}, content is {actual}"
+                    )
         except _Oversized as exc:
             raise DrarenaError(f"{self.path}: {member.name}: {exc}") from None
         except (zipfile.BadZipFile, OSError, EOFError) as exc:
             raise DrarenaError(f"{self.path}: {member.name}: cannot be read ({exc})") from None
-        finally:
-            tmp.unlink(missing_ok=True)
 
     def pages(self) -> list[WaczPage]:
         """Entries of pages/pages.jsonl (the header line skipped); [] when there is none."""

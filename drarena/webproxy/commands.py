@@ -52,6 +52,7 @@ def cmd_serve_web(args: argparse.Namespace) -> int:
     import json
     import shlex
 
+    from drarena.files import open_append
     from drarena.web.snapshot import Snapshot
     from drarena.webproxy.proxy import frozen_web_proxy
 
@@ -71,7 +72,7 @@ def cmd_serve_web(args: argparse.Namespace) -> int:
             if handlers.hosts():
                 print(f"search APIs ({args.search}): {', '.join(handlers.hosts())}", flush=True)
             log_path = state_dir / "requests.jsonl"
-            with log_path.open("a", encoding="utf-8") as log:
+            with open_append(log_path) as log:
                 while True:
                     await asyncio.sleep(0.5)
                     entries, dropped = proxy.frozen.log.drain()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -464,3 +465,31 @@ def test_a_run_given_as_dot_writes_its_default_output_beside_it(
     monkeypatch.chdir(demo)  # `drarena run replay .` from inside the run folder
     assert main(argv) == 0
     assert (demo.parent / output).is_file()
+
+
+# --- a full disk (issue 38, item 9) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("free_kib", [4, 12, 28])
+def test_replay_onto_a_full_disk_is_one_line_and_leaves_no_tmp(
+    demo: Path,
+    free_kib: int,
+    small_disk: Callable[[int], Path],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Regression: `run replay --out` on a full disk ended in an `OSError: [Errno 28]`
+    traceback and left `*.tmp` files. With a few KiB left on the disk (each amount runs out
+    in another file) it is now one line, and no temporary file is left; the source run is
+    untouched."""
+    before = contents(demo)
+    out = small_disk(free_kib) / "replayed"
+    assert main(["run", "replay", str(demo), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()  # progress lines, then the error
+    assert err[-1].startswith("drarena: error: ") and "no room left to write it" in err[-1]
+    assert "Traceback" not in "\n".join(err)
+    assert not list(out.rglob("*.tmp"))
+    side = ("-shm", "-wal")  # SQLite's side files come and go with a reader's connection
+    after = contents(demo)
+    assert {k: v for k, v in after.items() if not k.endswith(side)} == {
+        k: v for k, v in before.items() if not k.endswith(side)
+    }

@@ -1,0 +1,239 @@
+"""Hostile folders received from elsewhere (issue 38, item 1): a snapshot or run folder may
+come from someone else (tar keeps symlinks), so a link planted where drarena writes must never
+be written through, and a link in place of a folder drarena writes into is refused.
+
+Each test reproduces a recipe of the issue and failed before its fix: `<name>.tmp` was opened
+with a fixed name and followed, so `docs.jsonl.tmp -> ~/victim` overwrote the victim.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from itertools import count
+from pathlib import Path
+
+import pytest
+
+from drarena.cli import main
+from drarena.web.manifest import Counts, load_manifest, write_manifest
+from drarena.web.writer import Exchange, SnapshotWriter
+
+RUN = Path(__file__).resolve().parents[1] / "arena" / "fixtures" / "recorded-run"
+PRECIOUS = "precious\n"
+
+
+def small_snapshot(folder: Path, pages: int = 8) -> Path:
+    """A snapshot of a few linked pages, written by drarena's own writer."""
+    ticks = count()
+    start = datetime(2026, 1, 2, tzinfo=UTC)
+    writer = SnapshotWriter(
+        folder,
+        "small",
+        {"seeds": ["http://example.org/p0.html"]},
+        {"drarena": "test"},
+        clock=lambda: start + timedelta(seconds=next(ticks)),
+    )
+    writer.open()
+    for n in range(pages):
+        words = f"Some words about topic {n} and more. " * 80
+        links = (  # the first page is a hub (a tree's root); the others are leaves
+            "".join(f"<li><a href='/p{m}.html'>page {m} topic</a></li>" for m in range(1, pages))
+            if n == 0
+            else ""
+        )
+        body = (
+            f"<html><head><title>Page {n}</title></head><body><main><h1>Page {n}</h1>"
+            f"<p>{words}</p><ul>{links}</ul>"
+            "</main></body></html>"
+        ).encode()
+        writer.write_exchange(
+            Exchange(
+                f"http://example.org/p{n}.html",
+                (("Host", "example.org"),),
+                200,
+                "OK",
+                (("Content-Type", "text/html; charset=utf-8"),),
+                body,
+            )
+        )
+    writer.close(complete=True, counts=Counts(pages=pages, responses=pages))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def extracted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = small_snapshot(tmp_path_factory.mktemp("snap") / "s")
+    assert main(["snapshot", "extract", str(folder), "--no-progress"]) == 0
+    return folder
+
+
+def _victim(tmp_path: Path, name: str = "victim") -> Path:
+    victim = tmp_path / name
+    victim.write_text(PRECIOUS)
+    return victim
+
+
+def test_extract_never_writes_through_a_planted_tmp_link(extracted: Path, tmp_path: Path) -> None:
+    snap = tmp_path / "s"
+    shutil.copytree(extracted, snap, symlinks=True)
+    victim = _victim(tmp_path)
+    for name in ("docs.jsonl", "links.jsonl", "extract.json"):
+        (snap / f"{name}.tmp").symlink_to(victim)
+    assert main(["snapshot", "extract", str(snap), "--force", "--no-progress"]) == 0
+    assert victim.read_text() == PRECIOUS
+    assert (snap / "docs.jsonl").is_file() and not (snap / "docs.jsonl").is_symlink()
+    assert not [p for p in snap.glob("*.tmp") if not p.is_symlink()]  # none of drarena's left
+
+
+def test_extract_replaces_a_link_at_its_file_and_leaves_the_target(
+    extracted: Path, tmp_path: Path
+) -> None:
+    snap = tmp_path / "s"
+    shutil.copytree(extracted, snap, symlinks=True)
+    victim = _victim(tmp_path)
+    (snap / "docs.jsonl").unlink()
+    (snap / "docs.jsonl").symlink_to(victim)
+    assert main(["snapshot", "extract", str(snap), "--force", "--no-progress"]) == 0
+    assert victim.read_text() == PRECIOUS
+    assert not (snap / "docs.jsonl").is_symlink()
+
+
+def test_trees_never_write_through_planted_links(extracted: Path, tmp_path: Path) -> None:
+    snap = tmp_path / "s"
+    shutil.copytree(extracted, snap, symlinks=True)
+    victim = _victim(tmp_path)
+    (snap / "trees").mkdir(exist_ok=True)
+    (snap / "trees" / "index.json.tmp").symlink_to(victim)
+    assert main(["snapshot", "trees", str(snap), "--count", "1", "--no-progress"]) == 0
+    assert victim.read_text() == PRECIOUS
+    assert (snap / "trees" / "index.json").is_file()
+
+
+def test_a_trees_folder_that_is_a_link_is_refused_in_one_line(
+    extracted: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    snap = tmp_path / "s"
+    shutil.copytree(extracted, snap, symlinks=True)
+    shutil.rmtree(snap / "trees", ignore_errors=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.json").write_text(PRECIOUS)
+    (snap / "trees").symlink_to(elsewhere)
+    assert main(["snapshot", "trees", str(snap), "--count", "1", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "trees: a link, not a folder drarena made" in err and "\n" not in err
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["keep.json"]
+
+
+def test_write_manifest_never_writes_through_a_planted_tmp_link(tmp_path: Path) -> None:
+    snap = small_snapshot(tmp_path / "s")
+    victim = _victim(tmp_path)
+    (snap / "manifest.json.tmp").symlink_to(victim)
+    write_manifest(snap, load_manifest(snap))
+    assert victim.read_text() == PRECIOUS
+    load_manifest(snap)
+
+
+# --- run folders ---------------------------------------------------------------------------
+
+
+def test_run_rank_never_writes_through_a_planted_tmp_link(tmp_path: Path) -> None:
+    run = tmp_path / "r"
+    shutil.copytree(RUN, run)
+    victim = _victim(tmp_path)
+    (run / "leaderboard.md.tmp").symlink_to(victim)
+    assert main(["run", "rank", str(run)]) == 0
+    assert victim.read_text() == PRECIOUS
+    assert not (run / "leaderboard.md").is_symlink()
+    assert (run / "leaderboard.md").read_text().startswith("|") or (
+        "agent" in (run / "leaderboard.md").read_text()
+    )
+
+
+def test_run_rank_replaces_a_link_at_the_leaderboard_and_leaves_the_target(
+    tmp_path: Path,
+) -> None:
+    run = tmp_path / "r"
+    shutil.copytree(RUN, run)
+    victim = _victim(tmp_path)
+    (run / "leaderboard.md").unlink()
+    (run / "leaderboard.md").symlink_to(victim)
+    assert main(["run", "rank", str(run)]) == 0
+    assert victim.read_text() == PRECIOUS
+    assert not (run / "leaderboard.md").is_symlink()
+
+
+def test_timings_appended_to_a_link_are_refused(tmp_path: Path) -> None:
+    from drarena.errors import DrarenaError
+    from drarena.ledger.folder import RunDir
+    from drarena.ledger.records import AnswerTiming
+
+    run = RunDir(tmp_path / "r")
+    run.create()
+    victim = _victim(tmp_path)
+    run.timings_path.symlink_to(victim)
+    timing = AnswerTiming("m", 1, "a", 1.0, 0.5)
+    with pytest.raises(DrarenaError, match=r"timings\.jsonl: a link, not a file drarena wrote"):
+        run.append_timings([timing])
+    assert victim.read_text() == PRECIOUS
+
+
+def test_a_run_whose_matches_folder_is_a_link_is_refused(tmp_path: Path) -> None:
+    from drarena.errors import DrarenaError
+    from drarena.ledger.folder import RunDir
+
+    elsewhere = tmp_path / "notes"
+    elsewhere.mkdir()
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "matches").symlink_to(elsewhere)
+    with pytest.raises(DrarenaError, match=r"matches: a link, not a folder drarena made"):
+        RunDir(tmp_path / "r").create()
+
+
+def test_replay_out_with_a_linked_matches_folder_deletes_nothing(tmp_path: Path) -> None:
+    """Regression: preparing `run replay --out OUT` (an earlier replay of the same run) emptied
+    OUT/matches/ of its *.json files, following the link into the user's folder. Now refused
+    in one line; the link's target is kept."""
+    import json
+
+    from drarena.errors import DrarenaError
+    from drarena.files import write_atomic
+    from drarena.ledger.folder import prepare_replay_target
+
+    out = tmp_path / "out"
+    out.mkdir()
+    data = json.loads((RUN / "run.json").read_text())
+    data["replay_of"] = str(RUN.resolve())
+    write_atomic(out / "run.json", json.dumps(data))
+    elsewhere = tmp_path / "notes"
+    elsewhere.mkdir()
+    (elsewhere / "mine.json").write_text(PRECIOUS)
+    (out / "matches").symlink_to(elsewhere)
+    with pytest.raises(DrarenaError, match=r"matches: a link, not a folder drarena made"):
+        prepare_replay_target(RUN, out)
+    assert (elsewhere / "mine.json").read_text() == PRECIOUS
+    assert (out / "run.json").is_file()  # refused before anything was deleted
+
+
+# --- a full disk (item 9) -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("copy", [True, False])
+def test_import_onto_a_full_disk_is_one_line_and_keeps_nothing(
+    tmp_path: Path,
+    small_disk: Callable[[int], Path],
+    copy: bool,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Regression: `snapshot import ... --copy` onto a full disk ended in an `OSError: [Errno
+    28]` traceback. Now one line; the build folder (all that was written) is removed."""
+    warc = small_snapshot(tmp_path / "src", pages=40) / "small-00000.warc.gz"
+    disk = small_disk(4)
+    argv = ["snapshot", "import", "x", str(warc), "--out", str(disk / "x"), "--no-progress"]
+    assert main([*argv, "--copy"] if copy else argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("drarena: error: ") and "\n" not in err, err
+    assert "no room left to write" in err
+    assert sorted(p.name for p in disk.iterdir()) == ["filler"]
