@@ -227,7 +227,8 @@ def wait_ready(handle: ServerHandle, timeout_s: float = DEFAULT_READY_TIMEOUT_S)
             handle.process = None
             raise DrarenaError(
                 f"model server exited with status {code} before it was ready "
-                f"(log {handle.log_path}):\n{_log_tail(handle.log_path)}"
+                f"(log {handle.log_path}); its last lines:",
+                detail=_log_tail(handle.log_path),
             )
         try:
             if handle.model in served_models(handle.api_base):

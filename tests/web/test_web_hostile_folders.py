@@ -237,3 +237,41 @@ def test_import_onto_a_full_disk_is_one_line_and_keeps_nothing(
     assert err.startswith("drarena: error: ") and "\n" not in err, err
     assert "no room left to write" in err
     assert sorted(p.name for p in disk.iterdir()) == ["filler"]
+
+
+# --- manifest names (item 5) -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["../../mn-escaped", "/tmp/mn-abs", "a/b", "", ".hidden", "x\n"])
+def test_a_manifest_name_that_is_not_a_plain_name_is_refused(tmp_path: Path, name: str) -> None:
+    import json
+
+    from drarena.errors import DrarenaError
+
+    snap = small_snapshot(tmp_path / "s", pages=1)
+    data = json.loads((snap / "manifest.json").read_text())
+    data["name"] = name
+    (snap / "manifest.json").write_text(json.dumps(data))
+    with pytest.raises(DrarenaError, match=r"manifest\.json: field name: unsafe snapshot name"):
+        load_manifest(snap)
+
+
+def test_serve_web_never_builds_its_state_folder_from_an_unchecked_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Regression: the default --state-dir is .drarena-webproxy/<manifest name>, and a name
+    `../../mn-escaped` put the proxy's CA key and logs outside it."""
+    import json
+
+    snap = small_snapshot(tmp_path / "s", pages=1)
+    data = json.loads((snap / "manifest.json").read_text())
+    data["name"] = "../../mn-escaped"
+    (snap / "manifest.json").write_text(json.dumps(data))
+    work = tmp_path / "a" / "b"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    monkeypatch.setattr(shutil, "which", lambda *_a, **_k: "/bin/true")  # no mitmdump needed
+    assert main(["snapshot", "serve-web", str(snap)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "unsafe snapshot name" in err and "\n" not in err
+    assert not list(tmp_path.rglob("mn-escaped")) and not (work / ".drarena-webproxy").exists()
