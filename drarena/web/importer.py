@@ -427,9 +427,16 @@ def _sources(files: list[Path], build: Path) -> list[Source]:
             if problems:
                 more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
                 raise DrarenaError(f"{path}: {problems[0]}{more}")
+            budget, written = package.most_written(), 0
             for number, member in enumerate(package.warcs):
                 dest = build / f".wacz-{len(sources):05d}-{number}"
                 package.extract_warc(member, dest)
+                written += dest.stat().st_size
+                if written > budget:  # bounded by the package's size, whatever it lists
+                    raise DrarenaError(
+                        f"{path}: its WARC files hold more than a package of "
+                        f"{path.stat().st_size} bytes can ({budget}); refused"
+                    )
                 try:
                     gz = sniff(dest)
                 except DrarenaError as exc:

@@ -405,6 +405,14 @@ class WaczPackage:
             raise DrarenaError(f"{path}: {DATAPACKAGE} lists no WARC file under archive/")
         return wacz
 
+    def most_written(self) -> int:
+        """The most an import may write of this package's WARC files: what its members may
+        yield (each within its own cap, _inflate_cap), never more than MAX_INFLATE_RATIO
+        times the package's size. Members are distinct and do not overlap (checked), so this
+        bounds the total by the archive's own size."""
+        caps = sum(_inflate_cap(self._zip.getinfo(m.name)) for m in self.warcs)
+        return min(caps, MAX_INFLATE_RATIO * self.path.stat().st_size + _INFLATE_SLACK)
+
     def close(self) -> None:
         self._zip.close()
 
@@ -659,6 +667,7 @@ def _parse_resources(package: object, names: set[str]) -> tuple[WaczMember, ...]
     if not isinstance(items, list) or not items:
         raise ValueError("field resources: missing or empty")
     out: list[WaczMember] = []
+    seen: dict[str, int] = {}
     for i, item in enumerate(items):
         where = f"field resources[{i}]"
         if not isinstance(item, dict):
@@ -673,5 +682,8 @@ def _parse_resources(package: object, names: set[str]) -> tuple[WaczMember, ...]
             raise ValueError(f"{where}.bytes: {size!r} is not a byte count")
         if path not in names:
             raise ValueError(f"lists {path}, which is not in the package")
+        if path in seen:  # one WARC listed 1,000 times imported as 1,000 copies of it
+            raise ValueError(f"{where}.path: {path} is listed again (first at [{seen[path]}])")
+        seen[path] = i
         out.append(WaczMember(path, size, f"{algo}:{value}"))
     return tuple(out)

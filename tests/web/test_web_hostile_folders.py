@@ -275,3 +275,31 @@ def test_serve_web_never_builds_its_state_folder_from_an_unchecked_name(
     err = capsys.readouterr().err.strip()
     assert "unsafe snapshot name" in err and "\n" not in err
     assert not list(tmp_path.rglob("mn-escaped")) and not (work / ".drarena-webproxy").exists()
+
+
+# --- WACZ with a repeated resource list (item 4) -----------------------------------------------
+
+
+def test_a_wacz_listing_one_warc_many_times_is_refused_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Regression: a 0.6 MB WACZ whose datapackage.json lists its one WARC 1,000 times
+    imported as a 587 MB snapshot (a copy per listing)."""
+    from bomb_files import wacz_repeated
+
+    wacz = wacz_repeated(tmp_path / "rep.wacz", 1000)
+    assert wacz.stat().st_size < 1 << 20
+    out = tmp_path / "out"
+    assert main(["snapshot", "import", "rep", str(wacz), "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "archive/a.warc is listed again (first at [0])" in err and "\n" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep.wacz"]
+
+
+def test_a_wacz_listing_each_warc_once_still_imports(tmp_path: Path) -> None:
+    from bomb_files import wacz_repeated
+
+    wacz = wacz_repeated(tmp_path / "one.wacz", 1, size=20_000)
+    out = tmp_path / "out"
+    assert main(["snapshot", "import", "one", str(wacz), "--out", str(out), "--no-progress"]) == 0
+    assert sum(p.stat().st_size for p in out.glob("*.warc*")) < 2 * wacz.stat().st_size
