@@ -23,6 +23,7 @@ from drarena.ledger.folder import (
     RunDir,
     check_new_run_folder,
     prepare_replay_target,
+    run_lock,
 )
 from drarena.ledger.header import RunHeader
 from drarena.ledger.leaderboard import (
@@ -176,6 +177,44 @@ def execute(
 
     `examiner_check_pairs` > 0: an examiner-check of that many tasks runs (or is reused)
     before the first match and its figures go into run.json (drarena.arena.examinercheck)."""
+    with run_lock(run.path):  # a second drarena in this folder is refused, naming this one
+        return _execute(
+            config,
+            run,
+            serve=serve,
+            cache_mode=cache_mode,
+            cache_path=cache_path,
+            fixed_roles=fixed_roles,
+            newcomer=newcomer,
+            prepare=prepare,
+            model=model,
+            live_replay=live_replay,
+            now=now,
+            backend=backend,
+            replay_tools=replay_tools,
+            header_extra=header_extra,
+            examiner_check_pairs=examiner_check_pairs,
+        )
+
+
+def _execute(
+    config: TournamentConfig,
+    run: RunDir,
+    *,
+    serve: bool,
+    cache_mode: CacheMode,
+    cache_path: Path | None,
+    fixed_roles: dict[str, Any] | None,
+    newcomer: str | None,
+    prepare: bool,
+    model: str | None,
+    live_replay: Sequence[Path] | None,
+    now: Callable[[], datetime],
+    backend: Any,
+    replay_tools: bool | None,
+    header_extra: dict[str, Any] | None,
+    examiner_check_pairs: int,
+) -> RunResult:
     if not config.offline:
         config = config.as_live()  # the default live block when the config has none
     old = run.header()
@@ -351,20 +390,21 @@ def replay(
         check_replay_inputs(header, config, run.header_path)
     # read before prepare_replay_target: a refused replay leaves --out as it was
     captures = None if config.offline else live_captures(run.header_path, header)
-    prepare_replay_target(run.path, out.path)  # deletes nothing drarena did not write
-    result = execute(
-        config,
-        out,
-        serve=False,
-        cache_mode=CacheMode.REPLAY,
-        cache_path=run.cache_path,
-        fixed_roles=header["bound_roles"],
-        prepare=False,
-        live_replay=captures,
-        replay_tools="tool_record" in header,
-        backend=NoModelBackend(),
-        header_extra={REPLAY_MARK: str(run.path.resolve())},
-    )
+    with run_lock(out.path):  # held from the clean-up through the replay (reentrant)
+        prepare_replay_target(run.path, out.path)  # deletes nothing drarena did not write
+        result = execute(
+            config,
+            out,
+            serve=False,
+            cache_mode=CacheMode.REPLAY,
+            cache_path=run.cache_path,
+            fixed_roles=header["bound_roles"],
+            prepare=False,
+            live_replay=captures,
+            replay_tools="tool_record" in header,
+            backend=NoModelBackend(),
+            header_extra={REPLAY_MARK: str(run.path.resolve())},
+        )
     if result.replay_misses:
         more = len(result.replay_misses) - 1
         raise DrarenaError(result.replay_misses[0] + (f" (and {more} more)" if more else ""))

@@ -17,9 +17,14 @@ folder is ever emptied, by a replay of that same run, and then only of the files
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
+import socket
+import sys
+import threading
 from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +43,7 @@ from drarena.files import (
 )
 from drarena.ledger.header import RUN_SCHEMA_VERSION, RunHeader
 from drarena.ledger.records import SCHEMA_VERSION, AnswerTiming, MatchRecord
+from drarena.quoting import shown
 
 REPLAY_MARK = "replay_of"
 REPLAY_FILES = (
@@ -266,12 +272,101 @@ class RunDir:
         return seconds
 
 
+# Who holds a run folder (run_lock): written while held, removed when released; a killed
+# holder's file is stale (the kernel released its lock) and is written over by the next one.
+HOLDER_FILE = "run.lock"
+MAX_HOLDER_BYTES = 64 << 10
+
 # what a run interrupted before its run.json was first written can leave in its folder: the
 # model cache (the examiner-check fills it before the header, which records its figures), its
-# SQLite side files, and the header's own temporary file (is_temp_of) and matches/ folder
+# SQLite side files, the lock's holder file, and the header's own temporary file (is_temp_of)
+# and matches/ folder
 UNHEADED_FILES = frozenset(
-    ["llm-cache.sqlite"] + [f"llm-cache.sqlite{side}" for side in ("-wal", "-shm", "-journal")]
+    ["llm-cache.sqlite", HOLDER_FILE]
+    + [f"llm-cache.sqlite{side}" for side in ("-wal", "-shm", "-journal")]
 )
+
+# folders this process holds (by real path): fd of the locked folder, times entered
+_HELD: dict[str, list[int]] = {}
+_HELD_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def run_lock(folder: Path) -> Iterator[None]:
+    """Hold `folder` (a run folder, made if missing) for the block: a second drarena that
+    plays, resumes or replays into it at the same time is refused in one line naming the
+    holder (pid, host, command, since when), instead of both running (timings.jsonl written
+    twice, run.json's counts of the one that finished last).
+
+    The lock is flock on the folder itself, so the kernel releases it when the holder dies,
+    however it dies; HOLDER_FILE only says who holds it. Reentrant within one process (a
+    replay holds its --out folder, then plays into it). A folder made here and left empty
+    is removed again, so a refused run leaves nothing behind."""
+    key = os.path.realpath(folder)
+    with _HELD_LOCK:
+        held = _HELD.get(key)
+        if held is not None:
+            held[1] += 1
+    if held is not None:
+        try:
+            yield
+        finally:
+            with _HELD_LOCK:
+                held[1] -= 1
+        return
+    made = []  # the folders mkdir makes, the run folder first: removed again if left empty
+    up = folder
+    while not up.exists() and not up.is_symlink() and up != up.parent:
+        made.append(up)
+        up = up.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise DrarenaError(f"{folder}: exists and is not a folder; nothing was written") from None
+    except OSError as exc:
+        raise write_error(folder, exc, "cannot make the run folder") from None
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise DrarenaError(
+                f"{folder}: another drarena is running in this run folder "
+                f"({_holder(folder / HOLDER_FILE)}); wait for it to finish, or stop it"
+            ) from None
+        holder = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "command": " ".join(sys.argv)[:2000],
+            "since": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        write_atomic(folder / HOLDER_FILE, json.dumps(holder, sort_keys=True) + "\n")
+        with _HELD_LOCK:
+            _HELD[key] = [fd, 1]
+        try:
+            yield
+        finally:
+            with _HELD_LOCK:
+                _HELD.pop(key, None)
+            (folder / HOLDER_FILE).unlink(missing_ok=True)
+            for empty in made:  # only when empty: a refused start leaves nothing
+                try:
+                    empty.rmdir()
+                except OSError:
+                    break
+    finally:
+        os.close(fd)  # (releases the flock)
+
+
+def _holder(path: Path) -> str:
+    """Who the holder file says holds the folder, shown on one line."""
+    try:
+        data = json.loads(read_bounded(path, MAX_HOLDER_BYTES).decode("utf-8"))
+        pid, host, command, since = data["pid"], data["host"], data["command"], data["since"]
+        words = f"pid {int(pid)} on {host}, `{command}`, since {since}"
+    except (DrarenaError, ValueError, KeyError, TypeError, RecursionError):
+        return f"its {HOLDER_FILE} does not say who; it may be starting"
+    return shown(words, 500)
 
 
 def _unheaded(name: str) -> bool:
@@ -310,7 +405,7 @@ def prepare_replay_target(source: Path, target: Path) -> None:
         return
     if not target.is_dir():
         raise DrarenaError(f"--out {target}: exists and is not a folder")
-    if not any(target.iterdir()):
+    if all(p.name == HOLDER_FILE for p in target.iterdir()):  # empty but for our lock
         return
     old = RunDir(target)
     header = old.header()
