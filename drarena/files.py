@@ -44,7 +44,7 @@ def read_bounded(
     the kind of file, "PATH: cannot read WHAT (reason)"; `missing`, when given, is the whole
     line for a file that does not exist)."""
     try:
-        with path.open("rb") as f:
+        with open_input(path, what) as f:
             data = _read_upto(f, limit + 1)
     except OSError as exc:
         if missing and isinstance(exc, FileNotFoundError):
@@ -56,6 +56,31 @@ def read_bounded(
         why = too_large or "damaged, or not drarena's"
         raise DrarenaError(f"{path}: larger than {limit} bytes ({why})")
     return data
+
+
+def open_input(path: Path, what: str = "") -> BinaryIO:
+    """`path` opened to read, as what drarena reads may not be drarena's file: a regular file
+    (through a link too) or a pipe, never a device, socket or folder (one line naming it:
+    `/dev/zero` in place of index.cdxj was read until a MemoryError at 7.6 GB, and a device
+    may block or act on being read). Opened without blocking, so a FIFO with no writer reads
+    as empty instead of waiting forever; then reads block as usual. OSError (missing,
+    unreadable) and ValueError (a NUL in the path) are the caller's, as open() raises them."""
+    fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+            kind = "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a file"
+            raise DrarenaError(
+                f"{shown(str(path), 1000)}: cannot read{' ' + what if what else ''} ({kind}, "
+                "not a regular file: damaged, or not drarena's)"
+            )
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
 
 
 def _read_upto(f: BinaryIO, size: int) -> bytes:

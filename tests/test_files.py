@@ -263,3 +263,15 @@ def test_own_folder_refuses_a_link_and_a_file(tmp_path: Path) -> None:
     with pytest.raises(DrarenaError, match=r"trees: exists and is not a folder"):
         files.own_folder(tmp_path / "trees")
     assert files.own_folder(tmp_path / "a" / "b").is_dir()
+
+
+def test_read_bounded_refuses_a_device_and_does_not_wait_on_a_fifo(tmp_path: Path) -> None:
+    """What drarena reads may not be its file: a device is one line (a link to /dev/zero was
+    read until memory ran out), and a FIFO no one writes reads as empty, not for ever."""
+    (tmp_path / "zero").symlink_to("/dev/zero")
+    with pytest.raises(DrarenaError, match=r"zero: cannot read run header \(a device"):
+        read_bounded(tmp_path / "zero", 1 << 30, what="run header")
+    os.mkfifo(tmp_path / "fifo")
+    assert read_bounded(tmp_path / "fifo", 10) == b""
+    with pytest.raises(DrarenaError, match=r"cannot read \(Is a directory\)"):
+        read_bounded(tmp_path, 10)

@@ -34,6 +34,7 @@ from drarena.errors import DrarenaError, one_line
 from drarena.files import (
     is_temp_of,
     open_append,
+    open_input,
     own_folder,
     read_bounded,
     refuse_link,
@@ -81,7 +82,7 @@ def jsonl_lines(path: Path) -> Iterator[tuple[str, str]]:
     MAX_RECORD_BYTES is refused having read only that much of it, and a line that is not UTF-8
     is named by its number. Split on newlines only (str.splitlines would also split a record
     at a U+2028 or U+0085 inside a string, which to_json writes unescaped)."""
-    with path.open("rb") as f:
+    with open_input(path) as f:  # a device or FIFO in its place: one line, no hang
         for n, raw in enumerate(iter(lambda: f.readline(MAX_RECORD_BYTES + 1), b""), 1):
             where = f"{path}:{n}"
             if len(raw) > MAX_RECORD_BYTES:

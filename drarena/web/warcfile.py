@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, TypeVar, cast
 
 from drarena.digests import file_sha256
+from drarena.files import open_input
 
 GZIP_MAGIC = b"\x1f\x8b\x08"
 _CHUNK = 1 << 16
@@ -446,7 +447,7 @@ def iter_file(path: Path, limit: int = MAX_RECORD_BYTES) -> Iterator[RawRecord |
     each stretch that could not be decoded (a gzip member expanding past `limit` bytes is
     one). Reads through a sliding window: flat memory."""
     name = path.name
-    with path.open("rb") as fh:
+    with open_input(path, "WARC file") as fh:
         win = Window(fh)
         first = bytes(win.get(0, 7))
         if not first:

@@ -8,6 +8,7 @@ with a fixed name and followed, so `docs.jsonl.tmp -> ~/victim` overwrote the vi
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -303,3 +304,71 @@ def test_a_wacz_listing_each_warc_once_still_imports(tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert main(["snapshot", "import", "one", str(wacz), "--out", str(out), "--no-progress"]) == 0
     assert sum(p.stat().st_size for p in out.glob("*.warc*")) < 2 * wacz.stat().st_size
+
+
+# --- the smaller items (item 11) ------------------------------------------------------------------
+
+
+def test_extract_and_export_leave_out_what_import_skipped(tmp_path: Path) -> None:
+    """Regression: import leaves javascript: and file: records out of the index (non-http),
+    but extract read every response of the WARC files, so they reached docs.jsonl and the
+    WACZ pages list."""
+    import json
+
+    from bomb_files import http_block, write_warc
+
+    page = (
+        b"<html><head><title>%s</title></head><body><p>" + b"words " * 200 + b"</p></body></html>"
+    )
+    warc = write_warc(
+        tmp_path / "mixed.warc.gz",
+        [
+            ("http://ok.example/", http_block(page.replace(b"%s", b"ok"), "identity")),
+            ("javascript:alert(1)", http_block(page.replace(b"%s", b"js"), "identity")),
+            ("file:///etc/passwd", http_block(page.replace(b"%s", b"file"), "identity")),
+        ],
+    )
+    snap = tmp_path / "snap"
+    assert (
+        main(["snapshot", "import", "mixed", str(warc), "--out", str(snap), "--no-progress"]) == 0
+    )
+    assert main(["snapshot", "extract", str(snap), "--no-progress"]) == 0
+    urls = [json.loads(line)["url"] for line in (snap / "docs.jsonl").read_text().splitlines()]
+    assert urls == ["http://ok.example/"]
+    wacz = tmp_path / "mixed.wacz"
+    assert main(["snapshot", "export", str(snap), "--wacz", str(wacz)]) == 0
+    import zipfile
+
+    with zipfile.ZipFile(wacz) as zf:
+        pages = zf.read("pages/pages.jsonl").decode().splitlines()[1:]
+    assert [json.loads(line)["url"] for line in pages] == ["http://ok.example/"]
+
+
+@pytest.mark.parametrize("swap", ["dev-zero", "fifo", "huge"])
+def test_a_cdxj_that_is_a_device_a_fifo_or_huge_is_one_line(tmp_path: Path, swap: str) -> None:
+    """Regression: Snapshot.open read index.cdxj whole: a link to /dev/zero was read until a
+    MemoryError at 7.6 GB (and a FIFO would wait for a writer for ever)."""
+    import os
+
+    from drarena.errors import DrarenaError
+    from drarena.web.snapshot import Snapshot
+
+    snap = small_snapshot(tmp_path / "s", pages=1)
+    cdxj = snap / "index.cdxj"
+    cdxj.unlink()
+    if swap == "dev-zero":
+        cdxj.symlink_to("/dev/zero")
+        expected = r"index\.cdxj: cannot read CDXJ index \(a device, not a regular file"
+    elif swap == "fifo":
+        os.mkfifo(cdxj)
+        expected = r"index\.cdxj: line 1: not a CDXJ line|no captures|lines are not sorted"
+    else:
+        with cdxj.open("wb") as f:
+            f.truncate(3 << 30)  # sparse: 3 GiB of zeros, no newline
+        expected = r"index\.cdxj: larger than \d+ bytes \(its manifest says \d+"
+    try:
+        with Snapshot.open(snap) as opened:
+            assert len(opened) == 0, "an empty index (a FIFO with no writer reads as empty)"
+    except DrarenaError as exc:
+        assert "\n" not in str(exc)
+        assert re.search(expected, str(exc)), str(exc)
