@@ -20,6 +20,7 @@ from urllib.parse import urljoin
 from drarena.errors import DrarenaError
 from drarena.files import open_input, read_bounded
 from drarena.web.manifest import CDXJ_NAME, Manifest, fingerprint, load_manifest
+from drarena.web.spec import MAX_BODY_BYTES
 from drarena.web.urls import canonicalize_url, safe_file_name, surt
 from drarena.web.warcfile import (
     DAMAGE_ERRORS,
@@ -148,7 +149,7 @@ def spec_max_bytes(spec: object) -> int | None:
     for holder in (spec, spec.get("settings")):
         value = holder.get("max_bytes") if isinstance(holder, dict) else None
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
+            return min(value, MAX_BODY_BYTES)  # a received manifest's spec: not past the cap
     return None
 
 
