@@ -429,14 +429,25 @@ def remove_own_files(folder: Path, names: Sequence[str]) -> None:
     """Delete the files of `names` (and their temporary files) from `folder`, and the match
     records (*.json and their temporary files) from its matches/. A link is deleted as a link
     (its target untouched); a matches/ that is a link is refused in one line: its files are
-    not drarena's."""
+    not drarena's, as is a folder where one of drarena's files goes. Everything is checked
+    before anything is deleted."""
     refuse_link(folder / "matches")
-    for path in folder.iterdir():
-        if path.name in names or any(is_temp_of(name, path.name) for name in names):
-            path.unlink(missing_ok=True)
+    doomed = [
+        path
+        for path in folder.iterdir()
+        if path.name in names or any(is_temp_of(name, path.name) for name in names)
+    ]
     matches = folder / "matches"
     if matches.is_dir():
         for path in matches.iterdir():
             own = path.name.endswith(".json") or (temp_target(path.name) or "").endswith(".json")
             if own and (path.is_file() or path.is_symlink()):
-                path.unlink()
+                doomed.append(path)
+    for path in doomed:
+        if path.is_dir() and not path.is_symlink():
+            raise DrarenaError(
+                f"{shown(str(path), 1000)}: a folder where drarena writes a file (not "
+                "drarena's); nothing was deleted: move it aside"
+            )
+    for path in doomed:
+        path.unlink(missing_ok=True)

@@ -42,7 +42,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from drarena import __version__
 from drarena.errors import DrarenaError
-from drarena.files import FULL_ERRNOS, atomic_output, write_error
+from drarena.files import FULL_ERRNOS, atomic_output, open_input, read_bounded, write_error
 from drarena.web.manifest import CDXJ_NAME
 from drarena.web.urls import surt
 
@@ -132,7 +132,10 @@ def export_wacz(snapshot_dir: Path, out: Path, *, title: str | None = None) -> W
     with Snapshot.open(snapshot_dir) as snap:
         manifest = snap.manifest
         index_bytes, captures = _replay_index(
-            snap.path / CDXJ_NAME, manifest.cdxj.sha256, {f.name for f in manifest.warc_files}
+            snap.path / CDXJ_NAME,
+            manifest.cdxj.sha256,
+            {f.name for f in manifest.warc_files},
+            manifest.cdxj.size,
         )
         pages = _pages(snap)
         pages_bytes = _pages_jsonl(pages, title or manifest.name)
@@ -212,11 +215,12 @@ def _refuse_existing(out: Path) -> None:
         raise DrarenaError(f"{out}: already exists; remove it or choose another name")
 
 
-def _replay_index(cdxj: Path, expected: str, warc_names: set[str]) -> tuple[bytes, int]:
+def _replay_index(cdxj: Path, expected: str, warc_names: set[str], size: int) -> tuple[bytes, int]:
     """The snapshot's CDXJ lines under pywb's keys, sorted; every line must name a WARC file of
     the manifest. (The snapshot's own keys keep IP hosts and trailing slashes, which pywb's
-    binary search would miss.)"""
-    raw = cdxj.read_bytes()
+    binary search would miss.) Read bounded by the manifest's `size` of it, never waiting on
+    a FIFO in its place (files.read_bounded)."""
+    raw = read_bounded(cdxj, size, "its manifest says so: damaged, or replaced", what="CDXJ index")
     if hashlib.sha256(raw).hexdigest() != expected:
         raise DrarenaError(
             f"{cdxj}: sha256 differs from the snapshot manifest; "
@@ -337,7 +341,7 @@ def _store_file(
 ) -> None:
     """Stream `src` into the zip, checking it against the manifest's sha256 on the way."""
     digest = hashlib.sha256()
-    with src.open("rb") as fh, zf.open(_zip_info(name, moment, src.stat().st_size), "w") as dst:
+    with open_input(src) as fh, zf.open(_zip_info(name, moment, src.stat().st_size), "w") as dst:
         for block in iter(lambda: fh.read(_CHUNK), b""):
             digest.update(block)
             dst.write(block)
