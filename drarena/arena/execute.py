@@ -53,6 +53,9 @@ TOOL_RECORD = {"table": "tools", "version": TOOL_SCHEMA_VERSION}
 # objects allocated (net) between two collections of the youngest generation while a
 # tournament plays (Python's default: 700); see frozen_heap
 YOUNG_COLLECTION_EVERY = 20_000
+# what the interpreter has frozen by itself when drarena is imported: Python 3.12 starts with
+# a few hundred objects in the permanent generation, 3.11 and 3.13 with none (see frozen_heap)
+INTERPRETER_FROZEN = gc.get_freeze_count()
 
 
 @contextlib.contextmanager
@@ -70,16 +73,24 @@ def frozen_heap() -> Iterator[None]:
     is forced first), so a process that runs many tournaments (the test suite) keeps
     collecting their cycles. The youngest generation is also collected every
     YOUNG_COLLECTION_EVERY allocations instead of Python's 700: 290 collections in that run's
-    window became 17, the time in the collector 130-165 ms -> 54-62 ms."""
+    window became 17, the time in the collector 130-165 ms -> 54-62 ms.
+
+    A caller's own freeze (a forking server's: more frozen than INTERPRETER_FROZEN) is left as
+    it is: nothing is frozen or unfrozen then. Why not "anything frozen is a caller's": Python
+    3.12 starts with a few hundred objects frozen, so that rule never unfroze there, and every
+    object alive before a tournament stayed out of every later collection (a process running
+    several tournaments never collected their cycles). bench/bench_cpython_tricks.py shows
+    what this buys on each Python."""
     thresholds = gc.get_threshold()
-    frozen_before = gc.get_freeze_count()
-    gc.freeze()
+    ours = gc.get_freeze_count() <= INTERPRETER_FROZEN
+    if ours:
+        gc.freeze()
     gc.set_threshold(max(thresholds[0], YOUNG_COLLECTION_EVERY), *thresholds[1:])
     try:
         yield
     finally:
         gc.set_threshold(*thresholds)
-        if not frozen_before:  # a caller's own freeze (a forking server's) is left as it was
+        if ours:
             gc.unfreeze()
 
 

@@ -195,8 +195,9 @@ def _eager_task(
     `Task(eager_start=True)`), that coroutine's task is one of those. On 3.11 it is imitated:
     one that finishes in its first step is handed back as a finished future (aiohttp then
     drops it, as it drops an eager task that is done), one that waits (a paused transport)
-    goes on as a task resumed with what it awaited. (The imitation drives the coroutine by
-    hand, which 3.12's create_task, naming the task it is given, no longer accepts.)"""
+    goes on as a task resumed with what it awaited. (The imitation resumes it through a
+    generator-based coroutine, `_resumed`, which 3.12's Task refuses: "a coroutine was
+    expected".)"""
     if getattr(coro, "cr_code", None) is not code:
         return asyncio.Task(coro, loop=loop, **kwargs)
     if STDLIB_EAGER:

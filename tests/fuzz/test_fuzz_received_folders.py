@@ -137,7 +137,10 @@ def _state(folder: Path) -> dict[str, bytes | None]:
 
 
 def _plant(target: Path, kind: str, victims: Path) -> None:
-    """Put `kind` where `target` is (removing what drarena had there)."""
+    """Put `kind` where `target` is (removing what drarena had there); nothing when an
+    earlier plant replaced its folder (`trees` then `trees/index.json`)."""
+    if target.parent.is_symlink() or (target.parent.exists() and not target.parent.is_dir()):
+        return
     if target.is_symlink() or target.is_file():
         target.unlink()
     elif target.is_dir():
