@@ -314,7 +314,7 @@ def write_warc_bytes(records: list[tuple[str, bytes]]) -> bytes:
 def wacz_repeated(path: Path, times: int, size: int = 600_000) -> Path:
     """A WACZ of one stored WARC (`size` bytes of records) whose datapackage.json lists it
     `times` times (issue 38, item 4: 0.6 MB imported as a 587 MB snapshot)."""
-    records = []
+    records: list[tuple[str, bytes]] = []
     while sum(len(b) for _, b in records) < size:
         n = len(records)
         body = b"<html><title>page %d</title><p>" % n + b"x" * 4000 + b"</p></html>"
