@@ -51,7 +51,9 @@ def read_bounded(
             raise DrarenaError(missing) from None
         raise DrarenaError(_cannot(path, what, exc.strerror or str(exc))) from None
     except ValueError as exc:  # a NUL or a lone surrogate in the path: open() cannot take it
-        raise DrarenaError(_cannot(path, what, str(exc))) from None
+        # (one wording on every Python: 3.13's os.open says "embedded null character in path")
+        reason = "embedded null byte" if "\0" in str(path) else str(exc)
+        raise DrarenaError(_cannot(path, what, reason)) from None
     if len(data) > limit:
         why = too_large or "damaged, or not drarena's"
         raise DrarenaError(f"{path}: larger than {limit} bytes ({why})")
