@@ -9,7 +9,8 @@ Run with each interpreter drarena supports (issue 38, item 10):
    heap like a tournament's (drarena, litellm and aiohttp imported, plus --heap-objects long-
    lived objects), then a loop allocating short-lived objects with cycles, the way matches
    make messages and records. Printed: the longest single collection (a pause of the event
-   loop), the time in the collector and the number of collections, without and with.
+   loop), the time in the collector and the number of collections, and the pause of one
+   full collection, without and with.
 2. `models.direct.eager_body_writes` (3.11: a task factory starting aiohttp's body writer in
    the caller's turn; 3.12+: aiohttp starts it eagerly itself, on the standard library's
    eager tasks): a burst of --burst requests posted at once to a loopback aiohttp server,
@@ -70,6 +71,11 @@ def gc_bench(heap_objects: int, churn: int) -> dict[str, float]:
         results[f"{label}: time in collector ms"] = 1000 * sum(pauses)
         results[f"{label}: collections"] = float(len(pauses))
         results[f"{label}: loop wall s"] = total
+        ctx = frozen_heap() if use else _nothing()
+        with ctx:  # a full collection's pause: what a tournament's loop waits when one runs
+            start = time.perf_counter()
+            gc.collect()
+            results[f"{label}: one full collection ms"] = 1000 * (time.perf_counter() - start)
     del heap
     return results
 
