@@ -14,10 +14,12 @@ import importlib
 import logging
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from drarena import __version__
 from drarena.errors import DrarenaError
+from drarena.files import disk_full
+from drarena.quoting import guarded_terminal, shown
 
 COMMAND_MODULES = (
     "drarena.web.commands",
@@ -155,8 +157,16 @@ def _wide(prog: str) -> argparse.HelpFormatter:
     return argparse.HelpFormatter(prog, max_help_position=22)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose error line shows the arguments it echoes through
+    quoting.shown (a file name holding a newline and `error: ...` forged a line)."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(shown(message, None))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="drarena",
         formatter_class=_wide,
         description="Deep-research agent arena on a frozen web. "
@@ -170,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     top = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     # the main job heads the list; the arena room adds its arguments
-    made = {
+    made: dict[str, argparse.ArgumentParser] = {
         "tournament": top.add_parser(
             "tournament",
             prog="drarena tournament",
@@ -221,6 +231,14 @@ def _quiet_libraries(verbose: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. Everything it prints goes through quoting's TerminalGuard, and an
+    error line through quoting.shown: text from a page, a model, an agent, a manifest, a
+    config or a user's path cannot send the terminal commands or forge a line."""
+    with guarded_terminal():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     raw = list(sys.argv[1:] if argv is None else argv)
     i = next((n for n, a in enumerate(raw) if not a.startswith("-")), len(raw))
@@ -241,7 +259,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         result = func(args)
     except DrarenaError as exc:
-        print(f"drarena: error: {exc}", file=sys.stderr)
+        print(f"drarena: error: {shown(str(exc), None)}", file=sys.stderr)
+        if exc.detail:
+            print(shown(exc.detail, None, lines=True), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("drarena: interrupted", file=sys.stderr)
@@ -251,6 +271,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:  # after BrokenPipeError, one of them
+        if not disk_full(exc):
+            raise
+        # a writer without its own line for it (every file drarena writes has one, through
+        # drarena.files): still one line, not a traceback
+        where = shown(str(exc.filename), 1000) + ": " if exc.filename else ""
+        print(f"drarena: error: {where}no room left to write ({exc.strerror})", file=sys.stderr)
+        return 2
     return int(result or 0)
 
 

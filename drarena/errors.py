@@ -4,7 +4,13 @@ from __future__ import annotations
 
 
 class DrarenaError(Exception):
-    """An error the CLI prints as one line (no traceback) and exits with status 2."""
+    """An error the CLI prints as one line (no traceback) and exits with status 2; `detail`,
+    when given, is printed after that line (a failed server's last log lines), its lines
+    kept and what a terminal would act on escaped."""
+
+    def __init__(self, *args: object, detail: str = "") -> None:
+        super().__init__(*args)
+        self.detail = detail
 
 
 def one_line(exc: BaseException, limit: int = 200) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -69,3 +71,38 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+
+
+# --- a small disk (issue 38, item 9) -----------------------------------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Callable[[int], Path]]:
+    """A factory: `small_disk(free_kib)` is a folder on a 2 MiB tmpfs of its own, filled up to
+    about `free_kib` KiB left, so a write past that fails with ENOSPC as on a full disk.
+    Mounting needs root (CAP_SYS_ADMIN): without it the test is skipped."""
+    import subprocess
+
+    mounts: list[Path] = []
+
+    def make(free_kib: int) -> Path:
+        point = tmp_path / f"disk{len(mounts)}"
+        point.mkdir()
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(point)],
+            capture_output=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            pytest.skip("cannot mount a small tmpfs here (needs root)")
+        mounts.append(point)
+        free = os.statvfs(point).f_bavail * os.statvfs(point).f_frsize
+        with (point / "filler").open("wb") as f:
+            f.write(b"\0" * max(0, free - free_kib * 1024))
+        return point
+
+    try:
+        yield make
+    finally:
+        for point in mounts:
+            subprocess.run(["umount", "-l", str(point)], capture_output=True, check=False)

@@ -8,6 +8,8 @@ only the limit.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -151,3 +153,125 @@ def test_a_path_with_a_nul_is_one_line(tmp_path: Path) -> None:
     past read_bounded as a traceback (a prompt file given as `--prompt 'a\\x00.txt'`)."""
     with pytest.raises(DrarenaError, match=r"a\\x00\.txt: cannot read \(embedded null byte\)"):
         read_bounded(tmp_path / "a\x00.txt", 10)
+
+
+# --- writing into folders that may have come from elsewhere (issue 38, item 1) --------------
+
+
+def test_temporary_names_are_unique_and_recognised() -> None:
+    names = {files.temp_name("docs.jsonl") for _ in range(100)}
+    assert len(names) == 100
+    for name in names:
+        assert name.startswith("docs.jsonl.") and name.endswith(".tmp")
+        assert files.temp_target(name) == "docs.jsonl"
+        assert files.is_temp_of("docs.jsonl", name)
+        assert not files.is_temp_of("docs.json", name)
+    assert files.temp_target("run.json.tmp") == "run.json"  # an older drarena's fixed name
+    assert files.temp_target("run.json") is None
+    assert files.temp_target(".tmp") is None
+
+
+def test_write_atomic_never_follows_a_link_and_leaves_no_temporary_file(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    target = tmp_path / "out.json"
+    (tmp_path / "out.json.tmp").symlink_to(victim)  # the fixed name drarena once used
+    files.write_atomic(target, "new")
+    assert victim.read_text() == "precious" and target.read_text() == "new"
+    target.unlink()
+    target.symlink_to(victim)  # a link at the target itself is replaced, not written through
+    files.write_atomic(target, b"bytes")
+    assert victim.read_text() == "precious" and target.read_bytes() == b"bytes"
+    assert not target.is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json", "out.json.tmp", "victim"]
+
+
+def test_atomic_output_removes_its_file_when_the_block_fails(tmp_path: Path) -> None:
+    target = tmp_path / "docs.jsonl"
+    with pytest.raises(RuntimeError), files.atomic_output(target) as fh:
+        fh.write("half")
+        raise RuntimeError("stop")
+    assert list(tmp_path.iterdir()) == []
+
+
+def _fill_up(path: Path, data: int) -> subprocess.CompletedProcess[str]:
+    """write_atomic in a child whose files may not grow past 4 KiB (RLIMIT_FSIZE: what a full
+    disk does to a write, without a small filesystem to fill)."""
+    code = (
+        "import resource, signal, sys\n"
+        "from pathlib import Path\n"
+        "from drarena.errors import DrarenaError\n"
+        "from drarena.files import write_atomic\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))\n"
+        "try:\n"
+        f"    write_atomic(Path(sys.argv[1]), 'x' * {data})\n"
+        "except DrarenaError as exc:\n"
+        "    print(exc)\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=False
+    )
+
+
+def test_a_full_disk_is_one_line_and_leaves_nothing_half_written(tmp_path: Path) -> None:
+    target = tmp_path / "leaderboard.md"
+    target.write_text("the old board\n")
+    done = _fill_up(target, 100_000)
+    assert done.returncode == 0 and done.stderr == ""
+    line = done.stdout.strip()
+    assert "leaderboard.md: no room left to write it (File too large)" in line
+    assert "\n" not in line
+    assert target.read_text() == "the old board\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["leaderboard.md"]
+
+
+def test_open_append_refuses_links_and_what_is_not_a_regular_file(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    (tmp_path / "link.jsonl").symlink_to(victim)
+    with pytest.raises(DrarenaError, match=r"link\.jsonl: a link, not a file drarena wrote"):
+        files.open_append(tmp_path / "link.jsonl")
+    os.mkfifo(tmp_path / "fifo.jsonl")  # opening it to write would wait for a reader
+    with pytest.raises(DrarenaError, match=r"fifo\.jsonl: not a regular file"):
+        files.open_append(tmp_path / "fifo.jsonl")
+    with files.open_append(tmp_path / "ok.jsonl") as out:
+        out.write("a\n")
+    with files.open_append(tmp_path / "ok.jsonl") as out:
+        out.write("b\n")
+    assert (tmp_path / "ok.jsonl").read_text() == "a\nb\n" and victim.read_text() == "precious"
+
+
+def test_open_replacing_replaces_a_planted_link(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    log = tmp_path / "server.log"
+    log.symlink_to(victim)
+    with files.open_replacing(log) as out:
+        out.write(b"started\n")
+    assert victim.read_text() == "precious" and log.read_bytes() == b"started\n"
+    assert not log.is_symlink()
+
+
+def test_own_folder_refuses_a_link_and_a_file(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "matches").symlink_to(elsewhere)
+    with pytest.raises(DrarenaError, match=r"matches: a link, not a folder drarena made"):
+        files.own_folder(tmp_path / "matches")
+    (tmp_path / "trees").write_text("")
+    with pytest.raises(DrarenaError, match=r"trees: exists and is not a folder"):
+        files.own_folder(tmp_path / "trees")
+    assert files.own_folder(tmp_path / "a" / "b").is_dir()
+
+
+def test_read_bounded_refuses_a_device_and_does_not_wait_on_a_fifo(tmp_path: Path) -> None:
+    """What drarena reads may not be its file: a device is one line (a link to /dev/zero was
+    read until memory ran out), and a FIFO no one writes reads as empty, not for ever."""
+    (tmp_path / "zero").symlink_to("/dev/zero")
+    with pytest.raises(DrarenaError, match=r"zero: cannot read run header \(a device"):
+        read_bounded(tmp_path / "zero", 1 << 30, what="run header")
+    os.mkfifo(tmp_path / "fifo")
+    assert read_bounded(tmp_path / "fifo", 10) == b""
+    with pytest.raises(DrarenaError, match=r"cannot read \(Is a directory\)"):
+        read_bounded(tmp_path, 10)

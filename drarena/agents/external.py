@@ -63,6 +63,7 @@ STDERR_KEEP = 1 << 16  # bytes of stderr kept while reading (the tail)
 MAX_STDOUT = 4 << 20
 CHUNK = 1 << 16
 REAP_S = 10.0  # after a kill, how long drarena waits for the pipes to close
+MAX_AGENT_TIMEOUT_S = 86_400.0  # a command agent's timeout_s: a day
 # What a command agent inherits from drarena's environment besides LC_* (and `pass_env`).
 BASE_ENV = frozenset(
     {
@@ -112,7 +113,13 @@ class CommandArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     command: list[str] | str = Field(description="argv list, or a shell-quoted string")
-    timeout_s: float = Field(300.0, gt=0, description="wall time before it is killed")
+    timeout_s: float = Field(
+        300.0,
+        gt=0,
+        le=MAX_AGENT_TIMEOUT_S,
+        allow_inf_nan=False,  # `.inf` was accepted: an agent that never answers, never killed
+        description="wall time before it is killed (at most a day)",
+    )
     cwd: Path | None = Field(None, description="working directory")
     env: dict[str, str] = Field(
         default_factory=dict, description="variables set for the agent (values in config)"
@@ -262,12 +269,89 @@ async def _discard(stream: asyncio.StreamReader | None) -> None:
         pass
 
 
-async def _stop(process: asyncio.subprocess.Process, tasks: list[asyncio.Future[Any]]) -> None:
-    """Kill the process group, then reap. The pipes are drained (data dropped) first: asyncio's
-    wait() returns only once they are closed, and a reader stopped at the cap leaves stdout
-    paused. A process that left the group and holds a pipe is abandoned after REAP_S."""
+def _processes() -> dict[int, int]:
+    """pid -> parent pid of every process this user can see (/proc; {} where there is none)."""
+    parents: dict[int, int] = {}
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                    stat = fh.read()
+                parents[int(entry.name)] = int(stat.rsplit(b")", 1)[1].split()[1])
+    return parents
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below `pid` in the process tree, whatever its group or session: a
+    grandchild that called setsid() left the agent's group, so killpg missed it."""
+    children: dict[int, list[int]] = {}
+    for child, parent in _processes().items():
+        children.setdefault(parent, []).append(child)
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def pipe_holders(inodes: set[int]) -> set[int]:
+    """Processes (other than this one) with one of the pipes of `inodes` open: what keeps an
+    agent's stdout or stderr from closing after it was killed (a daemon it started)."""
+    if not inodes:
+        return set()
+    wanted = {f"pipe:[{inode}]" for inode in inodes}
+    found: set[int] = set()
+    for pid in _processes():
+        if pid == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            for fd in os.scandir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    if os.readlink(fd.path) in wanted:
+                        found.add(pid)
+                        break
+    return found
+
+
+def _kill_all(pids: set[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _pipe_inodes(process: asyncio.subprocess.Process) -> set[int]:
+    """The inodes of the agent's stdout and stderr pipes (this end is enough: one pipe)."""
+    inodes: set[int] = set()
+    transport: Any = getattr(process, "_transport", None)  # asyncio's, for the pipes' fds
+    for fd in (1, 2):
+        with contextlib.suppress(AttributeError, OSError, ValueError):
+            pipe = transport.get_pipe_transport(fd).get_extra_info("pipe")
+            inodes.add(os.fstat(pipe.fileno()).st_ino)
+    return inodes
+
+
+async def _stop(
+    process: asyncio.subprocess.Process,
+    tasks: list[asyncio.Future[Any]],
+    inodes: Collection[int] = (),
+) -> None:
+    """Kill the agent and everything it started, then reap. Its process group goes first;
+    then every process below it in the tree (a grandchild that called setsid() left the
+    group: it survived the kill and held the pipes, so a 2 s timeout took 8 s) and any other
+    process still holding its stdout or stderr (a daemon that double-forked). The pipes are
+    drained (data dropped): asyncio's wait() returns only once they are closed, and a reader
+    stopped at the cap leaves stdout paused. Anything still holding a pipe (another user's
+    process) is abandoned after REAP_S."""
+    family = descendants(process.pid)  # before the kill: the tree still hangs together
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)  # the agent and anything it started
+        os.killpg(process.pid, signal.SIGKILL)  # the agent and anything in its group
+    _kill_all(family)
+    _kill_all(pipe_holders(set(inodes)))
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
@@ -429,6 +513,7 @@ class CommandAgent:
             start_new_session=True,
         )
         assert process.stdin and process.stdout and process.stderr
+        inodes = _pipe_inodes(process)
         out = asyncio.ensure_future(_read_capped(process.stdout, self.args.max_stdout_bytes))
         err = asyncio.ensure_future(_read_tail(process.stderr, STDERR_KEEP))
         tasks: list[asyncio.Future[Any]] = [
@@ -447,7 +532,7 @@ class CommandAgent:
         except TimeoutError:
             raise TimeoutError(f"no answer within {self.args.timeout_s:g} s (killed)") from None
         finally:  # the agent, anything it left running, or a flood
-            await _stop(process, tasks)
+            await _stop(process, tasks, inodes)
         if process.returncode != 0:
             tail = stderr.decode("utf-8", "replace").strip()[-STDERR_TAIL:]
             raise ValueError(f"exited with status {process.returncode}; stderr: {tail!r}")

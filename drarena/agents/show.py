@@ -1,44 +1,61 @@
-"""Answers as text for people: the report, its citations and a compact trajectory (pure)."""
+"""Answers as text for people: the report, its citations and a compact trajectory (pure).
+
+Everything an answer holds came from a model, an agent or a page: each field goes through
+quoting.shown, so no part of it can send the terminal commands (an OSC 52 clipboard write, a
+title, a screen clear, a bidi override) or forge a line of drarena's own. The report keeps its
+lines, each behind "| ", so a line of it cannot pass for one of drarena's (`error: ...`).
+"""
 
 from __future__ import annotations
 
 import json
 
 from drarena.agents.base import Answer, ToolEvent
+from drarena.quoting import shown
+
+REPORT_GUTTER = "| "
 
 
 def _short(text: str, limit: int) -> str:
-    text = " ".join(text.split())
+    text = shown(" ".join(text.split()), None)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def tool_line(event: ToolEvent) -> str:
     try:
         args = json.loads(event.arguments)
-        shown = (
+        args_text = (
             ", ".join(f"{k}={v!r}" for k, v in args.items())
             if isinstance(args, dict)
             else event.arguments
         )
     except (json.JSONDecodeError, RecursionError):
-        shown = event.arguments
-    head = f"{event.name}({_short(shown, 80)})"
+        args_text = event.arguments
+    head = f"{_short(event.name, 40)}({_short(args_text, 80)})"
     if event.error:
         return f"{head} -> ERROR {_short(event.error, 120)}"
     if event.name == "answer":
         return head.split("(", 1)[0] + "(...)"
-    urls = ", ".join(event.urls[:3]) + (f" +{len(event.urls) - 3}" if len(event.urls) > 3 else "")
+    urls = ", ".join(shown(u, 300) for u in event.urls[:3])
+    urls += f" +{len(event.urls) - 3}" if len(event.urls) > 3 else ""
     return f"{head} -> {len(event.urls)} url(s) {urls}".rstrip()
 
 
+def report_lines(report: str) -> list[str]:
+    """The report's lines behind the gutter, what a terminal would act on escaped."""
+    if not report:
+        return ["(no report)"]
+    return [REPORT_GUTTER + line for line in shown(report, None, lines=True).split("\n")]
+
+
 def format_answer(answer: Answer) -> str:
-    lines = [f"# {answer.agent}", "", answer.report or "(no report)", "", "## Citations"]
+    lines = [f"# {shown(answer.agent)}", "", *report_lines(answer.report), "", "## Citations"]
     if not answer.citations:
         lines.append("(none)")
     for c in answer.citations:
         status = {True: "ok", False: "FABRICATED", None: "unchecked"}[c.valid]
         used = "" if c.in_report else " (not referenced in the report)"
-        lines.append(f"[{c.n}] {c.url}  {status}{used}")
+        lines.append(f"[{c.n}] {shown(c.url, 2000)}  {status}{used}")
     k = answer.check
     lines.append(
         f"cited {k.cited}, valid {k.valid}, fabricated {k.fabricated}, "
@@ -50,12 +67,12 @@ def format_answer(answer: Answer) -> str:
         head = (
             f"step {step.index}: model {model.prompt_tokens}+{model.completion_tokens} tok "
             f"{model.latency_s:.1f}s{' (cached)' if model.cached else ''} "
-            f"key {model.key[:12]}"
+            f"key {shown(model.key, 12)}"
             if model
             else f"step {step.index}: no model call"
         )
         if step.note:
-            head += f" [{step.note}]"
+            head += f" [{shown(step.note)}]"
         lines.append(head)
         if step.error:
             lines.append(f"    ERROR {_short(step.error, 160)}")
@@ -66,7 +83,7 @@ def format_answer(answer: Answer) -> str:
         f"{answer.prompt_tokens}+{answer.completion_tokens}",
     ]
     if answer.limit_hit:
-        lines.append(f"limit hit: {answer.limit_hit}")
+        lines.append(f"limit hit: {shown(answer.limit_hit, 500)}")
     if answer.error:
-        lines.append(f"error: {answer.error}")
+        lines.append(f"error: {shown(answer.error, 2000)}")
     return "\n".join(lines)

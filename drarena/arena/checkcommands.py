@@ -122,8 +122,7 @@ def run_check(
     from drarena.arena.examinercheck import check_run, progress
     from drarena.arena.execute import NoModelBackend
     from drarena.errors import DrarenaError
-    from drarena.files import read_bounded
-    from drarena.ledger.folder import write_atomic
+    from drarena.files import read_bounded, write_atomic
     from drarena.models.config import CacheMode
     from drarena.validity.check import examiner_check
 

@@ -43,7 +43,8 @@ from drarena.corpus.terms import UNIFORM, TermStats
 from drarena.errors import DrarenaError, one_line
 from drarena.examiner.evolve import MatchScore, add_round, outcome
 from drarena.examiner.judges import JudgeCall
-from drarena.ledger.folder import MAX_TEXT_BYTES, RunDir, read_text, write_atomic
+from drarena.files import write_atomic
+from drarena.ledger.folder import MAX_TEXT_BYTES, RunDir, read_text
 from drarena.ledger.records import SCHEMA_VERSION, MatchRecord, RoundRecord
 from drarena.models.client import ModelClient
 from drarena.settle import gather_settled

@@ -23,6 +23,7 @@ from drarena.ledger.folder import (
     RunDir,
     check_new_run_folder,
     prepare_replay_target,
+    run_lock,
 )
 from drarena.ledger.header import RunHeader
 from drarena.ledger.leaderboard import (
@@ -52,6 +53,9 @@ TOOL_RECORD = {"table": "tools", "version": TOOL_SCHEMA_VERSION}
 # objects allocated (net) between two collections of the youngest generation while a
 # tournament plays (Python's default: 700); see frozen_heap
 YOUNG_COLLECTION_EVERY = 20_000
+# what the interpreter has frozen by itself when drarena is imported: Python 3.12 starts with
+# a few hundred objects in the permanent generation, 3.11 and 3.13 with none (see frozen_heap)
+INTERPRETER_FROZEN = gc.get_freeze_count()
 
 
 @contextlib.contextmanager
@@ -69,16 +73,24 @@ def frozen_heap() -> Iterator[None]:
     is forced first), so a process that runs many tournaments (the test suite) keeps
     collecting their cycles. The youngest generation is also collected every
     YOUNG_COLLECTION_EVERY allocations instead of Python's 700: 290 collections in that run's
-    window became 17, the time in the collector 130-165 ms -> 54-62 ms."""
+    window became 17, the time in the collector 130-165 ms -> 54-62 ms.
+
+    A caller's own freeze (a forking server's: more frozen than INTERPRETER_FROZEN) is left as
+    it is: nothing is frozen or unfrozen then. Why not "anything frozen is a caller's": Python
+    3.12 starts with a few hundred objects frozen, so that rule never unfroze there, and every
+    object alive before a tournament stayed out of every later collection (a process running
+    several tournaments never collected their cycles). bench/bench_cpython_tricks.py shows
+    what this buys on each Python."""
     thresholds = gc.get_threshold()
-    frozen_before = gc.get_freeze_count()
-    gc.freeze()
+    ours = gc.get_freeze_count() <= INTERPRETER_FROZEN
+    if ours:
+        gc.freeze()
     gc.set_threshold(max(thresholds[0], YOUNG_COLLECTION_EVERY), *thresholds[1:])
     try:
         yield
     finally:
         gc.set_threshold(*thresholds)
-        if not frozen_before:  # a caller's own freeze (a forking server's) is left as it was
+        if ours:
             gc.unfreeze()
 
 
@@ -176,6 +188,44 @@ def execute(
 
     `examiner_check_pairs` > 0: an examiner-check of that many tasks runs (or is reused)
     before the first match and its figures go into run.json (drarena.arena.examinercheck)."""
+    with run_lock(run.path):  # a second drarena in this folder is refused, naming this one
+        return _execute(
+            config,
+            run,
+            serve=serve,
+            cache_mode=cache_mode,
+            cache_path=cache_path,
+            fixed_roles=fixed_roles,
+            newcomer=newcomer,
+            prepare=prepare,
+            model=model,
+            live_replay=live_replay,
+            now=now,
+            backend=backend,
+            replay_tools=replay_tools,
+            header_extra=header_extra,
+            examiner_check_pairs=examiner_check_pairs,
+        )
+
+
+def _execute(
+    config: TournamentConfig,
+    run: RunDir,
+    *,
+    serve: bool,
+    cache_mode: CacheMode,
+    cache_path: Path | None,
+    fixed_roles: dict[str, Any] | None,
+    newcomer: str | None,
+    prepare: bool,
+    model: str | None,
+    live_replay: Sequence[Path] | None,
+    now: Callable[[], datetime],
+    backend: Any,
+    replay_tools: bool | None,
+    header_extra: dict[str, Any] | None,
+    examiner_check_pairs: int,
+) -> RunResult:
     if not config.offline:
         config = config.as_live()  # the default live block when the config has none
     old = run.header()
@@ -353,20 +403,21 @@ def replay(
         check_replay_inputs(header, config, run.header_path)
     # read before prepare_replay_target: a refused replay leaves --out as it was
     captures = None if config.offline else live_captures(run.header_path, header)
-    prepare_replay_target(run.path, out.path)  # deletes nothing drarena did not write
-    result = execute(
-        config,
-        out,
-        serve=False,
-        cache_mode=CacheMode.REPLAY,
-        cache_path=run.cache_path,
-        fixed_roles=header["bound_roles"],
-        prepare=False,
-        live_replay=captures,
-        replay_tools="tool_record" in header,
-        backend=NoModelBackend(),
-        header_extra={REPLAY_MARK: str(run.path.resolve())},
-    )
+    with run_lock(out.path):  # held from the clean-up through the replay (reentrant)
+        prepare_replay_target(run.path, out.path)  # deletes nothing drarena did not write
+        result = execute(
+            config,
+            out,
+            serve=False,
+            cache_mode=CacheMode.REPLAY,
+            cache_path=run.cache_path,
+            fixed_roles=header["bound_roles"],
+            prepare=False,
+            live_replay=captures,
+            replay_tools="tool_record" in header,
+            backend=NoModelBackend(),
+            header_extra={REPLAY_MARK: str(run.path.resolve())},
+        )
     if result.replay_misses:
         more = len(result.replay_misses) - 1
         raise DrarenaError(result.replay_misses[0] + (f" (and {more} more)" if more else ""))

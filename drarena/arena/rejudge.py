@@ -39,9 +39,10 @@ from drarena.examiner.evolve import MatchScore, add_round, outcome
 from drarena.examiner.judge import JudgeOptions, PairJudgment, judge_answers
 from drarena.examiner.templates import used_hashes
 from drarena.examiner.verdicts import Judgment
+from drarena.files import write_atomic
 from drarena.ledger.agreement import Agreement, collapse, measure
 from drarena.ledger.agreement import to_markdown as agreement_markdown
-from drarena.ledger.folder import RunDir, read_text, write_atomic
+from drarena.ledger.folder import RunDir, read_text, remove_own_files
 from drarena.ledger.records import MatchRecord, RoundRecord
 from drarena.models.client import ModelClient
 from drarena.models.config import CacheMode, ModelRole, ModelsConfig, Sampling
@@ -184,14 +185,7 @@ def prepare_out(source: Path, out: Path) -> None:
             f"{out}: not empty and not a rejudge of {source} (no {REPORT_JSON} naming it); "
             "nothing was deleted: choose a new or empty folder"
         )
-    for name in WRITTEN:
-        for path in (out / name, out / (name + ".tmp")):
-            path.unlink(missing_ok=True)
-    matches = out / "matches"
-    if matches.is_dir():
-        for path in matches.iterdir():
-            if path.is_file() and path.name.endswith((".json", ".json.tmp")):
-                path.unlink()
+    remove_own_files(out, WRITTEN)
 
 
 def judgeable(r: RoundRecord) -> bool:

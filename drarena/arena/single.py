@@ -16,8 +16,7 @@ from typing import Any
 from drarena.arena.config import TournamentConfig, parse_config
 from drarena.arena.match import MatchRunner, match_rng, match_seed
 from drarena.errors import DrarenaError
-from drarena.files import read_bounded
-from drarena.ledger.folder import write_atomic
+from drarena.files import read_bounded, write_atomic
 from drarena.ledger.records import RoundRecord
 from drarena.models.config import CacheMode
 

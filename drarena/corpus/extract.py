@@ -26,7 +26,7 @@ from drarena.corpus.page import MAX_PAGE_BYTES, PageExtract, extract_page
 from drarena.corpus.records import Doc, Link
 from drarena.digests import file_sha256
 from drarena.errors import DrarenaError, one_line
-from drarena.files import read_bounded
+from drarena.files import atomic_output, open_input, read_bounded
 from drarena.records import lone_surrogate
 from drarena.web.urls import canonicalize_url
 
@@ -43,6 +43,10 @@ MANIFEST_FILE = "extract-manifest.json"
 # an entry; a crawl of 1 million pages with a third of them listed writes ~70 MB, and even
 # every page unparsable ~350 MB, so 1 GiB is over 10x what a real crawl of that size writes.
 MAX_MANIFEST_BYTES = 1 << 30
+# One line of docs.jsonl or links.jsonl: a page's text is at most what extract read of it
+# (MAX_PAGE_BYTES, 4 MiB), up to 6 bytes a character once JSON-escaped, so 64 MiB is past any
+# line drarena writes; a longer one (a file of zeros, no newline) is refused, not read whole.
+MAX_JSONL_LINE = 64 << 20
 _HTML_SNIFF = (b"<!doctype html", b"<html", b"<head", b"<body")
 
 
@@ -326,12 +330,11 @@ def build_records(
 
 
 def _write_lines(path: Path, lines: Iterable[str]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
+    """Lines into `path` through files.atomic_output (a unique temporary file, never a link)."""
+    with atomic_output(path) as fh:
         for line in lines:
             fh.write(line)
             fh.write("\n")
-    os.replace(tmp, path)
 
 
 def _params(max_page_bytes: int, decode_limit: int | None = None) -> dict[str, Any]:
@@ -480,8 +483,10 @@ def extract_snapshot(
 def _iter_jsonl(path: Path, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
     if not path.is_file():
         raise DrarenaError(f"{path} not found: run `drarena snapshot extract {path.parent}` first")
-    with path.open("rb") as fh:  # bytes: a line that is not UTF-8 is named by its number
-        for lineno, line in enumerate(fh, 1):
+    with open_input(path) as fh:  # bytes: a line that is not UTF-8 is named by its number
+        for lineno, line in enumerate(iter(lambda: fh.readline(MAX_JSONL_LINE + 1), b""), 1):
+            if len(line) > MAX_JSONL_LINE:  # a file of zeros, or no newlines: never read whole
+                raise DrarenaError(f"{path}:{lineno}: line longer than {MAX_JSONL_LINE} bytes")
             try:
                 text = line.decode("utf-8")
                 data = json.loads(text)

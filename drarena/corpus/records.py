@@ -7,6 +7,8 @@ match loop); frozen records make those contracts explicit and checked.
 from __future__ import annotations
 
 import dataclasses
+import threading
+from collections import OrderedDict
 from typing import Any, ClassVar
 
 from drarena.records import Record
@@ -112,21 +114,55 @@ class Tree(Record):
     meta: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def node(self, node_id: str) -> TreeNode:
-        for node in self.nodes:
-            if node.id == node_id:
-                return node
-        raise KeyError(node_id)
+        return _lookups(self).nodes[node_id]  # (KeyError for a node it lacks)
 
     def children(self, node_id: str) -> tuple[TreeNode, ...]:
-        ids = [e.target for e in self.edges if e.source == node_id]
-        by_id = {n.id: n for n in self.nodes}
-        return tuple(by_id[i] for i in ids)
+        lookups = _lookups(self)
+        return tuple(lookups.nodes[i] for i in lookups.children.get(node_id, ()))
 
     def edge_to(self, node_id: str) -> TreeEdge | None:
-        for edge in self.edges:
-            if edge.target == node_id:
-                return edge
-        return None
+        return _lookups(self).edge_to.get(node_id)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _TreeLookups:
+    """A tree's nodes by id, the edge into each node and each node's children, built once
+    per Tree object. Why: node(), edge_to() and children() scanned every node or edge on each
+    call, so walking a root-to-node path was quadratic in the depth (a 50,000-node chain: two
+    minutes of a tournament's CPU) and every view of a wide tree quadratic in its size."""
+
+    nodes: dict[str, TreeNode]
+    edge_to: dict[str, TreeEdge]
+    children: dict[str, list[str]]
+
+
+# Tree objects are frozen (a grown tree is a new object), so lookups built for one stay true;
+# kept for the most recently used few, by identity (the Tree is held, so its id is not reused)
+_LOOKUPS: OrderedDict[int, tuple[Tree, _TreeLookups]] = OrderedDict()
+_LOOKUPS_KEPT = 64
+_LOOKUPS_LOCK = threading.Lock()
+
+
+def _lookups(tree: Tree) -> _TreeLookups:
+    with _LOOKUPS_LOCK:
+        hit = _LOOKUPS.get(id(tree))
+        if hit is not None and hit[0] is tree:
+            _LOOKUPS.move_to_end(id(tree))
+            return hit[1]
+    nodes: dict[str, TreeNode] = {}
+    for node in tree.nodes:  # the first of a repeated id, as the scan found it
+        nodes.setdefault(node.id, node)
+    edge_to: dict[str, TreeEdge] = {}
+    children: dict[str, list[str]] = {}
+    for edge in tree.edges:
+        edge_to.setdefault(edge.target, edge)
+        children.setdefault(edge.source, []).append(edge.target)
+    made = _TreeLookups(nodes, edge_to, children)
+    with _LOOKUPS_LOCK:
+        _LOOKUPS[id(tree)] = (tree, made)
+        while len(_LOOKUPS) > _LOOKUPS_KEPT:
+            _LOOKUPS.popitem(last=False)
+    return made
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

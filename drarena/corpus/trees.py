@@ -16,7 +16,6 @@ generator seeded by the run seed and the root) up to `max_depth` and `max_nodes`
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 from collections import Counter
@@ -29,7 +28,7 @@ from drarena.corpus.records import Doc, Link, Tree, TreeEdge, TreeNode
 from drarena.corpus.relations import classify_relation
 from drarena.digests import file_sha256
 from drarena.errors import DrarenaError, one_line
-from drarena.files import read_bounded
+from drarena.files import own_folder, read_bounded, write_atomic
 from drarena.records import lone_surrogate
 
 TREES_DIR = "trees"
@@ -49,6 +48,12 @@ MAX_TREE_BYTES = 64 << 20
 # stats); a snapshot of 1 million pages roots a few thousand trees at most in real use
 # (`--count`, default 10; tournaments play 3), and 10,000 trees write ~5 MB: 64 MiB is >10x.
 MAX_TREES_INDEX_BYTES = 64 << 20
+# How deep a tree may be. Why a cap: drarena builds trees `max_depth` deep (default 4) and a
+# match grows one a level per round at most, so a tree file 50,000 levels deep (a chain made
+# by hand) is not drarena's; such a chain cost a tournament two minutes of CPU before it
+# played (root-to-node paths, quadratic before Tree's lookups were indexed). A hand-made
+# chain of a few thousand still loads and renders (`trees show`).
+MAX_TREE_DEPTH = 4096
 # what graph.stats must hold for summarize and render_text (older or edited files may lack it)
 STATS_KEYS = ("nodes", "max_depth", "max_branching", "nodes_per_depth")
 
@@ -68,6 +73,8 @@ class TreeParams:
         for name in ("count", "max_depth", "max_width", "max_nodes", "min_root_links"):
             if getattr(self, name) < 1:
                 raise DrarenaError(f"trees: --{name.replace('_', '-')} must be at least 1")
+        if self.max_depth > MAX_TREE_DEPTH:
+            raise DrarenaError(f"trees: --max-depth must be at most {MAX_TREE_DEPTH}")
 
 
 @dataclass
@@ -281,17 +288,25 @@ def tree_problem(tree: Tree) -> str | None:
         if edge.target in parent:
             return f"node {edge.target!r} has more than one parent"
         parent[edge.target] = edge.source
-    below_root = {tree.root}  # each node's way up is walked once: linear in the nodes
+    depth = {tree.root: 0}  # each node's way up is walked once: linear in the nodes
     for node_id in ids:
         way_up: dict[str, None] = {}
-        while node_id not in below_root:
+        while node_id not in depth:
             if node_id in way_up:
                 return f"its edges form a cycle through {node_id!r}"
             if node_id not in parent:
                 return f"node {node_id!r} is not below the root {tree.root!r}"
             way_up[node_id] = None
             node_id = parent[node_id]
-        below_root.update(way_up)
+        below = depth[node_id]
+        for up in reversed(way_up):  # nearest the known node first
+            below += 1
+            depth[up] = below
+        if below > MAX_TREE_DEPTH:
+            return (
+                f"it is {below} levels deep, past the {MAX_TREE_DEPTH} a drarena tree may be "
+                "(drarena builds them 4 deep by default)"
+            )
     return None
 
 
@@ -366,7 +381,7 @@ def build_snapshot_trees(
     # every candidate root; the index keeps the params asked for, so this stays up to date
     fewer = at_least is not None and at_least <= roots < params.count
     trees = build_trees(graph, replace(params, count=roots) if fewer else params)
-    out.mkdir(exist_ok=True)
+    own_folder(out)
     for stale in out.iterdir():  # drarena's own names only: trees/ may hold the user's files
         if TREE_FILE.fullmatch(stale.name) and stale.is_file():
             stale.unlink()
@@ -385,7 +400,7 @@ def build_snapshot_trees(
             },
         )
         path = out / f"{tree.id}.json"
-        path.write_text(tree_to_json(tree), encoding="utf-8")
+        write_atomic(path, tree_to_json(tree))
         root = tree.nodes[0]
         entries.append(
             {
@@ -400,11 +415,7 @@ def build_snapshot_trees(
         )
     candidates = len(graph.root_candidates(params))
     index = {**header, "candidates": candidates, "trees": entries}
-    tmp = index_path.with_name(TREES_INDEX + ".tmp")
-    tmp.write_text(
-        json.dumps(index, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
-    os.replace(tmp, index_path)
+    write_atomic(index_path, json.dumps(index, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
     return TreesResult(out, tuple(out / e["file"] for e in entries), candidates, up_to_date=False)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from drarena.corpus.records import Tree
 from drarena.corpus.trees import stats_of
 
+MAX_INDENT = 32
+
 
 def _short(text: str, limit: int) -> str:
     text = " ".join(text.split())
@@ -28,7 +30,10 @@ def render_text(tree: Tree, width: int = 100) -> str:
         edge = tree.edge_to(node_id)
         rel = f"[{edge.relation}] " if edge else ""
         mark = " +" if node.expanded else ""
-        head = f"{'  ' * indent}{rel}{_short(node.title or node.url, width)}"
+        # indented up to MAX_INDENT levels, deeper ones marked with their depth: a chain
+        # thousands deep would otherwise print the square of its depth in spaces
+        pad = "  " * min(indent, MAX_INDENT) + (f"[depth {indent}] " if indent > MAX_INDENT else "")
+        head = f"{pad}{rel}{_short(node.title or node.url, width)}"
         lines.append(f"{head}  ({node.chars} chars){mark}  {node.url}")
         stack.extend((child.id, indent + 1) for child in reversed(tree.children(node_id)))
     return "\n".join(lines) + "\n"

@@ -174,7 +174,8 @@ def cmd_drift(args: argparse.Namespace) -> int:
     report = run_drift(request)
     print(render_table(report))
     from drarena.drift.report import drift_section, splice_section
-    from drarena.ledger.folder import read_text, write_atomic
+    from drarena.files import write_atomic
+    from drarena.ledger.folder import read_text
 
     # the run's report.html is read before anything is written: one that cannot be read
     # (not UTF-8, too large) is refused with nothing half done

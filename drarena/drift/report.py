@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 from drarena.drift.pages import PageDiff, Verdict
 from drarena.drift.stale import TaskImpact, TreeImpact
 from drarena.errors import DrarenaError
+from drarena.files import write_atomic
 from drarena.records import Record
 
 SCHEMA_VERSION = 1
@@ -72,13 +72,11 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 def write_json(report: DriftReport, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
     text = json.dumps(report.to_dict(), indent=1, sort_keys=True, ensure_ascii=False)
     # a lone surrogate (a checklist item of a run.json edited with "\ud800") has no UTF-8:
     # written as the JSON escape it came as, so the file is written and reads back the same
     text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-    tmp.write_text(text + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, text + "\n")
 
 
 def read_json(path: Path) -> DriftReport:

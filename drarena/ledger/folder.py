@@ -16,18 +16,35 @@ folder is ever emptied, by a replay of that same run, and then only of the files
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
+import socket
+import sys
+import threading
 from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from drarena.errors import DrarenaError, one_line
-from drarena.files import read_bounded
+from drarena.files import (
+    is_temp_of,
+    open_append,
+    open_input,
+    own_folder,
+    read_bounded,
+    refuse_link,
+    temp_target,
+    write_atomic,
+    write_error,
+)
 from drarena.ledger.header import RUN_SCHEMA_VERSION, RunHeader
 from drarena.ledger.records import SCHEMA_VERSION, AnswerTiming, MatchRecord
+from drarena.quoting import shown
 
 REPLAY_MARK = "replay_of"
 REPLAY_FILES = (
@@ -65,7 +82,7 @@ def jsonl_lines(path: Path) -> Iterator[tuple[str, str]]:
     MAX_RECORD_BYTES is refused having read only that much of it, and a line that is not UTF-8
     is named by its number. Split on newlines only (str.splitlines would also split a record
     at a U+2028 or U+0085 inside a string, which to_json writes unescaped)."""
-    with path.open("rb") as f:
+    with open_input(path) as f:  # a device or FIFO in its place: one line, no hang
         for n, raw in enumerate(iter(lambda: f.readline(MAX_RECORD_BYTES + 1), b""), 1):
             where = f"{path}:{n}"
             if len(raw) > MAX_RECORD_BYTES:
@@ -112,12 +129,6 @@ def match_record(text: str, where: str) -> MatchRecord:
         raise ValueError(str(exc)) from None
 
 
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def typed_header(value: dict[str, Any], where: str) -> RunHeader:
     """A header dict through the RunHeader model; the first problem as one line."""
     try:
@@ -143,7 +154,10 @@ class RunDir:
         self._lines: dict[str, tuple[MatchRecord, str]] = {}
 
     def create(self) -> None:
-        self.matches_dir.mkdir(parents=True, exist_ok=True)
+        """The folder and its matches/ (a link in matches/'s place, from a folder received
+        from elsewhere, is refused: records would be written among the link target's files)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        own_folder(self.matches_dir)
 
     def header(self) -> dict[str, Any] | None:
         """run.json, or None when there is none; a header this drarena cannot read (not UTF-8,
@@ -226,9 +240,19 @@ class RunDir:
         return records
 
     def append_timings(self, timings: Iterable[AnswerTiming]) -> None:
-        with self.timings_path.open("a", encoding="utf-8") as out:
-            for t in timings:
-                out.write(t.to_json() + "\n")
+        """Append the figures; a write that fails (a full disk) is one line, and the lines
+        it had begun are cut off again, so no half line is left."""
+        data = memoryview("".join(t.to_json() + "\n" for t in timings).encode("utf-8"))
+        with open_append(self.timings_path, "ab") as out:
+            fd = out.fileno()  # written unbuffered: nothing is left to flush after a failure
+            start = os.lseek(fd, 0, os.SEEK_END)
+            try:
+                while data:
+                    data = data[os.write(fd, data) :]
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, start)
+                raise write_error(self.timings_path, exc) from None
 
     def read_timings(self) -> list[AnswerTiming]:
         """timings.jsonl as records (none when the run has no such file)."""
@@ -249,13 +273,105 @@ class RunDir:
         return seconds
 
 
+# Who holds a run folder (run_lock): written while held, removed when released; a killed
+# holder's file is stale (the kernel released its lock) and is written over by the next one.
+HOLDER_FILE = "run.lock"
+MAX_HOLDER_BYTES = 64 << 10
+
 # what a run interrupted before its run.json was first written can leave in its folder: the
 # model cache (the examiner-check fills it before the header, which records its figures), its
-# SQLite side files, and the header's own temporary file and matches/ folder
+# SQLite side files, the lock's holder file, and the header's own temporary file (is_temp_of)
+# and matches/ folder
 UNHEADED_FILES = frozenset(
-    ["llm-cache.sqlite", "run.json.tmp"]
+    ["llm-cache.sqlite", HOLDER_FILE]
     + [f"llm-cache.sqlite{side}" for side in ("-wal", "-shm", "-journal")]
 )
+
+# folders this process holds (by real path): fd of the locked folder, times entered
+_HELD: dict[str, list[int]] = {}
+_HELD_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def run_lock(folder: Path) -> Iterator[None]:
+    """Hold `folder` (a run folder, made if missing) for the block: a second drarena that
+    plays, resumes or replays into it at the same time is refused in one line naming the
+    holder (pid, host, command, since when), instead of both running (timings.jsonl written
+    twice, run.json's counts of the one that finished last).
+
+    The lock is flock on the folder itself, so the kernel releases it when the holder dies,
+    however it dies; HOLDER_FILE only says who holds it. Reentrant within one process (a
+    replay holds its --out folder, then plays into it). A folder made here and left empty
+    is removed again, so a refused run leaves nothing behind."""
+    key = os.path.realpath(folder)
+    with _HELD_LOCK:
+        held = _HELD.get(key)
+        if held is not None:
+            held[1] += 1
+    if held is not None:
+        try:
+            yield
+        finally:
+            with _HELD_LOCK:
+                held[1] -= 1
+        return
+    made = []  # the folders mkdir makes, the run folder first: removed again if left empty
+    up = folder
+    while not up.exists() and not up.is_symlink() and up != up.parent:
+        made.append(up)
+        up = up.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise DrarenaError(f"{folder}: exists and is not a folder; nothing was written") from None
+    except OSError as exc:
+        raise write_error(folder, exc, "cannot make the run folder") from None
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise DrarenaError(
+                f"{folder}: another drarena is running in this run folder "
+                f"({_holder(folder / HOLDER_FILE)}); wait for it to finish, or stop it"
+            ) from None
+        holder = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "command": " ".join(sys.argv)[:2000],
+            "since": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        write_atomic(folder / HOLDER_FILE, json.dumps(holder, sort_keys=True) + "\n")
+        with _HELD_LOCK:
+            _HELD[key] = [fd, 1]
+        try:
+            yield
+        finally:
+            with _HELD_LOCK:
+                _HELD.pop(key, None)
+            (folder / HOLDER_FILE).unlink(missing_ok=True)
+            for empty in made:  # only when empty: a refused start leaves nothing
+                try:
+                    empty.rmdir()
+                except OSError:
+                    break
+    finally:
+        os.close(fd)  # (releases the flock)
+
+
+def _holder(path: Path) -> str:
+    """Who the holder file says holds the folder, shown on one line."""
+    try:
+        data = json.loads(read_bounded(path, MAX_HOLDER_BYTES).decode("utf-8"))
+        pid, host, command, since = data["pid"], data["host"], data["command"], data["since"]
+        words = f"pid {int(pid)} on {host}, `{command}`, since {since}"
+    except (DrarenaError, ValueError, KeyError, TypeError, RecursionError):
+        return f"its {HOLDER_FILE} does not say who; it may be starting"
+    return shown(words, 500)
+
+
+def _unheaded(name: str) -> bool:
+    return name in UNHEADED_FILES or is_temp_of("run.json", name)
 
 
 def check_new_run_folder(folder: Path) -> None:
@@ -267,7 +383,7 @@ def check_new_run_folder(folder: Path) -> None:
     if not folder.is_dir():
         raise DrarenaError(f"{folder}: exists and is not a folder; nothing was written")
     for path in sorted(folder.iterdir()):
-        own = path.name in UNHEADED_FILES and path.is_file()
+        own = _unheaded(path.name) and path.is_file() and not path.is_symlink()
         if not own and not (path.name == "matches" and path.is_dir() and not any(path.iterdir())):
             raise DrarenaError(
                 f"{folder}: not empty ({path.name}) and no run.json (not a drarena run "
@@ -290,7 +406,7 @@ def prepare_replay_target(source: Path, target: Path) -> None:
         return
     if not target.is_dir():
         raise DrarenaError(f"--out {target}: exists and is not a folder")
-    if not any(target.iterdir()):
+    if all(p.name == HOLDER_FILE for p in target.iterdir()):  # empty but for our lock
         return
     old = RunDir(target)
     header = old.header()
@@ -306,10 +422,32 @@ def prepare_replay_target(source: Path, target: Path) -> None:
             f"--out {target}: a replay of {header[REPLAY_MARK]!s:.200}, not of {source} "
             f"({REPLAY_MARK} in its run.json); nothing was deleted: choose a new or empty folder"
         )
-    for name in REPLAY_FILES:
-        for path in (target / name, target / (name + ".tmp")):
-            path.unlink(missing_ok=True)
-    if old.matches_dir.is_dir():
-        for path in old.matches_dir.iterdir():
-            if path.is_file() and path.name.endswith((".json", ".json.tmp")):
-                path.unlink()
+    remove_own_files(target, REPLAY_FILES)
+
+
+def remove_own_files(folder: Path, names: Sequence[str]) -> None:
+    """Delete the files of `names` (and their temporary files) from `folder`, and the match
+    records (*.json and their temporary files) from its matches/. A link is deleted as a link
+    (its target untouched); a matches/ that is a link is refused in one line: its files are
+    not drarena's, as is a folder where one of drarena's files goes. Everything is checked
+    before anything is deleted."""
+    refuse_link(folder / "matches")
+    doomed = [
+        path
+        for path in folder.iterdir()
+        if path.name in names or any(is_temp_of(name, path.name) for name in names)
+    ]
+    matches = folder / "matches"
+    if matches.is_dir():
+        for path in matches.iterdir():
+            own = path.name.endswith(".json") or (temp_target(path.name) or "").endswith(".json")
+            if own and (path.is_file() or path.is_symlink()):
+                doomed.append(path)
+    for path in doomed:
+        if path.is_dir() and not path.is_symlink():
+            raise DrarenaError(
+                f"{shown(str(path), 1000)}: a folder where drarena writes a file (not "
+                "drarena's); nothing was deleted: move it aside"
+            )
+    for path in doomed:
+        path.unlink(missing_ok=True)

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 
 from drarena.errors import DrarenaError
 from drarena.examiner.verdicts import FailureType, Verdict
-from drarena.ledger.folder import RunDir, write_atomic
+from drarena.files import write_atomic
+from drarena.ledger.folder import RunDir
 from drarena.ledger.rating import Game, rate
 from drarena.ledger.records import MatchRecord
 from drarena.records import Record

@@ -35,7 +35,7 @@ from drarena.quoting import shown
 from drarena.web.crawl import POLICY_FAILURES, Hop, Tally, hop_from_exchange, software_versions
 from drarena.web.fetch import FetchPolicy, HostGate, fetch_once, make_session
 from drarena.web.snapshot import Snapshot, StoredResponse
-from drarena.web.spec import MAX_DELAY_S, MAX_TIMEOUT_S
+from drarena.web.spec import MAX_BODY_BYTES, MAX_DELAY_S, MAX_TIMEOUT_S
 from drarena.web.urls import ALLOWED_SCHEMES, canonicalize_url, safe_file_name, url_host_port
 from drarena.web.warcfile import sha1_b32
 from drarena.web.writer import (
@@ -69,7 +69,12 @@ class LiveWebSettings(BaseModel):
         default=f"drarena/{__version__} (deep-research arena; live mode)", min_length=1
     )
     timeout_s: float = Field(default=20.0, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
-    max_bytes: int = Field(default=2_000_000, ge=1, description="cap on one response body")
+    max_bytes: int = Field(
+        default=2_000_000,
+        ge=1,
+        le=MAX_BODY_BYTES,
+        description="cap on one response body, and where decoding stops (at most 64 MiB)",
+    )
     per_host_concurrency: int = Field(default=2, ge=1)
     per_host_delay_s: float = Field(default=1.0, ge=0, le=MAX_DELAY_S, allow_inf_nan=False)
     respect_robots: bool = True

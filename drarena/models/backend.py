@@ -123,7 +123,7 @@ def token_count(value: Any) -> int:
 
 
 def _utf8_safe(reply: BackendReply) -> BackendReply:
-    """`reply` with any lone surrogate (a server's "\ud800" escape, which json.loads keeps)
+    """`reply` with any lone surrogate (a server's "\\ud800" escape, which json.loads keeps)
     replaced by U+FFFD: such a string has no UTF-8 bytes, so the answer, the match log and
     the cache could not be written. Checked once per reply; rebuilt only when it fails."""
     texts = [reply.model, reply.text, reply.finish_reason]

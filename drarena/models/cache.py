@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from drarena.errors import DrarenaError
+from drarena.files import refuse_link
 from drarena.models.jsonbytes import compact_json
 
 SCHEMA_VERSION = "1"
@@ -109,6 +110,8 @@ def _open(path: Path, what: str, read_only: bool = False) -> sqlite3.Connection:
         raise DrarenaError(f"{what} {path}: cannot create its folder ({exc.strerror})") from None
     if path.is_dir():
         raise DrarenaError(f"{what} {path} is a folder, not a cache file")
+    for name in ("", "-wal", "-shm", "-journal"):  # SQLite writes through a link; never here
+        refuse_link(path.with_name(path.name + name), f"{what} file")
     db: sqlite3.Connection | None = None
     try:
         db = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)

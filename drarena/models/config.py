@@ -12,6 +12,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+# A model call's timeout and retry pauses: at most an hour each (finite: `.inf` was accepted)
+MAX_WAIT_S = 3600.0
+
 
 class Sampling(BaseModel):
     """Decoding parameters; all of them are part of the cache key."""
@@ -43,8 +46,8 @@ class RetryPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     max_attempts: int = Field(default=4, ge=1, description="tries per call, the first one included")
-    base_delay_s: float = Field(default=0.5, ge=0.0)
-    max_delay_s: float = Field(default=8.0, ge=0.0)
+    base_delay_s: float = Field(default=0.5, ge=0.0, le=MAX_WAIT_S, allow_inf_nan=False)
+    max_delay_s: float = Field(default=8.0, ge=0.0, le=MAX_WAIT_S, allow_inf_nan=False)
 
     def delay(self, retry_index: int, unit_random: float) -> float:
         """Pure: the pause before retry number `retry_index` (0-based), given a U[0,1) draw."""
@@ -72,7 +75,11 @@ class ModelRole(BaseModel):
     )
     sampling: Sampling = Field(default_factory=lambda: Sampling())
     timeout_s: float = Field(
-        default=120.0, gt=0.0, description="per-attempt timeout (not in the cache key)"
+        default=120.0,
+        gt=0.0,
+        le=MAX_WAIT_S,
+        allow_inf_nan=False,  # `.inf` was accepted: a call that hangs, waited on for ever
+        description="per-attempt timeout, at most an hour (not in the cache key)",
     )
 
     @field_validator("model")

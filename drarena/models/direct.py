@@ -153,6 +153,10 @@ def _litellm_error(model: str, status: int, message: str) -> Exception:
     return OpenAIError(status_code=status, message=message)  # pragma: no cover - it always raises
 
 
+# Python 3.12+ starts tasks eagerly in the standard library (asyncio.eager_task_factory)
+STDLIB_EAGER = hasattr(asyncio, "eager_task_factory")
+
+
 def eager_body_writes(loop: asyncio.AbstractEventLoop) -> Callable[..., Any] | None:
     """On Python 3.11, make `loop` write each aiohttp request's body inside the call that
     sends it, as aiohttp itself does from Python 3.12; returns the task factory installed, or
@@ -184,12 +188,20 @@ def _eager_task(
     **kwargs: Any,
 ) -> asyncio.Future[Any]:
     """A task factory (see eager_body_writes): a coroutine of `code` runs its first step
-    now, in the caller's turn (Python 3.12's eager tasks); one that finishes there is handed
-    back as a finished future (aiohttp then drops it, as it drops an eager task that is
-    done), one that waits (a paused transport) goes on as a task. Any other coroutine:
-    `asyncio.Task`, as the loop makes it without a factory."""
+    now, in the caller's turn (an eager task); any other coroutine: `asyncio.Task`, as the
+    loop makes it without a factory.
+
+    Where the standard library has eager tasks (Python 3.12+: `asyncio.eager_task_factory`,
+    `Task(eager_start=True)`), that coroutine's task is one of those. On 3.11 it is imitated:
+    one that finishes in its first step is handed back as a finished future (aiohttp then
+    drops it, as it drops an eager task that is done), one that waits (a paused transport)
+    goes on as a task resumed with what it awaited. (The imitation resumes it through a
+    generator-based coroutine, `_resumed`, which 3.12's Task refuses: "a coroutine was
+    expected".)"""
     if getattr(coro, "cr_code", None) is not code:
         return asyncio.Task(coro, loop=loop, **kwargs)
+    if STDLIB_EAGER:
+        return asyncio.Task(coro, loop=loop, eager_start=True, **kwargs)  # type: ignore[call-arg,unused-ignore]
     done = loop.create_future()
     try:
         yielded = coro.send(None)

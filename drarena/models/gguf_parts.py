@@ -12,12 +12,12 @@ no half file under the final name and simply runs again.
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from drarena.errors import DrarenaError
+from drarena.files import atomic_output
 
 CHUNK = 8 << 20
 
@@ -57,21 +57,18 @@ def join_parts(parts: list[Path], dest: Path, expected: PartedFile) -> Path:
             f"for {expected.name} (wrong or incomplete parts)"
         )
     dest.parent.mkdir(parents=True, exist_ok=True)
-    partial = dest.with_name(dest.name + ".partial")
     digest = hashlib.sha256()
-    with partial.open("wb") as out:
+    with atomic_output(dest, "wb") as out:  # a unique temporary file, never through a link
         for part in parts:
             with part.open("rb") as src:
                 while chunk := src.read(CHUNK):
                     digest.update(chunk)
                     out.write(chunk)
-    if digest.hexdigest() != expected.sha256:
-        partial.unlink()
-        raise DrarenaError(
-            f"{dest}: sha256 {digest.hexdigest()} does not match the pinned "
-            f"{expected.sha256} for {expected.name}; nothing was kept"
-        )
-    os.replace(partial, dest)
+        if digest.hexdigest() != expected.sha256:  # raised inside: the file is removed
+            raise DrarenaError(
+                f"{dest}: sha256 {digest.hexdigest()} does not match the pinned "
+                f"{expected.sha256} for {expected.name}; nothing was kept"
+            )
     return dest
 
 

@@ -4,7 +4,12 @@ Why: a frozen tournament is reproducible only if nothing reaches the live web. W
 is active, socket connects and name lookups are checked: loopback, Unix sockets and the
 configured model endpoints pass; anything else raises NetworkGuardError (an OSError, so HTTP
 libraries fail the request as a connection error) and is recorded in `violations`.
-The patch is process-wide (socket.socket.connect, connect_ex and socket.getaddrinfo).
+The patch is process-wide (socket.socket.connect, connect_ex, sendto, sendmsg and the name
+lookups); behind it, an audit hook (sys.addaudithook) checks CPython's own socket.connect,
+socket.sendto, socket.sendmsg and name-lookup events, so code that calls the C socket type
+directly (`_socket.socket.connect(sock, addr)`) or a method the patch does not cover is
+refused alike. Audit hooks cannot be removed: it is installed once and does nothing while no
+guard is active.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import socket
+import sys
 import threading
 from collections.abc import Iterable
 from types import TracebackType
@@ -92,10 +98,15 @@ class NetworkGuard:
 
     @classmethod
     def _install(cls) -> None:
+        global _AUDITING
+        if not _AUDITING:
+            sys.addaudithook(_audit)
+            _AUDITING = True
         cls._originals = {
             "connect": socket.socket.connect,
             "connect_ex": socket.socket.connect_ex,
             "sendto": socket.socket.sendto,
+            "sendmsg": socket.socket.sendmsg,
             "getaddrinfo": socket.getaddrinfo,
             "gethostbyname": socket.gethostbyname,
             "gethostbyname_ex": socket.gethostbyname_ex,
@@ -103,6 +114,7 @@ class NetworkGuard:
         real_connect = cls._originals["connect"]
         real_connect_ex = cls._originals["connect_ex"]
         real_sendto = cls._originals["sendto"]
+        real_sendmsg = cls._originals["sendmsg"]
         real_getaddrinfo = cls._originals["getaddrinfo"]
         real_gethostbyname = cls._originals["gethostbyname"]
         real_gethostbyname_ex = cls._originals["gethostbyname_ex"]
@@ -129,6 +141,13 @@ class NetworkGuard:
             # (data, flags, address)
             check(self, args[-1], "datagram to")
             result: int = real_sendto(self, data, *args)
+            return result
+
+        def sendmsg(self: socket.socket, buffers: Any, *args: Any) -> int:
+            # (buffers[, ancdata[, flags[, address]]]): an address sends without a connect
+            if len(args) >= 3 and args[2] is not None:
+                check(self, args[2], "datagram to")
+            result: int = real_sendmsg(self, buffers, *args)
             return result
 
         def lookup(name: str) -> None:
@@ -159,6 +178,7 @@ class NetworkGuard:
         socket.socket.connect = connect  # type: ignore[method-assign,assignment]
         socket.socket.connect_ex = connect_ex  # type: ignore[method-assign,assignment]
         socket.socket.sendto = sendto  # type: ignore[method-assign,assignment]
+        socket.socket.sendmsg = sendmsg  # type: ignore[method-assign,assignment]
         socket.getaddrinfo = getaddrinfo
         socket.gethostbyname = gethostbyname
         socket.gethostbyname_ex = gethostbyname_ex
@@ -168,6 +188,39 @@ class NetworkGuard:
         socket.socket.connect = cls._originals["connect"]  # type: ignore[method-assign]
         socket.socket.connect_ex = cls._originals["connect_ex"]  # type: ignore[method-assign]
         socket.socket.sendto = cls._originals["sendto"]  # type: ignore[method-assign]
+        socket.socket.sendmsg = cls._originals["sendmsg"]  # type: ignore[method-assign]
         socket.getaddrinfo = cls._originals["getaddrinfo"]
         socket.gethostbyname = cls._originals["gethostbyname"]
         socket.gethostbyname_ex = cls._originals["gethostbyname_ex"]
+
+
+_AUDITING = False
+_ADDRESSED = {"socket.connect": "connect to", "socket.sendto": "datagram to"}
+_ADDRESSED["socket.sendmsg"] = "datagram to"
+_LOOKUPS = ("socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyaddr")
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    """CPython's audit events for sockets, checked against the active guard (the backstop of
+    the patched methods: the C socket type cannot be patched). Cheap when no guard is active:
+    every audited event in the process passes through here."""
+    if not NetworkGuard._active or not event.startswith("socket."):
+        return
+    guard = NetworkGuard._current()
+    if guard is None:
+        return
+    what = _ADDRESSED.get(event)
+    if what is not None:
+        sock, address = args[0], args[1]
+        if address is None or getattr(sock, "family", None) not in (
+            socket.AF_INET,
+            socket.AF_INET6,
+        ):
+            return
+        host = str(address[0])
+        if not guard.allows(host):
+            raise guard._refuse(f"{what} {host}:{address[1]}")
+    elif event in _LOOKUPS and args and args[0] is not None:
+        name = args[0].decode() if isinstance(args[0], bytes) else str(args[0])
+        if not guard.allows(name):
+            raise guard._refuse(f"name lookup of {name}")

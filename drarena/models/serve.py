@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from drarena.errors import DrarenaError
-from drarena.files import read_tail
+from drarena.files import open_replacing, read_tail
 
 REPO = Path(__file__).resolve().parents[2]
 CPU_MODEL_NAME = "smollm2-135m"
@@ -227,7 +227,8 @@ def wait_ready(handle: ServerHandle, timeout_s: float = DEFAULT_READY_TIMEOUT_S)
             handle.process = None
             raise DrarenaError(
                 f"model server exited with status {code} before it was ready "
-                f"(log {handle.log_path}):\n{_log_tail(handle.log_path)}"
+                f"(log {handle.log_path}); its last lines:",
+                detail=_log_tail(handle.log_path),
             )
         try:
             if handle.model in served_models(handle.api_base):
@@ -264,7 +265,7 @@ def start_server(
     ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S,
 ) -> ServerHandle:
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("wb") as log_file:
+    with open_replacing(log_path) as log_file:
         process = subprocess.Popen(
             command,
             env=env,

@@ -42,8 +42,9 @@ def register(subparsers: Any) -> None:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from drarena.errors import DrarenaError
+    from drarena.files import write_atomic
     from drarena.ledger.compare import compare, read_scores, to_text
-    from drarena.ledger.folder import RunDir, write_atomic
+    from drarena.ledger.folder import RunDir
     from drarena.ledger.leaderboard import build_leaderboard, check_agents
     from drarena.ledger.style import style_ratings
     from drarena.report.run import COMPARISON_FILE, stored_config, write_report

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from drarena.errors import DrarenaError, one_line
+from drarena.files import write_atomic
 from drarena.ledger.analysis import Analyses, agent_models, analyse, litellm_prices
 from drarena.ledger.compare import Comparison
-from drarena.ledger.folder import RunDir, read_text, write_atomic
+from drarena.ledger.folder import RunDir, read_text
 from drarena.ledger.leaderboard import LeaderboardRow, build_leaderboard
 from drarena.ledger.panel import PanelAgreement, panel_agreement
 from drarena.ledger.records import MatchRecord

@@ -34,7 +34,14 @@ import numpy as np
 from numpy.lib import format as npy
 
 from drarena.errors import DrarenaError
-from drarena.files import read_bounded
+from drarena.files import (
+    atomic_output,
+    open_append,
+    own_folder,
+    read_bounded,
+    temp_target,
+    write_atomic,
+)
 
 CHUNK_PASSAGES = 1024
 FORMAT = 1
@@ -44,7 +51,7 @@ IDENTITY_FILE = "identity.json"
 # above it. A larger file, like any unreadable one, is not this build's: the chunks restart.
 MAX_IDENTITY_BYTES = 1 << 20
 LOCK_FILE = "lock"
-_CHUNK = re.compile(r"chunk-(\d{6})\.npy(\.tmp)?")
+_CHUNK = re.compile(r"chunk-(\d{6})\.npy")
 # the libraries that may encode (torch and sentence-transformers for fp32, openvino for bf16,
 # onnxruntime for int8): the versions of those installed go into the identity
 _LIBRARIES = ("torch", "sentence-transformers", "transformers", "openvino", "onnxruntime")
@@ -92,8 +99,8 @@ class DenseCheckpoint:
         self._lock: Any = None
 
     def __enter__(self) -> DenseCheckpoint:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        lock = (self.folder / LOCK_FILE).open("a")
+        own_folder(self.folder)
+        lock = open_append(self.folder / LOCK_FILE)
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -126,17 +133,14 @@ class DenseCheckpoint:
                 chunks.append(vectors)
         keep = {self._path(i).name for i in range(len(chunks))}
         self._clear(keep)
-        _write_atomic(self.folder / IDENTITY_FILE, json.dumps(self.identity, indent=1) + "\n")
+        write_atomic(self.folder / IDENTITY_FILE, json.dumps(self.identity, indent=1) + "\n")
         return chunks
 
     def save(self, index: int, vectors: np.ndarray) -> None:
-        path = self._path(index)
-        tmp = path.with_name(path.name + ".tmp")
-        with tmp.open("wb") as fh:
+        with atomic_output(self._path(index), "wb") as fh:
             np.save(fh, np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
 
     def finish(self) -> None:
         """The index is in place: delete this build's files, and the folder if nothing else
@@ -192,11 +196,8 @@ class DenseCheckpoint:
         if not self.folder.is_dir():
             return
         for path in self.folder.iterdir():
-            if _CHUNK.fullmatch(path.name) or path.name == IDENTITY_FILE + ".tmp":
+            of = temp_target(path.name)
+            if _CHUNK.fullmatch(path.name) or (
+                of and (_CHUNK.fullmatch(of) or of == IDENTITY_FILE)
+            ):
                 yield path
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from drarena.errors import DrarenaError
+from drarena.quoting import shown
 
 
 def register(subparsers: Any) -> None:
@@ -242,9 +243,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         return 0
     print(f"{'rank':>4}  {'score':>8}  {'docid':16}  title / url")
     for hit in hits:
-        title = " ".join(hit.title.replace("¶", "").split())[:70]
-        print(f"{hit.rank:>4}  {hit.score:8.4f}  {hit.docid:16}  {title}")
-        print(f"{'':>32}{hit.url}")
+        title = shown(" ".join(hit.title.replace("¶", "").split()), 70)  # a page's text
+        print(f"{hit.rank:>4}  {hit.score:8.4f}  {shown(hit.docid, 16):16}  {title}")
+        print(f"{'':>32}{shown(hit.url, 2000)}")
     return 0
 
 

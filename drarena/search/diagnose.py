@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from drarena.errors import DrarenaError
+from drarena.files import write_atomic
 from drarena.records import Hit, Record
 from drarena.search.passages import SourceDoc
 
@@ -172,20 +173,20 @@ def write_run(path: Path, runs: Mapping[str, Sequence[Hit]], tag: str) -> None:
         hits = runs[qid]
         for hit, score in zip(hits, trec_scores([h.score for h in hits]), strict=True):
             lines.append(f"{qid} Q0 {hit.docid} {hit.rank} {score!r} {tag}\n")
-    path.write_text("".join(lines), encoding="utf-8")
+    write_atomic(path, "".join(lines))
 
 
 def write_qrels(path: Path, queries: Sequence[Query]) -> None:
-    path.write_text("".join(f"{q.qid} 0 {q.gold} 1\n" for q in queries), encoding="utf-8")
+    write_atomic(path, "".join(f"{q.qid} 0 {q.gold} 1\n" for q in queries))
 
 
 def write_queries(path: Path, queries: Sequence[Query]) -> None:
-    path.write_text("".join(q.to_json() + "\n" for q in queries), encoding="utf-8")
+    write_atomic(path, "".join(q.to_json() + "\n" for q in queries))
 
 
 def write_summary(path: Path, scores: Sequence[Score], meta: dict[str, object]) -> None:
     data = {**meta, "scores": [s.to_dict() for s in scores]}
-    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def run_diagnostics(

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from drarena import __version__
 from drarena.errors import DrarenaError
-from drarena.files import read_bounded
+from drarena.files import read_bounded, write_atomic
 from drarena.search.docstore import docs_file, file_sha256, snapshot_fingerprint
 from drarena.search.passages import PassageSettings
 
@@ -133,9 +133,7 @@ def read_manifest(folder: Path, model: type[M], strict: bool = True) -> M | None
 
 def write_manifest(folder: Path, manifest: BaseModel) -> None:
     data = json.loads(manifest.model_dump_json())
-    (folder / MANIFEST).write_text(
-        json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8"
-    )
+    write_atomic(folder / MANIFEST, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def require_fresh(
@@ -172,10 +170,12 @@ def replace_folder(tmp: Path, final: Path) -> None:
                 "(no manifest.json); move it aside"
             )
         shutil.rmtree(old)
-    if final.exists():
+    if final.exists() or final.is_symlink():
         final.rename(old)
     tmp.rename(final)
-    if old.exists():
+    if old.is_symlink():  # a link in the index's place (a received folder): the link goes,
+        old.unlink()  # its target stays
+    elif old.exists():
         shutil.rmtree(old)
 
 

@@ -53,6 +53,16 @@ MAX_PAGENO = 100
 MAX_BODY_BYTES = 1 << 20  # search and MCP requests are a few hundred bytes
 MAX_JSON_DEPTH = 64
 MAX_HEAD_BYTES = 64 << 10  # request line + headers; a 1,000-character query URL is a few KiB
+# A connection must complete its request head this soon after it opens (or after its last
+# answer): one that sends part of a head, or nothing, is dropped, so thousands of half-open
+# connections are not held (they were held until the client gave up).
+HEAD_TIMEOUT_S = 10.0
+# MCP sessions over HTTP: each `initialize` opens one (a task and its streams, ~65 KB), kept
+# until the client deletes it; 6,000 initialize posts grew the server from 178 to 569 MB.
+# At most this many live at once (another initialize gets a 503 until one ends) and one
+# unused this long is closed: a tournament's agents open one or two each.
+MCP_MAX_SESSIONS = 256
+MCP_SESSION_IDLE_S = 600.0
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 PARSE_ERROR = -32700  # JSON-RPC
 JSON_TYPE = "application/json"
@@ -366,6 +376,8 @@ def make_mcp(retriever: Retriever, snapshot: str, host: str = "127.0.0.1", port:
         host=host,
         port=port,
         log_level="WARNING",
+        max_sessions=MCP_MAX_SESSIONS,
+        session_idle_timeout=MCP_SESSION_IDLE_S,
         instructions=f"Search and read the frozen web snapshot {snapshot!r} "
         f"({retriever.name} retriever). Use `search`, then `open` a docid.",
     )
@@ -486,15 +498,42 @@ def head_bounded_protocol() -> type[asyncio.Protocol]:
     class HeadBoundedHttpTools(HttpToolsProtocol):
         _head_open = False
         _head_bytes = 0
+        _head_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._start_head_timer()  # nothing sent yet: the head must still come in time
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._stop_head_timer()
+            super().connection_lost(exc)
 
         def on_message_begin(self) -> None:
             super().on_message_begin()
             self._head_open = True
             self._head_bytes = 0
+            if self._head_timer is None:  # a request begun on a kept-alive connection
+                self._start_head_timer()
 
         def on_headers_complete(self) -> None:
             self._head_open = False
+            self._stop_head_timer()
             super().on_headers_complete()
+
+        def _start_head_timer(self) -> None:
+            self._head_timer = self.loop.call_later(HEAD_TIMEOUT_S, self._head_too_slow)
+
+        def _stop_head_timer(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+
+        def _head_too_slow(self) -> None:
+            """No complete head in HEAD_TIMEOUT_S (a head completed stops the timer; a kept-
+            alive connection between requests is uvicorn's timeout_keep_alive's)."""
+            self._head_timer = None
+            if not self.transport.is_closing():
+                self.transport.close()
 
         def data_received(self, data: bytes) -> None:
             super().data_received(data)

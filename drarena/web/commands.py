@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from drarena.quoting import shown
+
 
 def register(subparsers: Any) -> None:
     # the old combined form `drarena snapshot SPEC` (deprecated: `drarena snapshot crawl`)
@@ -401,7 +403,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     with Snapshot.open(args.snapshot) as snap:
         report = snap.verify()
     for problem in report.problems:
-        print(f"{args.snapshot}: {problem}")
+        print(f"{shown(str(args.snapshot), 1000)}: {shown(problem, 1000)}")
     state = "complete" if report.complete else "INCOMPLETE (resume with --resume)"
     verdict = "OK" if report.ok else f"FAILED ({len(report.problems)} problem(s))"
     print(
@@ -419,8 +421,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     with Snapshot.open(args.snapshot) as snap:
         origin = args.origin or default_origin(snap)
-        banner = (
-            f"replaying {snap.name} ({len(snap)} captures of {origin}) on "
+        banner = (  # the name and origin are the snapshot's: shown, and never format()ted
+            f"replaying {shown(snap.name)} ({len(snap)} captures of {shown(origin, 500)}) on "
             "http://127.0.0.1:{port}/  (Ctrl-C stops)"
         )
         try:

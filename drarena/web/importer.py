@@ -26,6 +26,7 @@ from typing import Any
 
 from drarena import __version__
 from drarena.errors import DrarenaError
+from drarena.files import disk_full
 from drarena.web.importfile import (
     FileJob,
     FileResult,
@@ -403,8 +404,12 @@ def import_archives(
         manifest, results = _run(name, sources, build, scope, keep, progress, started, clock, jobs)
         mark.unlink()
         os.replace(build, out)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(build, ignore_errors=True)
+        if disk_full(exc):  # one line, and the build folder (all that was written) is gone
+            raise DrarenaError(
+                f"{out}: no room left to write the import ({exc}); nothing was kept"
+            ) from None
         raise
     return ImportResult(out, manifest, False, tuple(r.record() for r in results))
 
@@ -422,9 +427,16 @@ def _sources(files: list[Path], build: Path) -> list[Source]:
             if problems:
                 more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
                 raise DrarenaError(f"{path}: {problems[0]}{more}")
+            budget, written = package.most_written(), 0
             for number, member in enumerate(package.warcs):
                 dest = build / f".wacz-{len(sources):05d}-{number}"
                 package.extract_warc(member, dest)
+                written += dest.stat().st_size
+                if written > budget:  # bounded by the package's size, whatever it lists
+                    raise DrarenaError(
+                        f"{path}: its WARC files hold more than a package of "
+                        f"{path.stat().st_size} bytes can ({budget}); refused"
+                    )
                 try:
                     gz = sniff(dest)
                 except DrarenaError as exc:

@@ -9,7 +9,6 @@ revisit/original join is a query.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import io
 import json
@@ -29,6 +28,7 @@ from drarena.web.urls import canonicalize_url, safe_file_name, surt
 from drarena.web.warcfile import (
     DAMAGE_ERRORS,
     Damage,
+    GzipStream,
     MultiRecordMember,
     RecordHead,
     Window,
@@ -43,6 +43,9 @@ from drarena.web.writer import GZIP_LEVEL
 _PENDING_REQUESTS = 64  # requests waiting for their response's scope decision
 _BATCH = 5000
 _STREAM_ERRORS: tuple[type[Exception], ...] = (OSError, EOFError, *DAMAGE_ERRORS)
+# damaged stretches of a file listed by where and why (all are counted): a file of a million
+# damaged members would otherwise hold a million lines in memory
+DAMAGE_LISTED = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +184,7 @@ class FileResult:
             "kept": self.kept,
             "as": [f.name for f in self.outputs],
             "damaged_records": self.damaged,
-            "damage": self.damage[:20],
+            "damage": self.damage[:DAMAGE_LISTED],
         }
 
 
@@ -503,7 +506,8 @@ def _copy_records(job: FileJob, src: Source, index: int, kept: str) -> FileResul
             for item in _scan(win, name, src.gzipped):
                 if isinstance(item, Damage):
                     damaged += item.records
-                    damage.append(f"offset {item.offset}: {item.reason}")
+                    if len(damage) < DAMAGE_LISTED:  # counted all, listed the first few
+                        damage.append(f"offset {item.offset}: {item.reason}")
                     continue
                 records += 1
                 job.progress.records += 1
@@ -600,7 +604,8 @@ def _rewrite(job: FileJob, src: Source, index: int) -> FileResult:
     damaged = records = written = 0
     scope = job.scope
 
-    with src.path.open("rb") as raw, gzip.GzipFile(fileobj=raw) as stream, target.open("xb") as out:
+    with src.path.open("rb") as raw, target.open("xb") as out:
+        stream = GzipStream(raw)  # linear in the file, however many members (not GzipFile)
         last = 0
         current: _Streamed | None = None  # the record being streamed, once its head is read
 
@@ -658,7 +663,8 @@ def _rewrite(job: FileJob, src: Source, index: int) -> FileResult:
                 if isinstance(item, Damage):
                     cut_off()
                     damaged += item.records
-                    damage.append(f"stream offset {item.offset}: {item.reason}")
+                    if len(damage) < DAMAGE_LISTED:
+                        damage.append(f"stream offset {item.offset}: {item.reason}")
                     continue
                 assert isinstance(item, RecordHead)
                 records += 1
@@ -729,10 +735,10 @@ class _Streamed:
 
 
 class _UntilDamage:
-    """A decompressed gzip stream that ends where its data is damaged (GzipFile raises and
+    """A decompressed gzip stream that ends where its data is damaged (GzipStream raises and
     drops what that read had decoded); `error` says why it ended."""
 
-    def __init__(self, stream: gzip.GzipFile) -> None:
+    def __init__(self, stream: GzipStream) -> None:
         self.stream = stream
         self.error: Exception | None = None
 

@@ -15,7 +15,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from drarena.errors import DrarenaError
-from drarena.files import read_bounded
+from drarena.files import read_bounded, write_atomic
+from drarena.quoting import shown
 from drarena.web.urls import safe_file_name
 
 SCHEMA_VERSION = 1
@@ -84,6 +85,18 @@ class Manifest(_Frozen):
     counts: Counts
     fingerprint: str
 
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, value: str) -> str:
+        """A snapshot's name names folders and files (its WARC files, serve-web's default
+        state folder .drarena-webproxy/<name>): a manifest received from elsewhere saying
+        `"../../x"` or an absolute path must not place them outside, so only a plain name
+        passes (safe_file_name), wherever a manifest is read."""
+        try:
+            return safe_file_name(value, "snapshot name")
+        except DrarenaError as exc:
+            raise ValueError(shown(str(exc), 300)) from None
+
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
 
@@ -109,12 +122,9 @@ def load_manifest(folder: Path) -> Manifest:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err.get("loc", ())) or "(top level)"
         msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-        raise DrarenaError(f"{path}: field {field}: {msg}") from None
+        raise DrarenaError(f"{path}: field {shown(field)}: {shown(msg, 500)}") from None
 
 
 def write_manifest(folder: Path, manifest: Manifest) -> None:
     """Write atomically so an interrupted write never leaves half a manifest."""
-    path = folder / MANIFEST_NAME
-    tmp = folder / (MANIFEST_NAME + ".tmp")
-    tmp.write_text(manifest.to_json(), encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(folder / MANIFEST_NAME, manifest.to_json())

@@ -243,5 +243,5 @@ async def serving(
 
 async def serve_forever(app: web.Application, host: str, port: int, banner: str) -> None:
     async with serving(app, host, port) as bound:
-        print(banner.format(port=bound), flush=True)
+        print(banner.replace("{port}", str(bound)), flush=True)
         await asyncio.Event().wait()

@@ -18,7 +18,9 @@ from types import TracebackType
 from urllib.parse import urljoin
 
 from drarena.errors import DrarenaError
+from drarena.files import open_input, read_bounded
 from drarena.web.manifest import CDXJ_NAME, Manifest, fingerprint, load_manifest
+from drarena.web.spec import MAX_BODY_BYTES
 from drarena.web.urls import canonicalize_url, safe_file_name, surt
 from drarena.web.warcfile import (
     DAMAGE_ERRORS,
@@ -136,6 +138,7 @@ def _media_type(value: str) -> str:
 
 
 _RECORD_SLACK = 1 << 20  # room for WARC and HTTP headers around a body of max_bytes
+CDXJ_SLACK = 64 << 20  # past the manifest's CDXJ size: a crawl cut between the two writes
 
 
 def spec_max_bytes(spec: object) -> int | None:
@@ -146,7 +149,7 @@ def spec_max_bytes(spec: object) -> int | None:
     for holder in (spec, spec.get("settings")):
         value = holder.get("max_bytes") if isinstance(holder, dict) else None
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
+            return min(value, MAX_BODY_BYTES)  # a received manifest's spec: not past the cap
     return None
 
 
@@ -175,11 +178,20 @@ class Snapshot:
             raise DrarenaError(f"{folder}: no such snapshot folder")
         manifest = load_manifest(folder)
         cdxj = folder / CDXJ_NAME
+        # read bounded by what the manifest says the index holds (+ slack: a crawl's index and
+        # manifest are written one after the other): a link to /dev/zero, or a huge file in its
+        # place, was read until a MemoryError at 7.6 GB
+        limit = max(manifest.cdxj.size, 0) + CDXJ_SLACK
+        raw = read_bounded(
+            cdxj,
+            limit,
+            f"its manifest says {manifest.cdxj.size}: damaged, or not this snapshot's",
+            what="CDXJ index",
+            missing=f"{cdxj}: CDXJ index is missing",
+        )
         try:
-            text = cdxj.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise DrarenaError(f"{cdxj}: CDXJ index is missing") from None
-        except (OSError, UnicodeDecodeError) as exc:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
             raise DrarenaError(f"{cdxj}: CDXJ index is not readable ({exc})") from None
         for item in manifest.warc_files:
             if not (folder / item.name).is_file():
@@ -253,8 +265,8 @@ class Snapshot:
             kind = record.type
             if kind not in ("response", "revisit", "resource"):
                 continue
-            if kind == "resource" and not _is_http(_target(record)):
-                continue
+            if not _is_http(_target(record)):  # javascript:, file:, dns:, ...: what import
+                continue  # leaves out of the index (scope.classify: non-http) is no page
             try:
                 if kind != "revisit":
                     stored = self._response(record, None)
@@ -418,7 +430,7 @@ class Snapshot:
         mm = self._maps.get(filename)
         if mm is None:
             path = self.path / safe_file_name(filename, "WARC file name")
-            with path.open("rb") as fh:
+            with open_input(path, "WARC file") as fh:
                 mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
             self._maps[filename] = mm
         return mm

@@ -24,6 +24,10 @@ NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 DEBIAN_PACKAGE = re.compile(r"[a-z0-9][a-z0-9+.-]+")  # matched whole (fullmatch)
 MAX_DELAY_S = 60.0  # per_host_delay_s: a politer crawl than one page a minute is a stopped one
 MAX_TIMEOUT_S = 600.0  # timeout_s: ten minutes for one response is already a hang
+# max_bytes: the body cap of one response, which is also where decoding a compressed body
+# stops (the fetch and every later reader of the snapshot): unbounded, a spec (or a received
+# snapshot's manifest) could lift the decoder's cap to anything. 64 MiB is 13x the default.
+MAX_BODY_BYTES = 64 << 20
 
 
 def check_debian_package(name: str) -> str:
@@ -127,7 +131,12 @@ class CrawlSpec(_Strict):
     )
     per_host_concurrency: int = Field(default=2, ge=1, le=64, description="parallel requests")
     concurrency: int = Field(default=16, ge=1, le=256, description="pages in flight overall")
-    max_bytes: int = Field(default=5_000_000, ge=1024, description="body cap per response")
+    max_bytes: int = Field(
+        default=5_000_000,
+        ge=1024,
+        le=MAX_BODY_BYTES,
+        description="body cap per response, and where decoding stops (at most 64 MiB)",
+    )
     timeout_s: float = Field(
         default=30.0,
         gt=0,

@@ -127,6 +127,8 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 def safe_file_name(name: str, what: str = "file name") -> str:
     """A plain name that stays inside its folder (no separators, no '..', no hidden files)."""
-    if not _SAFE_NAME.match(name) or ".." in name:
-        raise DrarenaError(f"unsafe {what} {name!r}: only letters, digits, '.', '_', '-' allowed")
+    if not _SAFE_NAME.fullmatch(name) or ".." in name:  # ($ alone let "x\n" pass)
+        raise DrarenaError(
+            f"unsafe {what} {name[:130]!r}: only letters, digits, '.', '_', '-' allowed"
+        )
     return name

@@ -42,6 +42,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from drarena import __version__
 from drarena.errors import DrarenaError
+from drarena.files import FULL_ERRNOS, atomic_output, open_input, read_bounded, write_error
 from drarena.web.manifest import CDXJ_NAME
 from drarena.web.urls import surt
 
@@ -131,7 +132,10 @@ def export_wacz(snapshot_dir: Path, out: Path, *, title: str | None = None) -> W
     with Snapshot.open(snapshot_dir) as snap:
         manifest = snap.manifest
         index_bytes, captures = _replay_index(
-            snap.path / CDXJ_NAME, manifest.cdxj.sha256, {f.name for f in manifest.warc_files}
+            snap.path / CDXJ_NAME,
+            manifest.cdxj.sha256,
+            {f.name for f in manifest.warc_files},
+            manifest.cdxj.size,
         )
         pages = _pages(snap)
         pages_bytes = _pages_jsonl(pages, title or manifest.name)
@@ -189,6 +193,10 @@ def export_wacz(snapshot_dir: Path, out: Path, *, title: str | None = None) -> W
                 _store_bytes(zf, PAGES_PATH, pages_bytes, moment)
             _refuse_existing(out)  # made while we wrote: still not ours to replace
             tmp.replace(out)
+        except OSError as exc:
+            if exc.errno in FULL_ERRNOS:  # one line; the finally removes the part written
+                raise write_error(out, exc) from None
+            raise
         finally:
             tmp.unlink(missing_ok=True)
         return WaczExport(
@@ -207,11 +215,12 @@ def _refuse_existing(out: Path) -> None:
         raise DrarenaError(f"{out}: already exists; remove it or choose another name")
 
 
-def _replay_index(cdxj: Path, expected: str, warc_names: set[str]) -> tuple[bytes, int]:
+def _replay_index(cdxj: Path, expected: str, warc_names: set[str], size: int) -> tuple[bytes, int]:
     """The snapshot's CDXJ lines under pywb's keys, sorted; every line must name a WARC file of
     the manifest. (The snapshot's own keys keep IP hosts and trailing slashes, which pywb's
-    binary search would miss.)"""
-    raw = cdxj.read_bytes()
+    binary search would miss.) Read bounded by the manifest's `size` of it, never waiting on
+    a FIFO in its place (files.read_bounded)."""
+    raw = read_bounded(cdxj, size, "its manifest says so: damaged, or replaced", what="CDXJ index")
     if hashlib.sha256(raw).hexdigest() != expected:
         raise DrarenaError(
             f"{cdxj}: sha256 differs from the snapshot manifest; "
@@ -332,7 +341,7 @@ def _store_file(
 ) -> None:
     """Stream `src` into the zip, checking it against the manifest's sha256 on the way."""
     digest = hashlib.sha256()
-    with src.open("rb") as fh, zf.open(_zip_info(name, moment, src.stat().st_size), "w") as dst:
+    with open_input(src) as fh, zf.open(_zip_info(name, moment, src.stat().st_size), "w") as dst:
         for block in iter(lambda: fh.read(_CHUNK), b""):
             digest.update(block)
             dst.write(block)
@@ -399,6 +408,14 @@ class WaczPackage:
             wacz.close()
             raise DrarenaError(f"{path}: {DATAPACKAGE} lists no WARC file under archive/")
         return wacz
+
+    def most_written(self) -> int:
+        """The most an import may write of this package's WARC files: what its members may
+        yield (each within its own cap, _inflate_cap), never more than MAX_INFLATE_RATIO
+        times the package's size. Members are distinct and do not overlap (checked), so this
+        bounds the total by the archive's own size."""
+        caps = sum(_inflate_cap(self._zip.getinfo(m.name)) for m in self.warcs)
+        return min(caps, MAX_INFLATE_RATIO * self.path.stat().st_size + _INFLATE_SLACK)
 
     def close(self) -> None:
         self._zip.close()
@@ -470,27 +487,22 @@ class WaczPackage:
 
     def extract_warc(self, member: WaczMember, dest: Path, *, check: bool = True) -> None:
         """Copy a WARC member to `dest` (streamed); with `check`, refuse one whose hash is wrong."""
-        dest = Path(dest)
-        tmp = dest.with_name(dest.name + ".part")
         digest = hashlib.new(member.algorithm)
-        try:
-            with tmp.open("wb") as out:
+        try:  # a unique temporary file, never through a link (files.atomic_output)
+            with atomic_output(Path(dest), "wb") as out:
                 for block in self._blocks(member):
                     digest.update(block)
                     out.write(block)
-            actual = f"{member.algorithm}:{digest.hexdigest()}"
-            if check and actual != member.hash:
-                raise DrarenaError(
-                    f"{self.path}: {member.name}: hash mismatch: {DATAPACKAGE} "
-                    f"says {member.hash}, content is {actual}"
-                )
-            tmp.replace(dest)
+                actual = f"{member.algorithm}:{digest.hexdigest()}"
+                if check and actual != member.hash:
+                    raise DrarenaError(
+                        f"{self.path}: {member.name}: hash mismatch: {DATAPACKAGE} "
+                        f"says {member.hash}, content is {actual}"
+                    )
         except _Oversized as exc:
             raise DrarenaError(f"{self.path}: {member.name}: {exc}") from None
         except (zipfile.BadZipFile, OSError, EOFError) as exc:
             raise DrarenaError(f"{self.path}: {member.name}: cannot be read ({exc})") from None
-        finally:
-            tmp.unlink(missing_ok=True)
 
     def pages(self) -> list[WaczPage]:
         """Entries of pages/pages.jsonl (the header line skipped); [] when there is none."""
@@ -659,6 +671,7 @@ def _parse_resources(package: object, names: set[str]) -> tuple[WaczMember, ...]
     if not isinstance(items, list) or not items:
         raise ValueError("field resources: missing or empty")
     out: list[WaczMember] = []
+    seen: dict[str, int] = {}
     for i, item in enumerate(items):
         where = f"field resources[{i}]"
         if not isinstance(item, dict):
@@ -673,5 +686,8 @@ def _parse_resources(package: object, names: set[str]) -> tuple[WaczMember, ...]
             raise ValueError(f"{where}.bytes: {size!r} is not a byte count")
         if path not in names:
             raise ValueError(f"lists {path}, which is not in the package")
+        if path in seen:  # one WARC listed 1,000 times imported as 1,000 copies of it
+            raise ValueError(f"{where}.path: {path} is listed again (first at [{seen[path]}])")
+        seen[path] = i
         out.append(WaczMember(path, size, f"{algo}:{value}"))
     return tuple(out)

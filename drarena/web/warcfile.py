@@ -20,9 +20,15 @@ from pathlib import Path
 from typing import Any, BinaryIO, TypeVar, cast
 
 from drarena.digests import file_sha256
+from drarena.files import open_input
 
 GZIP_MAGIC = b"\x1f\x8b\x08"
 _CHUNK = 1 << 16
+# A gzip member is fed to its inflater in pieces growing from _FEED_FIRST to _CHUNK bytes:
+# zlib copies what follows a member's end (unused_data) when the member ends inside a piece,
+# so a fixed 64 KiB piece cost a 64 KiB copy per member, whatever its size (a flood of 20-byte
+# empty members: quadratic). Growing pieces keep that copy within twice the member's own size.
+_FEED_FIRST = 1 << 6
 _READ = 1 << 20
 _HOLD = 1 << 22  # decompressed bytes of a member kept at once; larger blocks stream
 _HEAD_MAX = 1 << 16  # WARC or HTTP header block larger than this: a broken record
@@ -189,7 +195,13 @@ class Window:
         self.keep = max(self.keep, pos)
 
     def rewind(self, pos: int) -> None:
-        """Go back to `pos` (damage resync); the file must be seekable."""
+        """Go back to `pos` (damage resync): within what is buffered, by moving the mark
+        alone; before it, by seeking (the file must be seekable). Why not always seek: a
+        file of many small damaged members (a flood of empty gzip members) rewinds at every
+        one, and re-reading a 1 MiB window each time made the scan quadratic."""
+        if self.base <= pos <= self.end:
+            self.keep = pos
+            return
         self.fh.seek(pos)
         self.buf, self.base, self.keep, self.eof = b"", pos, pos, False
 
@@ -268,6 +280,15 @@ def _inflate_chunk(
         out = inflater.decompress(inflater.unconsumed_tail, _HOLD)
 
 
+def feed_sizes() -> Iterator[int]:
+    """How much of a gzip member to give its inflater at each call: _FEED_FIRST bytes, then
+    twice as much each time, up to _CHUNK (see _FEED_FIRST)."""
+    size = _FEED_FIRST
+    while True:
+        yield size
+        size = min(size * 2, _CHUNK)
+
+
 def _inflate_member(
     win: Window, start: int, limit: int = MAX_RECORD_BYTES, keep: bool = True
 ) -> tuple[bytes, int]:
@@ -277,14 +298,82 @@ def _inflate_member(
     parts: list[bytes] | None = [] if keep else None
     size = 0
     pos = start
+    feed = feed_sizes()
     while not inflater.eof:
-        chunk = win.get(pos, _CHUNK)
+        chunk = win.get(pos, next(feed))
         if not chunk:
             raise zlib.error("truncated gzip member")
         size = _inflate_chunk(inflater, chunk, parts, size, limit, start)
         pos += len(chunk)
     used = pos - start - len(inflater.unused_data)
     return b"".join(parts or ()), used
+
+
+class GzipStream:
+    """The decompressed bytes of a file of concatenated gzip members (a whole-file gzip WARC),
+    read like gzip.GzipFile's read1, in time linear in the file's size.
+
+    Why not gzip.GzipFile: at every member's end it copies what it had read past it (up to
+    128 KiB) and gives it back to its reader, so a file of many tiny members (a flood of
+    empty 20-byte ones) cost a 128 KiB copy per member. Here the input is read in blocks and
+    fed through a memoryview in pieces growing from _FEED_FIRST (feed_sizes); what zlib did
+    not use is given back by moving an offset, not by keeping its copy. Zero padding between
+    members is skipped, as gzip does. Errors are zlib's (damage), EOFError (cut short) and
+    BadGzipFile (bytes after a member that do not start another)."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self._data = b""
+        self._at = 0
+        self._inflater: Any = None
+        self._feed: Iterator[int] = feed_sizes()
+
+    def _fill(self, need: int = 1) -> bool:
+        """At least `need` unread bytes in the block (False at the end of the file)."""
+        while len(self._data) - self._at < need:
+            more = self.raw.read(_READ)
+            if not more:
+                return False
+            rest = self._data[self._at :]
+            self._data, self._at = (rest + more if rest else more), 0
+        return True
+
+    def _next_member(self) -> bool:
+        """Skip zero padding; True when another member starts here, False at the end."""
+        while True:
+            if not self._fill():
+                return False
+            found = _NOT_ZERO.search(self._data, self._at)
+            if found is not None:
+                self._at = found.start()
+                break
+            self._at = len(self._data)
+        if not self._fill(2) or self._data[self._at : self._at + 2] != b"\x1f\x8b":
+            import gzip
+
+            raise gzip.BadGzipFile("bytes after a gzip member do not start another member")
+        self._inflater, self._feed = _inflater(), feed_sizes()
+        return True
+
+    def read1(self, size: int) -> bytes:
+        """Up to `size` decompressed bytes (b"" at the end of the file)."""
+        while True:
+            if self._inflater is None and not self._next_member():
+                return b""
+            if not self._fill():
+                raise EOFError("compressed file ended before the end-of-stream marker")
+            piece = memoryview(self._data)[self._at : self._at + next(self._feed)]
+            self._at += len(piece)
+            out = self._inflater.decompress(piece, max(1, size))
+            self._at -= len(self._inflater.unconsumed_tail)  # given back: read again next
+            if self._inflater.eof:
+                self._at -= len(self._inflater.unused_data)  # the next member's bytes
+                self._inflater = None
+            if out:
+                return bytes(out)
+
+    def read(self, size: int) -> bytes:
+        return self.read1(size)
 
 
 def _salvage_is_record(win: Window, start: int) -> bool:
@@ -324,11 +413,12 @@ def _inflate_view(view: memoryview, start: int, limit: int) -> tuple[bytes, int]
     parts: list[bytes] = []
     size = 0
     pos = start
+    feed = feed_sizes()
     while not inflater.eof:
         if pos >= len(view):
             raise zlib.error("truncated gzip member")
         # A copy, not a slice: a slice in a traceback would pin the map (BufferError on close).
-        chunk = bytes(view[pos : pos + _CHUNK])
+        chunk = bytes(view[pos : pos + next(feed)])
         size = _inflate_chunk(inflater, chunk, parts, size, limit, start)
         pos += len(chunk)
     return b"".join(parts), pos - start - len(inflater.unused_data)
@@ -357,7 +447,7 @@ def iter_file(path: Path, limit: int = MAX_RECORD_BYTES) -> Iterator[RawRecord |
     each stretch that could not be decoded (a gzip member expanding past `limit` bytes is
     one). Reads through a sliding window: flat memory."""
     name = path.name
-    with path.open("rb") as fh:
+    with open_input(path, "WARC file") as fh:
         win = Window(fh)
         first = bytes(win.get(0, 7))
         if not first:
@@ -538,8 +628,9 @@ def scan_member(win: Window, pos: int, name: str) -> tuple[RecordHead, int]:
     p = pos
     parts: list[bytes] = []
     held = 0
+    feed = feed_sizes()
     while not inflater.eof and held < _HOLD:
-        chunk = win.get(p, _CHUNK)
+        chunk = win.get(p, next(feed))
         if not chunk:
             raise zlib.error("truncated gzip member")
         out = inflater.decompress(chunk)
@@ -560,7 +651,7 @@ def scan_member(win: Window, pos: int, name: str) -> tuple[RecordHead, int]:
     while not inflater.eof:
         if tail.lstrip(b"\r\n").startswith(b"WARC/"):
             break
-        chunk = win.get(p, _CHUNK)
+        chunk = win.get(p, next(feed))
         if not chunk:
             raise zlib.error("truncated gzip member")
         out = inflater.decompress(chunk, _HOLD)
@@ -788,6 +879,11 @@ MAX_DECODED_BYTES = 16 * 1024 * 1024
 no spec gives one: a few KB of compressed zeros expand to GBs, so decoding stops here and the
 response is marked truncated (see `decode_body`)."""
 _DECODE_STEP = 1 << 20  # decoded bytes produced per call, so no call overshoots the cap much
+MAX_BODY_MEMBERS = 1000
+"""Cap on the gzip members of one body (RFC 1952 allows several, servers send one): each
+member costs an inflater whatever its size, so a body of 800,000 empty 20-byte members is
+work without content; decoding stops after this many (then truncated)."""
+_NOT_ZERO = re.compile(rb"[^\0]")
 _BROTLI_FEED = 16  # compressed bytes per call for a brotli without an output limit
 
 
@@ -828,24 +924,48 @@ class _Capped:
 
 def _inflate_capped(data: bytes, wbits: int, limit: int) -> DecodedBody:
     """Inflate a gzip (wbits 31: every member, as gzip.decompress does), zlib (15) or raw
-    deflate (-15) stream, stopping at `limit` decoded bytes; the zlib error, or EOFError
-    for a stream that ends early, as the one-shot functions raise them."""
+    deflate (-15) stream, stopping at `limit` decoded bytes or past MAX_BODY_MEMBERS gzip
+    members (then truncated); the zlib error, or EOFError for a stream that ends early, as
+    the one-shot functions raise them.
+
+    The work is bounded by the input: the body is fed through a memoryview in pieces that
+    grow from _FEED_FIRST bytes (feed_sizes), so zlib's copies of what follows a member's
+    end, or of input left over at the output cap, stay within a piece; zero padding between
+    members is skipped by a search, not copied. Before, every gzip member copied the whole
+    rest of the body (unused_data): 16 MiB of empty members took minutes."""
     out = _Capped(limit)
-    inflater = _zlib.decompressobj(wbits=wbits)
-    pending: bytes | memoryview = data
-    while True:
-        if out.add(inflater.decompress(pending, out.room)):
+    view = memoryview(data)
+    pos = members = 0
+    while True:  # one deflate stream (a gzip member) at a time
+        members += 1
+        if members > MAX_BODY_MEMBERS:
             return out.result(True)
-        pending = inflater.unconsumed_tail
-        if inflater.eof:
-            rest = inflater.unused_data.lstrip(b"\0") if wbits > 16 else b""
-            if not rest:
-                return out.result(False)
-            if not rest.startswith(b"\x1f\x8b"):
-                raise zlib.error("trailing data after the gzip stream is not a gzip member")
-            inflater, pending = _zlib.decompressobj(wbits=wbits), rest
-        elif not pending:  # all input read, output below the cap: the stream is cut short
-            raise EOFError("compressed stream ended before its end marker")
+        inflater = _zlib.decompressobj(wbits=wbits)
+        feed = feed_sizes()
+        while not inflater.eof:
+            if pos >= len(view):  # all input read, output below the cap: cut short
+                raise EOFError("compressed stream ended before its end marker")
+            piece = view[pos : pos + next(feed)]
+            pos += len(piece)
+            room = out.room
+            got = inflater.decompress(piece, room)
+            while True:
+                if out.add(got):
+                    return out.result(True)
+                tail = inflater.unconsumed_tail
+                if inflater.eof or (not tail and len(got) < room):
+                    break
+                room = out.room  # the output cap cut this call short: the rest of the piece
+                got = inflater.decompress(tail, room)
+        pos -= len(inflater.unused_data)  # (at most a piece: what follows the member's end)
+        if wbits < 16:  # zlib or raw deflate: one stream; what follows is ignored
+            return out.result(False)
+        found = _NOT_ZERO.search(data, pos)
+        if found is None:  # nothing after the member but zero padding
+            return out.result(False)
+        pos = found.start()
+        if data[pos : pos + 2] != b"\x1f\x8b":
+            raise zlib.error("trailing data after the gzip stream is not a gzip member")
 
 
 def _unbrotli(body: bytes, limit: int) -> DecodedBody | None:

@@ -23,6 +23,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from drarena.errors import DrarenaError
+from drarena.files import write_atomic
 from drarena.web.manifest import (
     CDXJ_NAME,
     Counts,
@@ -343,9 +344,7 @@ class SnapshotWriter:
     ) -> Manifest:
         cdxj_path = self.folder / CDXJ_NAME
         lines = sorted(self._cdxj)
-        tmp = cdxj_path.with_name(CDXJ_NAME + ".tmp")
-        tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-        tmp.replace(cdxj_path)
+        write_atomic(cdxj_path, "".join(line + "\n" for line in lines))
         manifest = Manifest(
             name=self.name,
             complete=complete,

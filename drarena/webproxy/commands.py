@@ -52,7 +52,10 @@ def cmd_serve_web(args: argparse.Namespace) -> int:
     import json
     import shlex
 
+    from drarena.files import open_append
+    from drarena.quoting import shown
     from drarena.web.snapshot import Snapshot
+    from drarena.web.urls import safe_file_name
     from drarena.webproxy.proxy import frozen_web_proxy
 
     stopped: list[int] = []
@@ -62,7 +65,7 @@ def cmd_serve_web(args: argparse.Namespace) -> int:
         async with frozen_web_proxy(snap, handlers, state_dir=state_dir, port=args.port) as proxy:
             env = proxy.info.client_env()
             print(
-                f"frozen web: {snap.name} ({len(snap)} captures) on {proxy.info.url} "
+                f"frozen web: {shown(snap.name)} ({len(snap)} captures) on {proxy.info.url} "
                 f"(started in {proxy.started_s:.1f} s; Ctrl-C stops). Client environment:",
                 flush=True,
             )
@@ -71,21 +74,28 @@ def cmd_serve_web(args: argparse.Namespace) -> int:
             if handlers.hosts():
                 print(f"search APIs ({args.search}): {', '.join(handlers.hosts())}", flush=True)
             log_path = state_dir / "requests.jsonl"
-            with log_path.open("a", encoding="utf-8") as log:
+            with open_append(log_path) as log:
                 while True:
                     await asyncio.sleep(0.5)
                     entries, dropped = proxy.frozen.log.drain()
                     for entry in entries:
                         log.write(json.dumps(entry.to_dict(), ensure_ascii=False) + "\n")
                         if entry.kind == "missing":
-                            print(f"not in snapshot: {entry.method} {entry.url}", flush=True)
+                            shown_url = shown(entry.url, 2000)  # a client's request
+                            print(
+                                f"not in snapshot: {shown(entry.method, 20)} {shown_url}",
+                                flush=True,
+                            )
                     if dropped:
                         log.write(json.dumps({"unlogged": dropped}) + "\n")
                         print(f"{dropped} exchange(s) not logged (over the log's cap)", flush=True)
                     log.flush()
 
     with Snapshot.open(args.snapshot) as snap:
-        state_dir = args.state_dir or Path(".drarena-webproxy") / snap.name
+        # the manifest's name, checked where the manifest was read and again here, where a
+        # path is made of it: the CA key and logs never go outside .drarena-webproxy/
+        default = Path(".drarena-webproxy") / safe_file_name(snap.name, "snapshot name")
+        state_dir = args.state_dir or default
         handlers = search_table(args.search, args.snapshot, args.index_root)
         try:
             asyncio.run(serve(snap, state_dir, handlers))

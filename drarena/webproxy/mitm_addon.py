@@ -17,8 +17,10 @@ its own, HTTP/1 and HTTP/2 to clients); this addon only:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import secrets
 from typing import Any
 
 from mitmproxy import ctx, http
@@ -49,10 +51,18 @@ class FrozenWebAddon:
             "outside_refused": self.outside_refused,
             "backend_connections": self.backend_connections,
         }
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump(state, handle)
-        os.replace(tmp, path)
+        # A unique name created exclusively, never through a link (drarena's files.write_atomic,
+        # which this file, run in mitmproxy's own venv, cannot import)
+        tmp = f"{path}.{secrets.token_hex(6)}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            with open(os.open(tmp, flags, 0o666), "w", encoding="utf-8") as handle:
+                json.dump(state, handle)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
 
     def running(self) -> None:
         server = ctx.master.addons.get("proxyserver")

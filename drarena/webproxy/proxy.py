@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from drarena.errors import DrarenaError
-from drarena.files import read_bounded, read_tail
+from drarena.files import open_append, own_folder, read_bounded, read_tail
 from drarena.web.snapshot import Snapshot
 from drarena.web.warcfile import MAX_DECODED_BYTES
 from drarena.webproxy.backend import FrozenWeb, ProxyTally, backend
@@ -183,15 +183,16 @@ async def frozen_web_proxy(
     exe = mitmdump or find_mitmdump()
     confdir = state_dir / "ca"
     try:
-        confdir.mkdir(parents=True, exist_ok=True)
+        state_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:  # e.g. --state-dir names a file
         raise DrarenaError(f"{state_dir}: cannot hold the proxy's state ({exc.strerror})") from None
+    own_folder(confdir)  # the CA's key: never written through a link
     state = state_dir / "mitmdump-state.json"
     state.unlink(missing_ok=True)  # our own file from an earlier start
     log_path = state_dir / "mitmdump.log"
     frozen = FrozenWeb(snap, handlers)
     async with backend(frozen) as backend_port:
-        with log_path.open("ab") as log:
+        with open_append(log_path, "ab") as log:
             process = await asyncio.create_subprocess_exec(
                 *mitmdump_argv(exe, port, confdir, backend_port, state, body_limit(snap)),
                 stdin=asyncio.subprocess.DEVNULL,

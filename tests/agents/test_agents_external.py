@@ -650,3 +650,45 @@ async def test_without_a_namespace_the_agent_falls_back_and_the_header_says_why(
     with NetworkGuard():
         answer = await command_agent([sys.executable, "-c", show]).answer(Conversation("q"), (1, 5))
     assert json.loads(answer.report) == [os.readlink("/proc/self/ns/net"), None]
+
+
+async def test_a_grandchild_that_left_the_group_is_killed_with_the_agent(tmp_path: Path) -> None:
+    """Regression (issue 38, item 11): killpg missed a grandchild that called setsid(), which
+    survived the kill and held the agent's pipes (a 2 s time limit took 8 s). Every process
+    below the agent, and any still holding its pipes, is now killed with it."""
+    pid_file = tmp_path / "pid"
+    daemon = (
+        f"import os, time; os.setsid(); open({str(pid_file)!r}, 'w').write(str(os.getpid())); "
+        "time.sleep(120)"
+    )
+    script = (
+        "import subprocess, sys, time; "
+        f"subprocess.Popen([sys.executable, '-c', {daemon!r}]); time.sleep(120)"
+    )
+    answer = await command_agent([sys.executable, "-c", script], timeout_s=2).answer(
+        Conversation("q"), (1, 5)
+    )
+    assert answer.error == "external agent ext: no answer within 2 s (killed)"
+    assert gone_soon(int(pid_file.read_text()))
+
+
+async def test_a_daemon_that_double_forked_and_holds_the_pipes_is_killed(tmp_path: Path) -> None:
+    """Its parent exits at once (it is nobody's descendant then): it is found by the pipe it
+    holds."""
+    pid_file = tmp_path / "pid"
+    daemon = (
+        "import os, sys, time\n"
+        "if os.fork(): sys.exit(0)\n"
+        "os.setsid()\n"
+        f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "time.sleep(120)\n"
+    )
+    script = (
+        "import subprocess, sys, time; "
+        f"subprocess.Popen([sys.executable, '-c', {daemon!r}]).wait(); time.sleep(120)"
+    )
+    answer = await command_agent([sys.executable, "-c", script], timeout_s=2).answer(
+        Conversation("q"), (1, 5)
+    )
+    assert answer.error == "external agent ext: no answer within 2 s (killed)"
+    assert gone_soon(int(pid_file.read_text()))

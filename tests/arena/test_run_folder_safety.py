@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -464,3 +465,129 @@ def test_a_run_given_as_dot_writes_its_default_output_beside_it(
     monkeypatch.chdir(demo)  # `drarena run replay .` from inside the run folder
     assert main(argv) == 0
     assert (demo.parent / output).is_file()
+
+
+# --- a full disk (issue 38, item 9) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("free_kib", [4, 12, 28])
+def test_replay_onto_a_full_disk_is_one_line_and_leaves_no_tmp(
+    demo: Path,
+    free_kib: int,
+    small_disk: Callable[[int], Path],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Regression: `run replay --out` on a full disk ended in an `OSError: [Errno 28]`
+    traceback and left `*.tmp` files. With a few KiB left on the disk (each amount runs out
+    in another file) it is now one line, and no temporary file is left; the source run is
+    untouched."""
+    before = contents(demo)
+    out = small_disk(free_kib) / "replayed"
+    assert main(["run", "replay", str(demo), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()  # progress lines, then the error
+    assert err[-1].startswith("drarena: error: ") and "no room left to write it" in err[-1]
+    assert "Traceback" not in "\n".join(err)
+    assert not list(out.rglob("*.tmp"))
+    side = ("-shm", "-wal")  # SQLite's side files come and go with a reader's connection
+    after = contents(demo)
+    assert {k: v for k, v in after.items() if not k.endswith(side)} == {
+        k: v for k, v in before.items() if not k.endswith(side)
+    }
+
+
+# --- two drarenas in one run folder (issue 38, item 8) ------------------------------------------
+
+
+def _hold(folder: Path) -> Any:
+    """Another process holding `folder` (a drarena playing into it), until its stdin closes."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from drarena.ledger.folder import run_lock\n"
+        "with run_lock(Path(sys.argv[1])):\n"
+        "    print('held', flush=True)\n"
+        "    sys.stdin.read()\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code, str(folder), "drarena-tournament-of-the-test"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    return holder
+
+
+def test_a_second_tournament_in_a_held_run_folder_is_refused_naming_the_holder(
+    made: tuple[Path, Path], demo: Path, tmp_path: Path
+) -> None:
+    """Regression: two tournaments of one config at once both ran (timings.jsonl doubled,
+    run.json saying model_calls: 0). The second is now refused in one line naming the first,
+    and touches nothing; once the first is gone the run resumes."""
+    snapshot, first = made
+    config = parse_config(config_data(first.parent.parent, snapshot), "test")  # the run's own
+    holder = _hold(demo)
+    try:
+        before = contents(demo)
+        with pytest.raises(DrarenaError) as err:
+            execute(
+                config,
+                RunDir(demo),
+                serve=False,
+                cache_mode=CacheMode.READ_WRITE,
+                prepare=False,
+                backend=scripted_models(STRENGTH),
+            )
+        message = str(err.value)
+        assert "\n" not in message and message.startswith(f"{demo}: another drarena is running")
+        assert f"pid {holder.pid} on " in message and "drarena-tournament-of-the-test" in message
+        assert contents(demo) == before
+    finally:
+        holder.communicate("")
+    result = execute(  # the holder is gone (its lock went with it): the run resumes
+        config,
+        RunDir(demo),
+        serve=False,
+        cache_mode=CacheMode.READ_WRITE,
+        prepare=False,
+        backend=scripted_models(STRENGTH),
+    )
+    assert result.log and not (demo / "run.lock").exists()
+
+
+def test_a_replay_into_a_held_folder_is_refused_and_deletes_nothing(
+    demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "replayed"
+    assert main(["run", "replay", str(demo), "--out", str(out)]) == 0
+    capsys.readouterr()
+    before = contents(out)
+    holder = _hold(out)
+    try:
+        assert main(["run", "replay", str(demo), "--out", str(out)]) == 2
+        one_line_error(capsys, "another drarena is running in this run folder", str(holder.pid))
+        assert {k: v for k, v in contents(out).items() if k != "run.lock"} == before
+    finally:
+        holder.communicate("")
+    assert main(["run", "replay", str(demo), "--out", str(out)]) == 0
+    assert not (out / "run.lock").exists()
+
+
+def test_a_killed_holders_file_does_not_block_the_next_run(demo: Path, tmp_path: Path) -> None:
+    """The lock is the kernel's (flock on the folder): a holder killed with SIGKILL leaves its
+    run.lock, which the next run writes over; a fresh folder accepts such a leftover too."""
+    from drarena.ledger.folder import check_new_run_folder, run_lock
+
+    holder = _hold(demo)
+    holder.kill()
+    holder.wait()
+    assert (demo / "run.lock").exists()
+    with run_lock(demo):
+        pass
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / "run.lock").write_text("{}")
+    check_new_run_folder(fresh)

@@ -70,9 +70,11 @@ from drarena.examiner.verdicts import FailureType, Judgment, TieQuality, reconci
 from drarena.examiner.verdicts import Verdict as JudgeVerdict
 from drarena.ledger.folder import RunDir
 from drarena.ledger.records import SCHEMA_VERSION, AnswerTiming, MatchRecord, RoundRecord
+from drarena.quoting import shown
 from drarena.report.run import stored_config, write_report
 from drarena.web.manifest import Counts
 from drarena.web.snapshot import Snapshot
+from drarena.web.urls import safe_file_name
 from drarena.web.writer import Exchange, SnapshotWriter
 
 # -- hostile text ---------------------------------------------------------------------------
@@ -786,6 +788,11 @@ def test_hostile_text_from_a_later_snapshot_stays_inert(
     shutil.rmtree(case / "run")
     cited = [(f"{_ITEMS[0][0]} {item}", ORIGIN + "/") for item in items]
     _drift_run(case / "run", fingerprint, [*cited, (items[0], items[-1]), *_ITEMS[1:]])
+    try:  # a name that is not a plain file name is refused where the manifest is read
+        safe_file_name(name)  # (issue 38: it names folders), in one line naming the file
+    except DrarenaError:
+        assert _drift(case, "cap/manifest.json") is None
+        return
     assert _drift(case) is not None
 
 
@@ -856,8 +863,8 @@ def test_compare_names_stay_inert(ranked: Path, names: list[str], file_name: str
         csv.write_text("".join(f"{n},{i}\n" for i, n in enumerate(rows)), encoding="utf-8")
         with quiet() as (_, err):
             rc = main(["run", "compare", str(run), "--against", str(csv), "--resamples", "5"])
-        if rc == 2:  # a name the CSV reader refuses (a comment, say): one line naming it
-            check_message(err.getvalue(), file_name)
+        if rc == 2:  # a name the CSV reader refuses (a comment, say): one line naming it,
+            check_message(err.getvalue(), shown(file_name, None))  # shown escaped
             return
         assert rc == 0, err.getvalue()
         check_page((run / "report.html").read_bytes())

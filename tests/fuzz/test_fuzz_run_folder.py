@@ -43,7 +43,8 @@ from drarena.cli import main
 from drarena.digests import file_sha256
 from drarena.errors import DrarenaError
 from drarena.examiner.templates import used_hashes
-from drarena.ledger.folder import REPLAY_FILES, RunDir, write_atomic
+from drarena.files import write_atomic
+from drarena.ledger.folder import REPLAY_FILES, RunDir
 from drarena.ledger.records import AnswerTiming
 from drarena.models.config import CacheMode
 from drarena.web.snapshot import Snapshot

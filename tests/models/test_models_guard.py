@@ -106,3 +106,34 @@ def test_guards_nest() -> None:
         with socket.socket() as sock, pytest.raises(NetworkGuardError):
             sock.connect(("203.0.113.1", 80))
     assert socket.socket.connect is original and outer.violations
+
+
+def test_sendmsg_and_the_c_socket_type_are_refused_too() -> None:
+    """Regression (issue 38, item 11): socket.sendmsg was not patched, and calling the C type's
+    method (`_socket.socket.connect`) went around the patch; CPython's audit events for
+    sockets now back the patch, and nothing is checked once the guard is gone."""
+    import _socket
+
+    with NetworkGuard() as guard:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+            with pytest.raises(NetworkGuardError):
+                udp.sendmsg([b"x"], [], 0, ("192.0.2.53", 53))
+            with pytest.raises(NetworkGuardError):
+                _socket.socket.sendto(udp, b"x", ("192.0.2.54", 53))
+            assert udp.sendmsg([b"x"], [], 0, ("127.0.0.1", 9)) == 1  # loopback passes
+        with socket.socket() as sock, pytest.raises(NetworkGuardError):
+            _socket.socket.connect(sock, ("198.51.100.8", 443))
+        with socket.socket() as sock, pytest.raises(NetworkGuardError):
+            _socket.socket.connect_ex(sock, ("198.51.100.9", 443))
+        with pytest.raises(NetworkGuardError):
+            _socket.getaddrinfo("example.org", 443)
+    assert guard.violations == [
+        "datagram to 192.0.2.53:53",
+        "datagram to 192.0.2.54:53",
+        "connect to 198.51.100.8:443",
+        "connect to 198.51.100.9:443",
+        "name lookup of example.org",
+    ]
+    with socket.socket() as sock:  # no guard: the hook lets everything through
+        sock.setblocking(False)  # (an error number, not NetworkGuardError: not refused)
+        assert isinstance(_socket.socket.connect_ex(sock, ("198.51.100.8", 443)), int)

@@ -309,3 +309,23 @@ def write_warc_bytes(records: list[tuple[str, bytes]]) -> bytes:
         out.write(block)
         out.write(b"\r\n\r\n")
     return out.getvalue()
+
+
+def wacz_repeated(path: Path, times: int, size: int = 600_000) -> Path:
+    """A WACZ of one stored WARC (`size` bytes of records) whose datapackage.json lists it
+    `times` times (issue 38, item 4: 0.6 MB imported as a 587 MB snapshot)."""
+    records: list[tuple[str, bytes]] = []
+    while sum(len(b) for _, b in records) < size:
+        n = len(records)
+        body = b"<html><title>page %d</title><p>" % n + b"x" * 4000 + b"</p></html>"
+        records.append((f"http://rep.example/{n}", http_block(body, "identity")))
+    warc = write_warc_bytes(records)
+    resource = _resource("archive/a.warc", "sha256:" + hashlib.sha256(warc).hexdigest(), len(warc))
+    package = json.dumps({"profile": "data-package", "resources": [resource] * times}).encode()
+    return write_zip(
+        path,
+        [
+            ("datapackage.json", package, zlib.crc32(package), len(package), False),
+            ("archive/a.warc", warc, zlib.crc32(warc), len(warc), False),
+        ],
+    )
