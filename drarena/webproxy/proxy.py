@@ -184,7 +184,9 @@ async def frozen_web_proxy(
     confdir = state_dir / "ca"
     try:
         state_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:  # e.g. --state-dir names a file
+    except FileExistsError:  # --state-dir names a file (or a link to one)
+        raise DrarenaError(f"{state_dir}: cannot hold the proxy's state (Not a directory)") from None
+    except OSError as exc:
         raise DrarenaError(f"{state_dir}: cannot hold the proxy's state ({exc.strerror})") from None
     own_folder(confdir)  # the CA's key: never written through a link
     state = state_dir / "mitmdump-state.json"

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "arena"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripted_tasks
 
 STRENGTH = {"fact number 3": 3}  # the oracle reads the pages; closed_book does not
 
