@@ -19,6 +19,7 @@ from drarena.agents.common import (
     CITE_RULE,
     CUT_NOTE,
     DATA_RULE,
+    NUMBERED_RULE,
     PARTS_RULE,
     TEXT_CALL_NOTE,
     Message,
@@ -59,7 +60,8 @@ EVIDENCE_SYSTEM = (
 )
 # with `cite_shown` (the default): each part answered from the pages in a sentence or two
 # (Qwen2.5-Coder-1.5B pasted the pages' first paragraphs and was cut at its token limit)
-PARTS_SYSTEM = f"{EVIDENCE_SYSTEM} {PARTS_RULE}"
+# and the pages numbered: the markers it writes name its sources (cite.shown_by_marker)
+PARTS_SYSTEM = f"{EVIDENCE_SYSTEM} {PARTS_RULE} {NUMBERED_RULE}"
 
 
 class BaselineArgs(BaseModel):
@@ -72,8 +74,9 @@ class BaselineArgs(BaseModel):
 CITE_SHOWN = (
     "the answer's citations must be URLs of the pages it was given (at least one, by the "
     "answer tool's schema, written before the report), each part of the question is "
-    "answered in a sentence or two from them, and a report written as plain text is taken "
-    "as the answer; false: the prompt, tool and repairs of runs recorded before"
+    "answered in a sentence or two from them, the pages are numbered Source [1], [2], ... "
+    "so that a report written as plain text (taken as the answer) cites by its [n] markers; "
+    "false: the prompt, tool and repairs of runs recorded before"
 )
 
 
@@ -136,7 +139,7 @@ async def single_answer(
         if call is None and text_answers and completion.text.strip():
             rec.step(model, note="report written as text, taken as the answer")
             body, refs = answer_from_text(completion.text, completion.finish_reason)
-            return rec.finish(body, refs)
+            return rec.finish(body, refs or cite.shown_by_marker(body, shown))
         if call is None:
             error = no_call_error("no answer call in the reply", completion.text)
             rec.step(model, error=error)
@@ -167,17 +170,22 @@ async def single_answer(
         )
         if not urls:
             report, urls = cite.split_references(report)
+        if not urls and text_answers:
+            urls = cite.shown_by_marker(report, shown)
         return rec.finish(report, urls)
     body, refs = answer_from_text(text, finish)
     return rec.finish(body, refs, error=error)
 
 
-def evidence_text(pages: list[SourcePage], budget_chars: int) -> tuple[str, str]:
-    """Pages as quoted blocks sharing a character budget evenly; the cut is noted."""
+def evidence_text(
+    pages: list[SourcePage], budget_chars: int, numbered: bool = False
+) -> tuple[str, str]:
+    """Pages as quoted blocks sharing a character budget evenly; the cut is noted.
+    `numbered`: the blocks are Source [1], [2], ... in the order of `pages`."""
     fitted = fit_evenly([p.text for p in pages], budget_chars)
     blocks = [
-        page_block(p.url, p.title, f.text, "cut to fit" if f.cut else "")
-        for p, f in zip(pages, fitted, strict=True)
+        page_block(p.url, p.title, f.text, "cut to fit" if f.cut else "", i if numbered else 0)
+        for i, (p, f) in enumerate(zip(pages, fitted, strict=True), 1)
     ]
     cut = sum(f.cut for f in fitted)
     return "\n\n".join(blocks), (f"{cut} of {len(pages)} pages cut to fit" if cut else "")
@@ -308,7 +316,7 @@ class RagAgent(_PagesAgent):
                     urls=[part.url],
                 )
             )
-        evidence, note = evidence_text(pages, self.args.context_chars)
+        evidence, note = evidence_text(pages, self.args.context_chars, self.args.cite_shown)
         rec.step(None, events, note=note)
         return await self.from_pages(
             conversation, word_limit, rec, pages, evidence or "(the search found no pages)"
@@ -324,7 +332,7 @@ class OracleAgent(_PagesAgent):
         word_limit = check_word_limit(word_limit)
         rec = Recorder(self.name, self._context.clock, self._context.url_checker)
         pages = list(conversation.targets)
-        evidence, note = evidence_text(pages, self.args.context_chars)
+        evidence, note = evidence_text(pages, self.args.context_chars, self.args.cite_shown)
         rec.step(
             None,
             [

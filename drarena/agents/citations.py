@@ -39,6 +39,20 @@ def markers(report: str) -> list[int]:
     return [n for n in seen if n >= 1]
 
 
+def shown_by_marker(report: str, shown: Sequence[str]) -> list[str]:
+    """The citation list of a report whose [n] markers number the pages it was shown (page
+    n is shown[n-1]): urls[n-1] is that page for every marker n the report uses, '' for the
+    numbers it skips (which `resolve` drops), [] when it uses none. Why: a small model told
+    to answer with a tool writes its report as plain text and, cut at its token limit,
+    never reaches a reference list; the markers it writes inline are all that remain, and
+    the agent knows which page it numbered n. Markers past the shown pages stay unresolved.
+    """
+    used = {n for n in markers(report) if n <= len(shown)}
+    if not used:
+        return []
+    return [shown[n - 1] if n in used else "" for n in range(1, max(used) + 1)]
+
+
 def split_references(text: str) -> tuple[str, list[str]]:
     """For plain-text answers: trailing '[n]: URL' lines become the citation list.
 

@@ -67,6 +67,11 @@ PARTS_RULE = (
     "paragraphs."
 )
 
+NUMBERED_RULE = (
+    "The pages are numbered Source [1], Source [2], ...: end each sentence with the number "
+    "of the page it comes from, like [1]."
+)
+
 CITE_RULE = (
     "Cite sources with numbered markers [1], [2], ... in the report and list their "
     "URLs in the answer's citations, in marker order. Cite only URLs you were shown."
@@ -107,10 +112,13 @@ def conversation_messages(
     return messages
 
 
-def page_block(url: str, title: str, text: str, note: str = "") -> str:
+def page_block(url: str, title: str, text: str, note: str = "", number: int = 0) -> str:
+    """A page as a quoted block; `number` n >= 1 labels it source [n] (NUMBERED_RULE)."""
     body = f"Title: {title}\nURL: {url}\n\n{text}"
     if note:
         body += f"\n\n({note})"
+    if number:
+        return quote_block(f"page [{number}] {url}", f"Source [{number}]\n{body}")
     return quote_block(f"page {url}", body)
 
 

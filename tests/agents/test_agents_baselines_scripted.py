@@ -152,3 +152,34 @@ async def test_answer_call_cut_into_text_by_the_token_limit_is_kept() -> None:
     assert answer.error is None and len(backend.requests) == 1
     assert answer.report == "Sorted takes a key [1] and so on and on"
     assert answer.trajectory.steps[0].note == CUT_NOTE
+
+
+async def test_the_oracle_numbers_its_pages_and_a_text_report_cites_by_marker() -> None:
+    """Issue 33: the 1.5B oracle wrote its report as plain text, cut at its token limit
+    before any reference list, and so cited nothing though it held the target pages. The
+    pages are numbered Source [1], [2]; the [n] markers of a text report name them."""
+    json_url = "http://site.test/json"
+    context, backend = scripted_context([reply("The loop runs coroutines [2]. Also [7].")])
+    targets = (
+        SourcePage(ASYNCIO, "asyncio", "about the event loop"),
+        SourcePage(json_url, "json", "about coroutines"),
+    )
+    answer = await build_agent({"kind": "oracle"}, context).answer(
+        Conversation("What runs coroutines?", targets=targets), (10, 50)
+    )
+    prompt = backend.requests[0]["messages"][-1]["content"]
+    assert "Source [1]" in prompt and "Source [2]" in prompt
+    assert prompt.index("about the event loop") < prompt.index("about coroutines")
+    assert "numbered Source [1]" in backend.requests[0]["messages"][0]["content"]
+    assert answer.cited_urls() == [json_url]  # [1] unused, [7] names no page shown
+    assert answer.check.valid == 1 and answer.error is None
+
+
+async def test_without_cite_shown_pages_are_not_numbered_and_markers_cite_nothing() -> None:
+    context, backend = scripted_context([reply("Runs coroutines [1]."), reply("Again [1].")])
+    targets = (SourcePage(ASYNCIO, "asyncio", "about the event loop"),)
+    answer = await build_agent({"kind": "oracle", "args": {"cite_shown": False}}, context).answer(
+        Conversation("q", targets=targets), (1, 50)
+    )
+    assert "Source [1]" not in backend.requests[0]["messages"][-1]["content"]
+    assert answer.cited_urls() == []

@@ -123,3 +123,12 @@ def test_deeply_nested_answer_arguments_are_a_value_error_not_a_crash() -> None:
 
     with pytest.raises(ValueError, match="nested too deeply"):
         parse_answer_arguments("[" * 200_000 + "]" * 200_000)
+
+
+def test_shown_by_marker_maps_only_the_numbers_of_pages_shown() -> None:
+    from drarena.agents.citations import shown_by_marker
+
+    shown = ["http://a.test/1", "http://a.test/2", "http://a.test/3"]
+    assert shown_by_marker("No markers.", shown) == []
+    assert shown_by_marker("x [3] y [1] z [9]", shown) == [shown[0], "", shown[2]]
+    assert shown_by_marker("x [2]", []) == []

@@ -34,7 +34,7 @@ def test_agreement_of_the_llm_and_the_evidence() -> None:
         hybrid_round(2, Verdict.A_BETTER, Verdict.A_MUCH_BETTER),
         hybrid_round(3, Verdict.A_MUCH_BETTER, Verdict.B_MUCH_BETTER),
     )
-    log = [match("m1", "x", "y", Outcome.A_WINS, rounds)]  # type: ignore[arg-type]
+    log = [match("m1", "x", "y", Outcome.A_WINS, rounds)]
     got = second_opinion(log, resamples=200, seed=0)
     assert got is not None
     assert got.rounds == 4
