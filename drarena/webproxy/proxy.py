@@ -185,7 +185,9 @@ async def frozen_web_proxy(
     try:
         state_dir.mkdir(parents=True, exist_ok=True)
     except FileExistsError:  # --state-dir names a file (or a link to one)
-        raise DrarenaError(f"{state_dir}: cannot hold the proxy's state (Not a directory)") from None
+        raise DrarenaError(
+            f"{state_dir}: cannot hold the proxy's state (Not a directory)"
+        ) from None
     except OSError as exc:
         raise DrarenaError(f"{state_dir}: cannot hold the proxy's state ({exc.strerror})") from None
     own_folder(confdir)  # the CA's key: never written through a link
