@@ -409,3 +409,28 @@ def test_every_tree_of_the_snapshot_under_the_preset(tmp_path: Path) -> None:
     assert sorted(load_trees(config)) == [f"tree_{i:04d}" for i in range(1, 6)]
     three = parse_config(base(snapshot=str(tmp_path)), "t.yaml")
     assert len(load_trees(three)) == 3
+
+
+async def test_the_report_counts_each_agents_failed_rounds() -> None:
+    """Voided under drarena's default, judged (and lost) under the preset: both show, per
+    agent, in report.html's "Failed answers" table."""
+    from drarena.ledger.leaderboard import failed_rounds
+    from drarena.report.html import failed_table
+
+    judged = await runner(
+        ScriptedBackendForTests([prefers_a_real_answer()] * 50),
+        paper().model_copy(update={"max_rounds": 2}),
+        ScriptedAgentForTests("A", fail=True),
+        ScriptedAgentForTests("B"),
+    ).run()
+    voided = await runner(
+        ScriptedBackendForTests([prefers_a_real_answer()] * 50),
+        MatchSettings(max_rounds=3, judge_orders=1, max_void_rounds=5),
+        ScriptedAgentForTests("A", fail=True),
+        ScriptedAgentForTests("B"),
+    ).run()
+    counts = {f.agent: (f.voided, f.judged) for f in failed_rounds(["A", "B"], [judged, voided])}
+    assert counts == {"A": (3, 2), "B": (0, 0)}
+    assert "<td>A</td><td class=num>3</td><td class=num>2</td>" in failed_table(
+        ["B", "A"], [judged, voided]
+    )
