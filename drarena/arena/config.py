@@ -49,6 +49,7 @@ PAPER_MATCH: dict[str, Any] = {
     "judge_order": "tree",
     "backtrack_to_root": True,
     "failed_answers": "judged",
+    "agent_instruction": "paper",
     "cut_history_on_backtrack": True,
     "leaf_fallback_widen": True,
     "checklist_max_items": None,
@@ -66,7 +67,13 @@ PAPER_MATCH: dict[str, Any] = {
 }
 
 # match switches added by issue 35; a stored run without them played their defaults
-ISSUE35_KEYS = ("content_min_chars", "judge_order", "backtrack_to_root", "failed_answers")
+ISSUE35_KEYS = (
+    "content_min_chars",
+    "judge_order",
+    "backtrack_to_root",
+    "failed_answers",
+    "agent_instruction",
+)
 
 # `protocol: paper`'s trees: every pairing plays every tree (tournament_cli.py 186-190)
 PAPER_TREES: dict[str, Any] = {"count": None}

@@ -111,7 +111,7 @@ async def ask_again(
             continue
         sources = _sources(pages, fr.target_urls)
         convs = [
-            Conversation(task.question, targets=sources)
+            Conversation(task.question, targets=sources, instruction=settings.agent_instruction)
             if c is None
             else dataclasses.replace(c.then(prev, task.question), targets=sources)
             for c, prev in zip(conv, last, strict=True)

@@ -115,6 +115,14 @@ class MatchSettings(BaseModel):
         "W to 2 (the reference: core/evolvement_loop.py 36, 45, 244-255, 378-383); false: "
         "the walk never goes above start_depth",
     )
+    agent_instruction: Literal["drarena", "paper"] = Field(
+        "drarena",
+        description="what built-in agents are told after the question: drarena ('Write a "
+        "Markdown report of L to H words') or paper (the reference's rules, core/agents.py "
+        "25-42: the answer first, no filler, the word limit on the body only, [n] markers and "
+        "a '## References' list); external command agents get the question and word limit "
+        "as before",
+    )
     failed_answers: Literal["void", "judged"] = Field(
         "void",
         description="an agent that raises or returns no report: void (the round is void and "
@@ -595,7 +603,7 @@ class MatchRunner:
         for side in ("a", "b"):
             current = conv[side]
             convs.append(
-                Conversation(task.question, targets=sources)
+                Conversation(task.question, targets=sources, instruction=s.agent_instruction)
                 if current is None
                 else dataclasses.replace(current.then(last[side], task.question), targets=sources)
             )
@@ -684,7 +692,10 @@ def cut_conversation(
         return None, ""
     turns = (*conv.history, Turn(conv.question, last))
     kept = turns[keep - 1]
-    return Conversation(kept.question, turns[: keep - 1], conv.targets), kept.answer
+    return (
+        Conversation(kept.question, turns[: keep - 1], conv.targets, conv.instruction),
+        kept.answer,
+    )
 
 
 def match_rng(run_seed: int, a: str, b: str, tree: str) -> random.Random:

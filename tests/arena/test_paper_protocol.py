@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from arena_fakes import ScriptedAgentForTests, examiner_step, make_tree
 
-from drarena.arena.config import PAPER_MATCH, legacy_match, parse_config
+from drarena.arena.config import ISSUE35_KEYS, PAPER_MATCH, legacy_match, parse_config
 from drarena.arena.match import MatchRunner, MatchSettings, match_seed, tree_number
 from drarena.arena.session import config_digest, load_trees
 from drarena.corpus.records import Doc, Tree
@@ -96,6 +96,9 @@ PAPER_TABLE: dict[str, Any] = {
     # evolvement_loop.py 36 and 45 (stack [root, ...], snapshots [0]), 244-255 (_backtrack
     # pops to the root and restores history length 0), 378-383 (LOW tie; at the root W = 2)
     "backtrack_to_root": True,
+    # agents.py 25-42: the answer first, no filler, the limit on the body only, [n] markers
+    # and a "## References" list (drarena's wording: drarena.agents.common)
+    "agent_instruction": "paper",
     # agents.py 54-55: "Error: No response from API."; evolvement_loop.py 342-349: an
     # exception's text is the answer; judged at line 353 like any other
     "failed_answers": "judged",
@@ -168,11 +171,12 @@ def test_written_keys_still_win_over_the_preset() -> None:
 
 def test_a_paper_run_stored_before_issue_35_replays_with_the_rules_it_had() -> None:
     stored = parse_config(base(protocol="paper"), "t").model_dump(mode="json")
-    for key in ("content_min_chars", "judge_order", "backtrack_to_root", "failed_answers"):
+    for key in ISSUE35_KEYS:
         del stored["match"][key]
     old = parse_config(legacy_match(stored), "run.json").match
     assert (old.content_min_chars, old.judge_order) == (500, "round")
     assert (old.backtrack_to_root, old.failed_answers) == (False, "void")
+    assert old.agent_instruction == "drarena"
 
 
 def test_new_switches_at_their_defaults_leave_the_digest_as_it_was() -> None:
@@ -184,7 +188,7 @@ def test_new_switches_at_their_defaults_leave_the_digest_as_it_was() -> None:
 
     config = parse_config(base(), "t.yaml")
     dump = config.model_dump(mode="json", exclude=NOT_DIGESTED)
-    for key in ("content_min_chars", "judge_order", "backtrack_to_root", "failed_answers"):
+    for key in ISSUE35_KEYS:
         del dump["match"][key]
     before = "sha256:" + hashlib.sha256(json.dumps(dump, sort_keys=True).encode()).hexdigest()
     assert config_digest(config) == before
@@ -433,4 +437,29 @@ async def test_the_report_counts_each_agents_failed_rounds() -> None:
     assert counts == {"A": (3, 2), "B": (0, 0)}
     assert "<td>A</td><td class=num>3</td><td class=num>2</td>" in failed_table(
         ["B", "A"], [judged, voided]
+    )
+
+
+async def test_agents_are_told_the_papers_instruction_under_the_preset() -> None:
+    """Every round's conversation carries the match's instruction (a follow-up and a cut one
+    too), and a built-in agent's last message ends with it: the reference's rules under the
+    preset, drarena's one line by default (unchanged, so recorded runs replay)."""
+    from drarena.agents.common import conversation_messages
+
+    a, b = agents()
+    settings = paper().model_copy(update={"max_rounds": 3})
+    await runner(scripted([{"v": "TIE", "q": "HIGH"}, LOW, LOW]), settings, a, b).run()
+    assert [c.instruction for c in a.seen] == ["paper"] * 3
+    assert len(a.seen[1].history) == 1  # a follow-up keeps it
+    paper_msg = conversation_messages("sys", a.seen[1], (230, 330))[-1]["content"]
+    assert "Answer length: 230-330 words" in paper_msg
+    assert "body of the answer only" in paper_msg and "'## References'" in paper_msg
+    assert "Write a Markdown report" not in paper_msg
+
+    c, d = agents()
+    await runner(scripted([LOW] * 2), MatchSettings(max_rounds=1, judge_orders=1), c, d).run()
+    assert c.seen[0].instruction == "drarena"
+    plain = conversation_messages("sys", c.seen[0], (200, 300))[-1]["content"]
+    assert (
+        plain == f"Question: {c.seen[0].question}\n\nWrite a Markdown report of 200 to 300 words."
     )
