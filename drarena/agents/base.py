@@ -41,10 +41,15 @@ class Conversation(Record):
     question: str
     history: tuple[Turn, ...] = ()
     targets: tuple[SourcePage, ...] = ()
+    # how the agent is told to answer (drarena.agents.common.INSTRUCTIONS): the match's
+    # `agent_instruction`; a built-in agent puts it after the question
+    instruction: str = "drarena"
 
     def then(self, answer: str, question: str) -> Conversation:
         """The conversation for the next round, after `answer` to the current question."""
-        return Conversation(question, (*self.history, Turn(self.question, answer)), self.targets)
+        return Conversation(
+            question, (*self.history, Turn(self.question, answer)), self.targets, self.instruction
+        )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -83,6 +83,39 @@ def word_limit_text(word_limit: tuple[int, int]) -> str:
     return f"Write a Markdown report of {low} to {high} words."
 
 
+def paper_instruction_text(word_limit: tuple[int, int]) -> str:
+    """What the reference tells its agents (core/agents.py 25-42), in drarena's words: the
+    answer first with no narration of the search and no filler opening, the word limit on
+    the body only (the reference list excluded), inline [n] markers and a `## References`
+    list at the end. Its search mandate is left to each agent's own system prompt (a
+    closed-book agent has no search), and so is the history, which drarena gives as turns.
+    Why it matters: the paper's judge rewards exactly these presentation traits."""
+    low, high = word_limit
+    return (
+        f"Answer length: {low}-{high} words. The limit counts the body of the answer only, "
+        "not the reference list.\n"
+        "- Begin with the answer itself. Do not describe your thinking, your search or what "
+        "you are about to do.\n"
+        "- No filler: do not open with phrases such as 'Here is the information'; start with "
+        "the facts.\n"
+        "- Keep the body within the word limit.\n"
+        "- Cite with inline markers [1], [2] after the facts, and end with a '## References' "
+        "list of the sources."
+    )
+
+
+# `match.agent_instruction`: the text after the question, by name
+INSTRUCTIONS = {"drarena": word_limit_text, "paper": paper_instruction_text}
+
+
+def instruction_text(word_limit: tuple[int, int], name: str = "drarena") -> str:
+    """The instruction named `name` (INSTRUCTIONS) for this word limit; ValueError names
+    an unknown one."""
+    if name not in INSTRUCTIONS:
+        raise ValueError(f"unknown agent instruction {name!r} (have {', '.join(INSTRUCTIONS)})")
+    return INSTRUCTIONS[name](word_limit)
+
+
 def check_word_limit(word_limit: tuple[int, int]) -> tuple[int, int]:
     from drarena.errors import DrarenaError
 
@@ -105,7 +138,8 @@ def conversation_messages(
     for turn in conversation.history:
         messages.append({"role": "user", "content": f"Question: {turn.question}"})
         messages.append({"role": "assistant", "content": turn.answer})
-    content = f"Question: {conversation.question}\n\n{word_limit_text(word_limit)}"
+    instruction = instruction_text(word_limit, conversation.instruction)
+    content = f"Question: {conversation.question}\n\n{instruction}"
     if evidence:
         content = f"{evidence}\n\n{content}"
     messages.append({"role": "user", "content": content})

@@ -34,13 +34,22 @@ TASKGEN_TEMPERATURE = 0.7
 JUDGE_TEMPERATURE = 0.1
 
 # `protocol: paper`: each match switch at the paper's (and its reference code's) choice.
+# tests/arena/test_paper_protocol.py compares every resolved field with a table written from
+# the reference code, line by line.
 PAPER_MATCH: dict[str, Any] = {
     "max_rounds": 10,
     "gap_to_stop": 2,
+    "max_void_rounds": None,
     "start_depth": 1,
     "start_width": 2,
-    "page_chars": 15000,
+    "page_chars": None,
     "page_budget_chars": None,
+    "task_attempts": 1,
+    "content_min_chars": 21,
+    "judge_order": "tree",
+    "backtrack_to_root": True,
+    "failed_answers": "judged",
+    "agent_instruction": "paper",
     "cut_history_on_backtrack": True,
     "leaf_fallback_widen": True,
     "checklist_max_items": None,
@@ -56,6 +65,18 @@ PAPER_MATCH: dict[str, Any] = {
     "judge_orders": 1,
     "judge_sees_checklist": True,
 }
+
+# match switches added by issue 35; a stored run without them played their defaults
+ISSUE35_KEYS = (
+    "content_min_chars",
+    "judge_order",
+    "backtrack_to_root",
+    "failed_answers",
+    "agent_instruction",
+)
+
+# `protocol: paper`'s trees: every pairing plays every tree (tournament_cli.py 186-190)
+PAPER_TREES: dict[str, Any] = {"count": None}
 
 # A run recorded before issue 16 stored a config without these keys; it replays with what
 # drarena did then (one Examiner role for tasks and judgments; no history cut; no leaf
@@ -73,11 +94,21 @@ LEGACY_MATCH: dict[str, Any] = {
 class TreesSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    count: int = Field(3, ge=1, description="trees every pairing plays (the same set for all)")
+    count: int | None = Field(
+        3,
+        ge=1,
+        description="trees every pairing plays (the same set for all); null: every tree of "
+        "the snapshot, as the paper plays every pairing on every tree",
+    )
     seed: int = Field(
         1, description="seed of `drarena snapshot trees` when the trees must be built"
     )
     ids: tuple[str, ...] = Field((), description="explicit tree ids; default: the first count")
+
+    def built(self) -> int:
+        """How many trees `drarena snapshot trees` builds when the snapshot has none: 10
+        whatever the count, so the trees do not change with it (more when count asks)."""
+        return max(self.count or 0, 10)
 
 
 class AgentEntry(BaseModel):
@@ -239,6 +270,11 @@ def legacy_match(config: dict[str, Any]) -> dict[str, Any]:
     `taskgen`, the judging and task making of its time (`legacy_judge`); others as given."""
     config = legacy_judge(legacy_agents(config))
     match = config.get("match")
+    if isinstance(match, dict) and "failed_answers" not in match:
+        # stored before issue 35's switches: played with their defaults, even under
+        # `protocol: paper`, whose preset would otherwise fill them in on replay
+        match = {**{k: MatchSettings.model_fields[k].default for k in ISSUE35_KEYS}, **match}
+        config = {**config, "match": match}
     if isinstance(match, dict) and "forbid_entity_names" not in match:
         # stored before the entity-name check: its cached questions passed the looser one
         match = {**match, "forbid_entity_names": False}
@@ -255,9 +291,15 @@ def legacy_match(config: dict[str, Any]) -> dict[str, Any]:
 
 def apply_protocol(data: dict[str, Any]) -> dict[str, Any]:
     """The raw config with `protocol: paper`'s match switches filled in where not written
-    (its judge switches too, unless `match.judge` is written: then that judge decides)."""
+    (its judge switches too, unless `match.judge` is written: then that judge decides), and
+    its trees (every tree) unless `trees.count` or `trees.ids` is written."""
     if data.get("protocol") != "paper":
         return data
+    trees = data.get("trees")
+    if isinstance(trees, TreesSettings):
+        trees = trees.model_dump(exclude_unset=True)
+    if trees is None or (isinstance(trees, dict) and not {"count", "ids"} & set(trees)):
+        data = {**data, "trees": {**PAPER_TREES, **(trees or {})}}
     match = data.get("match")
     if isinstance(match, MatchSettings):
         match = match.model_dump(exclude_unset=True)

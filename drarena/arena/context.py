@@ -34,7 +34,7 @@ from drarena.arena.session import (
 )
 from drarena.corpus.records import Doc, Tree, TreeEdge, TreeNode
 from drarena.corpus.terms import TermStats
-from drarena.corpus.treewalk import Expander, TreeWalker
+from drarena.corpus.treewalk import CONTENT_RICH_CHARS, Expander, TreeWalker
 from drarena.ledger.header import RunHeader
 from drarena.models.client import ModelClient
 from drarena.models.config import CacheMode, ModelsConfig
@@ -51,8 +51,9 @@ class LazySnapshotExpander:
     """A SnapshotExpander whose link graph (docs.jsonl and links.jsonl: tens of thousands of
     lines) is built on the first expansion, not when the run starts."""
 
-    def __init__(self, snapshot: Path) -> None:
+    def __init__(self, snapshot: Path, min_chars: int = CONTENT_RICH_CHARS) -> None:
         self.snapshot = snapshot
+        self.min_chars = min_chars
         self._real: Expander | None = None
 
     def expand(
@@ -64,7 +65,8 @@ class LazySnapshotExpander:
             from drarena.corpus.treewalk import SnapshotExpander
 
             self._real = SnapshotExpander(
-                LinkGraph.build(load_docs(self.snapshot), load_links(self.snapshot))
+                LinkGraph.build(load_docs(self.snapshot), load_links(self.snapshot)),
+                self.min_chars,
             )
         return self._real.expand(tree, parent, need, rng)
 
@@ -135,13 +137,16 @@ class RunContext:
         live runs grow them from today's web."""
         if self.live is not None:
             return None
-        return LazySnapshotExpander(self.config.snapshot)
+        return LazySnapshotExpander(self.config.snapshot, self.config.match.content_min_chars)
 
     def walker(self, tree: Tree, rng: random.Random) -> TreeWalker:
         """A fresh walk over `tree` for one match, seeded by the match's generator."""
+        min_chars = self.config.match.content_min_chars
         if self.live is not None:
-            return self.live.walker(tree, rng)
-        return TreeWalker(tree=tree, pages=self.pages, rng=rng, expander=self.expander)
+            return self.live.walker(tree, rng, min_chars)
+        return TreeWalker(
+            tree=tree, pages=self.pages, rng=rng, expander=self.expander, min_chars=min_chars
+        )
 
     def guard(self) -> contextlib.AbstractContextManager[Any]:
         """Frozen runs and offline replays of live runs reach only the model endpoints

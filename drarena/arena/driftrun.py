@@ -41,7 +41,7 @@ from drarena.arena.match import MatchSettings, grounding_for
 from drarena.arena.rounds import play_round
 from drarena.corpus.terms import UNIFORM, TermStats
 from drarena.errors import DrarenaError, one_line
-from drarena.examiner.evolve import MatchScore, add_round, outcome
+from drarena.examiner.evolve import MatchScore, add_round, match_void, outcome
 from drarena.examiner.judges import JudgeCall
 from drarena.files import write_atomic
 from drarena.ledger.folder import MAX_TEXT_BYTES, RunDir, read_text
@@ -91,7 +91,7 @@ async def ask_again(
     client: ModelClient,
     role: str,
     pages: LivePages,
-    max_void_rounds: int,
+    max_void_rounds: int | None,
     judging: MatchSettings | None = None,
     terms: Callable[[], TermStats] = lambda: UNIFORM,
 ) -> MatchRecord:
@@ -111,7 +111,7 @@ async def ask_again(
             continue
         sources = _sources(pages, fr.target_urls)
         convs = [
-            Conversation(task.question, targets=sources)
+            Conversation(task.question, targets=sources, instruction=settings.agent_instruction)
             if c is None
             else dataclasses.replace(c.then(prev, task.question), targets=sources)
             for c, prev in zip(conv, last, strict=True)
@@ -126,9 +126,10 @@ async def ask_again(
             JudgeCall(
                 client,
                 role,
-                judging is not None and settings.judge_swap(frozen.seed, fr.index),
+                judging is not None and settings.judge_swap(frozen.seed, fr.index, frozen.tree),
                 grounding_for(judge, {p.url: p.text for p in sources}, terms, None),
             ),
+            settings.failed_answers,
         )
         judged, void, answers, stable = play.judgment, play.void, play.answers, play.stable
         score = add_round(score, None if void or judged is None else judged.reconciled.verdict)
@@ -152,10 +153,11 @@ async def ask_again(
             for i in (0, 1):
                 answer = answers[i]
                 assert answer is not None
-                conv[i], last[i] = convs[i], answer.report
+                if not play.failed[i]:
+                    conv[i], last[i] = convs[i], answer.report
     reasons = "; ".join(r.void_reason for r in rounds if r.void_reason)
     void_match = ""
-    if score.rounds_void > max_void_rounds or score.rounds_scored == 0:
+    if match_void(score, max_void_rounds):
         void_match = f"{score.rounds_void} void round(s): {reasons}"
     return MatchRecord(
         SCHEMA_VERSION,

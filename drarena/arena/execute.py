@@ -334,8 +334,7 @@ def check_replay_inputs(header: dict[str, Any], config: TournamentConfig, where:
                 f"run `drarena snapshot extract {snap}`"
             )
     trees_hint = (
-        f"drarena snapshot trees {snap} --count {max(config.trees.count, 10)} "
-        f"--seed {config.trees.seed}"
+        f"drarena snapshot trees {snap} --count {config.trees.built()} --seed {config.trees.seed}"
     )
     for tree, digest in sorted(header.get("trees", {}).items()):
         path = snap / TREES_DIR / f"{tree}.json"

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from drarena.arena.config import LiveSettings
 from drarena.corpus.records import Tree, TreePage
-from drarena.corpus.treewalk import CannotExpand, Expander, TreeWalker
+from drarena.corpus.treewalk import CONTENT_RICH_CHARS, CannotExpand, Expander, TreeWalker
 from drarena.errors import DrarenaError
 from drarena.registry import ComponentSpec
 
@@ -227,12 +227,16 @@ class LiveSession:
 
         return build
 
-    def walker(self, tree: Tree, rng: random.Random) -> TreeWalker:
+    def walker(
+        self, tree: Tree, rng: random.Random, min_chars: int = CONTENT_RICH_CHARS
+    ) -> TreeWalker:
         """A match's walker: today's page texts, expansion crawling into the capture."""
         from drarena.live.expand import LiveExpander
 
-        expander: Expander = LiveExpander(self.web, {})
-        return LiveTreeWalker(tree=tree, pages={}, rng=rng, expander=expander, live=self.pages)
+        expander: Expander = LiveExpander(self.web, {}, min_chars)
+        return LiveTreeWalker(
+            tree=tree, pages={}, rng=rng, expander=expander, live=self.pages, min_chars=min_chars
+        )
 
     def check_roots(self, trees: Sequence[Tree]) -> None:
         """Each tree's root page answers before any match starts (a gone root would void

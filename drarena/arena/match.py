@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import hashlib
 import random
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
@@ -35,10 +36,12 @@ from drarena.errors import DrarenaError
 from drarena.examiner import templates
 from drarena.examiner.evidence import Grounding
 from drarena.examiner.evolve import (
+    MIN_WIDTH,
     MatchScore,
     Move,
     Transition,
     add_round,
+    match_void,
     outcome,
     should_stop,
     transition,
@@ -68,14 +71,20 @@ class MatchSettings(BaseModel):
         10, ge=1, le=20, description="rounds before the match ends anyway (the paper: 10)"
     )
     gap_to_stop: int = Field(2, ge=1, description="point gap that ends the match early")
-    max_void_rounds: int = Field(1, ge=0, description="more void rounds than this void the match")
+    max_void_rounds: int | None = Field(
+        1,
+        ge=0,
+        description="more void rounds than this void the match; null: no limit (the "
+        "reference skips a failed round and plays on, core/evolvement_loop.py 323-326, 355-357)",
+    )
     start_depth: int = Field(1, ge=1, description="depth of the first round's node")
     start_width: int = Field(2, ge=1, description="target pages in the first round")
-    page_chars: int = Field(
+    page_chars: int | None = Field(
         15000,
         ge=200,
-        description="characters of each page's text in the task prompt (the reference "
-        "gives the Examiner up to about 15k per page)",
+        description="characters of each page's text in the task prompt; null: the whole "
+        "page, as the reference does (core/examiner.py 29-30 put each node's whole `content` "
+        "in the prompt). 15000 is drarena's bound on a prompt, not a figure of the paper",
     )
     page_budget_chars: int | None = Field(
         None,
@@ -85,6 +94,42 @@ class MatchSettings(BaseModel):
         "page_chars existed, so older configs keep their prompts; null: no cap",
     )
     task_attempts: int = Field(2, ge=1, description="tries per task before the node is skipped")
+    content_min_chars: int = Field(
+        500,
+        ge=1,
+        description="characters of text a page needs to be a start node, a child to "
+        "descend to, a sibling target or an expansion (CONTENT_RICH_CHARS); the reference "
+        "asks for more than 20 (core/evolvement_loop.py 106, 259): 21",
+    )
+    judge_order: Literal["round", "tree"] = Field(
+        "round",
+        description="with judge_orders 1, which answer the judge sees first: round (the "
+        "order alternates every round of a match, from the match seed's parity) or tree (the "
+        "reference, tournament_cli.py 200-204: one order for the whole match, the pairing's "
+        "second agent first on a tree whose id ends in an odd number)",
+    )
+    backtrack_to_root: bool = Field(
+        False,
+        description="a LOW tie at the starting depth backtracks to the root with both "
+        "conversations cleared, the root then its own only target and a LOW tie there resets "
+        "W to 2 (the reference: core/evolvement_loop.py 36, 45, 244-255, 378-383); false: "
+        "the walk never goes above start_depth",
+    )
+    agent_instruction: Literal["drarena", "paper"] = Field(
+        "drarena",
+        description="what built-in agents are told after the question: drarena ('Write a "
+        "Markdown report of L to H words') or paper (the reference's rules, core/agents.py "
+        "25-42: the answer first, no filler, the word limit on the body only, [n] markers and "
+        "a '## References' list); external command agents get the question and word limit "
+        "as before",
+    )
+    failed_answers: Literal["void", "judged"] = Field(
+        "void",
+        description="an agent that raises or returns no report: void (the round is void and "
+        "scores nothing) or judged (the reference, core/agents.py 54-55 and "
+        "core/evolvement_loop.py 342-349: its answer is the error text, judged against the "
+        "other answer, and its conversation is not extended)",
+    )
     examiner_role: str = Field("examiner", description="model role of the Examiner")
     taskgen_role: str = Field(
         "taskgen",
@@ -280,13 +325,17 @@ class MatchSettings(BaseModel):
             forbid_entity_names=self.forbid_entity_names,
         )
 
-    def judge_swap(self, seed: int, round_index: int) -> bool:
-        """With one order, the A/B order of round `round_index` of the match with `seed`
-        alternates every round, starting from the seed's parity, so each agent is shown
-        first in half the rounds (+-1) whatever the pairing or tree count."""
+    def judge_swap(self, seed: int, round_index: int, tree: str = "") -> bool:
+        """With one order, whether round `round_index` of the match with `seed` on `tree`
+        shows B's answer first. `judge_order: round`: the order alternates every round,
+        starting from the seed's parity, so each agent is shown first in half the rounds
+        (+-1) whatever the pairing or tree count. `tree`: the reference's rule, one order per
+        match, swapped on a tree whose number is odd (tree_number)."""
+        if self.judge_order == "tree":
+            return tree_number(tree) % 2 == 1
         return (seed + round_index) % 2 == 1
 
-    def judge_options(self, seed: int, round_index: int) -> JudgeOptions:
+    def judge_options(self, seed: int, round_index: int, tree: str = "") -> JudgeOptions:
         """The flat fields' LLM judging of one round (drift-run and rejudge of runs
         recorded before judges were components)."""
         return JudgeOptions(
@@ -294,12 +343,20 @@ class MatchSettings(BaseModel):
             mode=self.judge_mode,
             orders=self.judge_orders,
             sees_checklist=self.judge_sees_checklist,
-            swap=self.judge_orders == 1 and self.judge_swap(seed, round_index),
+            swap=self.judge_orders == 1 and self.judge_swap(seed, round_index, tree),
         )
 
     def template_specs(self) -> dict[str, str]:
         """The prompt templates a run with these settings uses, by slot."""
         return {**self.task_generator().template_specs(), **self.judging().template_specs()}
+
+
+def tree_number(tree: str) -> int:
+    """The number a tree id ends in (tree_0007: 7, tree-003: 3), 0 when it ends in none: the
+    reference's `int(tree_id.split('_')[-1])`, 0 when that fails (tournament_cli.py 199-201),
+    made to read drarena's `tree-NNN` ids too."""
+    digits = re.search(r"(\d+)$", tree)
+    return int(digits.group(1)) if digits else 0
 
 
 def match_seed(run_seed: int, a: str, b: str, tree: str) -> int:
@@ -336,7 +393,10 @@ class MatchRunner:
         earlier: list[str] = []
         conv: dict[str, Conversation | None] = {"a": None, "b": None}
         last: dict[str, str] = {"a": "", "b": ""}
-        marks: list[int] = []  # turns played when each descend happened (reference snapshots)
+        # turns played when each descend happened (the reference's history snapshots); with
+        # backtrack_to_root it starts as the reference's [0], so a backtrack from the start
+        # node clears both conversations
+        marks: list[int] = [0] if s.backtrack_to_root else []
         width = s.start_width
         try:
             path: TreePath = self.walker.start(s.start_depth)
@@ -361,9 +421,9 @@ class MatchRunner:
             if rec.task.task is not None:
                 earlier.append(rec.task.task.question)
             if played is not None:  # only a played round continues the conversations
-                for side, (conversation, answer) in zip(("a", "b"), played, strict=True):
-                    conv[side] = conversation
-                    last[side] = answer.report
+                for side, turn in zip(("a", "b"), played, strict=True):
+                    if turn is not None:  # None: the agent failed; its error text was judged
+                        conv[side], last[side] = turn
             move: Transition | None = None
             if not stop:
                 new_path, width, move = self._move(rec, path, depth, width)
@@ -376,7 +436,7 @@ class MatchRunner:
             if stop:
                 break
         void = ""
-        if score.rounds_void > s.max_void_rounds or score.rounds_scored == 0:
+        if match_void(score, s.max_void_rounds):
             reasons = "; ".join(r.void_reason for r in rounds if r.void_reason)
             void = f"{score.rounds_void} void round(s): {reasons}"
         return self._record(tuple(rounds), score, void)
@@ -411,6 +471,10 @@ class MatchRunner:
         try:
             if planned.move in (Move.DEEPEN, Move.DEEPEN_WIDEN):
                 new_path = self.walker.descend(path)
+            elif planned.move == Move.BACKTRACK_NARROW and self.settings.backtrack_to_root:
+                new_path = self.walker.backtrack(path, 0)
+                if len(path) == 1:  # at the root already: W back to 2 (reference 381-382)
+                    new_width = MIN_WIDTH
             elif planned.move == Move.BACKTRACK_NARROW:
                 new_path = self.walker.backtrack(path, self.settings.start_depth)
         except CannotExpand:
@@ -436,7 +500,7 @@ class MatchRunner:
         the node the walk returns to are dropped, as `_backtrack` does). The transition
         records the turns kept when it cut."""
         if move.move == Move.RESTART:
-            marks.clear()
+            marks[:] = [0] if self.settings.backtrack_to_root else []
         elif len(new) > len(old):
             marks.append(conversation_turns(conv["a"]))
         elif len(new) < len(old) and marks:
@@ -465,9 +529,10 @@ class MatchRunner:
         earlier: list[str],
         conv: dict[str, Conversation | None],
         last: dict[str, str],
-    ) -> tuple[RoundRecord, list[tuple[Conversation, Answer]] | None]:
+    ) -> tuple[RoundRecord, list[tuple[Conversation, str] | None] | None]:
         """The round's record, and for a played round each side's new conversation and
-        answer (the caller commits them; a void round leaves the conversations as they were).
+        answer's report (the caller commits them; a void round leaves the conversations as
+        they were, and so does a side whose error text was judged: None).
         """
         node = path[-1]
         empty_task = TaskOutcome(None, (), ())
@@ -500,7 +565,11 @@ class MatchRunner:
         except CannotExpand as exc:
             return void(f"targets: {exc}"), None
         try:
-            targets = self.walker.targets(path, width)
+            # the root (reached only by backtrack_to_root) is its own only target, as the
+            # reference's aggregation pool at the root is (core/evolvement_loop.py 174-175)
+            targets = (
+                (self.walker.page(path[0]),) if len(path) == 1 else self.walker.targets(path, width)
+            )
         except CannotExpand as exc:
             if width <= 2:
                 return void(f"targets: {exc}"), None
@@ -534,7 +603,7 @@ class MatchRunner:
         for side in ("a", "b"):
             current = conv[side]
             convs.append(
-                Conversation(task.question, targets=sources)
+                Conversation(task.question, targets=sources, instruction=s.agent_instruction)
                 if current is None
                 else dataclasses.replace(current.then(last[side], task.question), targets=sources)
             )
@@ -550,9 +619,10 @@ class MatchRunner:
             JudgeCall(
                 self.client,
                 s.judges or self._role(s.judge_role),
-                s.judge_swap(self.seed, index),
+                s.judge_swap(self.seed, index, self.walker.tree.id),
                 self._grounding(judge, (*chain, *targets)),
             ),
+            s.failed_answers,
         )
         for name, ans in zip((self.a, self.b), play.answers, strict=True):
             if ans is not None:
@@ -577,7 +647,12 @@ class MatchRunner:
             MatchScore(0, 0, 0, 0),
             None,
         )
-        return rec, [(convs[0], first), (convs[1], second)]
+        # an agent whose error text was judged keeps its conversation as it was (the
+        # reference extends a history only after a successful call, evolvement_loop.py 344)
+        return rec, [
+            None if why else (c, ans.report)
+            for c, ans, why in zip(convs, (first, second), play.failed, strict=True)
+        ]
 
 
 def grounding_for(
@@ -617,7 +692,10 @@ def cut_conversation(
         return None, ""
     turns = (*conv.history, Turn(conv.question, last))
     kept = turns[keep - 1]
-    return Conversation(kept.question, turns[: keep - 1], conv.targets), kept.answer
+    return (
+        Conversation(kept.question, turns[: keep - 1], conv.targets, conv.instruction),
+        kept.answer,
+    )
 
 
 def match_rng(run_seed: int, a: str, b: str, tree: str) -> random.Random:

@@ -35,7 +35,7 @@ from drarena.arena.execute import finish, legacy_judging
 from drarena.arena.rounds import failure, for_judge
 from drarena.arena.session import bind_roles, model_endpoint
 from drarena.errors import DrarenaError
-from drarena.examiner.evolve import MatchScore, add_round, outcome
+from drarena.examiner.evolve import MatchScore, add_round, match_void, outcome
 from drarena.examiner.judge import JudgeOptions, PairJudgment, judge_answers
 from drarena.examiner.templates import used_hashes
 from drarena.examiner.verdicts import Judgment
@@ -255,7 +255,9 @@ def agreements(
 
 
 def rescore(
-    m: MatchRecord, judged: dict[tuple[str, int], PairJudgment | str], max_void_rounds: int
+    m: MatchRecord,
+    judged: dict[tuple[str, int], PairJudgment | str],
+    max_void_rounds: int | None,
 ) -> MatchRecord:
     """The match with the new judgments in its rounds and its score and outcome recomputed
     as a tournament computes them; rounds the new judge could not see stay as recorded."""
@@ -273,7 +275,7 @@ def rescore(
     void = ""
     if not rounds:
         void = m.void_reason
-    elif score.rounds_void > max_void_rounds or score.rounds_scored == 0:
+    elif match_void(score, max_void_rounds):
         reasons = "; ".join(r.void_reason for r in rounds if r.void_reason)
         void = f"{score.rounds_void} void round(s): {reasons}"
     return dataclasses.replace(

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from drarena.arena.config import SERVED, TournamentConfig
+from drarena.arena.config import ISSUE35_KEYS, SERVED, TournamentConfig
 from drarena.corpus.records import Doc, Tree
 from drarena.corpus.terms import TermStats
 from drarena.digests import file_sha256
@@ -53,8 +53,22 @@ NOT_DIGESTED: dict[str, Any] = {
 }
 
 
+# fields added after runs were recorded with this digest: left out of it while at their
+# default, so a config that does not use them (a stored run's included) keeps its digest and
+# an interrupted run still resumes; set, they count as any other field (issue 35)
+DIGESTED_IF_SET: dict[str, tuple[str, ...]] = {
+    "match": ISSUE35_KEYS,
+}
+
+
 def config_digest(config: TournamentConfig) -> str:
-    text = json.dumps(config.model_dump(mode="json", exclude=NOT_DIGESTED), sort_keys=True)
+    data = config.model_dump(mode="json", exclude=NOT_DIGESTED)
+    for block, keys in DIGESTED_IF_SET.items():
+        model = getattr(config, block)
+        for key in keys:
+            if getattr(model, key) == type(model).model_fields[key].default:
+                data[block].pop(key, None)
+    text = json.dumps(data, sort_keys=True)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -136,8 +150,8 @@ def prepare_inputs(config: TournamentConfig, *, index: bool = True) -> None:
     extract_snapshot(snapshot)
     build_snapshot_trees(  # 10 whatever the count, so the trees do not change with it
         snapshot,
-        TreeParams(count=max(config.trees.count, 10), seed=config.trees.seed),
-        at_least=config.trees.count,
+        TreeParams(count=config.trees.built(), seed=config.trees.seed),
+        at_least=config.trees.count or 1,
     )
     traits = index_traits(config) if index else set()
     if traits:
@@ -188,7 +202,7 @@ def load_trees(config: TournamentConfig) -> dict[str, Tree]:
         raise DrarenaError(
             f"trees.ids: {', '.join(missing)} not in {folder} (have {', '.join(sorted(entries))})"
         )
-    if len(wanted) < config.trees.count:
+    if config.trees.count is not None and len(wanted) < config.trees.count:
         raise DrarenaError(
             f"trees.count is {config.trees.count} but {folder} has {len(wanted)} trees"
         )

@@ -398,7 +398,11 @@ class Tournament:
             self.walker_factory(self.trees[p.tree], rng)
             if self.walker_factory
             else TreeWalker(
-                tree=self.trees[p.tree], pages=self.pages, rng=rng, expander=self.expander
+                tree=self.trees[p.tree],
+                pages=self.pages,
+                rng=rng,
+                expander=self.expander,
+                min_chars=self.settings.content_min_chars,
             )
         )
         runner = MatchRunner(

@@ -111,20 +111,32 @@ class Outcome(StrEnum):
     VOID = "VOID"
 
 
+def too_many_void(score: MatchScore, max_void_rounds: int | None) -> bool:
+    """More void rounds than the limit (None: no limit, the reference's way)."""
+    return max_void_rounds is not None and score.rounds_void > max_void_rounds
+
+
+def match_void(score: MatchScore, max_void_rounds: int | None) -> bool:
+    """The match says nothing about its agents: too many void rounds, or none scored (the
+    reference would count a match without a scored round as a tie; drarena does not rank
+    on it)."""
+    return too_many_void(score, max_void_rounds) or score.rounds_scored == 0
+
+
 def should_stop(
-    score: MatchScore, *, max_rounds: int, gap_to_stop: int = 2, max_void_rounds: int = 2
+    score: MatchScore, *, max_rounds: int, gap_to_stop: int = 2, max_void_rounds: int | None = 2
 ) -> bool:
     """Stop on a decisive gap (after at least one scored round), at the round limit, or when
     too many rounds were void to trust the match."""
-    if score.rounds_void > max_void_rounds:
+    if too_many_void(score, max_void_rounds):
         return True
     if score.rounds_scored >= 1 and score.gap >= gap_to_stop:
         return True
     return score.rounds_scored + score.rounds_void >= max_rounds
 
 
-def outcome(score: MatchScore, *, max_void_rounds: int = 2) -> Outcome:
-    if score.rounds_void > max_void_rounds or score.rounds_scored == 0:
+def outcome(score: MatchScore, *, max_void_rounds: int | None = 2) -> Outcome:
+    if match_void(score, max_void_rounds):
         return Outcome.VOID
     if score.points_a > score.points_b:
         return Outcome.A_WINS

@@ -56,14 +56,17 @@ def word_limit_instruction(limits: tuple[int, int]) -> str:
     return f"Answer in {limits[0]} to {limits[1]} words."
 
 
-def fit_pages(texts: list[str], page_chars: int, budget_chars: int | None) -> list[Fitted]:
-    """Each text cut to `page_chars`; with a total budget, first shared evenly within it
-    (water-filling, as before per-page budgets existed). The original length is kept."""
+def fit_pages(texts: list[str], page_chars: int | None, budget_chars: int | None) -> list[Fitted]:
+    """Each text cut to `page_chars` (None: whole, as the reference gives it); with a total
+    budget, first shared evenly within it (water-filling, as before per-page budgets
+    existed). The original length is kept."""
     shared = (
         fit_evenly(texts, budget_chars)
         if budget_chars is not None
         else [Fitted(t, len(t), False) for t in texts]
     )
+    if page_chars is None:
+        return shared
     return [
         Fitted(f.text[:page_chars], f.original_chars, f.cut or len(f.text) > page_chars)
         for f in shared
@@ -90,7 +93,7 @@ def topic_line(root: TreePage) -> str:
 
 def _render_pages(
     pages: Sequence[TreePage],
-    page_chars: int,
+    page_chars: int | None,
     budget_chars: int | None,
     first: int,
     *,
@@ -121,7 +124,7 @@ async def generate_task(
     depth: int,
     earlier_questions: Sequence[str],
     tree_urls: Sequence[str],
-    page_chars: int = 15000,
+    page_chars: int | None = 15000,
     page_budget_chars: int | None = None,
     max_attempts: int = 2,
     checklist_max_items: int | None = None,

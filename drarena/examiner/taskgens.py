@@ -58,7 +58,7 @@ class TaskRequest:
 class TaskRules:
     """The match's rules for tasks (MatchSettings' fields of the same meaning)."""
 
-    page_chars: int = 15000
+    page_chars: int | None = 15000
     page_budget_chars: int | None = None
     max_attempts: int = 2
     checklist_max_items: int | None = None

@@ -13,6 +13,7 @@ import io
 import json
 from collections.abc import Sequence
 
+from drarena.agents.base import Answer
 from drarena.errors import DrarenaError
 from drarena.examiner.verdicts import FailureType, Verdict
 from drarena.files import write_atomic
@@ -129,6 +130,43 @@ def build_leaderboard(
             )
         )
     return sorted(rows, key=lambda row: (row.rank, -row.rating, row.agent))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FailedRounds(Record):
+    """An agent's rounds that its own failure (it raised, returned no report, or a model
+    call failed for good) decided: `voided`, void for it (failed_answers: void, drarena's
+    default), and `judged`, its error text judged as its answer (failed_answers: judged, the
+    reference's way, under which it loses them)."""
+
+    agent: str
+    voided: int
+    judged: int
+
+
+def failed_rounds(agents: Sequence[str], matches: Sequence[MatchRecord]) -> list[FailedRounds]:
+    """Per agent, the rounds its failures voided or lost it: a flaky agent that escapes
+    losses through void rounds shows here, whichever rule the run played."""
+    out = []
+    for agent in agents:
+        voided = judged = 0
+        for m in matches:
+            if agent not in (m.a, m.b):
+                continue
+            for rnd in m.rounds:
+                answer = rnd.answer_a if m.a == agent else rnd.answer_b
+                if f"agent {agent} failed:" in rnd.void_reason:
+                    voided += 1
+                elif answer is not None and is_error_answer(answer):
+                    judged += 1
+        out.append(FailedRounds(agent, voided, judged))
+    return out
+
+
+def is_error_answer(answer: Answer) -> bool:
+    """An answer that is an agent's error text, judged in its place (drarena.arena.rounds:
+    error_answer)."""
+    return answer.error is not None and answer.report == f"Error: {answer.error}"
 
 
 COLUMNS = (

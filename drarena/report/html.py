@@ -19,7 +19,7 @@ from drarena.examiner.judge import JudgedOrder, PanelMember
 from drarena.examiner.taskcheck import ChecklistItem
 from drarena.htmlpage import CSS, LONG_CAP
 from drarena.htmlpage import html_text as esc
-from drarena.ledger.leaderboard import FAILURES, LeaderboardRow
+from drarena.ledger.leaderboard import FAILURES, LeaderboardRow, failed_rounds
 from drarena.ledger.records import MatchRecord, RoundRecord
 from drarena.validity.check import FIGURE_ROWS, figure_parts, mode_figures
 
@@ -295,6 +295,20 @@ def examiner_check_section(block: Mapping[str, Any] | None) -> str:
     )
 
 
+def failed_table(agents: Sequence[str], matches: Sequence[MatchRecord]) -> str:
+    """Per agent, the rounds its own failures voided (drarena's default) or lost it (its
+    error text judged, `failed_answers: judged`)."""
+    body = "".join(
+        f"<tr><td>{esc(f.agent)}</td><td class=num>{f.voided}</td><td class=num>{f.judged}</td>"
+        "</tr>"
+        for f in failed_rounds(sorted(agents), matches)
+    )
+    return (
+        "<table><tr><th>agent</th><th>rounds voided by its failure</th>"
+        f"<th>rounds its error text was judged</th></tr>{body}</table>"
+    )
+
+
 def render_report(
     title: str,
     header: Mapping[str, Any],
@@ -328,6 +342,7 @@ def render_report(
         f"<h2>Pairwise results</h2>{win_matrix(agents, matches)}"
         f"<h2>Failure profiles (share of lost rounds)</h2>{failure_table(rows)}{sections}"
         f"<h2>Void matches ({len(void)})</h2><ul>{void_list or '<li>none</li>'}</ul>"
+        f"<h2>Failed answers</h2>{failed_table(agents, matches)}"
         f"<h2>Time per answer (this run; not part of the replayed record)</h2>"
         f"<ul>{timing or '<li>none recorded</li>'}</ul>"
         f"<h2>Matches</h2>{match_viewer(matches)}</body></html>\n"

@@ -63,7 +63,19 @@ def test_paper_preset_differs_from_the_default_only_where_drarena_improves() -> 
     default = parse_config(base(), "t.yaml").match.model_dump()
     paper = parse_config(base(protocol="paper"), "t.yaml").match.model_dump()
     differ = {k for k in PAPER_MATCH if default[k] != paper[k]}
-    assert differ <= {"judge_orders"}  # both orders judged: a documented improvement
+    # each a row of docs/deviations.md where drarena keeps its choice by default, with the
+    # paper's as the switch (tests/arena/test_paper_protocol.py: the reference's lines)
+    assert differ == {
+        "judge_orders",  # both orders judged
+        "judge_order",  # the order alternates per round, not per tree
+        "max_void_rounds",  # too many void rounds void the match
+        "task_attempts",  # a rejected task is retried with the reasons
+        "page_chars",  # a page's text is capped in the prompt
+        "content_min_chars",  # pages under 500 characters are not asked about
+        "backtrack_to_root",  # the walk stays at the start depth
+        "failed_answers",  # a failed agent voids the round
+        "agent_instruction",  # agents are told drarena's one-line instruction
+    }
 
 
 def test_unknown_protocol_is_one_line() -> None:
@@ -108,7 +120,7 @@ def test_a_run_recorded_before_issue_16_replays_with_its_rules() -> None:
     for key, value in LEGACY_MATCH.items():
         assert getattr(config.match, key) == value
     assert config.match.max_rounds == stored["match"]["max_rounds"]
-    assert config.match.page_chars >= stored["match"]["page_budget_chars"]
+    assert (config.match.page_chars or 0) >= stored["match"]["page_budget_chars"]
     assert config.match.forbid_entity_names is False  # its questions passed the older check
     # a config written since is left as it is
     new = parse_config(base(), "t.yaml").model_dump(mode="json")
@@ -135,7 +147,8 @@ def test_shipped_configs_parse_and_say_why_they_lower_a_default() -> None:
 def check_lowered(path: Path) -> None:
     demo = load_config(path)
     assert demo.match.max_rounds < MatchSettings().max_rounds
-    assert demo.match.page_chars < MatchSettings().page_chars
+    assert demo.match.page_chars is not None
+    assert demo.match.page_chars < (MatchSettings().page_chars or 0)
     text = path.read_text(encoding="utf-8")
     for key in ("max_rounds:", "page_chars:"):
         line = next(ln for ln in text.splitlines() if ln.strip().startswith(key))

@@ -1,0 +1,90 @@
+"""A `protocol: paper` tournament end to end on a frozen loopback site: every resolved switch
+lands in run.json, every tree of the snapshot is played, and `run replay` reproduces the run
+byte for byte with zero model calls. Scripted backend: control flow only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from arena_live_site import LiveSiteForTests, freeze, scripted_models
+
+from drarena.arena.config import PAPER_MATCH, parse_config
+from drarena.arena.execute import execute
+from drarena.arena.session import load_trees
+from drarena.cli import main
+from drarena.ledger.folder import RunDir
+from drarena.models.config import CacheMode
+from drarena.report.run import write_report
+
+# four trees: one more than a config's default trees.count of 3
+TREES = ("tree_0001", "tree_0002", "tree_0003", "tree_0004")
+
+
+@pytest.fixture(scope="module")
+def snapshot(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("paper")
+    site = LiveSiteForTests().start()
+    try:
+        return freeze(site, tmp / "frozen", tree_ids=TREES)
+    finally:
+        site.stop()
+
+
+def config_data(tmp: Path, snapshot: Path) -> dict[str, Any]:
+    role = {"model": "openai/scripted-for-tests"}
+    return {
+        "name": "paper",
+        "protocol": "paper",
+        "snapshot": str(snapshot),
+        "runs_root": str(tmp / "runs"),
+        "index_root": str(tmp / "index"),
+        "seed": 1,
+        "swiss_rounds": 1,
+        "match": {"max_rounds": 2},  # an ablation on top of the preset: CPU seconds
+        "rating": {"resamples": 50},
+        "models": {"retry": {"max_attempts": 1}, "roles": {"examiner": role, "agent": role}},
+        "agents": [
+            {"name": "oracle", "kind": "oracle"},
+            {"name": "closed_book", "kind": "closed_book"},
+        ],
+    }
+
+
+def test_a_paper_run_records_every_switch_and_replays_identically(
+    snapshot: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = parse_config(config_data(tmp_path, snapshot), "test")
+    run = RunDir(tmp_path / "runs" / "paper")
+    result = execute(
+        config,
+        run,
+        serve=False,
+        cache_mode=CacheMode.READ_WRITE,
+        prepare=False,
+        backend=scripted_models({"fact number": 3}),
+    )
+    write_report(run, config, result.log)
+    header = run.header() or {}
+    stored = header["config"]
+    assert stored["protocol"] == "paper" and stored["trees"]["count"] is None
+    for key, value in PAPER_MATCH.items():
+        if key != "max_rounds":
+            assert stored["match"][key] == value, key
+    trees = load_trees(config)  # every tree of the snapshot, not the default 3 of them
+    assert sorted(trees) == list(TREES)
+    assert sorted(m.tree for m in result.log) == sorted(trees)
+    for m in result.log:  # one order for the whole match: B first on an odd tree
+        judged = [r.judgment for r in m.rounds if r.judgment is not None]
+        swapped = m.tree in ("tree_0001", "tree_0003")  # tournament_cli.py 202
+        assert judged and all(
+            (j.ab is None, j.ba is None) == (swapped, not swapped) for j in judged
+        )
+    assert "Failed answers" in (run.path / "report.html").read_text(encoding="utf-8")
+
+    out = tmp_path / "replayed"
+    assert main(["run", "replay", str(run.path), "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "with 0 model calls" in said and "identical" in said
+    assert (out / "matches.jsonl").read_bytes() == (run.path / "matches.jsonl").read_bytes()
