@@ -52,7 +52,7 @@ def human_audit_section(h: HumanAudit) -> str:
     )
     return (
         f"<h2>Human audit ({h.labels} labels of {h.rounds} rounds by "
-        f"{len(h.annotators)} people)</h2>"
+        f"{len(h.annotators)} {'person' if len(h.annotators) == 1 else 'people'})</h2>"
         f"<p class=muted>people: {esc(', '.join(h.annotators))}. Each person's latest label "
         "of a round against each judge's verdict of it (<code>drarena run audit</code>); "
         "agreement and Cohen's kappa with 95% bootstrap intervals, n in labels</p>"
