@@ -27,6 +27,7 @@ from drarena.ledger.audit import (
 V = Verdict
 LOG = audit_log([[V.A_BETTER, V.TIE]], [("x", "y")])
 MID = LOG[0].match_id
+HEAD = "annotator,match_id,round,verdict"
 
 
 def test_labels_append_and_read_back(tmp_path: Path) -> None:
@@ -56,9 +57,7 @@ def test_no_file_is_no_labels(tmp_path: Path) -> None:
         ('{"schema_version": 1, "annotator": "a"}', "bad audit label"),
     ],
 )
-def test_a_bad_line_is_one_line_naming_file_and_line(
-    tmp_path: Path, line: str, says: str
-) -> None:
+def test_a_bad_line_is_one_line_naming_file_and_line(tmp_path: Path, line: str, says: str) -> None:
     path = labels_path(tmp_path)
     append_labels(path, [label("ann", MID, 0, V.A_BETTER)])
     with path.open("a", encoding="utf-8") as f:
@@ -140,7 +139,7 @@ def test_csv_round_trip_keeps_every_field_and_defuses_formulas() -> None:
 
 
 def test_a_hand_made_spreadsheet_with_few_columns() -> None:
-    text = "annotator,match_id,round,verdict\nann,%s,1,tie\n" % MID
+    text = f"annotator,match_id,round,verdict\nann,{MID},1,tie\n"
     (got,) = labels_from_csv(text, "hand.csv", labelled_rounds(LOG))
     assert got.verdict == V.TIE and got.shown == "AB" and got.items_a == ()
     assert got.tie_quality is not None and got.question_valid is None
@@ -150,11 +149,11 @@ def test_a_hand_made_spreadsheet_with_few_columns() -> None:
     ("text", "says"),
     [
         ("who,when\n", "hand.csv:1: header row lacks annotator, match_id, round, verdict"),
-        ("annotator,match_id,round,verdict\nann,%s,0,BEST\n" % MID, "hand.csv:2: "),
-        ("annotator,match_id,round,verdict\nann,%s,x,TIE\n" % MID, "hand.csv:2: "),
-        ("annotator,match_id,round,verdict\n\nann,%s,0,TIE,extra\n" % MID, "hand.csv:3: more"),
-        ("annotator,match_id,round,verdict\nann,nope,0,TIE\n", "hand.csv:2: match 'nope'"),
-        ("annotator,match_id,round,verdict,items_a\nann,%s,0,TIE,yx\n" % MID, "one y or n"),
+        (f"{HEAD}\nann,{MID},0,BEST\n", "hand.csv:2: "),
+        (f"{HEAD}\nann,{MID},x,TIE\n", "hand.csv:2: "),
+        (f"{HEAD}\n\nann,{MID},0,TIE,extra\n", "hand.csv:3: more"),
+        (f"{HEAD}\nann,nope,0,TIE\n", "hand.csv:2: match 'nope'"),
+        (f"{HEAD},items_a\nann,{MID},0,TIE,yx\n", "one y or n"),
     ],
 )
 def test_a_bad_csv_row_is_one_line_naming_its_line(text: str, says: str) -> None:

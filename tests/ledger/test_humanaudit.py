@@ -18,9 +18,7 @@ from drarena.ledger.humanaudit import human_audit
 from drarena.report.auditsection import human_audit_section
 
 V = Verdict
-LOG = audit_log(
-    [[V.A_MUCH_BETTER, V.A_BETTER, V.TIE], [V.B_BETTER]], [("x", "y"), ("y", "z")]
-)
+LOG = audit_log([[V.A_MUCH_BETTER, V.A_BETTER, V.TIE], [V.B_BETTER]], [("x", "y"), ("y", "z")])
 M0, M1 = LOG[0].match_id, LOG[1].match_id
 
 
