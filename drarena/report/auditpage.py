@@ -56,7 +56,8 @@ PAGE_CSS = (
 .key{display:inline-block;min-width:1.2em;padding:0 .3em;border:1px solid #999;
 border-radius:3px;font:12px ui-monospace,monospace;text-align:center;margin-right:.3em}
 fieldset{margin:.6em 0;border:1px solid #ccc} label{margin-right:1em;white-space:nowrap}
-.err{color:#a33;font-weight:600} textarea{width:100%;height:4em}
+.err{color:#a33;font-weight:600} body{padding:0 1em}
+textarea{display:block;box-sizing:border-box;width:100%;height:4em}
 """
 )
 
@@ -128,7 +129,7 @@ def _page(title: str, body: str, nonce: str | None = None) -> str:
     script = f"<script nonce={nonce}>{SCRIPT}</script>" if nonce else ""
     return (
         f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{esc(title)}</title>"
-        f"<meta name=referrer content=no-referrer><style>{PAGE_CSS}</style></head>"
+        f"<meta name=referrer content=same-origin><style>{PAGE_CSS}</style></head>"
         f"<body>{body}{script}</body></html>\n"
     )
 
@@ -161,7 +162,7 @@ def _item_row(n: int, kind: str, item: ChecklistItem, token: str, rt: str, urls:
     evidence = f"<blockquote class=muted>{esc(item.evidence)}</blockquote>" if item.evidence else ""
     page = urls.index(item.source_url)
     return (
-        f"<tr><td class=num>{n + 1}</td><td>{esc(kind)}</td><td>{esc(item.item)}{evidence}"
+        f"<tr><td class=num>{n + 1}</td><td>{esc(kind)}</td><td>{esc(item.item)}{evidence} "
         f'<a href="/page?t={_q(token)}&amp;r={rt}&amp;u={page}" target=_blank '
         f'rel="noopener noreferrer">its page</a></td>'
         f"<td><input type=checkbox name=i1 value={n} id=i1-{n}></td>"

@@ -262,7 +262,7 @@ class AuditHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Content-Security-Policy", CSP.format(nonce=nonce or "none"))
         self.send_header("X-Content-Type-Options", "nosniff")
-        self.send_header("Referrer-Policy", "no-referrer")
+        self.send_header("Referrer-Policy", "same-origin")  # no-referrer makes Origin null
         self.send_header("Cache-Control", "no-store")
         if where:
             self.send_header("Location", where)
