@@ -172,3 +172,20 @@ def test_a_citation_outside_the_snapshot_says_so(run: Path, tmp_path: Path) -> N
         first = re.findall(r'href="(/page\?[^"]+)"', page)[0].replace("&amp;", "&")
         status, _, shown = request(server, "GET", first)
         assert status == 200 and "docs.jsonl is missing" in shown
+
+
+def test_the_committed_recorded_run_can_be_audited(tmp_path: Path) -> None:
+    """Its two judged rounds (real SmolLM2 tasks and answers) are the whole sample; the
+    run folder is copied, as labels go into it."""
+    import shutil
+
+    run = tmp_path / "recorded-run"
+    shutil.copytree(Path(__file__).parents[1] / "arena" / "fixtures" / "recorded-run", run)
+    with serving(run, n=10) as server:
+        assert len(server.session.chosen) == 2
+        for n in range(2):
+            status, _, page = request(server, "GET", f"/label?t={TOKEN}&who=ann")
+            assert status == 200 and f"{n} of 2 labelled" in page
+            body = urlencode([*form_of(page).items(), ("verdict", "2_BETTER")])
+            assert request(server, "POST", f"/label?t={TOKEN}", body)[0] == 303
+    assert len(read_labels(labels_path(run))) == 2
