@@ -41,7 +41,7 @@ OLD_SNAPSHOT = "snapshot (old form)"
 GROUPS = {
     "snapshot": "crawl, import, export, verify, serve, serve-web, extract, trees",
     "search": "index, query, serve, diagnose (retrievers of a snapshot)",
-    "run": "rank, replay, add-agent, rejudge, compare (a run folder); match (one match)",
+    "run": "rank, replay, add-agent, rejudge, compare, audit (a run folder); match (one match)",
     "drift": "snapshot (vs the live web or a later one); run (asked again live)",
     "agent": "ask (one agent, one question)",
     "model": "serve (a local OpenAI-compatible model server)",
@@ -68,6 +68,7 @@ ROUTES: dict[str, tuple[str | None, str, bool]] = {
     "add-agent": ("run", "add-agent", True),
     "rejudge": ("run", "rejudge", False),
     "compare": ("run", "compare", False),
+    "audit": ("run", "audit", False),
     "match": ("run", "match", True),
     "drift": ("drift", "snapshot", True),
     "drift-run": ("drift", "run", True),

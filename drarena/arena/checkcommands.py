@@ -71,6 +71,15 @@ def register(subparsers: Any) -> None:
         "JSON comes out identical",
     )
     p.add_argument("--index-root", type=Path, default=Path("index"))
+    p.add_argument(
+        "--labels",
+        type=Path,
+        default=None,
+        metavar="RUN",
+        help="also judge the rounds people labelled in RUN (`drarena run audit`) as "
+        "known-answer pairs: the share of them the judge gives to the people's choice "
+        "(docs/audit.md)",
+    )
     p.set_defaults(func=cmd_examiner_check)
 
 
@@ -114,10 +123,12 @@ def run_check(
     serve: bool = True,
     model: str | None = None,
     backend: Any = None,
+    human: Any = (),
 ) -> tuple[dict[str, Any], int]:
     """Run (or replay) the check of `config`'s Examiner into `out`; returns the report and
     the number of model calls made. A replay binds the recorded models, answers every call
-    from the folder's cache and writes nothing."""
+    from the folder's cache and writes nothing. `human`: labelled pairs to judge too
+    (drarena.arena.humanpairs)."""
     from drarena.arena.context import open_run
     from drarena.arena.examinercheck import check_run, progress
     from drarena.arena.execute import NoModelBackend
@@ -163,7 +174,7 @@ def run_check(
         backend=backend,
     ) as ctx:
         with ctx.guard():
-            report = asyncio.run(examiner_check(check_run(ctx), settings, progress))
+            report = asyncio.run(examiner_check(check_run(ctx), settings, progress, human))
         calls = ctx.client.model_calls
         bound = {k: {"model": r.model, "api_base": r.api_base} for k, r in ctx.bound.roles.items()}
     if not replay:
@@ -191,9 +202,21 @@ def cmd_examiner_check(args: argparse.Namespace) -> int:
         pairs=args.pairs, seed=seed, judges=judges, paraphrase=not args.no_paraphrase
     )
     out: Path = args.out or Path("runs") / f"examiner-check-{args.snapshot.name}"
+    human: Any = ()
+    if args.labels is not None:
+        from drarena.arena.humanpairs import human_pairs
+
+        human = human_pairs(args.labels)  # a bad labels file fails before any model starts
+        print(f"{len(human)} rounds people agreed on in {args.labels}: known-answer pairs")
     started = time.perf_counter()
     report, calls = run_check(
-        config, out, settings, replay=args.replay, serve=not args.no_serve, model=args.model
+        config,
+        out,
+        settings,
+        replay=args.replay,
+        serve=not args.no_serve,
+        model=args.model,
+        human=human,
     )
     print(f"Examiner {report['examiner_model']} on {args.snapshot}, seed {seed}")
     print(table(report))

@@ -21,11 +21,13 @@ import dataclasses
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from drarena.examiner.verdicts import Verdict
 from drarena.records import Record
 
 Pair = tuple[str, str]
+T = TypeVar("T")
 
 
 def collapse(verdict: str) -> str:
@@ -64,14 +66,15 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
 
 
 def bootstrap(
-    pairs: Sequence[Pair],
-    stat: Callable[[Sequence[Pair]], float | None],
+    pairs: Sequence[T],
+    stat: Callable[[Sequence[T]], float | None],
     *,
     resamples: int,
     seed: int,
     level: float = 0.95,
 ) -> tuple[float, float] | None:
-    """Percentile interval of `stat` over rounds resampled with replacement."""
+    """Percentile interval of `stat` over rounds resampled with replacement (a round is
+    a pair of labels, or all the labels of one round for `krippendorff_alpha`)."""
     if not pairs or resamples <= 0:
         return None
     rng = random.Random(seed)
@@ -85,6 +88,38 @@ def bootstrap(
     values.sort()
     tail = (1.0 - level) / 2.0
     return percentile(values, tail), percentile(values, 1.0 - tail)
+
+
+def krippendorff_alpha(units: Sequence[Sequence[str]]) -> float | None:
+    """Krippendorff's alpha for nominal labels: any number of coders per unit (a round), a
+    coder free to skip units. Why alpha and not Fleiss' kappa: people audit different rounds,
+    and alpha takes every round with two or more labels as it comes.
+
+    From the coincidence matrix: o[c][k] sums, over units u with m_u >= 2 labels, the ordered
+    pairs of labels (c, k) from different coders divided by m_u - 1; n_c is its row sum and
+    n the total. alpha = 1 - (n - 1) * D / E, with D the off-diagonal sum of o and E the
+    sum over c != k of n_c * n_k. None (undefined) for no pairable unit, or when E is 0: every
+    label alike, so chance explains all agreement (as `cohen_kappa`)."""
+    o: dict[tuple[str, str], float] = {}
+    for unit in units:
+        m = len(unit)
+        if m < 2:
+            continue
+        counts = Counter(unit)
+        for c, nc in counts.items():
+            for k, nk in counts.items():
+                o[(c, k)] = o.get((c, k), 0.0) + nc * (nk - (c == k)) / (m - 1)
+    n_c: dict[str, float] = {}
+    for (c, _), value in o.items():
+        n_c[c] = n_c.get(c, 0.0) + value
+    n = sum(n_c.values())
+    if n <= 1:
+        return None
+    observed = sum(v for (c, k), v in o.items() if c != k)
+    expected = sum(n_c[c] * n_c[k] for c in n_c for k in n_c if c != k)
+    if expected == 0:
+        return None
+    return 1.0 - (n - 1) * observed / expected
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

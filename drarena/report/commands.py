@@ -1,4 +1,5 @@
-"""CLI: `drarena run compare RUN --against FILE.csv` (agreement with an outside leaderboard)."""
+"""CLI: `drarena run compare RUN --against FILE.csv` (agreement with an outside leaderboard),
+`drarena run audit RUN` (people label rounds; docs/audit.md)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,46 @@ def register(subparsers: Any) -> None:
         help="only print: write neither comparison.json nor report.html",
     )
     c.set_defaults(func=cmd_compare)
+
+    a = subparsers.add_parser(
+        "audit",
+        help="a local page where people label a run's rounds blind (a human audit of the "
+        "Examiner); --import/--export their labels as CSV",
+        description="Serve a local annotation page (127.0.0.1 only, a token in its URL) that "
+        "shows a stratified, seeded sample of the run's rounds blind: question, checklist, "
+        "both answers in a per-person random order, their cited pages from the snapshot. "
+        "Labels append to RUN/audit/labels.jsonl; `drarena run rank RUN` then shows the "
+        "agreement between people and the Examiner. See docs/audit.md.",
+    )
+    a.add_argument("run", type=Path, help="finished run folder, e.g. runs/demo")
+    a.add_argument("--n", type=int, default=30, help="rounds in the sample (default 30)")
+    a.add_argument("--seed", type=int, default=0, help="sample and answer-order seed")
+    a.add_argument("--port", type=int, default=8767, help="port on 127.0.0.1 (0 = any)")
+    a.add_argument(
+        "--snapshot",
+        type=Path,
+        default=None,
+        help="snapshot folder the cited pages are read from (default: the run config's)",
+    )
+    io_ = a.add_mutually_exclusive_group()
+    io_.add_argument(
+        "--import",
+        dest="import_csv",
+        type=Path,
+        default=None,
+        metavar="FILE.csv",
+        help="append the labels of FILE.csv (made by --export, or a spreadsheet with at "
+        "least annotator, match_id, round, verdict) to the run's labels, then exit",
+    )
+    io_.add_argument(
+        "--export",
+        dest="export_csv",
+        type=Path,
+        default=None,
+        metavar="FILE.csv",
+        help="write the run's labels as CSV to a new FILE.csv (- for stdout), then exit",
+    )
+    a.set_defaults(func=cmd_audit)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -89,4 +130,67 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not args.no_report:
         write_atomic(run.path / COMPARISON_FILE, result.to_json() + "\n")
         print(f"report: {write_report(run, config, log)}")
+    return 0
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    import sys
+
+    from drarena.errors import DrarenaError
+    from drarena.files import read_bounded, write_atomic
+    from drarena.ledger.audit import (
+        append_labels,
+        labelled_rounds,
+        labels_from_csv,
+        labels_path,
+        labels_to_csv,
+        new_labels,
+        read_labels,
+    )
+    from drarena.ledger.folder import RunDir
+
+    if args.n < 1:
+        raise DrarenaError(f"--n: 1 or more rounds, got {args.n}")
+    run = RunDir(args.run)
+    if run.header() is None:
+        raise DrarenaError(f"{args.run}: no run.json (not a run folder)")
+    path = labels_path(args.run)
+    rounds = labelled_rounds(run.read_log())
+    known = read_labels(path, rounds)
+    if args.export_csv is not None:
+        text = labels_to_csv(known)
+        if str(args.export_csv) == "-":
+            sys.stdout.write(text)
+            return 0
+        if args.export_csv.exists() or args.export_csv.is_symlink():
+            raise DrarenaError(f"--export {args.export_csv}: exists; choose a new file")
+        write_atomic(args.export_csv, text)
+        print(f"{len(known)} labels written to {args.export_csv}")
+        return 0
+    if args.import_csv is not None:
+        data = read_bounded(args.import_csv, 64 << 20)
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise DrarenaError(f"--import {args.import_csv}: not UTF-8 text") from None
+        incoming = labels_from_csv(text, str(args.import_csv), rounds)
+        fresh = new_labels(known, incoming)
+        append_labels(path, fresh)
+        print(f"{len(fresh)} labels added to {path} ({len(incoming) - len(fresh)} already there)")
+        return 0
+    from drarena.report.auditserver import make_server, open_session
+
+    session = open_session(args.run, n=args.n, seed=args.seed, snapshot=args.snapshot)
+    server = make_server(session, args.port, say=print)
+    print(
+        f"audit of {args.run}: {len(session.chosen)} rounds sampled (seed {args.seed}), "
+        f"{len(known)} labels so far; labels go to {path}"
+    )
+    print(f"open {server.url()}  (Ctrl-C to stop; then `drarena run rank {args.run}`)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
     return 0

@@ -172,8 +172,11 @@ def _item(kind: str, n: int, item: ChecklistItem, graded: EvidenceJudgment | Non
     )
 
 
-def _round(m: MatchRecord, r: RoundRecord) -> str:
-    out = [f"<h4>round {r.index + 1}: depth {r.depth}, width {r.width}</h4>"]
+def _round(m: MatchRecord, r: RoundRecord, anchor: str = "") -> str:
+    """`anchor`: the round's id (m<match's place in the log>r<round index>, numbers only),
+    which the human audit section links to."""
+    where = f" id={anchor}" if anchor else ""
+    out = [f"<h4{where}>round {r.index + 1}: depth {r.depth}, width {r.width}</h4>"]
     task = r.task.task
     graded = r.judgment.evidence if r.judgment is not None else None
     if task is not None:
@@ -223,14 +226,14 @@ def _round(m: MatchRecord, r: RoundRecord) -> str:
 
 def match_viewer(matches: Sequence[MatchRecord]) -> str:
     parts = []
-    for m in matches:
+    for i, m in enumerate(matches):
         title = (
             f"{esc(m.match_id)}: {esc(m.a)} vs {esc(m.b)} on {esc(m.tree)}: "
             f"{esc(m.outcome.value)} {m.score.points_a}-{m.score.points_b}"
         )
-        rounds = "".join(_round(m, r) for r in m.rounds)
+        rounds = "".join(_round(m, r, f"m{i}r{r.index}") for r in m.rounds)
         void = f"<p class=void>{esc(m.void_reason)}</p>" if m.void_reason else ""
-        parts.append(f"<details><summary>{title}</summary>{void}{rounds}</details>")
+        parts.append(f"<details id=m{i}><summary>{title}</summary>{void}{rounds}</details>")
     return "".join(parts)
 
 

@@ -15,14 +15,17 @@ from typing import Any, Protocol
 from drarena.errors import DrarenaError, one_line
 from drarena.files import write_atomic
 from drarena.ledger.analysis import Analyses, agent_models, analyse, litellm_prices
+from drarena.ledger.audit import labelled_rounds, labels_path, read_labels
 from drarena.ledger.compare import Comparison
 from drarena.ledger.folder import RunDir, read_text
+from drarena.ledger.humanaudit import HumanAudit, human_audit
 from drarena.ledger.leaderboard import LeaderboardRow, build_leaderboard
 from drarena.ledger.panel import PanelAgreement, panel_agreement
 from drarena.ledger.records import MatchRecord
 from drarena.ledger.second import SecondOpinion, second_opinion
 from drarena.ledger.style import StyleRatings, style_ratings
 from drarena.report.analyses import analyses_section, comparison_section, style_section
+from drarena.report.auditsection import human_audit_section
 from drarena.report.html import render_report
 from drarena.report.panel import panel_section
 from drarena.report.second import second_opinion_section
@@ -101,7 +104,8 @@ def stored_config(data: Any, where: str) -> StoredRunConfig:
 @dataclasses.dataclass(frozen=True, slots=True)
 class RunAnalyses:
     """Everything the report shows beyond the leaderboard (also `drarena run rank --json`).
-    `panel`: the judge panel's agreement, for a run judged by one (`match.judges`)."""
+    `panel`: the judge panel's agreement, for a run judged by one (`match.judges`);
+    `audit`: people's labels against the Examiner, for a run with RUN/audit/labels.jsonl."""
 
     rows: list[LeaderboardRow]
     analyses: Analyses
@@ -109,6 +113,7 @@ class RunAnalyses:
     comparison: Comparison | None
     panel: PanelAgreement | None = None
     second: SecondOpinion | None = None
+    audit: HumanAudit | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -121,6 +126,8 @@ class RunAnalyses:
             out["judge_panel"] = self.panel.to_dict()
         if self.second is not None:  # likewise a run without a second opinion
             out["second_opinion"] = self.second.to_dict()
+        if self.audit is not None:  # and a run no one audited
+            out["human_audit"] = self.audit.to_dict()
         return out
 
 
@@ -164,7 +171,9 @@ def run_analyses(run: RunDir, config: RunConfig, log: list[MatchRecord]) -> RunA
     r = config.rating
     panel = panel_agreement(log, resamples=r.resamples, seed=r.seed)
     second = second_opinion(log, resamples=r.resamples, seed=r.seed)
-    return RunAnalyses(rows, analyses, style, read_comparison(run), panel, second)
+    labels = read_labels(labels_path(run.path), labelled_rounds(log))
+    audit = human_audit(log, labels, resamples=r.resamples, seed=r.seed) if labels else None
+    return RunAnalyses(rows, analyses, style, read_comparison(run), panel, second, audit)
 
 
 def write_report(
@@ -180,6 +189,8 @@ def write_report(
         sections += panel_section(done.panel)
     if done.second is not None:
         sections += second_opinion_section(done.second)
+    if done.audit is not None:
+        sections += human_audit_section(done.audit)
     if done.comparison is not None:
         sections += comparison_section(done.comparison)
     page = render_report(

@@ -59,6 +59,11 @@ from drarena.validity.stats import (
 )
 
 SCHEMA_VERSION = 2  # 2: judges by kind (`judges`); the stuffed, copied_page, paraphrased kinds
+# the figures of pairs people labelled (`--labels RUN`), shown after FIGURE_ROWS when present
+HUMAN_ROWS = (
+    ("human_agreement", "people's choice wins"),
+    ("human_tie_rate", "tie on people's ties"),
+)
 CONTENT_RICH = 500
 
 
@@ -325,6 +330,57 @@ async def paraphrase_pair(
     return Pair(index, Kind.PARAPHRASED, reference, rewritten), ""
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class HumanPair(Record):
+    """A round of an earlier run that people labelled (drarena run audit) as a known-answer
+    pair: `reference` is the answer they preferred (the run's A answer when they called it a
+    tie, `tie` True), `other` the other. Only rounds whose people all gave one direction are
+    pairs: where they disagree, the right verdict is not known."""
+
+    match_id: str
+    round: int
+    task: Task
+    reference: AnswerForJudge
+    other: AnswerForJudge
+    tie: bool
+    labels: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HumanOutcome(Record):
+    """A labelled pair judged in both orders, from the reference's side (as PairOutcome)."""
+
+    match_id: str
+    round: int
+    mode: str
+    tie: bool
+    reconciled: int | None
+    error: str = ""
+
+
+async def judge_human_pair(
+    judge: Judge, call: JudgeCall, pair: HumanPair, mode: str
+) -> HumanOutcome:
+    """One labelled pair in both orders; a judge failure is recorded, not raised."""
+    try:
+        _, _, reconciled = await _judge(judge, call, pair.task, pair.reference, pair.other)
+    except DrarenaError as exc:
+        return HumanOutcome(pair.match_id, pair.round, mode, pair.tie, None, str(exc)[:300])
+    return HumanOutcome(pair.match_id, pair.round, mode, pair.tie, reconciled.verdict.signed)
+
+
+def human_figures(outcomes: Sequence[HumanOutcome], resamples: int, seed: int) -> dict[str, Any]:
+    """The share of people-decided pairs the judge gives to the people's choice, and of
+    people's ties it calls a tie, each with its bootstrap interval."""
+    ok = [o for o in outcomes if o.reconciled is not None]
+    wins = [int((o.reconciled or 0) > 0) for o in ok if not o.tie]
+    ties = [int(o.reconciled == 0) for o in ok if o.tie]
+    return {
+        "human_agreement": figure(wins, resamples, seed).to_dict(),
+        "human_tie_rate": figure(ties, resamples, seed + 1).to_dict(),
+    }
+
+
 def grounding_for_pages(
     judge: Judge,
     pages: Sequence[TreePage],
@@ -342,11 +398,14 @@ async def examiner_check(
     run: CheckRun,
     settings: CheckSettings,
     on_progress: Callable[[str], None] | None = None,
+    human: Sequence[HumanPair] = (),
 ) -> dict[str, Any]:
     """Run the check; returns the report (JSON-ready, deterministic given seed and cache).
 
     Every kind of `settings.judges` judges the same pairs (`judge_of_kind`), each pair in
-    both orders. `on_progress(line)`: told what is done (tasks made, judges finished)."""
+    both orders. `on_progress(line)`: told what is done (tasks made, judges finished).
+    `human`: rounds people labelled in an earlier run, judged as known-answer pairs too
+    (their figures HUMAN_ROWS; the report then lists them under `human_pairs`)."""
     check_judges(settings.judges)
 
     def say(line: str) -> None:
@@ -377,6 +436,7 @@ async def examiner_check(
     pairs.sort(key=lambda mp: (mp[1].task_index, order.index(mp[1].kind)))
     results: dict[str, Any] = {}
     outcomes_all: list[PairOutcome] = []
+    human_all: list[HumanOutcome] = []
     for kind in settings.judges:
         judge = judge_of_kind(kind, run.judge)
         calls = {
@@ -399,9 +459,22 @@ async def examiner_check(
         outcomes_all += outcomes
         figs = figures(outcomes, settings.resamples, settings.seed)
         ok, line = can_rank(figs)
+        shown = {k: v.to_dict() for k, v in figs.items()}
+        if human:
+            call = JudgeCall(
+                run.client,
+                run.judge_role,
+                False,
+                Grounding(run.terms(), {}, run.page_text) if reads_evidence(judge) else Grounding(),
+            )
+            judged = list(
+                await gather_settled(*(judge_human_pair(judge, call, p, kind) for p in human))
+            )
+            human_all += judged
+            shown |= human_figures(judged, settings.resamples, settings.seed)
         results[kind] = {
             "judge": judge.spec.model_dump(mode="json"),
-            "figures": {k: v.to_dict() for k, v in figs.items()},
+            "figures": shown,
             "can_rank": ok,
             "verdict": line,
             "judged": sum(o.reconciled is not None for o in outcomes),
@@ -410,7 +483,16 @@ async def examiner_check(
         say(f"examiner-check: {kind} judged {len(outcomes)} pair(s)")
     leak = figure([int(bool(m.check.leaks)) for m in tasks], settings.resamples, settings.seed)
     first = results[settings.judges[0]]
-    return {
+    extra: dict[str, Any] = {}
+    if human:  # a check without labels keeps its bytes
+        extra = {
+            "human_pairs": [
+                {"match_id": p.match_id, "round": p.round, "tie": p.tie, "labels": p.labels}
+                for p in human
+            ],
+            "human_outcomes": [o.to_dict() for o in human_all],
+        }
+    return extra | {
         "schema_version": SCHEMA_VERSION,
         "settings": settings.to_dict(),
         "taskgen_role": run.taskgen_role,
@@ -465,7 +547,8 @@ def mode_figures(block: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 
 def summary(report: Mapping[str, Any]) -> dict[str, Any]:
     """The figures a run header keeps (no per-pair outcomes)."""
-    return {k: v for k, v in report.items() if k not in ("outcomes", "tasks")}
+    dropped = ("outcomes", "tasks", "human_pairs", "human_outcomes")
+    return {k: v for k, v in report.items() if k not in dropped}
 
 
 FIGURE_ROWS = (
@@ -491,7 +574,8 @@ def table(report: Mapping[str, Any]) -> str:
     """The terminal table: one column per judge mode, value [95% interval] (n)."""
     modes = list(report["results"])
     rows = [["figure", *modes]]
-    for key, label in FIGURE_ROWS:
+    human = any("human_agreement" in report["results"][m]["figures"] for m in modes)
+    for key, label in FIGURE_ROWS + (HUMAN_ROWS if human else ()):
         cells = []
         for mode in modes:
             f = report["results"][mode]["figures"].get(key)
