@@ -104,6 +104,8 @@ def header_lines(block: Mapping[str, Any]) -> list[str]:
         # the verdict line starts with "cannot rank: ..." itself; say it once
         reason = str(block.get("verdict", "")).removeprefix("cannot rank: ")
         lines.append(f"WARNING: the Examiner cannot rank: {shown(reason, 1000)}")
+    else:  # say what the interval supports, not only warn when it does not
+        lines.append(f"Examiner check: {shown(str(block.get('verdict', 'can rank')), 1000)}")
     return lines
 
 
@@ -111,5 +113,6 @@ def _short(f: Mapping[str, Any] | None) -> str:
     parts = figure_parts(f)
     if parts is None:
         return "n/a"
-    value, low, high, _ = parts
-    return f"{value:.2f} [{low:.2f}, {high:.2f}]"
+    value, low, high, n = parts
+    count = f" (n={n})" if isinstance(n, int) and not isinstance(n, bool) else ""
+    return f"{value:.2f} [{low:.2f}, {high:.2f}]{count}"

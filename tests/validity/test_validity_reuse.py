@@ -56,10 +56,12 @@ def test_header_block_and_lines() -> None:
     block = header_block(fake_report(False), "k", True)
     assert "outcomes" not in block and block["tasks"] == 1 and block["reused"] is True
     lines = header_lines(block)
-    assert lines[0].startswith("Examiner check (pairwise, 1 task(s), reused): accuracy 0.50")
+    assert lines[0].startswith(
+        "Examiner check (pairwise, 1 task(s), reused): accuracy 0.50 [0.25, 0.75] (n=4)"
+    )
     assert lines[-1] == "WARNING: the Examiner cannot rank: decisive accuracy 0.50"
     lines = header_lines(header_block(fake_report(True), "k", False))
-    assert not any("WARNING" in x for x in lines)
+    assert not any("WARNING" in x for x in lines) and lines[-1] == "Examiner check: can rank"
 
 
 def test_a_stored_file_too_large_to_be_a_report_is_run_again_unread(
