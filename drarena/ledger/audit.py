@@ -38,7 +38,7 @@ from typing import Any
 from drarena.errors import DrarenaError, one_line
 from drarena.examiner.verdicts import FailureType, TieQuality, Verdict
 from drarena.files import open_append, own_folder, write_error
-from drarena.ledger.folder import check_schema, jsonl_lines
+from drarena.ledger.folder import check_schema, json_object, jsonl_lines
 from drarena.ledger.records import MatchRecord
 from drarena.records import Record
 
@@ -173,14 +173,7 @@ def labels_path(run: Path) -> Path:
 def parse_label(text: str, where: str) -> AuditLabel:
     """One label from a JSON line; a newer schema is a DrarenaError naming `where`, damage
     a ValueError."""
-    try:
-        data = json.loads(text)
-    except RecursionError:
-        raise ValueError("not valid JSON (nested too deeply)") from None
-    except ValueError as exc:
-        raise ValueError(f"not valid JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"a label is a JSON object, got {type(data).__name__}")
+    data = json_object(text, "a label")
     check_schema(data.get("schema_version"), LABEL_SCHEMA_VERSION, where)
     try:
         label = AuditLabel.from_dict(data)

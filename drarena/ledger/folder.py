@@ -94,7 +94,7 @@ def jsonl_lines(path: Path) -> Iterator[tuple[str, str]]:
             yield where, text
 
 
-def _json_object(text: str, what: str) -> dict[str, Any]:
+def json_object(text: str, what: str) -> dict[str, Any]:
     """ValueError for text that is not one JSON object (the caller names the file)."""
     try:
         value = json.loads(text)
@@ -121,7 +121,7 @@ def check_schema(version: Any, supported: int, where: str, key: str = "schema_ve
 def match_record(text: str, where: str) -> MatchRecord:
     """One match record from JSON text, its schema version checked first (a newer one is a
     DrarenaError naming `where`; damaged text is a ValueError)."""
-    data = _json_object(text, "a match record")
+    data = json_object(text, "a match record")
     check_schema(data.get("schema_version"), SCHEMA_VERSION, where)
     try:
         return MatchRecord.from_dict(data)
@@ -166,7 +166,7 @@ class RunDir:
             return None
         where = self.header_path
         try:
-            value = _json_object(read_text(where), "a run header")
+            value = json_object(read_text(where), "a run header")
         except ValueError as exc:
             raise DrarenaError(f"{where}: {exc}") from None
         if not isinstance(value.get("config"), dict):
@@ -261,7 +261,7 @@ class RunDir:
         out = []
         for where, line in jsonl_lines(self.timings_path):
             try:
-                out.append(AnswerTiming.from_dict(_json_object(line, "a timing")))
+                out.append(AnswerTiming.from_dict(json_object(line, "a timing")))
             except (ValueError, TypeError) as exc:
                 raise DrarenaError(f"{where}: bad timing ({one_line(exc)})") from None
         return out
