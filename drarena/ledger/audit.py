@@ -27,7 +27,6 @@ import csv
 import dataclasses
 import fcntl
 import io
-import json
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
