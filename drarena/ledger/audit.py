@@ -22,12 +22,9 @@ leading apostrophe, which import takes off again, so the round trip keeps the te
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import dataclasses
-import fcntl
 import io
-import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -36,8 +33,8 @@ from typing import Any
 
 from drarena.errors import DrarenaError, one_line
 from drarena.examiner.verdicts import FailureType, TieQuality, Verdict
-from drarena.files import open_append, own_folder, write_error
-from drarena.ledger.folder import check_schema, json_object, jsonl_lines
+from drarena.files import own_folder
+from drarena.ledger.folder import append_whole, check_schema, json_object, jsonl_lines
 from drarena.ledger.records import MatchRecord
 from drarena.records import Record
 
@@ -206,21 +203,11 @@ def append_labels(path: Path, labels: Iterable[AuditLabel]) -> None:
     """Append labels to labels.jsonl (made with its folder when missing), under an exclusive
     lock so that two servers or an import at the same time never interleave lines; a write
     that fails is cut off again, so no half line is left."""
-    data = memoryview("".join(label.to_json() + "\n" for label in labels).encode("utf-8"))
+    data = "".join(label.to_json() + "\n" for label in labels).encode("utf-8")
     if not data:
         return
     own_folder(path.parent)
-    with open_append(path, "ab") as out:
-        fd = out.fileno()
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        start = os.lseek(fd, 0, os.SEEK_END)
-        try:
-            while data:
-                data = data[os.write(fd, data) :]
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, start)
-            raise write_error(path, exc) from None
+    append_whole(path, data, lock=True)
 
 
 def latest(labels: Iterable[AuditLabel]) -> dict[tuple[str, str, int], AuditLabel]:

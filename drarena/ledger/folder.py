@@ -94,6 +94,25 @@ def jsonl_lines(path: Path) -> Iterator[tuple[str, str]]:
             yield where, text
 
 
+def append_whole(path: Path, data: bytes, *, lock: bool = False) -> None:
+    """Append `data` unbuffered (nothing is left to flush after a failure); a write that
+    fails (a full disk) is one line and what it had begun is cut off again, so no half line
+    is left. `lock`: under an exclusive flock, for files several processes append to."""
+    view = memoryview(data)
+    with open_append(path, "ab") as out:
+        fd = out.fileno()
+        if lock:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        start = os.lseek(fd, 0, os.SEEK_END)
+        try:
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, start)
+            raise write_error(path, exc) from None
+
+
 def json_object(text: str, what: str) -> dict[str, Any]:
     """ValueError for text that is not one JSON object (the caller names the file)."""
     try:
@@ -242,17 +261,7 @@ class RunDir:
     def append_timings(self, timings: Iterable[AnswerTiming]) -> None:
         """Append the figures; a write that fails (a full disk) is one line, and the lines
         it had begun are cut off again, so no half line is left."""
-        data = memoryview("".join(t.to_json() + "\n" for t in timings).encode("utf-8"))
-        with open_append(self.timings_path, "ab") as out:
-            fd = out.fileno()  # written unbuffered: nothing is left to flush after a failure
-            start = os.lseek(fd, 0, os.SEEK_END)
-            try:
-                while data:
-                    data = data[os.write(fd, data) :]
-            except OSError as exc:
-                with contextlib.suppress(OSError):
-                    os.ftruncate(fd, start)
-                raise write_error(self.timings_path, exc) from None
+        append_whole(self.timings_path, "".join(t.to_json() + "\n" for t in timings).encode())
 
     def read_timings(self) -> list[AnswerTiming]:
         """timings.jsonl as records (none when the run has no such file)."""
