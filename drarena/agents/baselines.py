@@ -8,6 +8,7 @@ Each answers in one model call through the same `answer` tool as react.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,6 +39,7 @@ from drarena.agents.common import (
     unwrap_text_calls,
 )
 from drarena.agents.registry import AgentContext, parse_agent_args
+from drarena.corpus.terms import content_stems
 from drarena.errors import DrarenaError
 from drarena.models.client import ModelClient
 from drarena.quoting import fit_evenly
@@ -64,6 +66,23 @@ EVIDENCE_SYSTEM = (
 PARTS_SYSTEM = f"{EVIDENCE_SYSTEM} {PARTS_RULE} {NUMBERED_RULE}"
 
 
+# `answer_parts`: one short call per numbered part of the question, the pages first so that
+# llama.cpp reuses their prompt prefix across the calls
+PART_SYSTEM = (
+    "You are a research assistant. Answer one question from the pages given with it, in "
+    "two or three sentences of your own words that give everything the pages say about it; "
+    "give names, numbers and values exactly as the pages write them. If the pages do not "
+    f"say, answer from your own knowledge. {DATA_RULE}"
+)
+CLOSED_PART_SYSTEM = (
+    "You are an expert. Answer one question from your own knowledge (you have no access "
+    "to the web) in two or three sentences that give everything you know about it."
+)
+PART_CHARS = 800  # a part's answer past this is cut at a sentence end: a few sentences
+_MARKERS = re.compile(r"\s*\[\d{1,3}\]")
+_PART = re.compile(r"(?:^|\s)\((\d{1,2})\)\s+")
+
+
 class BaselineArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -80,16 +99,79 @@ CITE_SHOWN = (
 )
 
 
-class RagArgs(BaselineArgs):
+ANSWER_PARTS = (
+    "a question numbered (1) ... (2) ... (the extractive task generator's form) is answered "
+    "one part a call, each in two or three sentences (from the same pages, if the agent has "
+    "any), and each part cites the page sharing most of its words (markers the model wrote "
+    "are replaced); false (the default, and any question without numbered parts): one call "
+    "for the whole answer"
+)
+
+
+class _PartsArgs(BaselineArgs):
+    answer_parts: bool = Field(False, description=ANSWER_PARTS)
+    part_role: str = Field(
+        "", description="model role of the per-part calls (answer_parts); '' = `role`"
+    )
+
+
+class ClosedBookArgs(_PartsArgs):
+    pass
+
+
+class _PagesArgs(_PartsArgs):
+    context_chars: int = Field(8000, ge=500, description="characters of page text, shared")
+    cite_shown: bool = Field(True, description=CITE_SHOWN)
+
+
+class RagArgs(_PagesArgs):
     retriever: ComponentSpec = Field(default_factory=lambda: ComponentSpec(kind="bm25"))
     k: int = Field(3, ge=1, le=20, description="pages put in context")
-    context_chars: int = Field(8000, ge=500, description="characters of page text, shared")
-    cite_shown: bool = Field(True, description=CITE_SHOWN)
 
 
-class OracleArgs(BaselineArgs):
-    context_chars: int = Field(8000, ge=500, description="characters of page text, shared")
-    cite_shown: bool = Field(True, description=CITE_SHOWN)
+class OracleArgs(_PagesArgs):
+    pass
+
+
+def question_parts(question: str) -> list[str]:
+    """The parts of a question numbered (1), (2), ... in order, each without its number; []
+    when it has fewer than two or they are not numbered 1, 2, 3, ... Why so strict: only
+    a question written in parts (the extractive generator's "Answer each part: (1) ...")
+    may be split; a "(2)" inside an ordinary question is text."""
+    found = list(_PART.finditer(question))
+    if len(found) < 2 or [int(m.group(1)) for m in found] != list(range(1, len(found) + 1)):
+        return []
+    ends = [m.start() for m in found[1:]] + [len(question)]
+    parts = [question[m.end() : end].strip() for m, end in zip(found, ends, strict=True)]
+    return parts if all(parts) else []
+
+
+def short_part(text: str, limit: int = PART_CHARS) -> str:
+    """A part's answer in at most `limit` characters, cut after its last whole sentence
+    (or at a word) so that a model that rambles past two sentences is cut where it strays."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    end = max(head.rfind(". "), head.rfind("] "))
+    if end > 0:
+        return head[: end + 1].rstrip()
+    return head.rsplit(" ", 1)[0].rstrip() + " ..."
+
+
+def attribute(text: str, pages: Sequence[SourcePage]) -> int:
+    """The number n (1-based) of the page sharing the most distinct content stems with
+    `text`, the first on a tie; 0 when none shares any. Why: the 1.5B model answers each
+    part well but names no page, or the wrong one (it cited base64 for a fact of the
+    multiprocessing page); the agent knows which pages it read and cites the one the
+    sentence came from, as post-hoc attribution does in RAG systems. Pure arithmetic."""
+    wanted = set(content_stems(text))
+    best, best_n = 0, 0
+    for n, page in enumerate(pages, 1):
+        shared = len(wanted & set(content_stems(page.text)))
+        if shared > best:
+            best, best_n = shared, n
+    return best_n
 
 
 async def single_answer(
@@ -200,6 +282,51 @@ class _SingleCallAgent:
         self._context = context
         self._client = context.model_client(name)
 
+    async def by_parts(
+        self,
+        conversation: Conversation,
+        parts: list[str],
+        rec: Recorder,
+        pages: Sequence[SourcePage] = (),
+        evidence: str = "",
+    ) -> Answer:
+        """Each part answered in its own call (over the same pages, if any), the answers
+        numbered as the question numbers its parts. Why: Qwen2.5-Coder-1.5B given the pages
+        for a three-part question pasted the first page and was cut before the last part
+        (issue 33's runs B-D), and closed book it listed made-up names to its token limit;
+        asked one part at a time it answers each in a few sentences. Earlier rounds go in
+        as turns, as in one-call answers. A failed call ends the answer with its error
+        (reported, never scored)."""
+        args: _PartsArgs = self.args
+        role = args.part_role or args.role
+        system = PART_SYSTEM if pages else CLOSED_PART_SYSTEM
+        head = conversation_messages(system, conversation, (1, 1))[:-1]
+        shown = [p.url for p in pages]
+        answered: list[str] = []
+        for i, part in enumerate(parts, 1):
+            content = f"{evidence}\n\nQuestion: {part}" if evidence else f"Question: {part}"
+            messages = [*head, {"role": "user", "content": content}]
+            started = rec.now()
+            try:
+                completion = await self._client.complete(role, messages)
+            except DrarenaError as exc:
+                rec.failed_call(started)
+                error = model_call_error(exc)
+                rec.step(None, error=f"part {i}: {error}")
+                report = "\n\n".join(answered)
+                return rec.finish(report, cite.shown_by_marker(report, shown), error=error)
+            model = rec.model(completion)
+            text = short_part(_MARKERS.sub("", completion.text)) or "(no answer)"
+            note = f"part {i} of {len(parts)}"
+            n = attribute(text, pages) if pages else 0
+            if n:
+                text = f"{text} [{n}]"
+                note += f"; cites page [{n}], the page sharing most of its words"
+            rec.step(model, note=note)
+            answered.append(f"({i}) {text}")
+        report = "\n\n".join(answered)
+        return rec.finish(report, cite.shown_by_marker(report, shown))
+
 
 class _PagesAgent(_SingleCallAgent):
     """An agent that answers from pages it holds (the oracle's targets, rag's results)."""
@@ -215,7 +342,11 @@ class _PagesAgent(_SingleCallAgent):
         evidence: str,
     ) -> Answer:
         """One answer call over `evidence` (the pages as quoted blocks); with `cite_shown`,
-        the parts prompt, citations from `pages` and a text report taken as it is."""
+        the parts prompt, citations from `pages` and a text report taken as it is; with
+        `answer_parts` and a question in numbered parts, one call a part (by_parts)."""
+        parts = question_parts(conversation.question) if self.args.answer_parts else []
+        if parts and pages:
+            return await self.by_parts(conversation, parts, rec, pages, evidence)
         cite = self.args.cite_shown
         system = PARTS_SYSTEM if cite else EVIDENCE_SYSTEM
         messages = conversation_messages(system, conversation, word_limit, evidence)
@@ -234,11 +365,14 @@ class _PagesAgent(_SingleCallAgent):
 class ClosedBookAgent(_SingleCallAgent):
     """The model alone, no tools: the floor."""
 
-    args: BaselineArgs
+    args: ClosedBookArgs
 
     async def answer(self, conversation: Conversation, word_limit: tuple[int, int]) -> Answer:
         word_limit = check_word_limit(word_limit)
         rec = Recorder(self.name, self._context.clock, self._context.url_checker)
+        parts = question_parts(conversation.question) if self.args.answer_parts else []
+        if parts:
+            return await self.by_parts(conversation, parts, rec)
         messages = conversation_messages(CLOSED_BOOK_SYSTEM, conversation, word_limit)
         return await single_answer(
             self._client, self.args.role, messages, rec, self.args.max_repairs, word_limit
@@ -387,7 +521,7 @@ def build_null(*, context: AgentContext, name: str = "null", **args: Any) -> Nul
 def build_closed_book(
     *, context: AgentContext, name: str = "closed_book", **args: Any
 ) -> ClosedBookAgent:
-    return ClosedBookAgent(name, parse_agent_args(BaselineArgs, args, "closed_book"), context)
+    return ClosedBookAgent(name, parse_agent_args(ClosedBookArgs, args, "closed_book"), context)
 
 
 def build_rag(*, context: AgentContext, name: str = "rag", **args: Any) -> RagAgent:

@@ -77,6 +77,11 @@ def register(subparsers: Any) -> None:
         default=Path("index"),
         help="folder holding index/<name>/ (default ./index)",
     )
+    ask.add_argument(
+        "--answer-parts",
+        action="store_true",
+        help="oracle, rag: a question numbered (1) ... (2) ... answered one part a call",
+    )
     ask.add_argument("--json", action="store_true", help="print the Answer record as JSON")
     ask.set_defaults(func=cmd_ask)
 
@@ -168,10 +173,14 @@ def cmd_ask(args: argparse.Namespace) -> int:
         )
     if args.target and args.agent != "oracle":
         raise DrarenaError("--target is for --agent oracle only")
+    if args.answer_parts and args.agent not in ("oracle", "rag"):
+        raise DrarenaError("--answer-parts is for --agent oracle or rag only")
     targets = target_pages(snapshot, args.target) if args.target else ()
     spec = agent_spec(
         args.agent, args.retriever, args.max_steps, args.search_url, args.allow_private
     )
+    if args.answer_parts:
+        spec["args"]["answer_parts"] = True
     # Live answers cite today's web: checking them against the frozen snapshot would call
     # every new page fabricated, so they stay unchecked.
     checker = None if args.retriever == "live" else SnapshotUrlChecker(snapshot)

@@ -93,7 +93,7 @@ def parse_agent_args(model: type[M], args: dict[str, Any], kind: str) -> M:
 # or written into a run folder (a plugin kind's args are checked when it is built).
 AGENT_ARGS = {
     "react": "drarena.agents.react:ReactArgs",
-    "closed_book": "drarena.agents.baselines:BaselineArgs",
+    "closed_book": "drarena.agents.baselines:ClosedBookArgs",
     "rag": "drarena.agents.baselines:RagArgs",
     "oracle": "drarena.agents.baselines:OracleArgs",
     "null": "drarena.agents.baselines:NullArgs",

@@ -151,6 +151,19 @@ def pick_nuggets(targets: Sequence[TreePage], terms: TermStats, skip: int = 0) -
     return out
 
 
+def substitute(
+    targets: Sequence[TreePage], nugget: Nugget, taken: set[str], terms: TermStats
+) -> Nugget | None:
+    """The best sentence of `nugget`'s page not in `taken`, of the same kind, or None. Why:
+    a fact no question can ask for without stating it (the given_away check) is replaced by
+    the page's next fact rather than voiding the whole round."""
+    for page in targets:
+        if page.url == nugget.url:
+            free = [g for g in candidates(page, terms) if g.text not in taken]
+            return dataclasses.replace(free[0], kind=nugget.kind) if free else None
+    return None
+
+
 def prompt_text(template: str, root_topic: str, nugget: Nugget, forbidden: Sequence[str]) -> str:
     """The prompt for one fact's question. Earlier questions are not shown: the 1.5B model
     copied them as its own (asked not to repeat them); code refuses a repeat instead."""

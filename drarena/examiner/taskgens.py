@@ -147,11 +147,31 @@ class ExtractiveArgs(BaseModel):
         description="the prompt for one fact's question (variables: root_topic, fact, "
         "forbidden, max_words): a shipped name or a file path",
     )
+    substitutes: int = Field(
+        1,
+        ge=0,
+        le=5,
+        description="a fact whose question is refused on every try is replaced by the next "
+        "best free sentence of the same page, asked again, up to this many times; 0: the "
+        "task fails (the round is void). Why: some sentences cannot be asked about without "
+        "stating them (the 1.5B demo voided 2 of 4 matches that way)",
+    )
 
     @field_validator("prompt")
     @classmethod
     def _prompt_exists(cls, spec: str) -> str:
         return templates.check_spec(spec)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Asking:
+    """What every fact's question of one task is asked with."""
+
+    call: TaskCall
+    targets: Sequence[TreePage]
+    topic: str
+    forbidden: tuple[str, ...]
+    max_attempts: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,6 +214,12 @@ class ExtractiveTaskGen:
                 for g in nuggets
             )
         )
+        nuggets = list(nuggets)
+        asking = _Asking(call, request.targets, topic, tuple(forbidden), rules.max_attempts)
+        asked = [
+            await self._substitute(asking, i, nuggets, got) if got[0] is None else got
+            for i, got in enumerate(asked)
+        ]
         attempts = tuple(a for _, tries, _ in asked for a in tries)
         failed = [f"fact {i}: {error}" for i, (q, _, error) in enumerate(asked, 1) if q is None]
         if failed:
@@ -208,6 +234,33 @@ class ExtractiveTaskGen:
         if task is None:
             return TaskOutcome(None, attempts, (), error="; ".join(reasons))
         return TaskOutcome(task, attempts, ())
+
+    async def _substitute(
+        self,
+        asking: _Asking,
+        index: int,
+        nuggets: list[extractive.Nugget],
+        got: tuple[str | None, list[TaskAttempt], str],
+    ) -> tuple[str | None, list[TaskAttempt], str]:
+        """Fact `index` refused on every try: the next best free sentences of its page in
+        its place (`nuggets` updated), one after another, up to `substitutes` of them."""
+        question, tries, error = got
+        refused = {nuggets[index].text}
+        for _ in range(self.args.substitutes):
+            taken = {g.text for g in nuggets} | refused
+            sub = extractive.substitute(asking.targets, nuggets[index], taken, asking.call.terms)
+            if sub is None:
+                return question, tries, f"{error}; no other sentence of its page to ask"
+            nuggets[index] = sub
+            refused.add(sub.text)
+            question, more, why = await self._question(
+                asking.call, asking.topic, sub, nuggets, asking.forbidden, asking.max_attempts
+            )
+            tries = [*tries, *more]
+            error = f"{error}; its substitute: {why}"
+            if question is not None:
+                return question, tries, ""
+        return question, tries, error
 
     async def _question(
         self,

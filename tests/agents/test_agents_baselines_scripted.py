@@ -183,3 +183,83 @@ async def test_without_cite_shown_pages_are_not_numbered_and_markers_cite_nothin
     )
     assert "Source [1]" not in backend.requests[0]["messages"][-1]["content"]
     assert answer.cited_urls() == []
+
+
+PARTS_Q = "Answer each part: (1) What runs coroutines? (2) What encodes JSON documents?"
+
+
+def test_question_parts_only_splits_numbered_questions() -> None:
+    from drarena.agents.baselines import question_parts
+
+    assert question_parts(PARTS_Q) == ["What runs coroutines?", "What encodes JSON documents?"]
+    assert question_parts("What does f(2) return?") == []
+    assert question_parts("(1) one (3) three") == []  # not numbered 1, 2, ...
+    assert question_parts("(1) only one part") == []
+
+
+def test_a_rambling_part_is_cut_after_a_sentence() -> None:
+    from drarena.agents.baselines import short_part
+
+    text = "The loop runs coroutines. " + "It also does more and more things " * 40
+    assert short_part(text, 200) == "The loop runs coroutines."
+    assert short_part("  short   answer ") == "short answer"
+
+
+async def test_answer_parts_asks_one_call_a_part_and_cites_each_part() -> None:
+    """Issue 33: the 1.5B oracle pasted its first page and was cut before the last part; with
+    answer_parts each part is its own call over the same pages (the pages first, the part
+    last), and each part cites the page sharing most of its words, whatever the model
+    wrote (here [2] for a sentence of page 1)."""
+    json_url = "http://site.test/json"
+    context, backend = scripted_context(
+        [reply("The event loop runs coroutines [2]."), reply("The json module encodes them.")]
+    )
+    targets = (
+        SourcePage(ASYNCIO, "asyncio", "The event loop runs coroutines and callbacks."),
+        SourcePage(json_url, "json", "The json module encodes and decodes JSON documents."),
+    )
+    agent = build_agent({"kind": "oracle", "args": {"answer_parts": True}}, context)
+    answer = await agent.answer(Conversation(PARTS_Q, targets=targets), (10, 50))
+    assert len(backend.requests) == 2
+    first, second = (r["messages"] for r in backend.requests)
+    assert first[-1]["content"].endswith("Question: What runs coroutines?")
+    assert second[-1]["content"].endswith("Question: What encodes JSON documents?")
+    # the same pages lead both prompts: llama.cpp reuses the prefix
+    assert first[-1]["content"].split("Question:")[0] == second[-1]["content"].split("Question:")[0]
+    assert answer.report == (
+        "(1) The event loop runs coroutines. [1]\n\n(2) The json module encodes them. [2]"
+    )
+    assert answer.cited_urls() == [ASYNCIO, json_url]
+    assert "cites page [2]" in answer.trajectory.steps[-1].note
+    assert answer.error is None
+
+
+async def test_answer_parts_falls_back_to_one_call_for_an_unnumbered_question() -> None:
+    context, backend = scripted_context([tool("answer", ANSWER)])
+    targets = (SourcePage(ASYNCIO, "asyncio", "about the event loop"),)
+    agent = build_agent({"kind": "rag", "args": {"answer_parts": True}}, context)
+    await agent.answer(Conversation("What is asyncio?", targets=targets), (10, 50))
+    assert len(backend.requests) == 1 and backend.requests[0].get("tools")
+
+
+async def test_a_failed_part_call_is_the_answer_error_not_a_score() -> None:
+    steps = [reply("The loop runs coroutines [1]."), ValueError("503 gone")]
+    context, _ = scripted_context(steps)
+    targets = (SourcePage(ASYNCIO, "asyncio", "The event loop runs coroutines."),)
+    agent = build_agent({"kind": "oracle", "args": {"answer_parts": True}}, context)
+    answer = await agent.answer(Conversation(PARTS_Q, targets=targets), (10, 50))
+    assert answer.model_call_failed and answer.report == "(1) The loop runs coroutines. [1]"
+    assert "part 2" in (answer.trajectory.steps[-1].error or "")
+
+
+async def test_closed_book_answer_parts_asks_each_part_without_pages() -> None:
+    context, backend = scripted_context([reply("Coroutines [3]."), reply("The json module.")])
+    agent = build_agent({"kind": "closed_book", "args": {"answer_parts": True}}, context)
+    answer = await agent.answer(Conversation(PARTS_Q), (10, 50))
+    assert [r["messages"][-1]["content"] for r in backend.requests] == [
+        "Question: What runs coroutines?",
+        "Question: What encodes JSON documents?",
+    ]
+    assert "own knowledge" in backend.requests[0]["messages"][0]["content"]
+    assert answer.report == "(1) Coroutines.\n\n(2) The json module."
+    assert answer.cited_urls() == [] and answer.error is None

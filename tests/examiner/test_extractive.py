@@ -1,0 +1,122 @@
+"""The extractive task generator: code picks one fact sentence per target page, the model
+(here the scripted backend: control flow only) writes one question per fact, and code
+refuses questions that do not ask for their fact or state it. Results say nothing about any
+model."""
+
+from __future__ import annotations
+
+import json
+
+from drarena.corpus.records import TreePage
+from drarena.corpus.terms import UNIFORM
+from drarena.examiner import extractive
+from drarena.examiner.taskgens import TaskCall, TaskRequest, TaskRules, build_taskgen
+from drarena.models.client import ModelClient
+from drarena.models.config import ModelsConfig
+from drarena.models.scripted import ScriptedBackendForTests, reply
+
+ZLIB = (
+    "The zlib module provides compression compatible with the gzip file format. "
+    "The compressobj function returns a compression object for streams of data that do "
+    "not fit in memory at once. The crc32 function computes a running checksum of the "
+    "bytes it is given, starting from zero."
+)
+LZMA = (
+    "The lzma module provides classes and functions for compressing data with the LZMA "
+    "algorithm. The LZMAFile class opens a compressed file in binary mode for reading or "
+    "for writing."
+)
+
+
+def page(pid: str, url: str, text: str, depth: int = 1) -> TreePage:
+    return TreePage(id=pid, url=url, title=pid, text=text, depth=depth, relation="root", anchor="")
+
+
+def request() -> TaskRequest:
+    root = page("root", "http://site.test/", "Python library documentation index page.", 0)
+    targets = (
+        page("first", "http://site.test/p1.html", ZLIB),
+        page("second", "http://site.test/p2.html", LZMA),
+    )
+    return TaskRequest(root=root, chain=(root,), targets=targets, depth=1)
+
+
+def question(text: str) -> object:
+    return reply(text=json.dumps({"question": text}))
+
+
+def client(steps: list[object]) -> tuple[ModelClient, ScriptedBackendForTests]:
+    backend = ScriptedBackendForTests(steps)  # type: ignore[arg-type]
+    config = ModelsConfig(roles={"examiner": {"model": "openai/scripted"}})
+    return ModelClient(config, backend=backend), backend
+
+
+def test_pick_nuggets_takes_a_depth_fact_and_one_width_fact_per_page() -> None:
+    nuggets = extractive.pick_nuggets(request().targets, UNIFORM)
+    assert [g.kind for g in nuggets] == ["depth", "width", "width"]
+    assert [g.url for g in nuggets] == [
+        "http://site.test/p1.html",
+        "http://site.test/p1.html",
+        "http://site.test/p2.html",
+    ]
+    assert len({g.text for g in nuggets}) == 3  # never the same sentence twice
+
+
+def test_a_question_stating_its_fact_is_refused() -> None:
+    fact = extractive.Nugget(LZMA.split(". ")[1] + ".", "http://site.test/p2.html", "width", 1)
+    copied = f"Is it true that {fact.text}"
+    assert extractive.given_away(copied, fact, UNIFORM)
+    asked = "Which class of the lzma module opens compressed files, and in which mode?"
+    assert not extractive.given_away(asked, fact, UNIFORM)
+
+
+def test_substitute_is_the_next_free_sentence_of_the_same_page() -> None:
+    targets = request().targets
+    nuggets = extractive.pick_nuggets(targets, UNIFORM)
+    taken = {g.text for g in nuggets}
+    sub = extractive.substitute(targets, nuggets[1], taken, UNIFORM)
+    assert sub is not None and sub.url == nuggets[1].url and sub.kind == "width"
+    assert sub.text not in taken and sub.text in ZLIB
+    every = taken | set(LZMA.replace(". ", ".\n").splitlines())
+    assert extractive.substitute(targets, nuggets[2], every, UNIFORM) is None
+
+
+async def test_a_fact_refused_on_every_try_is_replaced_by_its_page_next_fact() -> None:
+    """Issue 33's demo voided 2 of 4 matches: one fact whose every question stated it. With
+    `substitutes: 1` that fact's page gives its next sentence and the task is made; with 0
+    the task fails as before."""
+    req = request()
+    nuggets = extractive.pick_nuggets(req.targets, UNIFORM)
+    sub = extractive.substitute(req.targets, nuggets[1], {g.text for g in nuggets}, UNIFORM)
+    assert sub is not None
+
+    def half(text: str) -> str:
+        """A question naming half its fact's words: it asks for it without stating it."""
+        words = text.rstrip(".").split()
+        return "What about " + " ".join(words[: len(words) // 2]) + "?"
+
+    def answer_for(prompt: str) -> str:
+        """A question per fact: the second fact's only by copying it."""
+        if nuggets[1].text in prompt:
+            return f"Is it true that {nuggets[1].text}"
+        fact = next(g.text for g in (*nuggets, sub) if g is not None and g.text in prompt)
+        return half(fact)
+
+    def step(request: object) -> object:
+        prompt = json.dumps(request)
+        return reply(text=json.dumps({"question": answer_for(prompt)}))
+
+    rules = TaskRules(max_attempts=2, forbid_entity_names=False)
+    for substitutes, made in ((1, True), (0, False)):
+        model, _ = client([step] * 8)
+        gen = build_taskgen({"kind": "extractive", "args": {"substitutes": substitutes}})
+        outcome = await gen.generate(TaskCall(model, "examiner"), req, rules)
+        assert (outcome.task is not None) == made, outcome.error
+        if made:
+            assert outcome.task is not None
+            items = [i.item for i in outcome.task.checklist_width]
+            assert sub.text in items and nuggets[1].text not in items
+            assert f"(2) {half(sub.text)}" in outcome.task.question
+            assert len(outcome.attempts) == 5  # 1 + 2 refused + 1 (substitute) + 1
+        else:
+            assert "fact 2" in (outcome.error or "") and "copies the fact" in outcome.error
