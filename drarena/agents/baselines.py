@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -98,6 +98,8 @@ CITE_SHOWN = (
     "false: the prompt, tool and repairs of runs recorded before"
 )
 
+
+Sources = tuple[Sequence[SourcePage], str]  # a part's pages and their quoted text
 
 ANSWER_PARTS = (
     "a question numbered (1) ... (2) ... (the extractive task generator's form) is answered "
@@ -287,25 +289,26 @@ class _SingleCallAgent:
         conversation: Conversation,
         parts: list[str],
         rec: Recorder,
-        pages: Sequence[SourcePage] = (),
-        evidence: str = "",
+        sources: Callable[[int, str], Sources] | None = None,
     ) -> Answer:
-        """Each part answered in its own call (over the same pages, if any), the answers
-        numbered as the question numbers its parts. Why: Qwen2.5-Coder-1.5B given the pages
-        for a three-part question pasted the first page and was cut before the last part
-        (issue 33's runs B-D), and closed book it listed made-up names to its token limit;
-        asked one part at a time it answers each in a few sentences. Earlier rounds go in
-        as turns, as in one-call answers. A failed call ends the answer with its error
-        (reported, never scored)."""
+        """Each part answered in its own call, over the pages `sources(i, part)` gives it
+        (none: from the model's knowledge), the answers numbered as the question numbers its
+        parts, each citing the page it shares the most words with. Why: Qwen2.5-Coder-1.5B
+        given the pages for a three-part question pasted the first page and was cut before
+        the last part (issue 33's runs B-D), and closed book it listed made-up names to its
+        token limit; asked one part at a time it answers each in a few sentences. Earlier
+        rounds go in as turns, as in one-call answers. A failed call ends the answer with
+        its error (reported, never scored)."""
         args: _PartsArgs = self.args
         role = args.part_role or args.role
-        system = PART_SYSTEM if pages else CLOSED_PART_SYSTEM
-        head = conversation_messages(system, conversation, (1, 1))[:-1]
-        shown = [p.url for p in pages]
+        cited: list[str] = []  # every page cited, in order: its place is its [n]
         answered: list[str] = []
         for i, part in enumerate(parts, 1):
+            pages, evidence = sources(i, part) if sources is not None else ((), "")
+            system = PART_SYSTEM if pages else CLOSED_PART_SYSTEM
+            messages = conversation_messages(system, conversation, (1, 1))[:-1]
             content = f"{evidence}\n\nQuestion: {part}" if evidence else f"Question: {part}"
-            messages = [*head, {"role": "user", "content": content}]
+            messages.append({"role": "user", "content": content})
             started = rec.now()
             try:
                 completion = await self._client.complete(role, messages)
@@ -313,19 +316,19 @@ class _SingleCallAgent:
                 rec.failed_call(started)
                 error = model_call_error(exc)
                 rec.step(None, error=f"part {i}: {error}")
-                report = "\n\n".join(answered)
-                return rec.finish(report, cite.shown_by_marker(report, shown), error=error)
+                return rec.finish("\n\n".join(answered), cited, error=error)
             model = rec.model(completion)
             text = short_part(_MARKERS.sub("", completion.text)) or "(no answer)"
             note = f"part {i} of {len(parts)}"
-            n = attribute(text, pages) if pages else 0
+            n = attribute(text, pages)
             if n:
-                text = f"{text} [{n}]"
-                note += f"; cites page [{n}], the page sharing most of its words"
+                url = pages[n - 1].url
+                cited += [] if url in cited else [url]
+                text = f"{text} [{cited.index(url) + 1}]"
+                note += f"; cites {url}, the page sharing most of its words"
             rec.step(model, note=note)
             answered.append(f"({i}) {text}")
-        report = "\n\n".join(answered)
-        return rec.finish(report, cite.shown_by_marker(report, shown))
+        return rec.finish("\n\n".join(answered), cited)
 
 
 class _PagesAgent(_SingleCallAgent):
@@ -346,7 +349,7 @@ class _PagesAgent(_SingleCallAgent):
         `answer_parts` and a question in numbered parts, one call a part (by_parts)."""
         parts = question_parts(conversation.question) if self.args.answer_parts else []
         if parts and pages:
-            return await self.by_parts(conversation, parts, rec, pages, evidence)
+            return await self.by_parts(conversation, parts, rec, lambda i, part: (pages, evidence))
         cite = self.args.cite_shown
         system = PARTS_SYSTEM if cite else EVIDENCE_SYSTEM
         messages = conversation_messages(system, conversation, word_limit, evidence)
@@ -380,7 +383,8 @@ class ClosedBookAgent(_SingleCallAgent):
 
 
 class RagAgent(_PagesAgent):
-    """One retrieval on the question, the top k pages in context, one answer."""
+    """One retrieval on the question, the top k pages in context, one answer (with
+    `answer_parts`: one retrieval and one call per part)."""
 
     args: RagArgs
 
@@ -391,16 +395,32 @@ class RagAgent(_PagesAgent):
     async def answer(self, conversation: Conversation, word_limit: tuple[int, int]) -> Answer:
         word_limit = check_word_limit(word_limit)
         rec = Recorder(self.name, self._context.clock, self._context.url_checker)
+        parts = question_parts(conversation.question) if self.args.answer_parts else []
+        if parts:
+            # each part its own search: one query for three parts on three pages found
+            # none of them (issue 33's demo: errors.html and cmath.html for zipfile and
+            # tempfile questions)
+            return await self.by_parts(
+                conversation, parts, rec, lambda i, part: self.retrieve(rec, part, f"p{i}-")
+            )
+        pages, evidence = self.retrieve(rec, conversation.question)
+        return await self.from_pages(
+            conversation, word_limit, rec, list(pages), evidence or "(the search found no pages)"
+        )
+
+    def retrieve(self, rec: Recorder, query: str, prefix: str = "") -> Sources:
+        """One search for `query`, its top k pages opened (each step recorded, `prefix` in
+        its tool ids): the pages and their quoted text."""
         events = []
         started = rec.now()
-        arguments = _args(query=conversation.question)
+        arguments = _args(query=query)
         try:
-            hits = self._retriever.search(conversation.question, self.args.k)
+            hits = self._retriever.search(query, self.args.k)
         except Exception as exc:  # a failing backend degrades to closed book, recorded
             hits = []
             events.append(
                 tool_event(
-                    "rag-search",
+                    f"rag-{prefix}search",
                     "search",
                     arguments,
                     started,
@@ -411,7 +431,7 @@ class RagAgent(_PagesAgent):
         else:
             events.append(
                 tool_event(
-                    "rag-search",
+                    f"rag-{prefix}search",
                     "search",
                     arguments,
                     started,
@@ -429,7 +449,7 @@ class RagAgent(_PagesAgent):
             except Exception as exc:
                 events.append(
                     tool_event(
-                        f"rag-open-{i}",
+                        f"rag-{prefix}open-{i}",
                         "open",
                         arguments,
                         started,
@@ -441,7 +461,7 @@ class RagAgent(_PagesAgent):
             pages.append(SourcePage(part.url, part.title, part.text))
             events.append(
                 tool_event(
-                    f"rag-open-{i}",
+                    f"rag-{prefix}open-{i}",
                     "open",
                     arguments,
                     started,
@@ -452,9 +472,7 @@ class RagAgent(_PagesAgent):
             )
         evidence, note = evidence_text(pages, self.args.context_chars, self.args.cite_shown)
         rec.step(None, events, note=note)
-        return await self.from_pages(
-            conversation, word_limit, rec, pages, evidence or "(the search found no pages)"
-        )
+        return pages, evidence
 
 
 class OracleAgent(_PagesAgent):

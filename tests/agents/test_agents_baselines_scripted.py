@@ -230,7 +230,7 @@ async def test_answer_parts_asks_one_call_a_part_and_cites_each_part() -> None:
         "(1) The event loop runs coroutines. [1]\n\n(2) The json module encodes them. [2]"
     )
     assert answer.cited_urls() == [ASYNCIO, json_url]
-    assert "cites page [2]" in answer.trajectory.steps[-1].note
+    assert f"cites {json_url}" in answer.trajectory.steps[-1].note
     assert answer.error is None
 
 
@@ -263,3 +263,27 @@ async def test_closed_book_answer_parts_asks_each_part_without_pages() -> None:
     assert "own knowledge" in backend.requests[0]["messages"][0]["content"]
     assert answer.report == "(1) Coroutines.\n\n(2) The json module."
     assert answer.cited_urls() == [] and answer.error is None
+
+
+async def test_rag_answer_parts_searches_each_part() -> None:
+    """Issue 33: one search for a three-part question on three pages found none of them;
+    with answer_parts each part is its own search, its own pages and its own call, and the
+    citations are numbered across the parts in the order first cited."""
+    json_url = "http://site.test/json"
+    retriever = MemoryRetrieverForTests()
+    context, backend = scripted_context(
+        [reply("JSON documents are encoded."), reply("asyncio writes concurrent code.")],
+        retriever=retriever,
+    )
+    agent = build_agent({"kind": "rag", "args": {"answer_parts": True, "k": 1}}, context)
+    question = "Answer each part: (1) What encodes JSON documents? (2) What is asyncio for?"
+    answer = await agent.answer(Conversation(question), (10, 50))
+    assert retriever.queries == ["What encodes JSON documents?", "What is asyncio for?"]
+    first, second = (r["messages"][-1]["content"] for r in backend.requests)
+    assert "json encodes and decodes" in first and "json encodes and decodes" not in second
+    assert answer.report == (
+        "(1) JSON documents are encoded. [1]\n\n(2) asyncio writes concurrent code. [2]"
+    )
+    assert answer.cited_urls() == [json_url, ASYNCIO]
+    tools = [t.id for step in answer.trajectory.steps for t in step.tools]
+    assert tools == ["rag-p1-search", "rag-p1-open-0", "rag-p2-search", "rag-p2-open-0"]
