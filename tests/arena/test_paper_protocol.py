@@ -247,7 +247,7 @@ def scripted(verdicts: list[dict[str, str]]) -> ScriptedBackendForTests:
 
 def judge_prompts(backend: ScriptedBackendForTests) -> list[str]:
     return [
-        r["messages"][0]["content"]
+        r["messages"][-1]["content"]
         for r in backend.requests
         if r["response_format"]["json_schema"]["name"] != "task"
     ]
@@ -317,7 +317,7 @@ def prefers_a_real_answer() -> Any:
     def step(request: Mapping[str, Any]) -> BackendReply:
         if request["response_format"]["json_schema"]["name"] == "task":
             return tasks(request)
-        prompt = request["messages"][0]["content"]
+        prompt = request["messages"][-1]["content"]
         first = prompt.find("Error: ")
         second = prompt.find("report ")
         verdict: dict[str, str] = {"v": "TIE", "q": "HIGH"}
