@@ -6,6 +6,7 @@ reproduces it byte for byte with zero model calls. Scripted backend: control flo
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from arena_live_site import scripted_models
 from reference_trees import write_reference_trees
 
+from drarena.arena.ablate import cut_log
 from drarena.arena.config import PAPER_MATCH, PAPER_TREES, parse_config
 from drarena.arena.execute import execute
 from drarena.cli import main
@@ -88,6 +90,26 @@ def test_a_paper_run_on_imported_trees_replays_identically(
     # every imported tree played, each a real match with scored rounds
     assert sorted(m.tree for m in result.log) == ["tree_0001", "tree_0002", "tree_0003"]
     assert all(any(r.judgment is not None for r in m.rounds) for m in result.log)
+
+    # the paper's round ablation from the same log: cutting at the longest match changes
+    # nothing (the re-scoring is the match loop's), cutting at 1 keeps each first round
+    longest = max(len(m.rounds) for m in result.log)
+    assert cut_log(result.log, longest, None) == result.log
+    first = cut_log(result.log, 1, None)
+    for cut, full in zip(first, result.log, strict=True):
+        assert (
+            cut.rounds == full.rounds[:1] and cut.score.rounds_scored + cut.score.rounds_void == 1
+        )
+        assert (cut.match_id, cut.a, cut.b, cut.tree) == (full.match_id, full.a, full.b, full.tree)
+    logged = (run.path / "matches.jsonl").read_bytes()
+    capsys.readouterr()
+    assert main(["run", "ablate", str(run.path), "--first-rounds", "1", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["first_rounds"] == 1 and {r["agent"] for r in shown["rows"]} == {
+        "oracle",
+        "closed_book",
+    }
+    assert (run.path / "matches.jsonl").read_bytes() == logged  # nothing written
 
     out = tmp_path / "replayed"
     assert main(["run", "replay", str(run.path), "--out", str(out)]) == 0
