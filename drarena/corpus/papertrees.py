@@ -28,6 +28,7 @@ What the import keeps and what it cannot:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import uuid
@@ -105,6 +106,7 @@ class RefNode:
     cluster: str  # relationship_cluster: the relation to its parent
     links: tuple[RefLink, ...]
     children: tuple[RefNode, ...]
+    where: str = ""  # its field path in the file (root.children[2]), for error lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +236,7 @@ def parse_reference_tree(data: Any) -> tuple[RefNode, int]:
             cluster=_text(raw, "relationship_cluster", where),
             links=_links(raw, where),
             children=kids,
+            where=where,
         )
     return built[id(data)], len(order)
 
@@ -263,7 +266,7 @@ def read_reference_tree(path: Path) -> RefTree:
     return RefTree(
         id=path.name.removesuffix(".json"),
         file=path.name,
-        sha256=file_sha256(path),
+        sha256=hashlib.sha256(raw).hexdigest(),  # of the bytes read, not a second read
         root=root,
         nodes=count,
     )
@@ -296,8 +299,9 @@ def read_summary(source: Path, trees: Path) -> dict[str, Any]:
             break
     else:
         return {}
+    raw = read_bounded(path, MAX_SUMMARY_BYTES, what="summary")
     try:
-        data = json.loads(read_bounded(path, MAX_SUMMARY_BYTES, what="summary").decode("utf-8"))
+        data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise DrarenaError(f"{path}: not JSON ({shown(str(exc), 120)})") from None
     if not isinstance(data, dict):
@@ -315,7 +319,7 @@ def read_summary(source: Path, trees: Path) -> dict[str, Any]:
     info = data.get("dataset_info")
     if isinstance(info, dict) and isinstance(info.get("updated_at"), str):
         out["updated_at"] = info["updated_at"]
-    out["file"], out["sha256"] = path.name, file_sha256(path)
+    out["file"], out["sha256"] = path.name, hashlib.sha256(raw).hexdigest()
     return out
 
 
@@ -420,6 +424,14 @@ def import_trees(source: Path, name: str, out: Path) -> ImportResult:
     trees = [read_reference_tree(p) for p in files]
     summary = read_summary(Path(source), folder)
     pages, differing = choose_pages(trees)
+    bodies = {url: page_body(node) for url, node in pages.items()}
+    for url, body in bodies.items():  # escaped JSON can outgrow the text: checked as stored
+        if len(body) > MAX_PAGE_BYTES:
+            file = next(t.file for t in trees for n, _ in t.breadth_first() if n is pages[url])
+            raise DrarenaError(
+                f"{folder / file}: field {pages[url].where}: the page is {len(body)} bytes "
+                f"as stored, past the {MAX_PAGE_BYTES} a page may be"
+            )
     _claim(out)
 
     spec = {
@@ -451,9 +463,9 @@ def import_trees(source: Path, name: str, out: Path) -> ImportResult:
     )
     writer.open()
     total = 0
+    done = False
     try:
-        for url, node in pages.items():
-            body = page_body(node)
+        for url, body in bodies.items():
             total += len(body)
             writer.write_exchange(
                 Exchange(
@@ -468,9 +480,10 @@ def import_trees(source: Path, name: str, out: Path) -> ImportResult:
                     entity=body,
                 )
             )
-    finally:
+        done = True
+    finally:  # an interrupted import leaves an incomplete snapshot, said so in its manifest
         manifest = writer.close(
-            complete=made[0] > 0,
+            complete=done,
             counts=Counts(
                 pages=len(pages), responses=len(pages), statuses={"200": len(pages)}, bytes=total
             ),

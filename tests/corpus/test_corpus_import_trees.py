@@ -150,6 +150,12 @@ def test_bounded_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     with pytest.raises(DrarenaError, match=r"tree_0001\.json.*1000"):
         import_trees(repo, "paper", tmp_path / "out")
     monkeypatch.setattr(papertrees, "MAX_TREE_FILE_BYTES", 1 << 20)
+    monkeypatch.setattr(papertrees, "MAX_PAGE_BYTES", 2000)
+    with pytest.raises(
+        DrarenaError, match=r"tree_0001\.json: field root[^:]*\.content: \d+ characters"
+    ):
+        import_trees(repo, "paper", tmp_path / "out")
+    monkeypatch.setattr(papertrees, "MAX_PAGE_BYTES", 1 << 22)
     monkeypatch.setattr(papertrees, "MAX_NODES", 5)
     with pytest.raises(DrarenaError, match=r"more than 5 nodes"):
         import_trees(repo, "paper", tmp_path / "out")
