@@ -266,7 +266,7 @@ def read_reference_tree(path: Path) -> RefTree:
     return RefTree(
         id=path.name.removesuffix(".json"),
         file=path.name,
-        sha256=hashlib.sha256(raw).hexdigest(),  # of the bytes read, not a second read
+        sha256="sha256:" + hashlib.sha256(raw).hexdigest(),  # the bytes read, not a 2nd read
         root=root,
         nodes=count,
     )
@@ -319,7 +319,7 @@ def read_summary(source: Path, trees: Path) -> dict[str, Any]:
     info = data.get("dataset_info")
     if isinstance(info, dict) and isinstance(info.get("updated_at"), str):
         out["updated_at"] = info["updated_at"]
-    out["file"], out["sha256"] = path.name, hashlib.sha256(raw).hexdigest()
+    out["file"], out["sha256"] = path.name, "sha256:" + hashlib.sha256(raw).hexdigest()
     return out
 
 

@@ -13,6 +13,7 @@ import pytest
 from reference_trees import SITE, reference_tree, write_reference_trees
 
 from drarena.cli import main
+from drarena.digests import file_sha256
 from drarena.corpus.extract import load_docs
 from drarena.corpus.papertrees import import_trees
 from drarena.corpus.trees import TreeParams, build_snapshot_trees, load_tree
@@ -39,6 +40,10 @@ def test_every_node_is_a_text_only_page_marked_in_the_manifest(imported: Path) -
     # 3 trees x (root + 3 children + 9 grandchildren + 1 failed leaf); the repeat is one page
     assert manifest.spec["text_only_pages"] == 3 * 14
     assert manifest.spec["failed_in_reference"] == 3
+    source = imported.parent / "DR-Arena" / "web_tree" / "data" / "dataset" / "trees"
+    assert [t["sha256"] for t in manifest.spec["trees"]] == [
+        file_sha256(source / f"tree_{i:04d}.json") for i in (1, 2, 3)
+    ]
     with Snapshot.open(imported) as snap:
         assert snap.verify().ok
         page = snap.lookup(f"{SITE}/rivers/c1")
