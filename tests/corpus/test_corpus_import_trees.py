@@ -13,11 +13,11 @@ import pytest
 from reference_trees import SITE, reference_tree, write_reference_trees
 
 from drarena.cli import main
-from drarena.digests import file_sha256
 from drarena.corpus.extract import load_docs
 from drarena.corpus.papertrees import import_trees
 from drarena.corpus.trees import TreeParams, build_snapshot_trees, load_tree
 from drarena.corpus.treewalk import open_walker
+from drarena.digests import file_sha256
 from drarena.errors import DrarenaError
 from drarena.web.manifest import load_manifest
 from drarena.web.snapshot import Snapshot
