@@ -39,9 +39,10 @@ OLD_SNAPSHOT = "snapshot (old form)"
 
 # group -> its one-line help, in the order `drarena --help` lists them
 GROUPS = {
-    "snapshot": "crawl, import, export, verify, serve, serve-web, extract, trees",
+    "snapshot": "crawl, import, import-trees, export, verify, serve, serve-web, extract, trees",
     "search": "index, query, serve, diagnose (retrievers of a snapshot)",
-    "run": "rank, replay, add-agent, rejudge, compare, audit (a run folder); match (one match)",
+    "run": "rank, ablate, replay, add-agent, rejudge, compare, audit (a run folder); match (one "
+    "match)",
     "drift": "snapshot (vs the live web or a later one); run (asked again live)",
     "agent": "ask (one agent, one question)",
     "model": "serve (a local OpenAI-compatible model server)",
@@ -54,6 +55,7 @@ ROUTES: dict[str, tuple[str | None, str, bool]] = {
     "snapshot-crawl": ("snapshot", "crawl", False),
     "snapshot-import": ("snapshot", "import", False),
     "snapshot-export": ("snapshot", "export", False),
+    "snapshot-import-trees": ("snapshot", "import-trees", False),
     "verify": ("snapshot", "verify", True),
     "replay-snapshot": ("snapshot", "serve", True),
     "serve-web": ("snapshot", "serve-web", False),
@@ -64,6 +66,7 @@ ROUTES: dict[str, tuple[str | None, str, bool]] = {
     "serve-search": ("search", "serve", True),
     "diagnose-retrievers": ("search", "diagnose", True),
     "rank": ("run", "rank", True),
+    "ablate": ("run", "ablate", False),
     "replay": ("run", "replay", True),
     "add-agent": ("run", "add-agent", True),
     "rejudge": ("run", "rejudge", False),

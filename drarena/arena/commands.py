@@ -56,6 +56,21 @@ def register(subparsers: Any) -> None:
     )
     r.set_defaults(func=cmd_rank)
 
+    ab = subparsers.add_parser(
+        "ablate",
+        help="rank a run as if each match had stopped after its first K rounds",
+        description="The paper's round ablation (section 4.3): each match of the run keeps "
+        "its first K recorded rounds, is scored again and the agents rated again, with no "
+        "model call; the same pairings, tasks and answers as the full run. Prints the "
+        "leaderboard and its rank correlation with the full run's; writes nothing.",
+    )
+    ab.add_argument("run", type=Path, help="run folder, e.g. runs/demo")
+    ab.add_argument(
+        "--first-rounds", type=int, required=True, metavar="K", help="rounds each match keeps"
+    )
+    ab.add_argument("--json", action="store_true", help="print the rows as JSON")
+    ab.set_defaults(func=cmd_ablate)
+
     p = subparsers.add_parser(
         "replay",
         help="re-execute a run from its model cache only; check it is byte-identical",
@@ -281,6 +296,45 @@ def cmd_rank(args: argparse.Namespace) -> int:
     write_report(run, config, log, done)  # damaged one (a timings.jsonl that is not UTF-8)
     table = finish(run, config, log)  # overwrites nothing
     print(json.dumps(done.to_dict(), indent=2, sort_keys=True) if args.json else table)
+    return 0
+
+
+def cmd_ablate(args: argparse.Namespace) -> int:
+    from drarena.arena.ablate import cut_log
+    from drarena.arena.config import parse_config
+    from drarena.arena.driftcompare import rank_correlation
+    from drarena.errors import DrarenaError
+    from drarena.ledger.folder import RunDir
+    from drarena.ledger.leaderboard import build_leaderboard, check_agents, to_markdown
+
+    run = RunDir(args.run)
+    header = run.header()
+    if header is None:
+        raise DrarenaError(f"{args.run}: no run.json (not a run folder)")
+    config = parse_config(header["config"], f"{run.header_path}: config")
+    log = run.read_log()
+    if not log:
+        raise DrarenaError(f"{run.log_path}: no matches in the log; nothing to ablate")
+    check_agents(config.agent_names(), log, f"{run.log_path} (config: {run.header_path})")
+    cut = cut_log(log, args.first_rounds, config.match.max_void_rounds)
+    names, rating = config.agent_names(), config.rating
+    rows = build_leaderboard(names, cut, resamples=rating.resamples, seed=rating.seed)
+    full = build_leaderboard(names, log, resamples=rating.resamples, seed=rating.seed)
+    rho, tau = rank_correlation(
+        {r.agent: r.rating for r in full}, {r.agent: r.rating for r in rows}
+    )
+    if args.json:
+        out = {
+            "first_rounds": args.first_rounds,
+            "rows": [r.to_dict() for r in rows],
+            "spearman_vs_all_rounds": rho,
+            "kendall_vs_all_rounds": tau,
+        }
+        print(json.dumps(out, indent=2, sort_keys=True))
+        return 0
+    print(f"first {args.first_rounds} round(s) of each match of {run.path}")
+    print(to_markdown(rows))
+    print(f"Spearman vs. all rounds: {rho}; Kendall: {tau}")
     return 0
 
 

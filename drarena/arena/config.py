@@ -53,6 +53,7 @@ PAPER_MATCH: dict[str, Any] = {
     "cut_history_on_backtrack": True,
     "leaf_fallback_widen": True,
     "checklist_max_items": None,
+    "task_text_caps": False,
     "flat_context": False,
     "first_round_only": False,
     "word_limit_root_counted": True,
@@ -73,6 +74,7 @@ ISSUE35_KEYS = (
     "backtrack_to_root",
     "failed_answers",
     "agent_instruction",
+    "task_text_caps",
 )
 
 # `protocol: paper`'s trees: every pairing plays every tree (tournament_cli.py 186-190)
@@ -274,6 +276,10 @@ def legacy_match(config: dict[str, Any]) -> dict[str, Any]:
         # stored before issue 35's switches: played with their defaults, even under
         # `protocol: paper`, whose preset would otherwise fill them in on replay
         match = {**{k: MatchSettings.model_fields[k].default for k in ISSUE35_KEYS}, **match}
+        config = {**config, "match": match}
+    if isinstance(match, dict) and "task_text_caps" not in match:
+        # stored before the caps were a switch: its tasks were asked for with them
+        match = {**match, "task_text_caps": True}
         config = {**config, "match": match}
     if isinstance(match, dict) and "forbid_entity_names" not in match:
         # stored before the entity-name check: its cached questions passed the looser one

@@ -236,7 +236,9 @@ def _frozen_run(run_path: Path) -> tuple[RunDir, dict[str, Any], TournamentConfi
         raise DrarenaError(
             f"{run_path}: a live run; drift-run compares a frozen run with the live web"
         )
-    stored = legacy_agents(legacy_judge(legacy_judging(header["config"])))
+    stored = legacy_agents(
+        legacy_judge(legacy_judging(header["config"], header.get("prompt_hashes")))
+    )
     config = parse_config(stored, f"{run.header_path}: config")
     check_components(config)
     return run, header, config

@@ -363,15 +363,57 @@ class NoModelBackend:
         return False
 
 
-def legacy_judging(config: dict[str, Any]) -> dict[str, Any]:
+def legacy_judging(
+    config: dict[str, Any], prompt_hashes: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """A run recorded before the judge prompt was choosable (no `match.judge_prompt` in its
-    stored config) was judged by the v1 prompt, kept under its old name: replay with it."""
+    stored config) was judged by the v1 prompt, kept under its old name: replay with it.
+    A run whose `prompt_hashes` (run.json) give a renamed prompt's old name its old wording
+    (templates.RENAMED_PROMPTS: "paper" before issue 35) names it by its name now."""
     from drarena.examiner.templates import LEGACY_JUDGE_PROMPT
 
     match = config.get("match", {})
-    if not isinstance(match, dict) or "judge_prompt" in match:
+    if not isinstance(match, dict):
         return config
-    return {**config, "match": {**match, "judge_prompt": LEGACY_JUDGE_PROMPT}}
+    if "judge_prompt" not in match:
+        return {**config, "match": {**match, "judge_prompt": LEGACY_JUDGE_PROMPT}}
+    renamed = _renamed_prompts(prompt_hashes or {})
+    if not renamed:
+        return config
+    judge = match.get("judge")
+    return {
+        **config,
+        "match": {
+            **match,
+            "judge_prompt": renamed.get(match["judge_prompt"], match["judge_prompt"]),
+            **({"judge": _rename_in(judge, renamed)} if judge is not None else {}),
+        },
+    }
+
+
+def _renamed_prompts(prompt_hashes: dict[str, Any]) -> dict[str, str]:
+    from drarena.examiner.templates import RENAMED_PROMPTS
+
+    return {
+        old: new
+        for old, (new, digest) in RENAMED_PROMPTS.items()
+        if prompt_hashes.get(old) == digest
+    }
+
+
+def _rename_in(value: Any, renamed: dict[str, str]) -> Any:
+    """`value` with every `prompt` entry that names an old prompt name renamed (a judge's
+    {kind, args}, a hybrid judge's nested llm judge)."""
+    if isinstance(value, dict):
+        return {
+            k: (
+                renamed.get(v, v)
+                if k == "prompt" and isinstance(v, str)
+                else _rename_in(v, renamed)
+            )
+            for k, v in value.items()
+        }
+    return value
 
 
 def replay(
@@ -390,7 +432,8 @@ def replay(
             f"{run.header_path}: no bound_roles (the model each role used); the run cannot be "
             "replayed without them"
         )
-    stored = legacy_match(legacy_judging(header["config"]))  # rules of older drarenas
+    # rules of older drarenas
+    stored = legacy_match(legacy_judging(header["config"], header.get("prompt_hashes")))
     config = parse_config(stored, f"{run.header_path}: config")
     # round by round: a replayed match ends as soon as it is read, so planning the next
     # round under the 4^k outcomes of the unfinished ones (BT fits, scipy's import) would only

@@ -167,6 +167,12 @@ class MatchSettings(BaseModel):
         description="ceiling on each checklist's length; null: depth items <= W and width "
         "items <= 2W, so every target can be checked at any W (the paper sets no cap)",
     )
+    task_text_caps: bool = Field(
+        True,
+        description="the task model's question, checklist items and rationale are capped at "
+        "400, 160 and 300 characters (JSON Schema); false: no caps, as the reference "
+        "(set by protocol: paper)",
+    )
     forbid_entity_names: bool = Field(
         True,
         description="task validation also rejects a question naming a target's entity (a "
@@ -320,6 +326,7 @@ class MatchSettings(BaseModel):
             page_budget_chars=self.page_budget_chars,
             max_attempts=self.task_attempts,
             checklist_max_items=self.checklist_max_items,
+            text_caps=self.task_text_caps,
             relations=not self.flat_context,
             root_counted=self.word_limit_root_counted,
             forbid_entity_names=self.forbid_entity_names,

@@ -358,7 +358,7 @@ def rejudge(
     if header is None:
         raise DrarenaError(f"{source_path}: no run.json (not a run folder)")
     # the rules the run was played by (older drarenas: the Examiner judged, v1 prompt)
-    rules = legacy_match(legacy_judging(header["config"]))
+    rules = legacy_match(legacy_judging(header["config"], header.get("prompt_hashes")))
     config = parse_config(rules, f"{source.header_path}: config")
     log = source.read_log()
     stored = sum(len(m.rounds) for m in log)

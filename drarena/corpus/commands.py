@@ -50,6 +50,22 @@ def register(subparsers: Any) -> None:
     trees.add_argument("--no-progress", action="store_true", help="no progress bar")
     trees.set_defaults(func=cmd_trees)
 
+    imp = subparsers.add_parser(
+        "snapshot-import-trees",
+        help="the DR-Arena paper's released trees as a snapshot",
+        description="Write the Information Trees of the DR-Arena reference repository "
+        "(iNLP-Lab/DR-Arena: web_tree/data/dataset/trees/tree_NNNN.json) as a snapshot: each "
+        "node a text-only page of a WARC file (the reference keeps no HTML), extracted, and "
+        "the trees in drarena's format with the reference's structure and relations. DIR is "
+        "a clone of the repository or the folder of its tree files. See docs/paper-trees.md.",
+    )
+    imp.add_argument("dir", type=Path, help="clone of iNLP-Lab/DR-Arena, or its trees folder")
+    imp.add_argument("name", help="snapshot name")
+    imp.add_argument(
+        "--out", type=Path, default=None, help="snapshot folder (default: snapshots/<name>)"
+    )
+    imp.set_defaults(func=cmd_import_trees)
+
 
 def cmd_extract(args: argparse.Namespace) -> int:
     from drarena.corpus.extract import extract_snapshot
@@ -123,4 +139,18 @@ def _show(path: Path, dot: bool) -> int:
 
     tree = load_tree(path)
     sys.stdout.write(render_dot(tree) if dot else render_text(tree))
+    return 0
+
+
+def cmd_import_trees(args: argparse.Namespace) -> int:
+    from drarena.corpus.papertrees import import_trees
+
+    out = args.out if args.out is not None else Path("snapshots") / args.name
+    result = import_trees(args.dir, args.name, out)
+    print(
+        f"{len(result.trees)} trees, {result.nodes} nodes over {result.pages} pages "
+        f"({result.repeats} nodes repeat a page of their tree; {result.differing} copies of a "
+        f"URL had another text than the page kept) -> {result.out}\n"
+        f"fingerprint {result.fingerprint}"
+    )
     return 0

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from drarena.corpus.navlinks import RepeatRule, normalize_anchor, repeated_pairs
-from drarena.corpus.page import MAX_PAGE_BYTES, PageExtract, extract_page
+from drarena.corpus.page import MAX_PAGE_BYTES, PageExtract, extract_page, is_text_page
 from drarena.corpus.records import Doc, Link
 from drarena.digests import file_sha256
 from drarena.errors import DrarenaError, one_line
@@ -148,7 +148,7 @@ def select_pages(responses: Iterable[ResponseLike]) -> Selection:
             except ValueError:
                 sel.skipped["bad_redirect"] += 1
         elif 200 <= response.status < 300:
-            if is_html(response):
+            if is_html(response) or is_text_page(response.content_type):
                 sel.pages.append(response)
             else:
                 kind = response.content_type.split(";")[0].strip().lower() or "unknown"

@@ -19,6 +19,12 @@ from drarena.corpus.navlinks import ancestors_reason, class_tokens
 from drarena.web.urls import canonicalize_url
 
 MAX_PAGE_BYTES = 4 * 1024 * 1024  # larger bodies are cut here and flagged `truncated`
+# A page that was never HTML: text already extracted elsewhere (the DR-Arena paper's released
+# trees hold each page's title, description and `content` text, not its HTML), stored as a
+# JSON object {title, description, content, links: [{url, anchor, context}], error}.
+# `drarena snapshot import-trees` writes them; extraction takes `content` verbatim as the
+# page's text, so the text an Examiner reads is the reference's, with no second extractor.
+TEXT_PAGE_TYPE = "application/vnd.drarena.text-page+json"
 CONTEXT_CHARS = 160  # surrounding text kept on each side of an anchor
 BLOCK_TAGS = frozenset(
     {
@@ -81,7 +87,7 @@ class PageExtract:
     description: str = ""
     lang: str = ""
     encoding: str = ""
-    extractor: str = "trafilatura"  # trafilatura | fallback | none
+    extractor: str = "trafilatura"  # trafilatura | fallback | text (TEXT_PAGE_TYPE) | none
     truncated: bool = False
     error: str = ""
     links: tuple[RawLink, ...] = ()
@@ -337,6 +343,72 @@ def _main_text(root: lxml.html.HtmlElement, url: str) -> tuple[str, str]:
     return norm_space(node.text_content()), "fallback"
 
 
+def is_text_page(content_type: str) -> bool:
+    return content_type.split(";")[0].strip().lower() == TEXT_PAGE_TYPE
+
+
+def _str_field(obj: dict[str, object], key: str) -> str:
+    value = obj.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def extract_text_page(body: bytes, url: str, max_links: int = 5000) -> PageExtract:
+    """A TEXT_PAGE_TYPE page: its `content` is the text, as written (no HTML to extract)."""
+    import json
+
+    try:
+        data = json.loads(body.decode("utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return PageExtract(
+            url=url, extractor="none", error=f"unreadable text page: {str(exc)[:80]}"
+        )
+    links: list[RawLink] = []
+    self_links = 0
+    skipped: dict[str, int] = {}
+    raw_links = data.get("links")
+    for item in raw_links if isinstance(raw_links, list) else []:
+        if len(links) >= max_links:
+            skipped["over_max_links"] = skipped.get("over_max_links", 0) + 1
+            continue
+        target = item.get("url") if isinstance(item, dict) else None
+        try:
+            canonical = canonicalize_url(target) if isinstance(target, str) else ""
+        except ValueError:
+            canonical = ""
+        if not canonical.startswith(("http://", "https://")):
+            skipped["bad_url"] = skipped.get("bad_url", 0) + 1
+            continue
+        if canonical == url:
+            self_links += 1
+            continue
+        links.append(
+            RawLink(
+                target_url=canonical,
+                fragment=urlsplit(target).fragment if isinstance(target, str) else "",
+                anchor=norm_space(_str_field(item, "anchor")),
+                context=norm_space(_str_field(item, "context")),
+                ordinal=len(links),
+                furniture="",
+                in_list=False,
+                hint="",
+            )
+        )
+    return PageExtract(
+        url=url,
+        title=norm_space(_str_field(data, "title")),
+        text=_str_field(data, "content"),
+        description=norm_space(_str_field(data, "description")),
+        encoding="utf-8",
+        extractor="text",
+        links=tuple(links),
+        link_chars=sum(len(lk.anchor) for lk in links),
+        self_links=self_links,
+        skipped_links=skipped,
+    )
+
+
 def extract_page(
     body: bytes,
     url: str,
@@ -348,6 +420,12 @@ def extract_page(
     truncated = len(body) > max_bytes
     if truncated:
         body = body[:max_bytes]
+    if is_text_page(content_type):
+        if truncated:  # half a JSON object is no page: said, not guessed at
+            return PageExtract(
+                url=url, extractor="none", truncated=True, error="text page over max_bytes"
+            )
+        return extract_text_page(body, url, max_links)
     text, encoding = _decode(body, content_type)
     if looks_binary(text):
         return PageExtract(

@@ -46,7 +46,7 @@ class Doc(Record):
     lang: str = ""
     warc_date: str = ""
     encoding: str = ""
-    extractor: str = "trafilatura"  # trafilatura | fallback | none
+    extractor: str = "trafilatura"  # trafilatura | fallback | text | none
     near_empty: bool = False
     duplicate_of: str | None = None
     truncated: bool = False
@@ -80,7 +80,16 @@ class Link(Record):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class TreeNode(Record):
-    """A page in an Information Tree; `digest` must match the doc's digest in docs.jsonl."""
+    """A page in an Information Tree; `digest` must match the doc's digest in docs.jsonl.
+
+    `doc`: the docs.jsonl id of the node's page when it is not the node's own id. Why: a
+    tree drarena builds holds a page once, so a node's id is its page's; the DR-Arena
+    paper's released trees hold the same URL at several places of one tree (tree_0009: 94
+    repeats in 160 nodes), each its own node, so `snapshot import-trees` gives a repeat its
+    own id and names its page here. Left out of the JSON while None, so tree files written
+    before it existed keep their bytes (and the digests runs recorded)."""
+
+    _omit_if_none: ClassVar[tuple[str, ...]] = ("doc",)
 
     id: str
     url: str
@@ -90,6 +99,12 @@ class TreeNode(Record):
     chars: int
     parent: str | None = None
     expanded: bool = False  # added after building, by expansion from the link graph
+    doc: str | None = None
+
+    @property
+    def doc_id(self) -> str:
+        """The docs.jsonl id of the node's page."""
+        return self.doc or self.id
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -37,6 +37,8 @@ TREE_VERSION = 1
 # the names build_trees gives (tree-000.json); [0-9], not \d: \d takes any Unicode digit, and
 # the stale-file sweep of a rebuild deleted a user's trees/tree-١٢٣.json
 TREE_FILE = re.compile(r"tree-[0-9]{3,}\.json")
+# the names `snapshot import-trees` gives: the reference's own (tree_0007.json)
+IMPORTED_TREE_FILE = re.compile(r"tree_[0-9]{1,9}\.json")
 # Tree files and index.json sit in a snapshot folder that may be someone else's or damaged
 # (a tournament reads the files index.json names), so both are read bounded.
 # Why 64 MiB for a tree: a node with its edge is at most ~2 KB as written (URL, title, digest;
@@ -364,6 +366,9 @@ def build_snapshot_trees(
     }
     header = {"tree_version": TREE_VERSION, "params": _params_dict(params), "inputs": inputs}
     index_path = out / TREES_INDEX
+    imported = imported_trees(out)
+    if imported is not None:  # `snapshot import-trees` wrote them: never grown over
+        return TreesResult(out, imported, len(imported), up_to_date=True)
     old = _read_trees_index(index_path)
     if old is not None:
         files = tuple(out / t["file"] for t in old["trees"])
@@ -417,6 +422,43 @@ def build_snapshot_trees(
     index = {**header, "candidates": candidates, "trees": entries}
     write_atomic(index_path, json.dumps(index, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
     return TreesResult(out, tuple(out / e["file"] for e in entries), candidates, up_to_date=False)
+
+
+def imported_trees(folder: Path) -> tuple[Path, ...] | None:
+    """The tree files of trees/index.json when `snapshot import-trees` wrote it (its
+    `imported` object), else None; DrarenaError when one of them is not the file it wrote.
+
+    Why: a tournament builds a snapshot's trees when index.json does not match its
+    parameters, which would replace imported trees (the paper's, whose structure is the
+    point) by trees grown from the link graph; and a tree file edited since the import is
+    no longer the reference's, so it is refused, not played."""
+    index = _read_index_object(folder / TREES_INDEX)
+    if index is None or not isinstance(index.get("imported"), dict):
+        return None
+    entries = index.get("trees")
+    redo = "run `drarena snapshot import-trees` again"
+    if not isinstance(entries, list) or not entries:
+        raise DrarenaError(f"{folder / TREES_INDEX}: imported trees, but no `trees` list; {redo}")
+    files = []
+    for entry in entries:
+        name = entry.get("file") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or not IMPORTED_TREE_FILE.fullmatch(name):
+            raise DrarenaError(f"{folder / TREES_INDEX}: an entry without a tree file; {redo}")
+        path = folder / name
+        if not path.is_file() or file_sha256(path) != entry.get("digest"):
+            raise DrarenaError(f"{path}: not the tree `snapshot import-trees` wrote; {redo}")
+        files.append(path)
+    return tuple(files)
+
+
+def _read_index_object(path: Path) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(read_bounded(path, MAX_TREES_INDEX_BYTES).decode("utf-8"))
+    except (DrarenaError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _read_trees_index(path: Path) -> dict[str, Any] | None:

@@ -13,6 +13,7 @@ Paths are tuples of node ids from the root to the current node.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 from collections.abc import Mapping, Sequence
@@ -59,11 +60,11 @@ class SnapshotExpander:
     def expand(
         self, tree: Tree, parent: str, need: int, rng: random.Random
     ) -> list[tuple[TreeNode, TreeEdge]]:
-        present = {n.id for n in tree.nodes}
+        present = {n.doc_id for n in tree.nodes}
         parent_node = tree.node(parent)
         cands = [
             lk
-            for lk in self.graph.children(parent)
+            for lk in self.graph.children(parent_node.doc_id)
             if lk.target not in present
             and lk.target is not None
             and self.graph.docs[lk.target].chars >= self.min_chars
@@ -77,7 +78,9 @@ class SnapshotExpander:
             node = make_node(
                 self.graph.docs[link.target], parent_node.depth + 1, parent, expanded=True
             )
-            out.append((node, make_edge(link, parent_node.url)))
+            # the edge leaves the parent node, whose id is its page's unless it repeats a page
+            edge = dataclasses.replace(make_edge(link, parent_node.url), source=parent)
+            out.append((node, edge))
         return out
 
 
@@ -118,7 +121,7 @@ class TreeWalker:
 
     def page(self, node_id: str) -> TreePage:
         node = self.tree.node(node_id)
-        doc = self.pages.get(node_id)
+        doc = self.pages.get(node.doc_id)
         if doc is None or doc.digest != node.digest:
             raise DrarenaError(
                 f"tree {self.tree.id}: node {node.url} (digest {node.digest[:19]}) is not in "
@@ -222,7 +225,7 @@ class TreeWalker:
         return [
             c
             for c in self.tree.children(node_id)
-            if c.id not in exclude and self.content_rich(c) and c.id in self.pages
+            if c.id not in exclude and self.content_rich(c) and c.doc_id in self.pages
         ]
 
     def _expand(self, parent: str, need: int) -> int:

@@ -12,13 +12,21 @@ rejudge call it); `judge_pair` is its default: pairwise, both orders, the defaul
 from __future__ import annotations
 
 import dataclasses
+import json
 from enum import StrEnum
 from typing import ClassVar
 
 from drarena.errors import DrarenaError
 from drarena.examiner import templates
 from drarena.examiner.evidence import EvidenceJudgment
-from drarena.examiner.judgeparse import RawJudgment, judge_fields, judge_schema, parse_judgment
+from drarena.examiner.judgeparse import (
+    RawJudgment,
+    judge_fields,
+    judge_schema,
+    parse_judgment,
+    parse_reference_judgment,
+    reference_judge_schema,
+)
 from drarena.examiner.panel import majority
 from drarena.examiner.pointwise import PointwiseJudgment, derive, grade_answer
 from drarena.examiner.taskcheck import ChecklistItem, Task
@@ -128,6 +136,23 @@ def _answer_block(label: str, answer: AnswerForJudge) -> str:
     return quote_block(f"ANSWER {label}", f"({counts})\n\n{answer.report}")
 
 
+def _reference_answer(label: str, answer: AnswerForJudge) -> str:
+    """An answer as the reference shows it: its citation count alone (core/examiner.py
+    137-138), no found or fabricated counts; quoted, as every answer drarena shows a judge."""
+    return quote_block(f"ANSWER {label}", f"(Citation Count: {answer.cited})\n{answer.report}")
+
+
+def reference_checklist(task: Task, shown: bool = True) -> str:
+    """The checklist as the reference shows it: each list as JSON (core/examiner.py
+    132-133); with the no-checklist ablation, both lists empty."""
+    width = [i.item for i in task.checklist_width] if shown else []
+    depth = [i.item for i in task.checklist_depth] if shown else []
+    return (
+        f"[WIDTH-Completeness]: {json.dumps(width, ensure_ascii=False)}\n"
+        f"[DEPTH-Logic]: {json.dumps(depth, ensure_ascii=False)}"
+    )
+
+
 def checklist_block(task: Task, shown: bool = True) -> str:
     if not shown:
         return (
@@ -153,6 +178,15 @@ def judge_prompt(
     """The pairwise prompt with `first` as A. The v1 template ("judge", kept for replaying
     old runs) has its checklist and JSON description built in."""
     template = templates.resolve(prompt)
+    if templates.reference_style(template):
+        return templates.render_template(
+            template,
+            question=task.question,
+            max_words=task.word_limit[1],
+            checklist=reference_checklist(task, sees_checklist),
+            answer_a=_reference_answer("A", first),
+            answer_b=_reference_answer("B", second),
+        )
     n_items = len(task.checklist_depth) + len(task.checklist_width)
     common = {
         "question": task.question,
@@ -188,6 +222,16 @@ async def _judge_once(
     options: JudgeOptions,
 ) -> JudgedOrder:
     prompt = judge_prompt(task, first, second, options.prompt, options.sees_checklist)
+    if templates.reference_style(templates.resolve(options.prompt)):
+        # the reference's system prompt and output (core/examiner.py 13, 16, 184-189)
+        messages = [
+            {"role": "system", "content": templates.REFERENCE_SYSTEM_PROMPT},
+            {"role": "user", "content": prompt},
+        ]
+        value, completion = await complete_json(
+            client, role, messages, reference_judge_schema(), name="verdict"
+        )
+        return JudgedOrder(order, parse_reference_judgment(value), completion.key)
     messages = [{"role": "user", "content": prompt}]
     items = [i.item for i in (*task.checklist_depth, *task.checklist_width)]
     shown = items if options.sees_checklist else []

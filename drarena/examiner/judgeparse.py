@@ -64,6 +64,55 @@ def judge_fields(n_items: int) -> str:
     return "\n".join(lines)
 
 
+# The reference's output values (core/examiner.py 184-189) and drarena's for them.
+REFERENCE_VERDICTS = {
+    "[[A_MUCH_BETTER]]": Verdict.A_MUCH_BETTER,
+    "[[A_BETTER]]": Verdict.A_BETTER,
+    "[[Tie]]": Verdict.TIE,
+    "[[B_BETTER]]": Verdict.B_BETTER,
+    "[[B_MUCH_BETTER]]": Verdict.B_MUCH_BETTER,
+}
+REFERENCE_FAILURES = {
+    "DEEP": FailureType.DEPTH,
+    "WIDE": FailureType.WIDTH,
+    "BOTH": FailureType.BOTH,
+    "NONE": FailureType.NONE,
+}
+
+
+def reference_judge_schema() -> dict[str, Any]:
+    """The JSON Schema of a reference-style judge prompt (the shipped "paper"): the
+    reference's four fields in its own values; only `verdict` is required, as only a missing
+    verdict fails the reference's parse (core/examiner.py 199-200); no per-item booleans and
+    no length cap on the reasoning, so a long reasoning never voids a round."""
+    return {
+        "type": "object",
+        "properties": {
+            "verdict": {"type": "string", "enum": list(REFERENCE_VERDICTS)},
+            "tie_quality": {"type": "string", "enum": ["HIGH", "LOW", "N/A"]},
+            "loser_failure_type": {"type": "string", "enum": list(REFERENCE_FAILURES)},
+            "reasoning": {"type": "string"},
+        },
+        "required": ["verdict"],
+        "additionalProperties": False,
+    }
+
+
+def parse_reference_judgment(obj: dict[str, Any]) -> RawJudgment:
+    """A reference-style judgment: a missing `loser_failure_type` is NONE and a missing or
+    "N/A" tie quality HIGH, as core/evolvement_loop.py 358-359 read them (only a stated LOW
+    backs the walk off); a tie has no loser."""
+    verdict = REFERENCE_VERDICTS.get(str(obj.get("verdict")))
+    if verdict is None:
+        raise JudgeOutputError(f"judge output has no valid verdict: {obj.get('verdict')!r}")
+    failure = REFERENCE_FAILURES.get(str(obj.get("loser_failure_type", "NONE")), FailureType.NONE)
+    quality: TieQuality | None = None
+    if verdict == Verdict.TIE:
+        quality = TieQuality.LOW if obj.get("tie_quality") == "LOW" else TieQuality.HIGH
+        failure = FailureType.NONE
+    return RawJudgment(Judgment(verdict, quality, failure), (), (), str(obj.get("reasoning", "")))
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class CheckResult(Record):
     item: str

@@ -15,13 +15,21 @@ from urllib.parse import urlsplit
 
 from drarena.records import Record
 
+# Length caps on what the task model writes (JSON Schema maxLength): drarena's bounds on a
+# rambling model's output; the reference has none (core/examiner.py 81-100), and
+# `match.task_text_caps: false` (set by `protocol: paper`) lifts them.
 QUESTION_MAX_CHARS = 400
 ITEM_MAX_CHARS = 160
+RATIONALE_MAX_CHARS = 300
 MAX_ITEMS = 6  # the ceiling `match.checklist_max_items: 6` restores (drarena before issue 16)
 
 
 def task_schema(
-    n_sources: int, n_targets: int = MAX_ITEMS, *, max_items: int | None = None
+    n_sources: int,
+    n_targets: int = MAX_ITEMS,
+    *,
+    max_items: int | None = None,
+    text_caps: bool = True,
 ) -> dict[str, Any]:
     """The task JSON Schema for a prompt that shows `n_sources` numbered pages, `n_targets` of
     them targets: at most one depth item per target and two width items per target, so every
@@ -30,11 +38,21 @@ def task_schema(
 
     Checklist items cite their page by number, not by URL: constrained decoding then makes
     an untraceable citation impossible, where small models mangle URLs they must copy. The
-    length caps keep a rambling model's output bounded."""
+    length caps keep a rambling model's output bounded; `text_caps=False` leaves them out,
+    as the reference sets none."""
+
+    def text(most: int, least: int = 0) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "string"}
+        if least:
+            out["minLength"] = least
+        if text_caps:
+            out["maxLength"] = most
+        return out
+
     item = {
         "type": "object",
         "properties": {
-            "item": {"type": "string", "minLength": 1, "maxLength": ITEM_MAX_CHARS},
+            "item": text(ITEM_MAX_CHARS, 1),
             "source": {"type": "integer", "minimum": 1, "maximum": n_sources},
         },
         "required": ["item", "source"],
@@ -52,10 +70,10 @@ def task_schema(
     return {
         "type": "object",
         "properties": {
-            "question": {"type": "string", "minLength": 1, "maxLength": QUESTION_MAX_CHARS},
+            "question": text(QUESTION_MAX_CHARS, 1),
             "checklist_depth": items(n_targets),
             "checklist_width": items(2 * n_targets),
-            "rationale": {"type": "string", "maxLength": 300},
+            "rationale": text(RATIONALE_MAX_CHARS),
         },
         "required": ["question", "checklist_depth", "checklist_width", "rationale"],
         "additionalProperties": False,

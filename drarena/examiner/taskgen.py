@@ -128,6 +128,7 @@ async def generate_task(
     page_budget_chars: int | None = None,
     max_attempts: int = 2,
     checklist_max_items: int | None = None,
+    text_caps: bool = True,
     relations: bool = True,
     root_counted: bool = True,
     prompt: str = "taskgen",
@@ -137,7 +138,8 @@ async def generate_task(
     """`depth`: the node's depth (root 0). `page_chars`: each page's text cap;
     `page_budget_chars`: an optional cap on all of it (a third to the chain: it sets the
     logic, the targets hold the facts). `checklist_max_items`: a ceiling on each checklist
-    (None: depth items <= W, width items <= 2W). `relations`: False for the flat-context
+    (None: depth items <= W, width items <= 2W). `text_caps`: the length caps on the
+    question, items and rationale (taskcheck.task_schema). `relations`: False for the flat-context
     ablation (the caller also passes no chain). `root_counted`: see evolve.word_limit.
     `prompt`: the template, a shipped name or a file path (match.taskgen_prompt).
     `forbid_entity_names`: a question may not name a target's entity either (its module
@@ -169,7 +171,9 @@ async def generate_task(
         n_sources=len(sources),
         earlier_questions="\n".join(f"- {q}" for q in earlier_questions) or "(none)",
     )
-    schema = task_schema(len(sources), len(targets), max_items=checklist_max_items)
+    schema = task_schema(
+        len(sources), len(targets), max_items=checklist_max_items, text_caps=text_caps
+    )
     forbidden = forbidden_names(
         [root.title, *(t.title for t in targets)], [root.url, *(t.url for t in targets)]
     )

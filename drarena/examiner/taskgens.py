@@ -62,6 +62,7 @@ class TaskRules:
     page_budget_chars: int | None = None
     max_attempts: int = 2
     checklist_max_items: int | None = None
+    text_caps: bool = True
     relations: bool = True
     root_counted: bool = True
     forbid_entity_names: bool = True
@@ -131,6 +132,7 @@ class LlmTaskGen:
             page_budget_chars=rules.page_budget_chars,
             max_attempts=rules.max_attempts,
             checklist_max_items=rules.checklist_max_items,
+            text_caps=rules.text_caps,
             relations=rules.relations,
             root_counted=rules.root_counted,
             prompt=self.args.prompt,

@@ -22,13 +22,25 @@ from pathlib import Path
 from drarena.errors import DrarenaError
 from drarena.files import read_bounded
 
-# The slots a run fills with a template, and each slot's default name.
-DEFAULT_PROMPTS = {"taskgen": "taskgen", "judge": "paper"}
+# The slots a run fills with a template, and each slot's default name. The default judge
+# prompt is drarena's wording of the paper's criteria (shipped as "paper" before issue 35);
+# "paper" is now the reference's own judge prompt (core/examiner.py 122-190), which
+# `protocol: paper` selects.
+DEFAULT_PROMPTS = {"taskgen": "taskgen", "judge": "drarena"}
+# Shipped prompts whose name now names other wording: {old name: (its name now, the sha256
+# the old wording had)}. A run whose run.json records the old name with that hash was made
+# with the wording now shipped under the new name, and replays with it.
+RENAMED_PROMPTS = {
+    "paper": (
+        "drarena",
+        "sha256:6e78f71801d0143965c65eca616f062763d4f0e2aea5636ce4e9a60b7638f142",
+    ),
+}
 # The pointwise grader's prompt has no choice in config (its fields are fixed by the code).
 POINTWISE_PROMPT = "pointwise"
 # The v1 judge prompt, kept byte for byte so that runs recorded before the judge prompt
 # became choosable replay from their cache; its JSON example is the pattern small models copy
-# (issue 15), so new runs use "paper" or "checklist-first".
+# (issue 15), so new runs use "drarena", "paper" or "checklist-first".
 LEGACY_JUDGE_PROMPT = "judge"
 # A prompt file is the user's (any path), read bounded: read, not stat()ed, since a FIFO or a
 # growing file has no size to trust. Why 200,000 bytes: the shipped templates are 1-3 KB, and
@@ -103,6 +115,21 @@ SLOT_VARIABLES = {
         {"question", "word_limit_instruction", "answer_a", "answer_b", "checklist", "fields"}
     ),
 }
+# A judge template in the reference's shape (the shipped "paper"): the reference shows only
+# the word maximum (`max_words`, core/examiner.py 129), writes its output fields itself
+# (no `fields`: no per-item booleans, no length cap on the reasoning) and is answered in the
+# reference's own values ("[[A_BETTER]]", "DEEP", "N/A"; drarena.examiner.judgeparse).
+# The reference Examiner's system prompt, sent before each of its task and judge prompts
+# (core/examiner.py 13, 16); drarena sends it with reference-style judge prompts.
+REFERENCE_SYSTEM_PROMPT = "You are an expert AI Benchmark Creator & Judge."
+REFERENCE_JUDGE_VARIABLES = frozenset(
+    {"question", "max_words", "checklist", "answer_a", "answer_b"}
+)
+
+
+def reference_style(template: PromptTemplate) -> bool:
+    """Whether a judge template is in the reference's shape (REFERENCE_JUDGE_VARIABLES)."""
+    return template.variables() == REFERENCE_JUDGE_VARIABLES
 
 
 def check_spec(spec: str, slot: str | None = None) -> str:
@@ -116,6 +143,8 @@ def check_spec(spec: str, slot: str | None = None) -> str:
         raise ValueError(str(exc)) from None
     if slot is not None and is_path(spec):
         wanted = SLOT_VARIABLES[slot]
+        if slot == "judge" and reference_style(template):
+            return spec
         missing, extra = (
             sorted(wanted - template.variables()),
             sorted(template.variables() - wanted),

@@ -78,6 +78,44 @@ class ScriptedAgentForTests:
         )
 
 
+REFERENCE_VALUES = {
+    "A_MUCH_BETTER": "[[A_MUCH_BETTER]]",
+    "A_BETTER": "[[A_BETTER]]",
+    "TIE": "[[Tie]]",
+    "B_BETTER": "[[B_BETTER]]",
+    "B_MUCH_BETTER": "[[B_MUCH_BETTER]]",
+    "DEPTH": "DEEP",
+    "WIDTH": "WIDE",
+    "NA": "N/A",
+}
+
+
+def user_prompt(request: Mapping[str, Any]) -> str:
+    """The prompt of a call: its last message (a reference-style judge call sends the
+    reference's system prompt first)."""
+    return str(request["messages"][-1]["content"])
+
+
+def reference_judge(request: Mapping[str, Any]) -> bool:
+    """Whether a judge call asks for the reference's output (the shipped "paper" prompt)."""
+    schema = request["response_format"]["json_schema"]["schema"]
+    return "[[Tie]]" in schema["properties"]["verdict"].get("enum", ())
+
+
+def judge_json(request: Mapping[str, Any], obj: dict[str, Any]) -> str:
+    """A judgment in drarena's values, in the values and fields the request's schema asks
+    for: the reference's four fields (no per-item booleans) for a reference-style prompt."""
+    if not reference_judge(request):
+        return json.dumps(obj)
+    keys = ("verdict", "tie_quality", "loser_failure_type", "reasoning")
+    return json.dumps({k: REFERENCE_VALUES.get(obj[k], obj[k]) for k in keys if k in obj})
+
+
+def checklist_size(prompt: str) -> int:
+    found = re.search(r"CHECKLIST \((\d+) items", prompt)
+    return int(found.group(1)) if found else 0
+
+
 def examiner_step(verdicts: list[dict[str, str]]) -> Any:
     """Tasks built from the prompt's target URLs; verdicts played in order (one per call)."""
     queue = list(verdicts)
@@ -106,11 +144,11 @@ def examiner_step(verdicts: list[dict[str, str]]) -> Any:
                 )
             )
         v = queue.pop(0)
-        found_n = re.search(r"CHECKLIST \((\d+) items", prompt)
-        assert found_n is not None, "a judge prompt names its checklist size"
-        n = int(found_n.group(1))
+        n = checklist_size(user_prompt(request))
+        assert n or reference_judge(request), "a judge prompt names its checklist size"
         return reply(
-            json.dumps(
+            judge_json(
+                request,
                 {
                     "checklist_a": [True] * n,
                     "checklist_b": [False] * n,
@@ -118,7 +156,7 @@ def examiner_step(verdicts: list[dict[str, str]]) -> Any:
                     "tie_quality": v.get("q", "NA"),
                     "loser_failure_type": v.get("f", "NONE"),
                     "verdict": v["v"],
-                }
+                },
             )
         )
 
@@ -137,17 +175,17 @@ def strength_examiner() -> Any:
     def step(request: Mapping[str, Any]) -> BackendReply:
         if request["response_format"]["json_schema"]["name"] == "task":
             return tasks(request)
-        prompt = request["messages"][0]["content"]
+        prompt = user_prompt(request)
         found = [
             re.search(rf"BEGIN ANSWER {side}>>>.*?strength=(\d+)", prompt, re.S) for side in "AB"
         ]
         a, b = (int(m.group(1)) if m else 0 for m in found)
         verdict = "TIE" if a == b else ("A_MUCH_BETTER" if a > b else "B_MUCH_BETTER")
-        found_n = re.search(r"CHECKLIST \((\d+) items", prompt)
-        assert found_n is not None, "a judge prompt names its checklist size"
-        n = int(found_n.group(1))
+        n = checklist_size(prompt)
+        assert n or reference_judge(request), "a judge prompt names its checklist size"
         return reply(
-            json.dumps(
+            judge_json(
+                request,
                 {
                     "checklist_a": [a > b] * n,
                     "checklist_b": [b > a] * n,
@@ -155,7 +193,7 @@ def strength_examiner() -> Any:
                     "tie_quality": "HIGH",
                     "loser_failure_type": "DEPTH",
                     "verdict": verdict,
-                }
+                },
             )
         )
 

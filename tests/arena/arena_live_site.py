@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from arena_fakes import LAYOUT, examiner_step
+from arena_fakes import LAYOUT, checklist_size, examiner_step, judge_json
 
 from drarena.models.backend import BackendReply
 from drarena.models.scripted import ScriptedBackendForTests, reply
@@ -190,7 +190,7 @@ def scripted_models(
         if fmt and fmt["json_schema"]["name"] == "task":
             return tasks(request)
         if fmt:
-            return verdict(prompt)
+            return verdict(prompt, request)
         n = next((v for k, v in (strength or {}).items() if k in prompt), 2)
         args = json.dumps({"report": f"Report strength={n} from the pages.", "citations": []})
         return reply(tool_calls=(ToolCall(id="a1", name="answer", arguments=args),))
@@ -198,15 +198,16 @@ def scripted_models(
     return ScriptedBackendForTests([step] * 1000)
 
 
-def verdict(prompt: str) -> BackendReply:
+def verdict(prompt: str, request: Mapping[str, Any]) -> BackendReply:
     import re
 
     found = [re.search(rf"BEGIN ANSWER {side}>>>.*?strength=(\d+)", prompt, re.S) for side in "AB"]
     a, b = (int(m.group(1)) if m else 0 for m in found)
     v = "TIE" if a == b else ("A_MUCH_BETTER" if a > b else "B_MUCH_BETTER")
-    n = int(re.search(r"CHECKLIST \((\d+) items", prompt).group(1))  # type: ignore[union-attr]
+    n = checklist_size(prompt)
     return reply(
-        json.dumps(
+        judge_json(
+            request,
             {
                 "checklist_a": [a > b] * n,
                 "checklist_b": [b > a] * n,
@@ -214,6 +215,6 @@ def verdict(prompt: str) -> BackendReply:
                 "tie_quality": "HIGH",
                 "loser_failure_type": "DEPTH",
                 "verdict": v,
-            }
+            },
         )
     )

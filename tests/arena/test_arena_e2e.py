@@ -57,7 +57,7 @@ def test_tournament_replay_and_rank(
 
     assert header["model_calls"] > 0
     assert header["snapshot_fingerprint"] == Snapshot.open(snapshot).fingerprint
-    assert set(header["prompt_hashes"]) == {"taskgen", "paper"}  # default judge: paper
+    assert set(header["prompt_hashes"]) == {"taskgen", "drarena"}  # default judge: drarena
     records = [
         MatchRecord.from_json(line) for line in (run / "matches.jsonl").read_text().splitlines()
     ]

@@ -75,6 +75,8 @@ def test_paper_preset_differs_from_the_default_only_where_drarena_improves() -> 
         "backtrack_to_root",  # the walk stays at the start depth
         "failed_answers",  # a failed agent voids the round
         "agent_instruction",  # agents are told drarena's one-line instruction
+        "judge_prompt",  # drarena's wording: fabricated citations count, a word window
+        "task_text_caps",  # the task's question, items and rationale have length caps
     }
 
 

@@ -47,7 +47,7 @@ def test_a_new_config_gets_the_hybrid_judge_and_grounded_tasks() -> None:
     assert spec.kind == "hybrid"
     assert spec.args["llm"] == {
         "kind": "pointwise",
-        "args": {"prompt": "paper", "orders": 2, "sees_checklist": True},
+        "args": {"prompt": "drarena", "orders": 2, "sees_checklist": True},
     }
     assert spec.args["evidence"]["recall_min"] > 0
     assert m.taskgen_spec().model_dump() == {

@@ -40,12 +40,15 @@ def config(**match: object) -> dict:
 def test_defaults_follow_the_paper_with_both_orders() -> None:
     m = MatchSettings()
     assert (m.judge_prompt, m.taskgen_prompt, m.judge_mode, m.judge_orders) == (
-        "paper",
+        "drarena",
         "taskgen",
         JudgeMode.PAIRWISE,
         2,
     )
-    assert m.judge_sees_checklist and m.template_specs() == {"taskgen": "taskgen", "judge": "paper"}
+    assert m.judge_sees_checklist and m.template_specs() == {
+        "taskgen": "taskgen",
+        "judge": "drarena",
+    }
 
 
 def test_selection_by_name_and_by_file(tmp_path: Path) -> None:
@@ -102,8 +105,10 @@ def test_shipped_templates_use_their_slots_variables() -> None:
     """SLOT_VARIABLES (what the config check asks of a file) is what the renderers fill: the
     shipped templates, which they render in every test run, use exactly those."""
     assert templates.resolve("taskgen").variables() == templates.SLOT_VARIABLES["taskgen"]
-    for name in ("paper", "checklist-first"):
+    for name in ("drarena", "checklist-first"):
         assert templates.resolve(name).variables() == templates.SLOT_VARIABLES["judge"]
+    # the reference's own judge prompt has the reference's shape (judge.judge_prompt)
+    assert templates.resolve("paper").variables() == templates.REFERENCE_JUDGE_VARIABLES
 
 
 def test_one_order_alternates_within_a_match() -> None:
@@ -198,3 +203,18 @@ async def test_a_taskgen_prompt_file_is_what_the_task_generator_is_asked(tmp_pat
     assert record.outcome == Outcome.A_WINS
     assert asked and all(p.startswith("MY TASK PROMPT\n") for p in asked)
     assert MatchSettings(taskgen_prompt=str(mine)).template_specs()["taskgen"] == str(mine)
+
+
+def test_a_run_judged_by_the_old_paper_wording_replays_with_it() -> None:
+    """Before issue 35 "paper" named drarena's wording (now "drarena"): a run.json whose
+    prompt_hashes give "paper" that wording's hash replays with "drarena"; a run judged by
+    the reference's prompt (today's "paper") keeps it."""
+    old_hash = templates.RENAMED_PROMPTS["paper"][1]
+    judge = {"kind": "hybrid", "args": {"llm": {"kind": "pairwise", "args": {"prompt": "paper"}}}}
+    stored = {"match": {"judge_prompt": "paper", "judge": judge}}
+    renamed = legacy_judging(stored, {"paper": old_hash, "taskgen": "x"})
+    assert renamed["match"]["judge_prompt"] == "drarena"
+    assert renamed["match"]["judge"]["args"]["llm"]["args"]["prompt"] == "drarena"
+    today = {"paper": templates.template_hash("paper")}
+    assert legacy_judging(stored, today) == stored
+    assert legacy_judging(stored) == stored

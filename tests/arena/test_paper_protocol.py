@@ -81,8 +81,10 @@ PAPER_TABLE: dict[str, Any] = {
     # paper 4.3's ablations, off in the main protocol
     "flat_context": False,
     "first_round_only": False,
-    # examiner.py 122-190 (drarena's prompt of these criteria: docs/deviations.md row 2)
+    # examiner.py 122-190: the reference's judge prompt itself (prompts/paper.txt)
     "judge_prompt": "paper",
+    # examiner.py 85-100: the task's JSON has no length bounds
+    "task_text_caps": False,
     # examiner.py 35-101
     "taskgen_prompt": "taskgen",
     # examiner.py 136-142: both answers in one prompt
@@ -247,7 +249,7 @@ def scripted(verdicts: list[dict[str, str]]) -> ScriptedBackendForTests:
 
 def judge_prompts(backend: ScriptedBackendForTests) -> list[str]:
     return [
-        r["messages"][0]["content"]
+        r["messages"][-1]["content"]
         for r in backend.requests
         if r["response_format"]["json_schema"]["name"] != "task"
     ]
@@ -317,7 +319,7 @@ def prefers_a_real_answer() -> Any:
     def step(request: Mapping[str, Any]) -> BackendReply:
         if request["response_format"]["json_schema"]["name"] == "task":
             return tasks(request)
-        prompt = request["messages"][0]["content"]
+        prompt = request["messages"][-1]["content"]
         first = prompt.find("Error: ")
         second = prompt.find("report ")
         verdict: dict[str, str] = {"v": "TIE", "q": "HIGH"}
@@ -463,3 +465,22 @@ async def test_agents_are_told_the_papers_instruction_under_the_preset() -> None
     assert (
         plain == f"Question: {c.seen[0].question}\n\nWrite a Markdown report of 200 to 300 words."
     )
+
+
+def test_the_task_text_caps_are_lifted_under_the_preset() -> None:
+    """The reference bounds no part of the task (core/examiner.py 85-100); drarena's default
+    schema caps the question, items and rationale at 400, 160 and 300 characters, which
+    cut a long question short under constrained decoding (or failed the task)."""
+    from drarena.examiner.taskcheck import task_schema
+
+    capped = task_schema(3, 2)
+    assert capped["properties"]["question"]["maxLength"] == 400
+    assert capped["properties"]["rationale"]["maxLength"] == 300
+    rules = paper().task_rules()
+    assert rules.text_caps is False
+    free = task_schema(3, 2, text_caps=rules.text_caps)
+    assert "maxLength" not in free["properties"]["question"]
+    assert "maxLength" not in free["properties"]["rationale"]
+    assert "maxLength" not in free["properties"]["checklist_depth"]["items"]["properties"]["item"]
+    assert free["properties"]["question"]["minLength"] == 1
+    assert MatchSettings().task_rules().text_caps is True

@@ -40,7 +40,7 @@ def verdict(v: str, checklist: bool = True) -> str:
     return json.dumps(obj)
 
 
-@pytest.mark.parametrize("name", ["paper", "checklist-first"])
+@pytest.mark.parametrize("name", ["drarena", "checklist-first"])
 def test_judging_prompts_describe_fields_and_show_no_copyable_example(name: str) -> None:
     text = templates.load(name)
     assert "{" not in text and "[true" not in text.lower()  # no JSON object or list to copy
@@ -50,8 +50,8 @@ def test_judging_prompts_describe_fields_and_show_no_copyable_example(name: str)
     assert prompt.count("<<<END ANSWER B>>>") == 1
 
 
-def test_the_paper_prompt_carries_the_human_preference_criteria() -> None:
-    text = templates.load("paper").lower()
+def test_drarenas_prompt_carries_the_human_preference_criteria() -> None:
+    text = templates.load("drarena").lower()
     for phrase in (
         "comprehensiveness, formatting and helpfulness",
         "bold headers, bullet points, tables",
@@ -75,7 +75,7 @@ def test_the_v1_prompt_is_kept_byte_for_byte_for_old_runs() -> None:
 
 
 def test_no_checklist_for_the_judge_ablation() -> None:
-    prompt = judge_prompt(TASK, A, B, "paper", sees_checklist=False)
+    prompt = judge_prompt(TASK, A, B, "drarena", sees_checklist=False)
     assert "1. the csv module" not in prompt and "reader yields lists" not in prompt
     assert "checklist_a" not in prompt and "CHECKLIST: none is given" in prompt
     schema = judge_schema(0)

@@ -34,7 +34,7 @@ def good_raw() -> dict:
 
 def test_templates_render_strictly_and_hash() -> None:
     hashes = templates.template_hashes()  # the defaults: keyed by the templates' names
-    assert set(hashes) == {"taskgen", "paper"} and all(
+    assert set(hashes) == {"taskgen", "drarena"} and all(
         h.startswith("sha256:") for h in hashes.values()
     )
     with pytest.raises(DrarenaError, match="missing"):
