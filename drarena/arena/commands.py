@@ -157,6 +157,15 @@ def register(subparsers: Any) -> None:
         help="a tournament config whose models.roles holds the judge "
         "(--role, default its judging role)",
     )
+    j.add_argument(
+        "--judge",
+        default=None,
+        metavar="KIND|JSON",
+        help="judge with a judge component that calls no model instead: 'evidence', or "
+        'JSON such as \'{"kind": "evidence", "args": {"recall_min": 0.4}}\' (the grounded '
+        "checklists of an LLM-judged run graded by code: the second opinion of a run played "
+        "without one)",
+    )
     j.add_argument("--temperature", type=float, default=None, help="judge sampling temperature")
     j.add_argument("--seed", type=int, default=None, help="judge sampling seed")
     where = j.add_mutually_exclusive_group()
@@ -455,6 +464,16 @@ def cmd_drift_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _judge_arg(text: str | None) -> dict[str, Any] | None:
+    """--judge: a bare kind ('evidence') or a JSON {kind, args}."""
+    if text is None:
+        return None
+    if text.lstrip().startswith("{"):
+        value: dict[str, Any] = _json_arg(text, "--judge")
+        return value
+    return {"kind": text.strip()}
+
+
 def cmd_rejudge(args: argparse.Namespace) -> int:
     from drarena.arena.rejudge import JudgeSpec, rejudge
 
@@ -466,6 +485,7 @@ def cmd_rejudge(args: argparse.Namespace) -> int:
         config=args.config,
         temperature=args.temperature,
         seed=args.seed,
+        judge=_judge_arg(args.judge),
     )
     started = time.perf_counter()
     result = rejudge(args.run, out, spec, write=args.write is not None, serve=not args.no_serve)

@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import random
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,10 +34,13 @@ from typing import Any
 from drarena.arena.config import SERVED, TournamentConfig, legacy_match, load_config, parse_config
 from drarena.arena.execute import finish, legacy_judging
 from drarena.arena.rounds import failure, for_judge
-from drarena.arena.session import bind_roles, model_endpoint
+from drarena.arena.session import bind_roles, load_pages, load_trees, model_endpoint, page_terms
+from drarena.corpus.treewalk import TreeWalker
 from drarena.errors import DrarenaError
+from drarena.examiner.evidence import Grounding
 from drarena.examiner.evolve import MatchScore, add_round, match_void, outcome
 from drarena.examiner.judge import JudgeOptions, PairJudgment, judge_answers
+from drarena.examiner.judges import Judge, JudgeCall, build_judge
 from drarena.examiner.templates import used_hashes
 from drarena.examiner.verdicts import Judgment
 from drarena.files import write_atomic
@@ -78,6 +82,7 @@ class JudgeSpec:
     config: Path | None = None
     temperature: float | None = None
     seed: int | None = None
+    judge: dict[str, Any] | None = None  # a judge component that calls no model: {kind, args}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -217,6 +222,64 @@ async def judge_rounds(
     return dict(zip(keys, await gather_settled(*jobs), strict=True))
 
 
+def model_free_judge(spec: dict[str, Any]) -> Judge:
+    """The judge component of `--judge` (e.g. {"kind": "evidence"}); one that calls a model
+    is refused: the rejudge's LLM judge is chosen by --model, --role and --config."""
+    judge = build_judge(spec)
+    if judge.uses_model:
+        raise DrarenaError(
+            f"--judge {judge.spec.kind}: calls a model; rejudge with an LLM judge through "
+            "--model, --role or --config, and with --judge a judge that calls none (evidence)"
+        )
+    return judge
+
+
+def round_grounding(config: TournamentConfig) -> Callable[[MatchRecord, RoundRecord], Grounding]:
+    """What the evidence judge reads for a stored round, from the run's snapshot: the
+    pages of the round's chain (root to the node's parent, when the node is in the stored
+    tree; a node grown during the run is not) and targets, the snapshot's term statistics
+    and its page lookup, as a tournament round gives them (match.grounding_for)."""
+    trees = load_trees(config)
+    pages = load_pages(config)
+    terms = page_terms(pages.values())
+    by_url: dict[str, str] = {}
+    for doc in pages.values():
+        for url in (doc.url, *doc.aliases):
+            by_url.setdefault(url, doc.contents)
+
+    def ground(m: MatchRecord, r: RoundRecord) -> Grounding:
+        texts: dict[str, str] = {}
+        tree = trees.get(m.tree)
+        if tree is not None and r.node in {n.id for n in tree.nodes}:
+            walker = TreeWalker(tree=tree, pages=pages, rng=random.Random(0))
+            texts.update((p.url, p.text) for p in walker.chain(walker.path_to(r.node)))
+        texts.update((u, by_url[u]) for u in r.target_urls if u in by_url)
+        return Grounding(terms, texts, by_url.get)
+
+    return ground
+
+
+async def grade_rounds(
+    log: Sequence[MatchRecord],
+    judge: Judge,
+    ground: Callable[[MatchRecord, RoundRecord], Grounding],
+) -> dict[tuple[str, int], PairJudgment | str]:
+    """Every judgeable round graded by a judge that calls no model (`--judge evidence`)."""
+
+    async def one(m: MatchRecord, r: RoundRecord) -> PairJudgment | str:
+        task, a, b = r.task.task, r.answer_a, r.answer_b
+        assert task is not None and a is not None and b is not None
+        try:
+            call = JudgeCall(None, ROLE, False, ground(m, r))
+            return await judge.judge(call, task, for_judge(a), for_judge(b))
+        except DrarenaError as exc:
+            return f"judge failed: {exc}"
+
+    keys = [(m.match_id, r.index) for m in log for r in m.rounds if judgeable(r)]
+    jobs = [one(m, r) for m in log for r in m.rounds if judgeable(r)]
+    return dict(zip(keys, await gather_settled(*jobs), strict=True))
+
+
 def compare(
     log: Sequence[MatchRecord], judged: dict[tuple[str, int], PairJudgment | str]
 ) -> list[RoundComparison]:
@@ -292,7 +355,12 @@ def to_markdown(report: RejudgeReport) -> str:
     lines = [
         f"rejudge of {report.rejudge_of}",
         f"source judge: {s['model']} {s['sampling']}",
-        f"new judge: {j['model']} {j['sampling']} ({j['from']})",
+        (
+            f"new judge: {j['kind']} {json.dumps(j.get('args', {}), sort_keys=True)} "
+            "(--judge: no model call)"
+            if "kind" in j
+            else f"new judge: {j['model']} {j['sampling']} ({j['from']})"
+        ),
         f"rounds: {report.rounds_stored} stored, {report.rounds_rejudged} judged again, "
         f"{report.rounds_compared} judged by both, {report.rounds_new_judge_failed} the new "
         f"judge failed; {report.model_calls} model calls",
@@ -368,18 +436,24 @@ def rejudge(
             f"({stored} rounds stored); nothing to rejudge"
         )
     bound_roles = header.get("bound_roles") or {}
-    origin, judge = resolve_judge(config, spec)
+    component = model_free_judge(spec.judge) if spec.judge is not None else None
+    origin, judge = ("", ModelRole(model=SERVED)) if component else resolve_judge(config, spec)
     options = config.match.judge_options
     prepare_out(source_path, out_path)
     out = RunDir(out_path)
     out_path.mkdir(parents=True, exist_ok=True)
     mark = {"schema_version": SCHEMA_VERSION, MARK: str(source_path.resolve()), "finished": False}
     write_atomic(out_path / REPORT_JSON, json.dumps(mark) + "\n")  # a crash resumes here
-    with judge_client(config, judge, out.cache_path, serve=serve, backend=backend) as client:
-        judged = asyncio.run(judge_rounds(log, client, options))
-        bound = client.role(ROLE)
-        calls = client.model_calls
-        usage = {k: v.to_dict() for k, v in client.usage().items()}
+    if component is not None:
+        judged = asyncio.run(grade_rounds(log, component, round_grounding(config)))
+        judge_info: dict[str, Any] = {"from": "--judge", **component.spec.model_dump()}
+        calls, usage = 0, {}
+    else:
+        with judge_client(config, judge, out.cache_path, serve=serve, backend=backend) as client:
+            judged = asyncio.run(judge_rounds(log, client, options))
+            judge_info = judge_record(client.role(ROLE), origin)
+            calls = client.model_calls
+            usage = {k: v.to_dict() for k, v in client.usage().items()}
     rows = compare(log, judged)
     verdict, direction, failure_type = agreements(
         rows,
@@ -396,8 +470,8 @@ def rejudge(
             "model": source_role.get("model", "unknown"),
             "sampling": source_role.get("sampling", {}),
         },
-        judge_record(bound, origin),
-        used_hashes(options(0, 0).template_specs()),
+        judge_info,
+        {} if component is not None else used_hashes(options(0, 0).template_specs()),
         dict(header.get("prompt_hashes", {})),
         stored,
         len(rows),

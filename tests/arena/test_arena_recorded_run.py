@@ -162,3 +162,42 @@ def test_a_tool_result_missing_from_the_record_is_one_line(
         "drarena: error: replay: the run's tool record has no search for retriever"
     ), err[-3:]
     assert not [line for line in err if line.startswith("Traceback")]
+
+
+@pytest.mark.slow  # the snapshot built by drarena (pydocs_extracted)
+def test_rejudge_with_the_evidence_judge_reads_the_snapshot_and_calls_no_model(
+    clone: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`drarena run rejudge RUN --judge evidence`: the recorded (LLM-judged) run's rounds
+    graded by code against the run's own snapshot, no model call, the run only read."""
+    from drarena.arena.config import parse_config
+    from drarena.arena.rejudge import judgeable, round_grounding
+
+    monkeypatch.chdir(clone)
+    monkeypatch.delenv("DRARENA_MODEL_API_BASE", raising=False)
+    run = Path("runs/recorded-run")
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
+    assert main(["run", "rejudge", str(run), "--judge", "evidence", "--write", "runs/ev"]) == 0
+    assert "(--judge: no model call)" in capsys.readouterr().out
+    report = json.loads(Path("runs/ev/rejudge.json").read_text(encoding="utf-8"))
+    log = RunDir(run).read_log()
+    judgeable_rounds = sum(judgeable(r) for m in log for r in m.rounds)
+    assert report["judge"]["kind"] == "evidence" and report["model_calls"] == 0
+    assert report["rounds_rejudged"] == judgeable_rounds > 0
+    assert report["rounds_new_judge_failed"] == 0
+    rescored = RunDir(Path("runs/ev")).read_log()
+    graded = [r.judgment for m in rescored for r in m.rounds if r.judgment is not None]
+    assert graded and all(j.evidence is not None for j in graded)
+    assert Path("runs/ev/leaderboard.md").is_file()
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == before
+    # each round is graded against its target pages' text from the snapshot
+    header = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    ground = round_grounding(parse_config(header["config"], "run.json"))
+    m = next(m for m in log if any(judgeable(r) for r in m.rounds))
+    r = next(r for r in m.rounds if judgeable(r))
+    pages = ground(m, r).pages
+    assert set(r.target_urls) <= set(pages) and all(pages.values())
+    # a judge that calls a model is chosen with --model/--role, not --judge
+    assert main(["run", "rejudge", str(run), "--judge", "pairwise", "--out", "runs/x"]) != 0
+    err = capsys.readouterr().err
+    assert "--judge pairwise: calls a model" in err and len(err.strip().splitlines()) == 1
