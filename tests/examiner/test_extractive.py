@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from drarena.corpus.records import TreePage
-from drarena.corpus.terms import UNIFORM
+from drarena.corpus.terms import UNIFORM, TermStats
 from drarena.examiner import extractive
 from drarena.examiner.taskgens import TaskCall, TaskRequest, TaskRules, build_taskgen
 from drarena.models.client import ModelClient
@@ -120,3 +120,21 @@ async def test_a_fact_refused_on_every_try_is_replaced_by_its_page_next_fact() -
             assert len(outcome.attempts) == 5  # 1 + 2 refused + 1 (substitute) + 1
         else:
             assert "fact 2" in (outcome.error or "") and "copies the fact" in outcome.error
+
+
+def test_a_question_sharing_only_a_common_word_with_its_fact_does_not_ask_about_it() -> None:
+    """Issue 33's demo: a fact about decryption got a question about temporary files that
+    shared only "Python" with it; the question must state ASKED_MIN of its fact's weight."""
+    fact = extractive.Nugget(
+        "Decryption is extremely slow as it is implemented in native Python rather than C.",
+        "http://site.test/p1.html",
+        "depth",
+        1,
+    )
+    # a snapshot of Python pages: "python" on every page, the fact's other words on few
+    terms = TermStats.build(["python"] * 300 + [fact.text] * 3)
+    off = "What is the name of the Python function that makes temporary files and folders?"
+    on = "Why is decryption slow in this module?"
+    assert not extractive.asks_about(off, fact, [], terms)
+    assert extractive.asks_about(on, fact, [], terms)
+    assert extractive.asks_about(off, fact, [], UNIFORM)  # unweighted, "python" is enough
