@@ -202,7 +202,7 @@ def load_trees(config: TournamentConfig) -> dict[str, Tree]:
         raise DrarenaError(
             f"trees.ids: {', '.join(missing)} not in {folder} (have {', '.join(sorted(entries))})"
         )
-    if config.trees.count is not None and len(wanted) < config.trees.count:
+    if not config.trees.ids and config.trees.count is not None and len(wanted) < config.trees.count:
         raise DrarenaError(
             f"trees.count is {config.trees.count} but {folder} has {len(wanted)} trees"
         )

@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from arena_fakes import make_tree
 
 from drarena.arena.config import parse_config
 from drarena.arena.session import load_trees
+from drarena.corpus.trees import tree_to_json
 from drarena.errors import DrarenaError
 
 
@@ -54,3 +56,22 @@ def test_a_trees_index_over_the_limit_is_one_line_naming_it(
     ) as err:
         load_trees(config(tmp_path))  # type: ignore[arg-type]
     assert "\n" not in str(err.value)
+
+
+def test_trees_ids_load_those_trees_whatever_the_count(tmp_path: Path) -> None:
+    """`trees.ids` names the trees played: a snapshot holding fewer trees than the default
+    `count` (3) still runs them (the paper's imported trees, played one at a time, were
+    refused: "trees.count is 3 but ... has 1 trees")."""
+    tree, _ = make_tree()
+    (tmp_path / "trees").mkdir()
+    (tmp_path / "trees" / "t1.json").write_text(tree_to_json(tree), encoding="utf-8")
+    (tmp_path / "trees" / "index.json").write_text(
+        '{"trees": [{"id": "t1", "file": "t1.json"}]}', encoding="utf-8"
+    )
+    base = config(tmp_path)
+    with pytest.raises(DrarenaError, match=r"trees\.count is 3 but .* has 1 trees"):
+        load_trees(base)  # type: ignore[arg-type]
+    chosen = base.model_copy(  # type: ignore[attr-defined]
+        update={"trees": base.trees.model_copy(update={"ids": ("t1",)})}  # type: ignore[attr-defined]
+    )
+    assert list(load_trees(chosen)) == ["t1"]
