@@ -65,8 +65,8 @@ def reference_tree(topic: str) -> dict[str, Any]:
     failed = node(f"{topic}/c2/missing", 2, content="")
     failed |= {"crawled": False, "error": "HTTP 404"}
     children[1]["children"].append(failed)
-    for c in children:  # the parent lists contexts for every child (relinked after edits)
-        c["link_contexts"] = node("x", 0, c["children"])["link_contexts"]
+    for child in children:  # the parent lists contexts for every child (relinked after edits)
+        child["link_contexts"] = node("x", 0, child["children"])["link_contexts"]
     return node(f"{topic}", 0, children)
 
 
