@@ -37,40 +37,10 @@ ZIPF_S = 1.07
 TOPIC_WORDS = 40
 PAGES_PER_TOPIC = 250
 BASE_EPOCH = 1_767_225_600  # 2026-01-01T00:00:00Z: WARC-Date of page 0 (page i: + i seconds)
-_ONSETS = [
-    "b",
-    "c",
-    "d",
-    "f",
-    "g",
-    "h",
-    "j",
-    "k",
-    "l",
-    "m",
-    "n",
-    "p",
-    "r",
-    "s",
-    "t",
-    "v",
-    "w",
-    "z",
-    "br",
-    "ch",
-    "cl",
-    "dr",
-    "fl",
-    "gr",
-    "kr",
-    "pl",
-    "pr",
-    "sh",
-    "st",
-    "th",
-    "tr",
-]
-_VOWELS = ["a", "e", "i", "o", "u", "ai", "ea", "io", "ou"]
+_ONSETS = (  # noqa: SIM905
+    "b c d f g h j k l m n p r s t v w z br ch cl dr fl gr kr pl pr sh st th tr"
+).split()
+_VOWELS = "a e i o u ai ea io ou".split()  # noqa: SIM905
 _CODAS = ["", "", "", "n", "r", "s", "l", "m", "nd", "st", "rk", "x"]
 
 
@@ -167,7 +137,7 @@ class SynthWeb:
         node's children are the next level of a complete tree of that fan-out."""
         site, pos = self.site_of(number)
         size = self.site_size(site)
-        fanout = max(2, round(size**0.5 / 2))
+        fanout = _fanout(size)
         first = pos * fanout + 1
         return [site * self.spec.site_pages + c for c in range(first, min(first + fanout, size))]
 
@@ -175,7 +145,7 @@ class SynthWeb:
         site, pos = self.site_of(number)
         if pos == 0:
             return None
-        fanout = max(2, round(self.site_size(site) ** 0.5 / 2))
+        fanout = _fanout(self.site_size(site))
         return site * self.spec.site_pages + (pos - 1) // fanout
 
     def _words(self, rng: random.Random, topic: list[str], n: int) -> list[str]:
@@ -320,6 +290,12 @@ def write_web(spec: SynthSpec, folder: Path, shards: range | None = None) -> lis
         path = folder / web.shard_name(shard)
         paths.append(path if path.is_file() else web.write_shard(folder, shard))
     return paths
+
+
+def _fanout(size: int) -> int:
+    """Children per node of a site of `size` pages: about sqrt(size) / 2, at least 2."""
+    root: float = float(size) ** 0.5
+    return max(2, round(root / 2))
 
 
 def _warc_date(epoch: int) -> str:
