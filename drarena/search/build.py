@@ -20,7 +20,8 @@ import numpy as np
 from tqdm import tqdm
 
 from drarena.errors import DrarenaError
-from drarena.search import checkpoint, embed
+from drarena.search import ann, checkpoint, embed
+from drarena.search.diagnose import clean_title
 from drarena.search.docstore import docs_file, file_sha256, load_source_docs
 from drarena.search.manifest import (
     Bm25Manifest,
@@ -35,7 +36,8 @@ from drarena.search.manifest import (
 )
 from drarena.search.passages import Passage, PassageSettings, split_docs
 
-HNSW_THRESHOLD = 100_000
+HNSW_THRESHOLD = ann.FLAT_MAX  # the old name: flat below it, approximate from it up
+RECALL_FLOOR = ann.RECALL_FLOOR
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 200
 HNSW_EF_SEARCH = 128
@@ -225,6 +227,8 @@ def build_dense(
     precision: embed.Precision | None = None,
     hnsw_threshold: int = HNSW_THRESHOLD,
     per_doc: int | None = None,
+    index_kind: str = "auto",
+    recall_floor: float = RECALL_FLOOR,
     max_tokens: int | None = None,
     threads: int | None = None,
     batch_size: int | None = None,
@@ -240,6 +244,9 @@ def build_dense(
     the CPU has AMX or AVX512-BF16, else fp32); int8 and bf16 export the model to ONNX into the
     index folder first (see embed.export_int8, embed.export_fp32) and encode with that file.
     batch_size None: embed.OPENVINO_BATCH for bf16, 32 (sentence-transformers' own) otherwise.
+    index_kind "auto": flat below hnsw_threshold passages, IVF-SQ8 from it up (search.ann);
+    an approximate index is tuned to recall@10 >= recall_floor against exact search on the
+    diagnostic queries, or refused (DrarenaError, nothing written).
     """
     import faiss
 
@@ -255,6 +262,7 @@ def build_dense(
         and old.precision == precision
         and old.passages_per_doc == per_doc
         and old.max_tokens_arg == max_tokens
+        and (index_kind == "auto" or old.faiss == index_kind)
     ):
         return StageResult("dense", folder, False, 0.0, old.passage_count)
     passages = lead_passages(load_passages(layout), per_doc)
@@ -294,9 +302,17 @@ def build_dense(
                 f"dense {folder.name} ({precision})",
                 reuse=not force,
             )
-            index = make_faiss_index(vectors, hnsw_threshold)
-            hnsw = isinstance(index, faiss.IndexHNSWFlat)
+            plan = ann.plan_index(len(vectors), hnsw_threshold, index_kind)
+            index, sample = ann.build_index(vectors, plan)
+            recall: float | None = None
+            queries = diagnostic_queries(passages, state)
+            if plan.kind != "flat":
+                qvec = embed.encode(encoder, queries, precision, batch, max_tokens, threads)
+                exact = ann.exact_neighbours(vectors, qvec)
+                plan, recall = ann.tune(index, plan, qvec, exact, recall_floor)
             faiss.write_index(index, str(tmp / "index"))
+            del index
+            hnsw = plan.kind == "hnsw"
             (tmp / "docid").write_text("".join(p.id + "\n" for p in passages), encoding="utf-8")
             write_manifest(
                 tmp,
@@ -314,9 +330,18 @@ def build_dense(
                     dimension=int(vectors.shape[1]),
                     precision=precision,
                     backend=embed.backend_of(precision),
-                    faiss="hnsw" if hnsw else "flat",
-                    hnsw_m=HNSW_M if hnsw else None,
-                    hnsw_ef_search=HNSW_EF_SEARCH if hnsw else None,
+                    faiss=plan.kind,
+                    hnsw_m=plan.hnsw_m if hnsw else None,
+                    hnsw_ef_search=plan.ef_search if hnsw else None,
+                    ivf_nlist=plan.nlist,
+                    ivf_nprobe=plan.nprobe if plan.kind == "ivf-sq8" else None,
+                    train_seed=sample.seed if sample else None,
+                    train_size=sample.size if sample else None,
+                    train_rows_sha256=sample.rows_sha256 if sample else None,
+                    recall_at_10=recall,
+                    recall_floor=recall_floor if recall is not None else None,
+                    recall_queries=len(queries) if recall is not None else None,
+                    recall_queries_sha256=_texts_sha256(queries) if recall is not None else None,
                 ),
             )
             replace_folder(tmp, folder)
@@ -325,6 +350,42 @@ def build_dense(
             raise
         saved.finish()  # the index is in place: its chunks are no longer needed
     return StageResult("dense", folder, True, time.perf_counter() - start, len(passages))
+
+
+DIAGNOSTIC_QUERIES = 200
+
+
+def diagnostic_queries(
+    passages: list[Passage], state: SourceState, count: int = DIAGNOSTIC_QUERIES
+) -> list[str]:
+    """The queries an approximate index is checked on: the titles (as diagnose.py cleans
+    them) of a seeded sample of pages, else their first words. Why titles: they are what the
+    retrieval diagnostics ask too, short and unlike the passages they find, so recall is
+    measured on the kind of query a tournament sends, not on passages finding themselves."""
+    import random
+
+    first: dict[str, Passage] = {}
+    for p in passages:
+        first.setdefault(p.doc_id, p)
+    docs = sorted(first)
+    picked = sorted(
+        random.Random(f"drarena-dense-diagnostic:{state.docs_sha256}").sample(
+            docs, min(count, len(docs))
+        )
+    )
+    out = []
+    for doc_id in picked:
+        p = first[doc_id]
+        text = clean_title(p.title) or " ".join(p.text.split()[:12])
+        if text:
+            out.append(text)
+    return out
+
+
+def _texts_sha256(texts: list[str]) -> str:
+    import hashlib
+
+    return "sha256:" + hashlib.sha256("\n".join(texts).encode("utf-8")).hexdigest()
 
 
 def _encode_saved(

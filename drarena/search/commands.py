@@ -68,7 +68,19 @@ def register(subparsers: Any) -> None:
         "--hnsw-threshold",
         type=int,
         default=None,
-        help="passages from which FAISS uses HNSW instead of flat (100000)",
+        help="passages from which --dense-index auto is approximate, not flat (100000)",
+    )
+    idx.add_argument(
+        "--dense-index",
+        choices=["auto", "flat", "hnsw", "ivf-sq8"],
+        default="auto",
+        help="FAISS index: auto (flat below the threshold, ivf-sq8 from it up), or one kind",
+    )
+    idx.add_argument(
+        "--dense-recall-floor",
+        type=float,
+        default=None,
+        help="least recall@10 against exact search an approximate index must reach (0.95)",
     )
     idx.add_argument("--force", action="store_true", help="rebuild even when up to date")
     _common(idx)
@@ -223,6 +235,12 @@ def cmd_index(args: argparse.Namespace) -> int:
                 max_tokens=args.max_tokens,
                 threads=args.encode_threads,
                 hnsw_threshold=args.hnsw_threshold or build.HNSW_THRESHOLD,
+                index_kind=args.dense_index,
+                recall_floor=(
+                    args.dense_recall_floor
+                    if args.dense_recall_floor is not None
+                    else build.RECALL_FLOOR
+                ),
             )
         )
     for r in results:
