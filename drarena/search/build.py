@@ -153,13 +153,20 @@ def load_passages(layout: IndexLayout) -> list[Passage]:
     return passages
 
 
-def build_bm25(layout: IndexLayout, state: SourceState, force: bool = False) -> StageResult:
-    """A Lucene index of the passages through pyserini's Anserini indexer (Porter, BM25)."""
+def build_bm25(
+    layout: IndexLayout, state: SourceState, force: bool = False, threads: int = 1
+) -> StageResult:
+    """A Lucene index of the passages through pyserini's Anserini indexer (Porter, BM25).
+    threads > 1: Anserini's multi-threaded IndexCollection over the passages cut into
+    sharded JSON files (see _index_collection); the same analysis, so the same scores, and
+    the searcher breaks ties by passage id, so the same rankings as one thread."""
     old = read_manifest(layout.bm25, Bm25Manifest, strict=False)
     if old is not None and not force and old.same_source(state):
         return StageResult("bm25", layout.bm25, False, 0.0, old.passage_count)
     from drarena.search import lucene
 
+    if threads > 1:
+        return _index_collection(layout, state, threads)
     passages = load_passages(layout)
     start = time.perf_counter()
     tmp = _tmp_for(layout.bm25)
@@ -189,6 +196,79 @@ def build_bm25(layout: IndexLayout, state: SourceState, force: bool = False) -> 
     )
     replace_folder(tmp, layout.bm25)
     return StageResult("bm25", layout.bm25, True, time.perf_counter() - start, len(passages))
+
+
+BM25_SHARD_PASSAGES = 50_000
+
+
+def _index_collection(layout: IndexLayout, state: SourceState, threads: int) -> StageResult:
+    """build_bm25 on `threads` threads: passages.jsonl streamed into JsonCollection shards of
+    BM25_SHARD_PASSAGES lines (at least one per thread), then Anserini's IndexCollection in a
+    separate JVM (a thread per shard file). Memory stays that of one line here; the shards
+    are deleted once the index is in place."""
+    import subprocess
+
+    from drarena.search import lucene
+
+    path = layout.passages / PASSAGES_FILE
+    if not path.is_file():
+        raise DrarenaError(f"{path} is missing: build it with {layout.rebuild_hint()}")
+    start = time.perf_counter()
+    tmp = _tmp_for(layout.bm25)
+    shards = layout.bm25.with_name(f"{layout.bm25.name}.collection-{os.getpid()}")
+    shutil.rmtree(shards, ignore_errors=True)
+    shards.mkdir(parents=True)
+    count, docs = 0, set()
+    try:
+        total = sum(1 for line in path.open("rb") if line.strip())
+        per_shard = max(1, min(BM25_SHARD_PASSAGES, -(-total // threads)))
+        out = None
+        with path.open("rb") as fh:
+            for line in fh:
+                if not line.strip():
+                    continue
+                passage = Passage.from_json(line.decode("utf-8"))
+                if count % per_shard == 0:
+                    if out is not None:
+                        out.close()
+                    out = (shards / f"part-{count // per_shard:05d}.jsonl").open("w")
+                assert out is not None
+                text = passage.indexed_text(state.passages)
+                out.write(json.dumps({"id": passage.id, "contents": text}) + "\n")
+                docs.add(passage.doc_id)
+                count += 1
+        if out is not None:
+            out.close()
+        cmd = [
+            str(lucene.java_executable()),
+            "-cp",
+            str(lucene.anserini_jar()),
+            "io.anserini.index.IndexCollection",
+            "-collection",
+            "JsonCollection",
+            "-generator",
+            "DefaultLuceneDocumentGenerator",
+            "-input",
+            str(shards),
+            "-index",
+            str(tmp),
+            "-threads",
+            str(threads),
+        ]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            detail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise DrarenaError(f"Anserini IndexCollection failed on {shards}: {detail[:300]}")
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        shutil.rmtree(shards, ignore_errors=True)
+    write_manifest(
+        tmp, Bm25Manifest(**state.model_dump(), doc_count=len(docs), passage_count=count)
+    )
+    replace_folder(tmp, layout.bm25)
+    return StageResult("bm25", layout.bm25, True, time.perf_counter() - start, count)
 
 
 def make_faiss_index(vectors: np.ndarray, hnsw_threshold: int = HNSW_THRESHOLD) -> Any:

@@ -71,6 +71,13 @@ def register(subparsers: Any) -> None:
         help="passages from which --dense-index auto is approximate, not flat (100000)",
     )
     idx.add_argument(
+        "--bm25-threads",
+        type=int,
+        default=1,
+        help="BM25 indexing threads; above 1, Anserini's IndexCollection over sharded JSON "
+        "(same rankings; for large corpora)",
+    )
+    idx.add_argument(
         "--dense-index",
         choices=["auto", "flat", "hnsw", "ivf-sq8"],
         default="auto",
@@ -222,7 +229,9 @@ def cmd_index(args: argparse.Namespace) -> int:
         raise DrarenaError("--max-tokens must be in 8..32768")
     layout = IndexLayout(args.index_root, snapshot)
     passages, state = build.build_passages(layout, settings, force=args.force)
-    results = [passages, build.build_bm25(layout, state, force=args.force)]
+    if args.bm25_threads < 1:
+        raise DrarenaError("--bm25-threads must be at least 1")
+    results = [passages, build.build_bm25(layout, state, args.force, args.bm25_threads)]
     if not args.no_dense:
         results.append(
             build.build_dense(
