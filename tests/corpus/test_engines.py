@@ -104,3 +104,39 @@ def test_ray_engine_writes_the_same_bytes(tmp_path: Path) -> None:
         assert not (snap / ".extract-shards").exists()  # the shard cache is gone when done
     for name in ("manifest.json", "index.cdxj", DOCS_FILE, LINKS_FILE, MANIFEST_FILE):
         assert (snaps["local"] / name).read_bytes() == (snaps["ray"] / name).read_bytes(), name
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray not installed")
+def test_ray_engine_on_a_two_node_cluster_writes_the_same_bytes(tmp_path: Path) -> None:
+    """A head and a worker node on loopback (ray.cluster_utils.Cluster starts both as `ray
+    start` would), joined through --address: the same docs.jsonl as one process."""
+    from ray.cluster_utils import Cluster
+
+    warcs = write_web(SPEC, tmp_path / "warc")
+    local = tmp_path / "local"
+    import_archives("synth", warcs, local, progress=False, clock=lambda: CLOCK)
+    extract_snapshot(local, workers=1, progress=False)
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": 1, "include_dashboard": False},
+    )
+    try:
+        cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        remote = tmp_path / "cluster"
+        import_archives(
+            "synth",
+            warcs,
+            remote,
+            progress=False,
+            jobs=2,
+            engine="ray",
+            address=cluster.address,
+            clock=lambda: CLOCK,
+        )
+        extract_snapshot(remote, progress=False, engine="ray", address=cluster.address)
+    finally:
+        cluster.shutdown()
+    for name in ("manifest.json", "index.cdxj", DOCS_FILE, LINKS_FILE, MANIFEST_FILE):
+        assert (local / name).read_bytes() == (remote / name).read_bytes(), name
