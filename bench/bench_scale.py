@@ -11,15 +11,18 @@ Figures are printed, never asserted; every row is from this one run.
   bm25       passages, then BM25 with the one-thread SimpleIndexer | Anserini's IndexCollection
              on W threads over sharded JSON; then the BM25 retriever's query latency (p50,
              p95) on title queries of a seeded sample of pages, one query at a time.
-  dense      (--dense-vectors) SYNTHETIC unit vectors (a mixture of Gaussians in 384
-             dimensions, not encoded passages: encoding 1M passages takes days on 2 cores),
+  dense      (--dense-vectors) SYNTHETIC unit vectors in 384 dimensions, not encoded passages
+             (encoding 1M passages takes days on 2 cores), from two models: `hierarchy`
+             (topics of sub-topics: graded similarity, as real embeddings have) and `mixture`
+             (5,000 flat Gaussian clusters: a query's top 10 are near-ties among ~200 points,
+             the hard case),
              flat against the index drarena's `auto` picks at that size, tuned to the recall
              floor on fresh queries from the same mixture: recall@10 against flat, queries/s
              one query at a time on one thread and in one batch, build time, file size.
 
-Peak RSS: `driver` is the stage process's ru_maxrss (the largest of it and the processes it
-reaped); `tree` is the largest sum of RSS over the stage process and all its descendants
-(Ray's raylet, GCS and workers included), sampled every 0.2 s: it counts shared pages once
+Peak RSS: `driver` is the stage process's own peak (VmHWM, its workers not included); `tree`
+is the largest sum of RSS over the stage process and all its descendants (Ray's raylet, GCS
+and workers included), sampled every 0.2 s: it counts shared pages once
 per process, so it overstates the tree. Projections (1M and 10M pages) multiply the measured
 seconds per page of the largest size by the page count and divide by W times the per-worker
 efficiency measured at W: they assume that efficiency holds, and are labelled projected.
@@ -102,10 +105,19 @@ def child(stage: str, a: dict[str, Any]) -> dict[str, Any]:
         from drarena.corpus.extract import extract_snapshot
 
         snap = Path(a["snap"])
-        extracted = extract_snapshot(
-            snap, workers=a["workers"], force=True, progress=False, engine=a["engine"]
-        )
+        figures: dict[str, Any] = {}
+        with contextlib.ExitStack() as stack:
+            if a["engine"] == "ray":  # started here, timed apart; extraction reuses it
+                from drarena import rayrun
+
+                started = time.perf_counter()
+                stack.enter_context(rayrun.session(None, a["workers"]))
+                figures["ray_start_s"] = time.perf_counter() - started
+            extracted = extract_snapshot(
+                snap, workers=a["workers"], force=True, progress=False, engine=a["engine"]
+            )
         return {
+            **figures,
             "pages": extracted.docs,
             "digest": sha(snap / "docs.jsonl") + sha(snap / "links.jsonl"),
         }
@@ -167,6 +179,28 @@ def mixture(n: int, dim: int, seed: int, clusters: int, spread: float) -> Any:
     return out
 
 
+def hierarchy(n: int, dim: int, seed: int, spread: float, size: int) -> Any:
+    """Unit vectors in topics (n / 2,000) of sub-topics (n / 20), each point its sub-topic's
+    centre plus noise (queries: drawn the same way with another seed): SYNTHETIC, with the
+    graded similarity real embeddings have (a near
+    neighbour shares the sub-topic, a farther one the topic)."""
+    import numpy as np
+
+    topics, subs = max(4, size // 2000), max(16, size // 20)  # size: of the indexed set
+    fixed = np.random.default_rng(12345)
+    topic_of = fixed.integers(0, topics, subs)
+    centres = fixed.standard_normal((topics, dim)).astype(np.float32)
+    sub = centres[topic_of] + 0.7 * fixed.standard_normal((subs, dim)).astype(np.float32)
+    rng = np.random.default_rng(seed)
+    out = np.empty((n, dim), dtype=np.float32)
+    for s in range(0, n, 100_000):
+        m = min(100_000, n - s)
+        out[s : s + m] = sub[rng.integers(0, subs, m)]
+        out[s : s + m] += spread * rng.standard_normal((m, dim), dtype=np.float32)
+    out /= np.linalg.norm(out, axis=1, keepdims=True)
+    return out
+
+
 def dense_child(a: dict[str, Any]) -> dict[str, Any]:
     import faiss
 
@@ -175,8 +209,13 @@ def dense_child(a: dict[str, Any]) -> dict[str, Any]:
     n, dim = a["vectors"], 384
     clusters = max(64, n // 200)
     start = time.perf_counter()
-    vectors = mixture(n, dim, 0, clusters, a["spread"])
-    queries = mixture(a["queries"], dim, 99, clusters, a["spread"])
+    if a["model"] == "hierarchy":
+        vectors = hierarchy(n, dim, 0, a["spread"], n)
+        queries = hierarchy(a["queries"], dim, 99, a["spread"], n)
+        clusters = max(16, n // 20)
+    else:
+        vectors = mixture(n, dim, 0, clusters, a["spread"])
+        queries = mixture(a["queries"], dim, 99, clusters, a["spread"])
     made = time.perf_counter() - start
     start = time.perf_counter()
     exact = ann.exact_neighbours(vectors, queries)
@@ -241,9 +280,9 @@ def run(stage: str, args: dict[str, Any]) -> dict[str, Any]:
             stderr=err,
         )
     parent = psutil.Process(proc.pid)
-    tree_peak, status, usage = 0, 0, None
+    tree_peak, status = 0, 0
     while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        pid, status, _ = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             break
         try:
@@ -263,7 +302,7 @@ def run(stage: str, args: dict[str, Any]) -> dict[str, Any]:
         raise SystemExit(f"stage {stage} {args} failed with status {status}; see {log}")
     result: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
     result.update(
-        wall=wall, tree_mb=tree_peak / 1e6, driver_mb=usage.ru_maxrss / 1024, load=load_before
+        wall=wall, tree_mb=tree_peak / 1e6, driver_mb=result.pop("hwm_mb"), load=load_before
     )
     return result
 
@@ -277,12 +316,14 @@ def row(size: str, stage: str, how: str, r: dict[str, Any], extra: str = "") -> 
     )
 
 
-def corpus(pages: int, work: Path, workers: int, seed: int) -> dict[str, Any]:
+def corpus(
+    pages: int, work: Path, workers: int, seed: int, stages: set[str], rounds: int
+) -> dict[str, Any]:
     warc, out = work / f"warc-{pages}", {}
     out["generate"] = r = run("generate", {"pages": pages, "seed": seed, "out": str(warc)})
     label = f"{pages:,}"
     row(label, "generate", "1 process", r, f"{r['bytes'] / 1e6:.0f} MB in {r['shards']} shards")
-    for engine, jobs in (("local", 1), ("ray", workers)):
+    for engine, jobs in (("local", 1), ("ray", workers)) if "import" in stages else [("local", 1)]:
         snap = work / f"snap-{pages}-{engine}"
         shutil.rmtree(snap, ignore_errors=True)
         out[f"import-{engine}"] = r = run(
@@ -290,27 +331,33 @@ def corpus(pages: int, work: Path, workers: int, seed: int) -> dict[str, Any]:
         )
         how = "1 process" if engine == "local" else f"ray, {workers} workers"
         row(label, "import", how, r, f"{pages / r['wall']:.0f} pages/s, digest {r['digest'][:8]}")
-    same = out["import-local"]["digest"] == out["import-ray"]["digest"]
-    print(f"{'':>8} import outputs identical (CDXJ, manifest): {same}")
-    shutil.rmtree(work / f"snap-{pages}-ray")
+    if "import" in stages:
+        same = out["import-local"]["digest"] == out["import-ray"]["digest"]
+        print(f"{'':>8} import outputs identical (CDXJ, manifest): {same}")
+        shutil.rmtree(work / f"snap-{pages}-ray")
     snap = work / f"snap-{pages}-local"
-    for engine, n, how in (
-        ("local", 1, "1 process"),
-        ("local", workers, f"local pool, {workers} (peer)"),
-        ("ray", workers, f"ray, {workers} workers"),
-    ):
-        key = f"extract-{engine}-{n}"
-        out[key] = r = run("extract", {"snap": str(snap), "engine": engine, "workers": n})
-        rate = out[key]["pages"] / r["wall"]
-        row(label, "extract", how, r, f"{rate:.0f} pages/s, digest {r['digest'][:8]}")
-    digests = {out[k]["digest"] for k in out if k.startswith("extract-")}
-    one, ray_ = out["extract-local-1"]["wall"], out[f"extract-ray-{workers}"]["wall"]
-    print(
-        f"{'':>8} extract outputs identical (docs, links): {len(digests) == 1}; ray "
-        f"{workers} workers vs 1 process: {one / ray_:.2f}x; local pool: "
-        f"{one / out[f'extract-local-{workers}']['wall']:.2f}x"
-    )
-    for threads in (1, workers):
+    for round_ in range(rounds if "extract" in stages else 0):
+        tag = f"-r{round_}" if round_ else ""
+        for engine, n, how in (
+            ("local", 1, "1 process"),
+            ("local", workers, f"local pool, {workers} (peer)"),
+            ("ray", workers, f"ray, {workers} workers"),
+        ):
+            key = f"extract-{engine}-{n}{tag}"
+            out[key] = r = run("extract", {"snap": str(snap), "engine": engine, "workers": n})
+            rate = out[key]["pages"] / r["wall"]
+            start = f", ray start {r['ray_start_s']:.1f} s" if "ray_start_s" in r else ""
+            row(label, "extract", how, r, f"{rate:.0f} pages/s, digest {r['digest'][:8]}{start}")
+        digests = {out[k]["digest"] for k in out if k.startswith("extract-")}
+        one, ray_ = out[f"extract-local-1{tag}"]["wall"], out[f"extract-ray-{workers}{tag}"]
+        warm = ray_["wall"] - ray_["ray_start_s"]
+        print(
+            f"{'':>8} extract outputs identical (docs, links): {len(digests) == 1}; ray "
+            f"{workers} workers vs 1 process: {one / ray_['wall']:.2f}x ({one / warm:.2f}x "
+            f"without Ray's start); local pool: "
+            f"{one / out[f'extract-local-{workers}{tag}']['wall']:.2f}x"
+        )
+    for threads in (1, workers) if "bm25" in stages else ():
         root = work / f"index-{pages}-{threads}"
         out[f"bm25-{threads}"] = r = run(
             "bm25", {"snap": str(snap), "root": str(root), "threads": threads}
@@ -324,6 +371,10 @@ def corpus(pages: int, work: Path, workers: int, seed: int) -> dict[str, Any]:
             f"{r['passages']:,} passages; passages {r['passages_s']:.1f} s, "
             f"index {r['bm25_s']:.1f} s",
         )
+    if "bm25" not in stages:
+        shutil.rmtree(snap, ignore_errors=True)
+        shutil.rmtree(warc, ignore_errors=True)
+        return out
     out["query"] = r = run("query", {"snap": str(snap), "root": str(work / f"index-{pages}-1")})
     row(
         label,
@@ -351,18 +402,25 @@ def project(results: dict[int, dict[str, Any]], workers: int) -> None:
         ("import", "import-local", "import-ray"),
         ("extract", "extract-local-1", f"extract-ray-{workers}"),
     ):
+        if single not in r or multi not in r:
+            continue
         per_page = r[single]["wall"] / pages
-        eff = r[single]["wall"] / r[multi]["wall"] / workers
+        measured = r[single]["wall"] / r[multi]["wall"] / workers
+        eff = min(1.0, measured)  # above 1: the machine's load moved between the two rows
         cells = [
-            f"1M, 1 process {per_page * 1e6 / 3600:.1f} h",
-            f"1M, ray {workers} {per_page * 1e6 / (workers * eff) / 3600:.1f} h",
+            f"1M, 1 process {per_page * 1e6 / 60:.0f} min",
+            f"1M, ray {workers} {per_page * 1e6 / (workers * eff) / 60:.0f} min",
         ]
         for w in (16, 64, 256):
-            cells.append(f"10M, ray {w} {per_page * 1e7 / (w * eff) / 3600:.1f} h")
-        print(f"  {stage:<8} efficiency/worker {eff:.2f}; " + "; ".join(cells))
+            cells.append(f"10M, ray {w} {per_page * 1e7 / (w * eff) / 60:.0f} min")
+        print(
+            f"  {stage:<8} efficiency/worker {measured:.2f} (used: {eff:.2f}); " + "; ".join(cells)
+        )
     if len(results) > 1:
         small = min(results)
         for key in ("import-local", "extract-local-1", f"extract-ray-{workers}"):
+            if key not in results[small] or key not in results[pages]:
+                continue
             a, b = results[small][key]["driver_mb"], results[pages][key]["driver_mb"]
             print(
                 f"  driver peak RSS {key}: {a:.0f} MB at {small:,} -> {b:.0f} MB at {pages:,} "
@@ -385,6 +443,13 @@ def main() -> int:
     )
     ap.add_argument("--floor", type=float, default=0.95)
     ap.add_argument("--dense-kind", default="auto", help="auto (what drarena picks), or a kind")
+    ap.add_argument(
+        "--dense-models",
+        default="hierarchy,mixture",
+        help="synthetic vector models: hierarchy (topics of sub-topics), mixture (flat clusters)",
+    )
+    ap.add_argument("--stages", default="import,extract,bm25", help="corpus stages to run")
+    ap.add_argument("--rounds", type=int, default=1, help="extraction rows repeated, interleaved")
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()))
     ap.add_argument("--json", type=Path, default=None, help="write every figure here")
     args = ap.parse_args()
@@ -399,34 +464,38 @@ def main() -> int:
     results: dict[int, dict[str, Any]] = {}
     try:
         for pages in [int(p) for p in args.pages.split(",") if p]:
-            results[pages] = corpus(pages, work, args.workers, args.seed)
+            stages = set(args.stages.split(","))
+            results[pages] = corpus(pages, work, args.workers, args.seed, stages, args.rounds)
         if results:
             project(results, args.workers)
-        if args.dense_vectors:
+        for model in args.dense_models.split(",") if args.dense_vectors else []:
             r = run(
                 "dense",
                 {
                     "vectors": args.dense_vectors,
                     "queries": args.dense_queries,
-                    "spread": args.dense_spread,
+                    "spread": args.dense_spread if model == "mixture" else 1.0,
+                    "model": model,
                     "kind": args.dense_kind,
                     "floor": args.floor,
                     "tmp": str(work),
                 },
             )
-            results[0] = {"dense": r}
+            results.setdefault(0, {})[f"dense-{model}"] = r
+            full = " (every list: no faster than flat)" if r["nprobe"] == r["nlist"] else ""
             print(
-                f"\ndense, SYNTHETIC {r['vectors']:,} x 384 vectors ({r['clusters']} clusters), "
-                f"{args.dense_queries} fresh queries; load {r['load']}; stage {r['wall']:.0f} s, "
-                f"peak RSS {r['tree_mb']:.0f} MB\n"
-                f"  chosen: {r['kind']} nlist {r['nlist']} nprobe {r['nprobe']} (tuned to the "
-                f"floor {args.floor}), trained on {r['train']:,} vectors in {r['build_s']:.0f} s "
-                f"(build incl. adding), file {r['file_mb']:.0f} MB\n"
+                f"\ndense, SYNTHETIC {r['vectors']:,} x 384 vectors, model {model} "
+                f"({r['clusters']} clusters), {args.dense_queries} fresh queries; load "
+                f"{r['load']}; stage {r['wall']:.0f} s, peak RSS {r['tree_mb']:.0f} MB\n"
+                f"  chosen: {r['kind']} nlist {r['nlist']} nprobe {r['nprobe']}{full} (tuned to "
+                f"the floor {args.floor}), trained on {r['train']:,} vectors, built in "
+                f"{r['build_s']:.0f} s, file {r['file_mb']:.0f} MB\n"
                 f"  recall@10 vs flat {r['recall']:.3f}; one query at a time, 1 thread: flat "
                 f"{r['flat_qps_1']:.1f} q/s, {r['kind']} {r['ann_qps_1']:.0f} q/s "
-                f"({r['ann_qps_1'] / r['flat_qps_1']:.0f}x); batch, all cores: flat "
+                f"({r['ann_qps_1'] / r['flat_qps_1']:.1f}x); batch, all cores: flat "
                 f"{r['flat_qps_batch']:.0f} q/s, {r['kind']} {r['ann_qps_batch']:.0f} q/s "
-                f"({r['ann_qps_batch'] / r['flat_qps_batch']:.0f}x)"
+                f"({r['ann_qps_batch'] / r['flat_qps_batch']:.1f}x)",
+                flush=True,
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -438,6 +507,10 @@ def main() -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        print(json.dumps(child(sys.argv[2], json.loads(sys.argv[3]))))
+        figures = child(sys.argv[2], json.loads(sys.argv[3]))
+        # VmHWM: this process's own peak since exec (ru_maxrss would count the forked parent)
+        status = Path("/proc/self/status").read_text()
+        figures["hwm_mb"] = int(status.split("VmHWM:")[1].split()[0]) / 1024
+        print(json.dumps(figures))
     else:
         sys.exit(main())

@@ -16,7 +16,7 @@ HNSW efSearch) is raised step by step until recall@10 against exact search on th
 diagnostic queries reaches the floor; an index that cannot reach it is refused, not written.
 
 Why memory-mapped loading: a tournament runs several search processes; with the vectors
-mapped from the index file (IO_FLAG_MMAP_IFC for flat codes, IO_FLAG_MMAP for IVF lists)
+mapped from the index file (IO_FLAG_MMAP_IFC: flat codes, HNSW storage and IVF lists alike)
 they share the page cache instead of each holding a private copy.
 """
 
@@ -187,10 +187,15 @@ def tune(
 
 
 def mmap_flags(kind: str) -> int:
-    """read_index flags that map the vectors from the file instead of copying them."""
+    """read_index flags that map the vectors from the file instead of copying them.
+    IO_FLAG_MMAP_IFC for every kind: for IVF it maps the lists as they are (no private
+    copy: 0 MB of anonymous memory for a 200K-vector index, searched as fast as one read
+    whole), where IO_FLAG_MMAP turns them into OnDiskInvertedLists, measured 4-37x slower
+    a query (faiss 1.15)."""
     import faiss
 
-    return int(faiss.IO_FLAG_MMAP if kind == "ivf-sq8" else faiss.IO_FLAG_MMAP_IFC)
+    del kind  # the same flag for every kind today; kept for the next kind that differs
+    return int(faiss.IO_FLAG_MMAP_IFC)
 
 
 def open_index(path: Path, plan: IndexPlan) -> Any:
