@@ -251,6 +251,17 @@ bench-search: setup
 	$(BIN)/python bench/bench_search.py
 
 # --- import (issue 10) ------------------------------------------------------------------
+## setup-scale: Ray for `--engine ray` (the `scale` extra; not part of `make setup`)
+## bench-scale: bench/bench_scale.py: corpus stages at 10K and 100K generated pages, single
+## process vs Ray (SCALE_WORKERS workers), BM25 and dense at size (docs/benchmarks.md)
+.PHONY: setup-scale bench-scale
+SCALE_PAGES ?= 10000,100000
+SCALE_WORKERS ?= 2
+setup-scale: setup
+	$(BIN)/python -m pip install -q -e '.[dev,scale]' $(if $(wildcard $(LOCKFILE)),-c $(LOCKFILE))
+bench-scale: setup-scale
+	$(BIN)/python bench/bench_scale.py --pages $(SCALE_PAGES) --workers $(SCALE_WORKERS)
+
 .PHONY: import-snapshot bench-import
 ## import-snapshot: NAME=<name> FILES="<warc/wacz files or folders>" [SCOPE="--host H --prefix URL
 ## --mime T --status N"]: freeze archives made by any crawler as snapshots/$(NAME)/

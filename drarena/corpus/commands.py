@@ -22,6 +22,19 @@ def register(subparsers: Any) -> None:
     ext.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
     ext.add_argument("--force", action="store_true", help="extract even when up to date")
     ext.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ext.add_argument(
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
+        help="local (default: a process pool here) or ray (shards as Ray tasks, resumable; "
+        "needs `make setup-scale`); the output is the same bytes",
+    )
+    ext.add_argument(
+        "--address",
+        default=None,
+        help="with --engine ray: a running Ray cluster (host:port, or `auto`); default: a "
+        "local Ray of --workers CPUs",
+    )
     ext.set_defaults(func=cmd_extract)
 
     trees = subparsers.add_parser(
@@ -71,7 +84,12 @@ def cmd_extract(args: argparse.Namespace) -> int:
     from drarena.corpus.extract import extract_snapshot
 
     result = extract_snapshot(
-        args.snapshot, workers=args.workers, force=args.force, progress=not args.no_progress
+        args.snapshot,
+        workers=args.workers,
+        force=args.force,
+        progress=not args.no_progress,
+        engine=args.engine,
+        address=args.address,
     )
     c = result.counts
     if result.up_to_date:

@@ -173,7 +173,8 @@ def select_pages(responses: Iterable[ResponseLike]) -> Selection:
 Job = tuple[bytes, str, str, int]  # body, canonical URL, Content-Type, max page bytes
 
 
-def _extract_job(job: Job) -> PageExtract:
+def extract_job(job: Job) -> PageExtract:
+    """One page's extraction, an error in it reported on the page (never raised)."""
     body, url, content_type, max_bytes = job
     try:
         return extract_page(body, url, content_type, max_bytes=max_bytes)
@@ -181,6 +182,9 @@ def _extract_job(job: Job) -> PageExtract:
         return PageExtract(
             url=url, extractor="none", error=f"extraction failed: {type(exc).__name__}: {exc}"[:200]
         )
+
+
+_extract_job = extract_job  # the older name (bench/bench_extract.py)
 
 
 def _pool_context() -> Any:
@@ -206,12 +210,12 @@ def run_extraction(jobs: Sequence[Job], workers: int, progress: bool = True) -> 
     with bar:
         if workers <= 1 or len(jobs) < 2:
             for job in jobs:
-                results.append(_extract_job(job))
+                results.append(extract_job(job))
                 bar.update()
             return results
         chunk = max(1, min(8, len(jobs) // (workers * 4)))
         with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
-            for page in pool.map(_extract_job, jobs, chunksize=chunk):
+            for page in pool.map(extract_job, jobs, chunksize=chunk):
                 results.append(page)
                 bar.update()
     return results
@@ -413,9 +417,17 @@ def extract_responses(
     progress: bool = True,
     max_page_bytes: int = MAX_PAGE_BYTES,
     decode_limit: int | None = None,
+    engine: str = "local",
+    address: str | None = None,
 ) -> ExtractResult:
     """The stage body over any source of responses; writes into `out`. `decode_limit`: the
-    cap the responses' bodies were decoded with (a page cut there is flagged truncated)."""
+    cap the responses' bodies were decoded with (a page cut there is flagged truncated).
+    `engine` "ray": pages in shards as Ray tasks (on the cluster at `address`, else a local
+    Ray of `workers` CPUs), resumable from the shards a killed run finished (corpus.shards);
+    the outputs are the same bytes as the local engine's."""
+    from drarena.rayrun import check_engine
+
+    check_engine(engine)
     params = _params(max_page_bytes, decode_limit)
     if not force and (manifest := _up_to_date(out, fingerprint, params)) is not None:
         return _result(out, manifest, up_to_date=True)
@@ -424,7 +436,11 @@ def extract_responses(
     sel = select_pages(responses)
     jobs = [(r.body, r.canonical_url, full_content_type(r), max_page_bytes) for r in sel.pages]
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
-    pages = run_extraction(jobs, max(1, n_workers), progress=progress)
+    cache = None
+    if engine == "ray":
+        pages, cache = _extract_on_ray(jobs, out, params, max(1, n_workers), address, progress)
+    else:
+        pages = run_extraction(jobs, max(1, n_workers), progress=progress)
     del jobs
     docs, links, report = build_records(sel, pages)
     try:
@@ -447,7 +463,34 @@ def extract_responses(
         )
     except OSError as exc:
         raise DrarenaError(f"{out}: cannot write extraction output ({exc})") from None
+    if cache is not None:
+        cache.clear()  # docs.jsonl is in place: the finished shards are no longer needed
     return _result(out, manifest, up_to_date=False)
+
+
+def _extract_on_ray(
+    jobs: Sequence[Job],
+    out: Path,
+    params: dict[str, Any],
+    workers: int,
+    address: str | None,
+    progress: bool,
+) -> tuple[list[PageExtract], Any]:
+    """run_sharded over Ray tasks, with the shard cache in `out` (see corpus.shards)."""
+    from drarena import rayrun
+    from drarena.corpus.shards import CACHE_DIR, ShardCache, run_sharded
+
+    cache = ShardCache(out / CACHE_DIR)
+    with rayrun.session(address, workers) as ray:
+        cpus = max(1, int(ray.cluster_resources().get("CPU", workers)))
+
+        def mapper(fn: Any, shards: Any) -> Any:
+            return rayrun.ordered_map(ray, fn, shards, in_flight=2 * cpus)
+
+        pages, reused = run_sharded(jobs, mapper, params, cache, progress=progress)
+    if reused and progress:
+        print(f"extract: resumed, {reused} shard(s) reused from {cache.folder}", file=sys.stderr)
+    return pages, cache
 
 
 def extract_snapshot(
@@ -456,6 +499,8 @@ def extract_snapshot(
     force: bool = False,
     progress: bool = True,
     max_page_bytes: int = MAX_PAGE_BYTES,
+    engine: str = "local",
+    address: str | None = None,
 ) -> ExtractResult:
     """Extract a snapshot in place (docs.jsonl, links.jsonl, extract-manifest.json next to its
     WARC files). Does nothing when the outputs match the snapshot fingerprint."""
@@ -477,6 +522,8 @@ def extract_snapshot(
             progress=progress,
             max_page_bytes=max_page_bytes,
             decode_limit=snap.decode_limit,
+            engine=engine,
+            address=address,
         )
 
 

@@ -20,7 +20,8 @@ import numpy as np
 from tqdm import tqdm
 
 from drarena.errors import DrarenaError
-from drarena.search import checkpoint, embed
+from drarena.search import ann, checkpoint, embed
+from drarena.search.diagnose import clean_title
 from drarena.search.docstore import docs_file, file_sha256, load_source_docs
 from drarena.search.manifest import (
     Bm25Manifest,
@@ -35,7 +36,8 @@ from drarena.search.manifest import (
 )
 from drarena.search.passages import Passage, PassageSettings, split_docs
 
-HNSW_THRESHOLD = 100_000
+HNSW_THRESHOLD = ann.FLAT_MAX  # the old name: flat below it, approximate from it up
+RECALL_FLOOR = ann.RECALL_FLOOR
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 200
 HNSW_EF_SEARCH = 128
@@ -151,13 +153,20 @@ def load_passages(layout: IndexLayout) -> list[Passage]:
     return passages
 
 
-def build_bm25(layout: IndexLayout, state: SourceState, force: bool = False) -> StageResult:
-    """A Lucene index of the passages through pyserini's Anserini indexer (Porter, BM25)."""
+def build_bm25(
+    layout: IndexLayout, state: SourceState, force: bool = False, threads: int = 1
+) -> StageResult:
+    """A Lucene index of the passages through pyserini's Anserini indexer (Porter, BM25).
+    threads > 1: Anserini's multi-threaded IndexCollection over the passages cut into
+    sharded JSON files (see _index_collection); the same analysis, so the same scores, and
+    the searcher breaks ties by passage id, so the same rankings as one thread."""
     old = read_manifest(layout.bm25, Bm25Manifest, strict=False)
     if old is not None and not force and old.same_source(state):
         return StageResult("bm25", layout.bm25, False, 0.0, old.passage_count)
     from drarena.search import lucene
 
+    if threads > 1:
+        return _index_collection(layout, state, threads)
     passages = load_passages(layout)
     start = time.perf_counter()
     tmp = _tmp_for(layout.bm25)
@@ -187,6 +196,79 @@ def build_bm25(layout: IndexLayout, state: SourceState, force: bool = False) -> 
     )
     replace_folder(tmp, layout.bm25)
     return StageResult("bm25", layout.bm25, True, time.perf_counter() - start, len(passages))
+
+
+BM25_SHARD_PASSAGES = 50_000
+
+
+def _index_collection(layout: IndexLayout, state: SourceState, threads: int) -> StageResult:
+    """build_bm25 on `threads` threads: passages.jsonl streamed into JsonCollection shards of
+    BM25_SHARD_PASSAGES lines (at least one per thread), then Anserini's IndexCollection in a
+    separate JVM (a thread per shard file). Memory stays that of one line here; the shards
+    are deleted once the index is in place."""
+    import subprocess
+
+    from drarena.search import lucene
+
+    path = layout.passages / PASSAGES_FILE
+    if not path.is_file():
+        raise DrarenaError(f"{path} is missing: build it with {layout.rebuild_hint()}")
+    start = time.perf_counter()
+    tmp = _tmp_for(layout.bm25)
+    shards = layout.bm25.with_name(f"{layout.bm25.name}.collection-{os.getpid()}")
+    shutil.rmtree(shards, ignore_errors=True)
+    shards.mkdir(parents=True)
+    count, docs = 0, set()
+    try:
+        total = sum(1 for line in path.open("rb") if line.strip())
+        per_shard = max(1, min(BM25_SHARD_PASSAGES, -(-total // threads)))
+        out = None
+        with path.open("rb") as fh:
+            for line in fh:
+                if not line.strip():
+                    continue
+                passage = Passage.from_json(line.decode("utf-8"))
+                if count % per_shard == 0:
+                    if out is not None:
+                        out.close()
+                    out = (shards / f"part-{count // per_shard:05d}.jsonl").open("w")
+                assert out is not None
+                text = passage.indexed_text(state.passages)
+                out.write(json.dumps({"id": passage.id, "contents": text}) + "\n")
+                docs.add(passage.doc_id)
+                count += 1
+        if out is not None:
+            out.close()
+        cmd = [
+            str(lucene.java_executable()),
+            "-cp",
+            str(lucene.anserini_jar()),
+            "io.anserini.index.IndexCollection",
+            "-collection",
+            "JsonCollection",
+            "-generator",
+            "DefaultLuceneDocumentGenerator",
+            "-input",
+            str(shards),
+            "-index",
+            str(tmp),
+            "-threads",
+            str(threads),
+        ]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            detail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise DrarenaError(f"Anserini IndexCollection failed on {shards}: {detail[:300]}")
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        shutil.rmtree(shards, ignore_errors=True)
+    write_manifest(
+        tmp, Bm25Manifest(**state.model_dump(), doc_count=len(docs), passage_count=count)
+    )
+    replace_folder(tmp, layout.bm25)
+    return StageResult("bm25", layout.bm25, True, time.perf_counter() - start, count)
 
 
 def make_faiss_index(vectors: np.ndarray, hnsw_threshold: int = HNSW_THRESHOLD) -> Any:
@@ -225,6 +307,8 @@ def build_dense(
     precision: embed.Precision | None = None,
     hnsw_threshold: int = HNSW_THRESHOLD,
     per_doc: int | None = None,
+    index_kind: str = "auto",
+    recall_floor: float = RECALL_FLOOR,
     max_tokens: int | None = None,
     threads: int | None = None,
     batch_size: int | None = None,
@@ -240,6 +324,9 @@ def build_dense(
     the CPU has AMX or AVX512-BF16, else fp32); int8 and bf16 export the model to ONNX into the
     index folder first (see embed.export_int8, embed.export_fp32) and encode with that file.
     batch_size None: embed.OPENVINO_BATCH for bf16, 32 (sentence-transformers' own) otherwise.
+    index_kind "auto": flat below hnsw_threshold passages, IVF-SQ8 from it up (search.ann);
+    an approximate index is tuned to recall@10 >= recall_floor against exact search on the
+    diagnostic queries, or refused (DrarenaError, nothing written).
     """
     import faiss
 
@@ -255,6 +342,7 @@ def build_dense(
         and old.precision == precision
         and old.passages_per_doc == per_doc
         and old.max_tokens_arg == max_tokens
+        and (index_kind == "auto" or old.faiss == index_kind)
     ):
         return StageResult("dense", folder, False, 0.0, old.passage_count)
     passages = lead_passages(load_passages(layout), per_doc)
@@ -294,9 +382,17 @@ def build_dense(
                 f"dense {folder.name} ({precision})",
                 reuse=not force,
             )
-            index = make_faiss_index(vectors, hnsw_threshold)
-            hnsw = isinstance(index, faiss.IndexHNSWFlat)
+            plan = ann.plan_index(len(vectors), hnsw_threshold, index_kind)
+            index, sample = ann.build_index(vectors, plan)
+            recall: float | None = None
+            queries = diagnostic_queries(passages, state)
+            if plan.kind != "flat":
+                qvec = embed.encode(encoder, queries, precision, batch, max_tokens, threads)
+                exact = ann.exact_neighbours(vectors, qvec)
+                plan, recall = ann.tune(index, plan, qvec, exact, recall_floor)
             faiss.write_index(index, str(tmp / "index"))
+            del index
+            hnsw = plan.kind == "hnsw"
             (tmp / "docid").write_text("".join(p.id + "\n" for p in passages), encoding="utf-8")
             write_manifest(
                 tmp,
@@ -314,9 +410,18 @@ def build_dense(
                     dimension=int(vectors.shape[1]),
                     precision=precision,
                     backend=embed.backend_of(precision),
-                    faiss="hnsw" if hnsw else "flat",
-                    hnsw_m=HNSW_M if hnsw else None,
-                    hnsw_ef_search=HNSW_EF_SEARCH if hnsw else None,
+                    faiss=plan.kind,
+                    hnsw_m=plan.hnsw_m if hnsw else None,
+                    hnsw_ef_search=plan.ef_search if hnsw else None,
+                    ivf_nlist=plan.nlist,
+                    ivf_nprobe=plan.nprobe if plan.kind == "ivf-sq8" else None,
+                    train_seed=sample.seed if sample else None,
+                    train_size=sample.size if sample else None,
+                    train_rows_sha256=sample.rows_sha256 if sample else None,
+                    recall_at_10=recall,
+                    recall_floor=recall_floor if recall is not None else None,
+                    recall_queries=len(queries) if recall is not None else None,
+                    recall_queries_sha256=_texts_sha256(queries) if recall is not None else None,
                 ),
             )
             replace_folder(tmp, folder)
@@ -325,6 +430,42 @@ def build_dense(
             raise
         saved.finish()  # the index is in place: its chunks are no longer needed
     return StageResult("dense", folder, True, time.perf_counter() - start, len(passages))
+
+
+DIAGNOSTIC_QUERIES = 200
+
+
+def diagnostic_queries(
+    passages: list[Passage], state: SourceState, count: int = DIAGNOSTIC_QUERIES
+) -> list[str]:
+    """The queries an approximate index is checked on: the titles (as diagnose.py cleans
+    them) of a seeded sample of pages, else their first words. Why titles: they are what the
+    retrieval diagnostics ask too, short and unlike the passages they find, so recall is
+    measured on the kind of query a tournament sends, not on passages finding themselves."""
+    import random
+
+    first: dict[str, Passage] = {}
+    for p in passages:
+        first.setdefault(p.doc_id, p)
+    docs = sorted(first)
+    picked = sorted(
+        random.Random(f"drarena-dense-diagnostic:{state.docs_sha256}").sample(
+            docs, min(count, len(docs))
+        )
+    )
+    out = []
+    for doc_id in picked:
+        p = first[doc_id]
+        text = clean_title(p.title) or " ".join(p.text.split()[:12])
+        if text:
+            out.append(text)
+    return out
+
+
+def _texts_sha256(texts: list[str]) -> str:
+    import hashlib
+
+    return "sha256:" + hashlib.sha256("\n".join(texts).encode("utf-8")).hexdigest()
 
 
 def _encode_saved(

@@ -68,7 +68,26 @@ def register(subparsers: Any) -> None:
         "--hnsw-threshold",
         type=int,
         default=None,
-        help="passages from which FAISS uses HNSW instead of flat (100000)",
+        help="passages from which --dense-index auto is approximate, not flat (100000)",
+    )
+    idx.add_argument(
+        "--bm25-threads",
+        type=int,
+        default=1,
+        help="BM25 indexing threads; above 1, Anserini's IndexCollection over sharded JSON "
+        "(same rankings; for large corpora)",
+    )
+    idx.add_argument(
+        "--dense-index",
+        choices=["auto", "flat", "hnsw", "ivf-sq8"],
+        default="auto",
+        help="FAISS index: auto (flat below the threshold, ivf-sq8 from it up), or one kind",
+    )
+    idx.add_argument(
+        "--dense-recall-floor",
+        type=float,
+        default=None,
+        help="least recall@10 against exact search an approximate index must reach (0.95)",
     )
     idx.add_argument("--force", action="store_true", help="rebuild even when up to date")
     _common(idx)
@@ -210,7 +229,9 @@ def cmd_index(args: argparse.Namespace) -> int:
         raise DrarenaError("--max-tokens must be in 8..32768")
     layout = IndexLayout(args.index_root, snapshot)
     passages, state = build.build_passages(layout, settings, force=args.force)
-    results = [passages, build.build_bm25(layout, state, force=args.force)]
+    if args.bm25_threads < 1:
+        raise DrarenaError("--bm25-threads must be at least 1")
+    results = [passages, build.build_bm25(layout, state, args.force, args.bm25_threads)]
     if not args.no_dense:
         results.append(
             build.build_dense(
@@ -223,6 +244,12 @@ def cmd_index(args: argparse.Namespace) -> int:
                 max_tokens=args.max_tokens,
                 threads=args.encode_threads,
                 hnsw_threshold=args.hnsw_threshold or build.HNSW_THRESHOLD,
+                index_kind=args.dense_index,
+                recall_floor=(
+                    args.dense_recall_floor
+                    if args.dense_recall_floor is not None
+                    else build.RECALL_FLOOR
+                ),
             )
         )
     for r in results:

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from drarena.errors import DrarenaError
 from drarena.records import Hit
-from drarena.search import embed
+from drarena.search import ann, embed
 from drarena.search.base import SearchData, check_k, parse_args, search_pages
 from drarena.search.docstore import DEFAULT_PAGE_CHARS, PageText, clean_query
 from drarena.search.manifest import DenseManifest, IndexLayout, require_fresh
@@ -30,10 +30,12 @@ def check_faiss_file(path: Path, manifest: DenseManifest, hint: str) -> None:
     drarena wrote bounds what a sound file holds. An HNSW graph holds about 270 bytes a vector
     at M=32 (2M level-0 neighbours plus offsets and levels): 16 M + 16 bounds it."""
     count, dim = manifest.passage_count, manifest.dimension
-    least = count * dim * 4
-    most = least + FAISS_ROOM
-    if manifest.faiss == "hnsw":
-        most += count * (16 * (manifest.hnsw_m or 32) + 16)
+    least = count * dim * (1 if manifest.faiss == "ivf-sq8" else 4)  # SQ8: a byte a dimension
+    most = (
+        least
+        + FAISS_ROOM
+        + ann.file_bounds(manifest.faiss, count, dim, manifest.ivf_nlist, manifest.hnsw_m)
+    )
     try:
         size = path.stat().st_size
         with path.open("rb") as fh:
@@ -46,6 +48,18 @@ def check_faiss_file(path: Path, manifest: DenseManifest, hint: str) -> None:
             f"{path}: damaged FAISS index ({size:,} bytes; manifest.json counts {count:,} "
             f"vectors of {dim} dimensions, {least:,} to {most:,} bytes); rebuild it with {hint}"
         )
+
+
+def plan_of(manifest: DenseManifest) -> ann.IndexPlan:
+    """The index plan a manifest records (what `ann.open_index` sets before searching)."""
+    return ann.IndexPlan(
+        manifest.faiss,
+        nlist=manifest.ivf_nlist,
+        nprobe=manifest.ivf_nprobe,
+        hnsw_m=manifest.hnsw_m,
+        ef_search=manifest.hnsw_ef_search,
+        seed=manifest.train_seed or 0,
+    )
 
 
 class DenseArgs(BaseModel):
@@ -63,7 +77,6 @@ class DenseRetriever:
     name = "dense"
 
     def __init__(self, snapshot_dir: Path, index_root: Path, args: DenseArgs) -> None:
-        import faiss
 
         layout = IndexLayout(index_root, snapshot_dir)
         model_path = embed.model_path(args.model)
@@ -80,7 +93,7 @@ class DenseRetriever:
         hint = layout.rebuild_hint("--force")
         check_faiss_file(folder / "index", self.manifest, hint)
         try:
-            self._index = faiss.read_index(str(folder / "index"))
+            self._index = ann.open_index(folder / "index", plan_of(self.manifest))
             self._ids = (folder / "docid").read_text(encoding="utf-8").splitlines()
         except (RuntimeError, MemoryError, OSError, ValueError) as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[-1]

@@ -76,9 +76,26 @@ class DenseManifest(SourceState):
         default="sentence-transformers on torch",
         description="what encoded the passages (and must encode queries)",
     )
-    faiss: Literal["flat", "hnsw"] = Field(description="flat below the HNSW threshold")
+    faiss: Literal["flat", "hnsw", "ivf-sq8"] = Field(
+        description="flat below the threshold (search.ann.FLAT_MAX), approximate above"
+    )
     hnsw_m: int | None = None
     hnsw_ef_search: int | None = None
+    ivf_nlist: int | None = None
+    ivf_nprobe: int | None = Field(default=None, description="lists read per query (tuned)")
+    train_seed: int | None = Field(default=None, description="seed of k-means and its sample")
+    train_size: int | None = Field(default=None, description="vectors k-means trained on")
+    train_rows_sha256: str | None = Field(
+        default=None, description="sha256 of the sampled row numbers, comma-joined"
+    )
+    recall_at_10: float | None = Field(
+        default=None, description="against exact search on the diagnostic queries (None: flat)"
+    )
+    recall_floor: float | None = None
+    recall_queries: int | None = Field(default=None, description="diagnostic queries used")
+    recall_queries_sha256: str | None = Field(
+        default=None, description="sha256 of the diagnostic query texts, newline-joined"
+    )
     metric: str = "inner product on unit vectors (cosine)"
     drarena_version: str = __version__
 

@@ -226,6 +226,19 @@ def import_options(imp: Any) -> None:
         help="files imported at once, one process each (default: the CPU count, "
         "at most 4; the result is the same for any value)",
     )
+    imp.add_argument(
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
+        help="local (default: --jobs processes here) or ray (a Ray task per file; "
+        "needs `make setup-scale`); the snapshot is the same bytes",
+    )
+    imp.add_argument(
+        "--address",
+        default=None,
+        help="with --engine ray: a running Ray cluster (host:port, or `auto`; the output "
+        "folder must be on a filesystem every node shares); default: a local Ray",
+    )
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
@@ -297,6 +310,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         scope=scope,
         progress=not args.no_progress,
         jobs=args.jobs,
+        engine=getattr(args, "engine", "local"),
+        address=getattr(args, "address", None),
     )
     print(result.summary())
     for item in result.files:

@@ -161,8 +161,10 @@ def run_task(task: _Task, bar: Any = None) -> tuple[FileResult | RangeResult, Ta
 
 
 def _run_tasks(
-    tasks: list[_Task], jobs: int, bar: Any
+    tasks: list[_Task], jobs: int, bar: Any, engine: str = "local", address: str | None = None
 ) -> list[tuple[FileResult | RangeResult, Tally]]:
+    if engine == "ray":
+        return _run_tasks_ray(tasks, jobs, bar, address)
     if jobs <= 1 or len(tasks) == 1:
         return [run_task(task, bar) for task in tasks]
     import multiprocessing
@@ -191,6 +193,24 @@ def _run_tasks(
             if future.done() and not future.cancelled() and future.exception() is not None:
                 raise future.exception()  # type: ignore[misc]
         return [f.result() for f in futures]
+
+
+def _run_tasks_ray(
+    tasks: list[_Task], jobs: int, bar: Any, address: str | None
+) -> list[tuple[FileResult | RangeResult, Tally]]:
+    """Each task as a Ray task (drarena.rayrun), results in task order, so the merge and
+    the snapshot are those of the local path. Each writes its own staging table in the
+    build folder, which on a cluster must be on a filesystem the nodes share."""
+    from drarena import rayrun
+
+    def advance(i: int, result: tuple[FileResult | RangeResult, Tally]) -> None:
+        if bar is not None:
+            span = tasks[i].span
+            bar.update(span[1] - span[0] if span else tasks[i].source.path.stat().st_size)
+
+    with rayrun.session(address, jobs) as ray:
+        cpus = max(1, int(ray.cluster_resources().get("CPU", jobs)))
+        return list(rayrun.ordered_map(ray, run_task, tasks, in_flight=2 * cpus, on_done=advance))
 
 
 # --- one large file in parallel ---------------------------------------------------------------
@@ -371,9 +391,15 @@ def import_archives(
     progress: bool = True,
     jobs: int = 1,
     clock: Callable[[], datetime] = utc_now,
+    engine: str = "local",
+    address: str | None = None,
 ) -> ImportResult:
     """Build snapshot `out` (default snapshots/NAME) from WARC files, folders and WACZ files;
-    `jobs` > 1 imports that many files at once in worker processes (same result)."""
+    `jobs` > 1 imports that many files at once in worker processes (same result); `engine`
+    "ray" runs each file as a Ray task instead (drarena.rayrun; same result)."""
+    from drarena.rayrun import check_engine
+
+    check_engine(engine)
     safe_file_name(name, "snapshot name")
     if keep not in KEEP_MODES:
         raise DrarenaError(f"keep mode {keep!r}: expected one of {', '.join(KEEP_MODES)}")
@@ -401,7 +427,9 @@ def import_archives(
     mark.touch()
     try:
         sources = _sources(files, build)
-        manifest, results = _run(name, sources, build, scope, keep, progress, started, clock, jobs)
+        manifest, results = _run(
+            name, sources, build, scope, keep, progress, started, clock, jobs, engine, address
+        )
         mark.unlink()
         os.replace(build, out)
     except BaseException as exc:
@@ -459,6 +487,8 @@ def _run(
     started: str,
     clock: Callable[[], datetime],
     jobs: int,
+    engine: str = "local",
+    address: str | None = None,
 ) -> tuple[Manifest, list[FileResult]]:
     total = sum(s.path.stat().st_size for s in sources)
     bar = None
@@ -488,7 +518,7 @@ def _run(
                 continue
             split = splits[i] = _Split(task, bounds, *place(src, build / names[i]["keep"], keep))
             tasks.extend(split.tasks())
-        done = _run_tasks(tasks, jobs, bar)
+        done = _run_tasks(tasks, jobs, bar, engine, address)
         results = _merge(tasks, done, splits, staging, tally, bar)
         if scope.active:
             add_originals(staging, tally, build, sources, names, results)
