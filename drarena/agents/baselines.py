@@ -118,7 +118,7 @@ class _PartsArgs(BaselineArgs):
 
 
 class ClosedBookArgs(_PartsArgs):
-    pass
+    """closed_book's args: the model role, repairs and answering by parts."""
 
 
 class _PagesArgs(_PartsArgs):
@@ -132,7 +132,7 @@ class RagArgs(_PagesArgs):
 
 
 class OracleArgs(_PagesArgs):
-    pass
+    """The oracle's args: its pages are the round's targets, so no retriever."""
 
 
 def question_parts(question: str) -> list[str]:
