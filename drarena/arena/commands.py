@@ -8,7 +8,12 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the commands import their modules lazily: `drarena --help` stays fast
+    from drarena.arena.config import TournamentConfig
+    from drarena.ledger.folder import RunDir
+    from drarena.ledger.records import MatchRecord
 
 
 def register(subparsers: Any) -> None:
@@ -278,27 +283,36 @@ def print_live(run: Any) -> None:
         print(f"capture: {c['path']} ({c.get('fingerprint') or 'unfinished'})")
 
 
-def cmd_rank(args: argparse.Namespace) -> int:
+def read_finished(path: Path, empty: str) -> tuple[RunDir, TournamentConfig, list[MatchRecord]]:
+    """A finished run folder's RunDir, config and match log, checked: a folder without
+    run.json, an empty log (`empty` says what is then not done) and a log naming agents its
+    config lacks are one-line errors naming the file (either may be the damaged one, so a
+    disagreement names both)."""
     from drarena.arena.config import parse_config
-    from drarena.arena.execute import finish
     from drarena.errors import DrarenaError
     from drarena.ledger.folder import RunDir
     from drarena.ledger.leaderboard import check_agents
-    from drarena.report.run import write_report
 
-    run = RunDir(args.run)
+    run = RunDir(path)
     header = run.header()
     if header is None:
-        raise DrarenaError(f"{args.run}: no run.json (not a run folder)")
+        raise DrarenaError(f"{path}: no run.json (not a run folder)")
     config = parse_config(header["config"], f"{run.header_path}: config")
     log = run.read_log()
-    if not log:  # an empty table would overwrite the real one
-        raise DrarenaError(
-            f"{run.log_path}: no matches in the log; nothing ranked, the "
-            "leaderboard and report are left as they are"
-        )
-    # a log and a config that disagree: either may be the damaged one, so both are named
+    if not log:
+        raise DrarenaError(f"{run.log_path}: no matches in the log; {empty}")
     check_agents(config.agent_names(), log, f"{run.log_path} (config: {run.header_path})")
+    return run, config, log
+
+
+def cmd_rank(args: argparse.Namespace) -> int:
+    from drarena.arena.execute import finish
+    from drarena.report.run import write_report
+
+    # an empty log: an empty table would overwrite the real one
+    run, config, log = read_finished(
+        args.run, "nothing ranked, the leaderboard and report are left as they are"
+    )
     from drarena.report.run import run_analyses
 
     done = run_analyses(run, config, log)  # every input read before anything is written: a
@@ -310,21 +324,10 @@ def cmd_rank(args: argparse.Namespace) -> int:
 
 def cmd_ablate(args: argparse.Namespace) -> int:
     from drarena.arena.ablate import cut_log
-    from drarena.arena.config import parse_config
     from drarena.arena.driftcompare import rank_correlation
-    from drarena.errors import DrarenaError
-    from drarena.ledger.folder import RunDir
-    from drarena.ledger.leaderboard import build_leaderboard, check_agents, to_markdown
+    from drarena.ledger.leaderboard import build_leaderboard, to_markdown
 
-    run = RunDir(args.run)
-    header = run.header()
-    if header is None:
-        raise DrarenaError(f"{args.run}: no run.json (not a run folder)")
-    config = parse_config(header["config"], f"{run.header_path}: config")
-    log = run.read_log()
-    if not log:
-        raise DrarenaError(f"{run.log_path}: no matches in the log; nothing to ablate")
-    check_agents(config.agent_names(), log, f"{run.log_path} (config: {run.header_path})")
+    run, config, log = read_finished(args.run, "nothing to ablate")
     cut = cut_log(log, args.first_rounds, config.match.max_void_rounds)
     names, rating = config.agent_names(), config.rating
     rows = build_leaderboard(names, cut, resamples=rating.resamples, seed=rating.seed)

@@ -49,7 +49,7 @@ from drarena.corpus.trees import (
     TREES_INDEX,
     tree_problem,
     tree_stats,
-    tree_to_json,
+    write_tree,
 )
 from drarena.digests import file_sha256
 from drarena.errors import DrarenaError
@@ -511,20 +511,8 @@ def import_trees(source: Path, name: str, out: Path) -> ImportResult:
         nodes += len(tree.nodes)
         repeats += repeated
         path = tree_dir / f"{tree.id}.json"
-        write_atomic(path, tree_to_json(tree))
+        entries.append(write_tree(path, tree))
         written.append(path)
-        root = tree.nodes[0]
-        entries.append(
-            {
-                "id": tree.id,
-                "file": path.name,
-                "digest": file_sha256(path),
-                "root": root.id,
-                "root_url": root.url,
-                "root_title": root.title,
-                "stats": tree.meta["stats"],
-            }
-        )
     index = {
         "tree_version": TREE_VERSION,
         "imported": {"kind": KIND, "reference": REFERENCE, "files": spec["trees"]},

@@ -233,6 +233,23 @@ def build_trees(graph: LinkGraph, params: TreeParams) -> list[Tree]:
 # --- files -----------------------------------------------------------------------------
 
 
+def write_tree(path: Path, tree: Tree) -> dict[str, Any]:
+    """Write `tree` to `path` (atomically) and return its trees/index.json entry (file,
+    digest of the bytes written, root, stats): the one shape both built and imported trees
+    are listed in."""
+    write_atomic(path, tree_to_json(tree))
+    root = tree.nodes[0]
+    return {
+        "id": tree.id,
+        "file": path.name,
+        "digest": file_sha256(path),
+        "root": root.id,
+        "root_url": root.url,
+        "root_title": root.title,
+        "stats": tree.meta["stats"],
+    }
+
+
 def tree_to_json(tree: Tree) -> str:
     """node-link JSON (networkx.node_link_graph(data, edges="links") reads it)."""
     data = {
@@ -404,20 +421,7 @@ def build_snapshot_trees(
                 "docs_digest": inputs["docs"],
             },
         )
-        path = out / f"{tree.id}.json"
-        write_atomic(path, tree_to_json(tree))
-        root = tree.nodes[0]
-        entries.append(
-            {
-                "id": tree.id,
-                "file": path.name,
-                "digest": file_sha256(path),
-                "root": root.id,
-                "root_url": root.url,
-                "root_title": root.title,
-                "stats": tree.meta["stats"],
-            }
-        )
+        entries.append(write_tree(out / f"{tree.id}.json", tree))
     candidates = len(graph.root_candidates(params))
     index = {**header, "candidates": candidates, "trees": entries}
     write_atomic(index_path, json.dumps(index, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
