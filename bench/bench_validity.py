@@ -65,6 +65,24 @@ LADDERS: dict[str, list[dict[str, Any]]] = {
 }
 
 
+def ladder_agents(
+    ladder: Sequence[Mapping[str, Any]], base: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """The ladder's agents, each taking the args of the base config's agent of the same kind
+    where it has one: the 1.5B demo's oracle and closed_book answer by parts (one call a part
+    of the question), without which the oracle pastes its first page and is cut before the
+    last part (docs/models.md, runs B-D) and the ladder would measure that, not the judge."""
+    by_kind = {str(agent.get("kind")): agent for agent in base}
+    agents: list[dict[str, Any]] = []
+    for agent in ladder:
+        chosen = dict(agent)
+        peer = by_kind.get(str(agent["kind"]))
+        if peer is not None and peer.get("args"):
+            chosen["args"] = json.loads(json.dumps(peer["args"]))
+        agents.append(chosen)
+    return agents
+
+
 def ladder_config(
     base: Mapping[str, Any],
     ladder: str,
@@ -77,7 +95,7 @@ def ladder_config(
     odd one (each round has a bye then), so that every pair can meet once. `judge`: the
     {kind, args} judging it (None: the base config's)."""
     config: dict[str, Any] = json.loads(json.dumps(base))  # a deep copy of plain YAML data
-    agents = LADDERS[ladder]
+    agents = ladder_agents(LADDERS[ladder], config.get("agents") or [])
     config["name"] = name
     config["agents"] = agents
     config["swiss_rounds"] = len(agents) - 1 + len(agents) % 2
