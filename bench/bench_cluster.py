@@ -12,7 +12,7 @@ response_format `task` -> a task built from the prompt's target sources; any oth
 verdict; no schema -> the agent's `answer` tool call, whose strength is the digit in the
 role's model name (openai/sim-strength-N), so the stronger agent wins.
 
-This process runs drarena.arena.execute.execute, the real tournament: closed_book agents (one
+This process runs drarena.runs.execute.execute, the real tournament: closed_book agents (one
 model call per answer), the real ModelClient over HTTP through litellm, one role per agent
 with `api_bases` listing every replica (the client's least-in-flight balancer spreads them).
 
@@ -236,10 +236,10 @@ def run_one(
     snapshot: Path,
     work: Path,
 ) -> dict[str, Any]:
-    from drarena.arena.config import parse_config
-    from drarena.arena.execute import execute
     from drarena.ledger.folder import RunDir
     from drarena.models.config import CacheMode
+    from drarena.runs.config import parse_config
+    from drarena.runs.execute import execute
 
     child = subprocess.Popen(
         [

@@ -5,7 +5,7 @@ Run with each interpreter drarena supports (issue 38, item 10):
     .venv-py3.12/bin/python bench/bench_cpython_tricks.py
     .venv-py3.13/bin/python bench/bench_cpython_tricks.py
 
-1. `arena.execute.frozen_heap` (gc.freeze around the tournament, rarer young collections): a
+1. `runs.execute.frozen_heap` (gc.freeze around the tournament, rarer young collections): a
    heap like a tournament's (drarena, litellm and aiohttp imported, plus --heap-objects long-
    lived objects), then a loop allocating short-lived objects with cycles, the way matches
    make messages and records. Printed: the longest single collection (a pause of the event
@@ -35,7 +35,7 @@ def gc_bench(heap_objects: int, churn: int) -> dict[str, float]:
     import aiohttp  # noqa: F401  (what a tournament has imported)
     import litellm  # noqa: F401
 
-    from drarena.arena.execute import frozen_heap
+    from drarena.runs.execute import frozen_heap
 
     heap = [{"i": i, "s": str(i), "t": (i, i + 1)} for i in range(heap_objects)]
     results: dict[str, float] = {}

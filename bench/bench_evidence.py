@@ -43,7 +43,7 @@ KNOWN = [a["name"] for a in LADDER]
 
 
 def bench_config(base: Path, snapshot: Path, taskgen: str | None, name: str) -> Any:
-    from drarena.arena.config import parse_config
+    from drarena.runs.config import parse_config
 
     data = yaml.safe_load(base.read_text(encoding="utf-8"))
     data["name"] = name
@@ -91,9 +91,9 @@ async def answer_all(ctx: Any, made: Any) -> dict[str, Any]:
 
 
 def collect(args: argparse.Namespace) -> int:
-    from drarena.arena.context import open_run
-    from drarena.arena.examinercheck import check_run
     from drarena.models.config import CacheMode
+    from drarena.runs.context import open_run
+    from drarena.runs.examinercheck import check_run
     from drarena.validity.check import CheckSettings, make_tasks
 
     out: Path = args.out
@@ -158,8 +158,8 @@ def load_lines(out: Path) -> list[dict[str, Any]]:
 
 def grading_inputs(out: Path) -> tuple[Any, dict[str, str], dict[str, Any]]:
     """(term statistics, page text by URL, meta) of the bench's snapshot."""
-    from drarena.arena.session import page_terms
     from drarena.corpus.extract import load_docs
+    from drarena.runs.session import page_terms
 
     meta = json.loads((out / "meta.json").read_text(encoding="utf-8"))
     docs = load_docs(Path(meta["snapshot"]))

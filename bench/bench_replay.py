@@ -53,8 +53,8 @@ PROBE = (
 def prepare(workdir: Path, config: dict) -> Path:
     """The snapshot copy with extraction, trees and indexes, as `drarena tournament` builds
     them (so the tournament's own timing is play only)."""
-    from drarena.arena.config import parse_config
-    from drarena.arena.session import prepare_inputs
+    from drarena.runs.config import parse_config
+    from drarena.runs.session import prepare_inputs
 
     snapshot = workdir / "snapshots" / "pydocs"
     if not (snapshot / "manifest.json").is_file():

@@ -171,10 +171,10 @@ def main() -> int:
     )
     args = parser.parse_args()
 
-    from drarena.arena.config import load_config
-    from drarena.arena.execute import execute
     from drarena.ledger.folder import RunDir
     from drarena.models.config import CacheMode
+    from drarena.runs.config import load_config
+    from drarena.runs.execute import execute
 
     label = (args.model or "smollm2").replace("/", "_")
     base_path = args.base or REPO / (

@@ -27,10 +27,10 @@ COMMAND_MODULES = (
     "drarena.search.commands",
     "drarena.webproxy.commands",
     "drarena.models.commands",
-    "drarena.arena.commands",
+    "drarena.runs.commands",
     "drarena.agents.commands",
     "drarena.drift.commands",
-    "drarena.arena.checkcommands",
+    "drarena.runs.checkcommands",
     "drarena.report.commands",
 )
 
@@ -183,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--verbose", action="store_true", help="show library logging (litellm's included) on stderr"
     )
     top = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    # the main job heads the list; the arena room adds its arguments
+    # the main job heads the list; the runs room adds its arguments
     made: dict[str, argparse.ArgumentParser] = {
         "tournament": top.add_parser(
             "tournament",

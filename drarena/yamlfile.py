@@ -3,7 +3,7 @@
 Why one helper: every way such a file can be wrong (missing, a folder, not UTF-8, too large,
 not YAML, a YAML scalar or list instead of a mapping, a tag PyYAML cannot build, nesting deep
 enough to exhaust the recursion limit) must end as one line naming the file, never a
-traceback; the spec reader (web) and the tournament config reader (arena) share it, so it
+traceback; the spec reader (web) and the tournament config reader (runs) share it, so it
 lives at the package top level, below both.
 """
 

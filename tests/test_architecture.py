@@ -5,7 +5,7 @@ and never import each other):
 
   base (drarena/*.py: errors, records, registry, quoting, ...) -> web -> corpus -> live
   -> search -> webproxy -> models -> agents | examiner -> ledger -> validity -> drift
-  -> arena -> report
+  -> arena -> runs -> report
 
 Each room's `commands.py`, and drarena/cli.py, are the command-line shell: thin argument
 handling over the library, above every room; they may import any room, and no room module
@@ -33,6 +33,7 @@ ORDER = [
     "validity",
     "drift",
     "arena",
+    "runs",
     "report",
 ]
 RANK = {room: i for i, room in enumerate(ORDER)} | {"examiner": ORDER.index("agents")}
@@ -128,9 +129,11 @@ def test_the_check_catches_an_upward_import(tmp_path: Path) -> None:
     """The rule itself: a report module import is upward from agents, not from arena."""
     assert RANK["agents"] < RANK["report"]
     assert room_of("drarena.agents.react") == "agents"
-    assert room_of("drarena.arena.commands") == SHELL
+    assert room_of("drarena.runs.commands") == SHELL
     assert room_of("drarena.errors") == "base"
     assert RANK["examiner"] == RANK["agents"]
+    # the engine (arena) sits below the application that assembles runs with it
+    assert room_of("drarena.arena.tournament") == "arena" and RANK["arena"] < RANK["runs"]
 
 
 def test_no_two_packages_import_each_other_even_through_commands() -> None:

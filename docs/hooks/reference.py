@@ -83,7 +83,7 @@ def model_section(model: type[BaseModel], path: str, seen: set[type[BaseModel]])
 
 
 def config_page() -> str:
-    from drarena.arena.config import TournamentConfig
+    from drarena.runs.config import TournamentConfig
     from drarena.web.spec import CrawlSpec
 
     out = [

@@ -193,7 +193,7 @@ class Tournament:
     rounds: int | None = None
     concurrency: int = 2
     expander: Expander | None = None
-    # live mode walks trees over today's pages (drarena.arena.live); None: the snapshot's
+    # live mode walks trees over today's pages (drarena.runs.live); None: the snapshot's
     walker_factory: Callable[[Tree, random.Random], TreeWalker] | None = None
     log: Callable[[str], None] = dataclasses.field(
         default=lambda line: print(line, file=sys.stderr, flush=True)

@@ -30,7 +30,7 @@ class BoundRole(BaseModel):
 
 class RunHeader(BaseModel):
     """run.json. `config` is the resolved tournament config as a JSON object (parsed by
-    drarena.arena.config.parse_config where it is used: the ledger sits below the arena)."""
+    drarena.runs.config.parse_config where it is used: the ledger sits below the runs room)."""
 
     model_config = ConfigDict(extra="allow", validate_assignment=True)
 

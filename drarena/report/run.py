@@ -1,7 +1,7 @@
 """report.html of a run folder: rendered from its header, log and timings, keeping the drift
 section that `drarena drift snapshot --run` adds (a re-render must not drop it).
 
-Why here and not in the arena: the report reads what the arena wrote (the ledger and the
+Why here and not in the runs room: the report reads what a run wrote (the ledger and the
 leaderboard); the commands call it after a tournament, a replay, a placement or `rank`.
 """
 
@@ -42,8 +42,8 @@ class RatingLike(Protocol):
 
 
 class RunConfig(Protocol):
-    """What the report needs of a tournament config (drarena.arena.config.TournamentConfig):
-    the report room reads run folders and never imports the arena."""
+    """What the report needs of a tournament config (drarena.runs.config.TournamentConfig):
+    the report room reads run folders and never imports the runs room."""
 
     @property
     def name(self) -> str: ...
@@ -63,8 +63,8 @@ class StoredRating:
 @dataclasses.dataclass(frozen=True, slots=True)
 class StoredRunConfig:
     """The part of a run's stored config (run.json `config`) the report reads: a RunConfig
-    built without the arena's config model, so the report room's commands need nothing of
-    the arena (the arena's commands write reports; the two packages must not import each
+    built without the runs room's config model, so the report room's commands need nothing
+    of it (the runs room's commands write reports; the two packages must not import each
     other)."""
 
     name: str

@@ -37,7 +37,7 @@ START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 5.0
 ADDON = Path(__file__).with_name("mitm_addon.py")
 # Every proxy of this process adds its counts here when it stops; a run records the difference
-# between its start and its end (drarena.arena.execute: run.json's `web_proxy`).
+# between its start and its end (drarena.runs.execute: run.json's `web_proxy`).
 TALLY = ProxyTally()
 CA_VARIABLES = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS")
 # The state file is in the user's --state-dir, which may hold anything, so it is read bounded.

@@ -455,7 +455,7 @@ def test_the_shim_fails_closed_when_it_cannot_hide(tmp_path: Path) -> None:
 
 
 def frozen_config(api_base: str | list[str] | None, **args: Any) -> Any:
-    from drarena.arena.config import parse_config
+    from drarena.runs.config import parse_config
 
     role: dict[str, Any] = {"model": "openai/deep-agent"}
     if isinstance(api_base, list):
@@ -483,7 +483,7 @@ def frozen_config(api_base: str | list[str] | None, **args: Any) -> Any:
 
 
 def test_frozen_mode_refuses_a_remote_http_agent_unless_named() -> None:
-    from drarena.arena.session import check_components
+    from drarena.runs.session import check_components
 
     with pytest.raises(DrarenaError) as info:
         check_components(frozen_config("http://agents.example.com:8000/v1"))
@@ -507,7 +507,7 @@ def test_frozen_mode_refuses_a_remote_http_agent_unless_named() -> None:
 def test_frozen_mode_checks_every_replica_of_an_http_agents_role() -> None:
     """A role with several replicas (api_bases) has no api_base: every replica's host is
     checked as api_base's is (before, such a role was refused as having no endpoint)."""
-    from drarena.arena.session import check_components
+    from drarena.runs.session import check_components
 
     check_components(frozen_config(["http://127.0.0.1:8001/v1", "http://127.0.0.1:8002/v1"]))
     remote = ["http://127.0.0.1:8001/v1", "http://gpu2.example.com:8000/v1"]
@@ -538,8 +538,8 @@ def test_a_command_agents_model_role_with_replicas_gives_the_first_and_bridges_i
 
 
 def test_unknown_model_role_of_a_command_agent_is_one_line() -> None:
-    from drarena.arena.config import parse_config
-    from drarena.arena.session import check_components
+    from drarena.runs.config import parse_config
+    from drarena.runs.session import check_components
 
     config = parse_config(
         {
@@ -566,7 +566,7 @@ def test_unknown_model_role_of_a_command_agent_is_one_line() -> None:
 
 
 def test_allow_hosts_are_host_names() -> None:
-    from drarena.arena.session import check_components
+    from drarena.runs.session import check_components
 
     with pytest.raises(
         DrarenaError,

@@ -16,10 +16,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "arena"))
 from arena_live_site import LiveSiteForTests, freeze, scripted_models
 
 from drarena.agents import sandbox
-from drarena.arena.config import parse_config
-from drarena.arena.execute import execute
 from drarena.ledger.folder import RunDir
 from drarena.models.config import CacheMode
+from drarena.runs.config import parse_config
+from drarena.runs.execute import execute
 
 NETNS = sandbox.probe()
 

@@ -5,9 +5,9 @@ from typing import Any
 
 import pytest
 
-from drarena.arena.config import load_config, parse_config
-from drarena.arena.session import check_components
 from drarena.errors import DrarenaError
+from drarena.runs.config import load_config, parse_config
+from drarena.runs.session import check_components
 
 REPO = Path(__file__).resolve().parents[2]
 

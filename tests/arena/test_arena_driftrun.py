@@ -12,14 +12,14 @@ import pytest
 from arena_live_site import LiveSiteForTests, freeze, live_web_settings, scripted_models
 from test_arena_live import NOW, config_data
 
-from drarena.arena.config import parse_config
-from drarena.arena.driftcompare import Change, agent_moves, change, rank_correlation
-from drarena.arena.driftrun import REPORT_JSON, drift_run
-from drarena.arena.execute import execute
 from drarena.errors import DrarenaError
 from drarena.ledger.folder import RunDir
 from drarena.ledger.leaderboard import LeaderboardRow
 from drarena.models.config import CacheMode
+from drarena.runs.config import parse_config
+from drarena.runs.driftcompare import Change, agent_moves, change, rank_correlation
+from drarena.runs.driftrun import REPORT_JSON, drift_run
+from drarena.runs.execute import execute
 
 
 @pytest.mark.parametrize(
@@ -168,7 +168,7 @@ def test_a_drift_run_header_over_the_limit_is_one_line(
 ) -> None:
     """A replay reads drift-run-header.json from --out (maybe shared or damaged): it was
     decoded whole, however large; now one over MAX_HEADER_BYTES is one line naming it."""
-    import drarena.arena.driftrun as driftrun
+    import drarena.runs.driftrun as driftrun
 
     header = tmp_path / driftrun.HEADER
     header.write_text('{"live_settings": {}, "padding": "' + "x" * 100 + '"}', encoding="utf-8")
@@ -217,7 +217,7 @@ def test_a_damaged_drift_run_header_is_one_line_on_replay(
     """Regression: a replay read the header's live_settings, live.captures and bound_roles
     unchecked, so a header edited by hand or cut short was a KeyError, TypeError or pydantic
     ValidationError traceback."""
-    import drarena.arena.driftrun as driftrun
+    import drarena.runs.driftrun as driftrun
 
     (tmp_path / driftrun.HEADER).write_text(header, encoding="utf-8")
     (tmp_path / REPORT_JSON).write_text("{}", encoding="utf-8")

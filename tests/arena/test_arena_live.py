@@ -16,13 +16,13 @@ import yaml
 from arena_live_site import LiveSiteForTests, freeze, live_web_settings, scripted_models
 from loopback_servers import free_port
 
-from drarena.arena.config import parse_config
-from drarena.arena.execute import execute, replay
 from drarena.cli import main
 from drarena.errors import DrarenaError
 from drarena.ledger.folder import RunDir
 from drarena.ledger.records import MatchRecord
 from drarena.models.config import CacheMode
+from drarena.runs.config import parse_config
+from drarena.runs.execute import execute, replay
 from drarena.web.snapshot import Snapshot
 
 NOW = datetime(2026, 11, 29, 15, 0, 0, tzinfo=UTC)
@@ -278,7 +278,7 @@ def test_bad_live_settings_name_the_field(tmp_path: Path) -> None:
     data["live"]["bogus"] = 1
     with pytest.raises(DrarenaError, match=r"live\.bogus: Extra inputs are not permitted"):
         parse_config(data, "test")
-    from drarena.arena.live import web_settings
+    from drarena.runs.live import web_settings
 
     data["live"].pop("bogus")
     data["live"]["web"] = {"timeout_s": -1}
@@ -289,9 +289,9 @@ def test_bad_live_settings_name_the_field(tmp_path: Path) -> None:
 
 
 def test_live_demo_config_is_valid(repo_root: Path) -> None:
-    from drarena.arena.config import load_config
-    from drarena.arena.live import web_settings
-    from drarena.arena.session import check_components
+    from drarena.runs.config import load_config
+    from drarena.runs.live import web_settings
+    from drarena.runs.session import check_components
 
     config = load_config(repo_root / "configs" / "live-demo.yaml")
     check_components(config)
@@ -301,8 +301,8 @@ def test_live_demo_config_is_valid(repo_root: Path) -> None:
 
 
 def test_header_lists_every_part_even_one_killed_before_closing(tmp_path: Path) -> None:
-    from drarena.arena.config import LiveSettings
-    from drarena.arena.live import LiveSession, finish_block, header_block
+    from drarena.runs.config import LiveSettings
+    from drarena.runs.live import LiveSession, finish_block, header_block
 
     live = LiveSettings.model_validate({})
     killed = {"path": str(tmp_path / "a"), "fingerprint": None, "status": "in progress"}

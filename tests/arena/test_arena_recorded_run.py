@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from drarena.arena.execute import replay
 from drarena.cli import main
 from drarena.errors import DrarenaError
 from drarena.ledger.folder import RunDir
+from drarena.runs.execute import replay
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "recorded-run"
 COMPARED = ("matches.jsonl", "leaderboard.md", "leaderboard.csv", "leaderboard.json")
@@ -170,8 +170,8 @@ def test_rejudge_with_the_evidence_judge_reads_the_snapshot_and_calls_no_model(
 ) -> None:
     """`drarena run rejudge RUN --judge evidence`: the recorded (LLM-judged) run's rounds
     graded by code against the run's own snapshot, no model call, the run only read."""
-    from drarena.arena.config import parse_config
-    from drarena.arena.rejudge import judgeable, round_grounding
+    from drarena.runs.config import parse_config
+    from drarena.runs.rejudge import judgeable, round_grounding
 
     monkeypatch.chdir(clone)
     monkeypatch.delenv("DRARENA_MODEL_API_BASE", raising=False)

@@ -1,4 +1,4 @@
-"""`drarena examiner-check` (arena.checkcommands): what a replay reads from its folder."""
+"""`drarena examiner-check` (runs.checkcommands): what a replay reads from its folder."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from replay_checks import refused_leaving_folder
 
-from drarena.arena.checkcommands import REPORT_FILE, ROLES_FILE, default_config, run_check
+from drarena.runs.checkcommands import REPORT_FILE, ROLES_FILE, default_config, run_check
 from drarena.validity.check import CheckSettings
 
 
@@ -40,7 +40,7 @@ def test_a_replay_with_a_roles_file_over_the_limit_is_one_line(
 ) -> None:
     """roles.json was decoded whole, however large: one over MAX_ROLES_BYTES is one line
     naming it, having read only that much, and nothing is written."""
-    import drarena.arena.checkcommands as checkcommands
+    import drarena.runs.checkcommands as checkcommands
 
     replay_folder(tmp_path, b'{"padding": "' + b"x" * 100 + b'"}')
     monkeypatch.setattr(checkcommands, "MAX_ROLES_BYTES", 64)

@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 
-from drarena.arena.config import (
+from drarena.arena.match import MatchSettings
+from drarena.errors import DrarenaError
+from drarena.examiner.evolve import word_limit
+from drarena.runs.config import (
     JUDGE_TEMPERATURE,
     LEGACY_MATCH,
     PAPER_MATCH,
@@ -19,9 +22,6 @@ from drarena.arena.config import (
     load_config,
     parse_config,
 )
-from drarena.arena.match import MatchSettings
-from drarena.errors import DrarenaError
-from drarena.examiner.evolve import word_limit
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDED = Path(__file__).resolve().parent / "fixtures" / "recorded-run" / "run.json"

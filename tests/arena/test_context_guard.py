@@ -7,9 +7,9 @@ import contextlib
 from types import SimpleNamespace
 from typing import Any
 
-from drarena.arena.context import RunContext
 from drarena.models.config import ModelsConfig
 from drarena.models.guard import NetworkGuard
+from drarena.runs.context import RunContext
 
 
 def context(offline: bool, roles: dict[str, Any]) -> RunContext:

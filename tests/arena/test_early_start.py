@@ -194,8 +194,8 @@ def test_early_start_is_scheduling_only_so_not_in_the_config_digest() -> None:
     keep their digest (their stored config has no such key)."""
     from test_arena_config import base
 
-    from drarena.arena.config import parse_config
-    from drarena.arena.session import config_digest
+    from drarena.runs.config import parse_config
+    from drarena.runs.session import config_digest
 
     default = parse_config(base(), "t.yaml")
     assert default.early_start == 4
@@ -210,8 +210,8 @@ def test_models_transport_is_not_in_the_config_digest_either() -> None:
     so a run may resume or replay with either; the rest of the models block still counts."""
     from test_arena_config import base
 
-    from drarena.arena.config import parse_config
-    from drarena.arena.session import config_digest
+    from drarena.runs.config import parse_config
+    from drarena.runs.session import config_digest
 
     def with_models(**models: object) -> str:
         config = base()
@@ -270,8 +270,8 @@ def test_only_a_replay_is_played_without_the_warm_up(tmp_path: Path, replaying: 
     from types import SimpleNamespace
     from typing import Any
 
-    from drarena.arena.context import RunContext
     from drarena.ledger.folder import RunDir
+    from drarena.runs.context import RunContext
 
     config: Any = SimpleNamespace(
         seed=1, match=None, swiss_rounds=3, concurrency=1, early_start=4

@@ -1,4 +1,4 @@
-"""drarena.arena.execute: what it does around the tournament's event loop."""
+"""drarena.runs.execute: what it does around the tournament's event loop."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from drarena.arena.execute import INTERPRETER_FROZEN, YOUNG_COLLECTION_EVERY, frozen_heap
+from drarena.runs.execute import INTERPRETER_FROZEN, YOUNG_COLLECTION_EVERY, frozen_heap
 
 
 @pytest.fixture(autouse=True)

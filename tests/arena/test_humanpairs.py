@@ -1,4 +1,4 @@
-"""Labelled rounds as known-answer pairs (drarena.arena.humanpairs): only rounds whose people
+"""Labelled rounds as known-answer pairs (drarena.runs.humanpairs): only rounds whose people
 agree on the direction, the preferred answer as the reference."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from auditkit import audit_log, label
 
-from drarena.arena.humanpairs import human_pairs, pairs_from_labels
 from drarena.errors import DrarenaError
 from drarena.examiner.verdicts import Verdict
+from drarena.runs.humanpairs import human_pairs, pairs_from_labels
 
 V = Verdict
 LOG = audit_log([[V.A_BETTER, V.A_BETTER, V.TIE, V.B_BETTER]], [("x", "y")])

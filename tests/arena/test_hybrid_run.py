@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from arena_live_site import LiveSiteForTests, freeze, scripted_models
 
-from drarena.arena.config import parse_config
-from drarena.arena.execute import execute
 from drarena.cli import main
 from drarena.ledger.folder import RunDir
 from drarena.models.config import CacheMode
 from drarena.report.run import write_report
+from drarena.runs.config import parse_config
+from drarena.runs.execute import execute
 
 STRENGTH = {"fact number": 3}
 

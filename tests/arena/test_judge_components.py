@@ -12,9 +12,7 @@ from typing import Any
 import pytest
 from arena_fakes import ScriptedAgentForTests, examiner_step, make_tree
 
-from drarena.arena.config import legacy_match, parse_config
 from drarena.arena.match import MatchRunner, match_seed
-from drarena.arena.session import page_terms
 from drarena.corpus.treewalk import TreeWalker
 from drarena.errors import DrarenaError
 from drarena.examiner.judges import JUDGES, build_judge
@@ -22,6 +20,8 @@ from drarena.examiner.taskgens import TASKGENS
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelsConfig
 from drarena.models.scripted import ScriptedBackendForTests
+from drarena.runs.config import legacy_match, parse_config
+from drarena.runs.session import page_terms
 
 
 def config(**match: object) -> dict[str, Any]:

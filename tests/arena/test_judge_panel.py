@@ -14,9 +14,7 @@ from typing import Any
 import pytest
 from arena_fakes import ScriptedAgentForTests, examiner_step, make_tree
 
-from drarena.arena.config import parse_config
 from drarena.arena.match import MatchRunner, MatchSettings, match_seed
-from drarena.arena.session import check_components
 from drarena.corpus.treewalk import TreeWalker
 from drarena.errors import DrarenaError
 from drarena.examiner.panel import majority
@@ -26,6 +24,8 @@ from drarena.models.backend import BackendReply
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelsConfig
 from drarena.models.scripted import ScriptedBackendForTests, reply
+from drarena.runs.config import parse_config
+from drarena.runs.session import check_components
 
 PANEL = ("j1", "j2", "j3")
 

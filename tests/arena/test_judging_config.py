@@ -13,8 +13,6 @@ from typing import Any
 import pytest
 from arena_fakes import ScriptedAgentForTests, examiner_step, make_tree
 
-from drarena.arena.config import parse_config
-from drarena.arena.execute import legacy_judging
 from drarena.arena.match import MatchRunner, MatchSettings, match_seed
 from drarena.corpus.treewalk import TreeWalker
 from drarena.errors import DrarenaError
@@ -25,6 +23,8 @@ from drarena.ledger.records import MatchRecord
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelsConfig
 from drarena.models.scripted import ScriptedBackendForTests, reply
+from drarena.runs.config import parse_config
+from drarena.runs.execute import legacy_judging
 
 
 def config(**match: object) -> dict:

@@ -21,9 +21,7 @@ from typing import Any
 import pytest
 from arena_fakes import ScriptedAgentForTests, examiner_step, make_tree
 
-from drarena.arena.config import ISSUE35_KEYS, PAPER_MATCH, legacy_match, parse_config
 from drarena.arena.match import MatchRunner, MatchSettings, match_seed, tree_number
-from drarena.arena.session import config_digest, load_trees
 from drarena.corpus.records import Doc, Tree
 from drarena.corpus.treewalk import TreeWalker
 from drarena.examiner.evolve import Move, Outcome
@@ -32,6 +30,8 @@ from drarena.models.backend import BackendReply
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelsConfig
 from drarena.models.scripted import ScriptedBackendForTests
+from drarena.runs.config import ISSUE35_KEYS, PAPER_MATCH, legacy_match, parse_config
+from drarena.runs.session import config_digest, load_trees
 
 RECORDED = Path(__file__).resolve().parent / "fixtures" / "recorded-run" / "run.json"
 
@@ -186,7 +186,7 @@ def test_new_switches_at_their_defaults_leave_the_digest_as_it_was() -> None:
     (a stored run still resumes); setting one changes it."""
     import hashlib
 
-    from drarena.arena.session import NOT_DIGESTED
+    from drarena.runs.session import NOT_DIGESTED
 
     config = parse_config(base(), "t.yaml")
     dump = config.model_dump(mode="json", exclude=NOT_DIGESTED)

@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from arena_live_site import LiveSiteForTests, freeze, scripted_models
 
-from drarena.arena.config import PAPER_MATCH, parse_config
-from drarena.arena.execute import execute
-from drarena.arena.session import load_trees
 from drarena.cli import main
 from drarena.ledger.folder import RunDir
 from drarena.models.config import CacheMode
 from drarena.report.run import write_report
+from drarena.runs.config import PAPER_MATCH, parse_config
+from drarena.runs.execute import execute
+from drarena.runs.session import load_trees
 
 # four trees: one more than a config's default trees.count of 3
 TREES = ("tree_0001", "tree_0002", "tree_0003", "tree_0004")

@@ -14,15 +14,15 @@ import pytest
 from arena_live_site import scripted_models
 from reference_trees import write_reference_trees
 
-from drarena.arena.ablate import cut_log
-from drarena.arena.config import PAPER_MATCH, PAPER_TREES, parse_config
-from drarena.arena.execute import execute
 from drarena.cli import main
 from drarena.corpus.papertrees import import_trees
 from drarena.examiner import templates
 from drarena.ledger.folder import RunDir
 from drarena.models.config import CacheMode
 from drarena.report.run import write_report
+from drarena.runs.ablate import cut_log
+from drarena.runs.config import PAPER_MATCH, PAPER_TREES, parse_config
+from drarena.runs.execute import execute
 
 
 @pytest.fixture(scope="module")

@@ -14,9 +14,7 @@ from typing import Any
 import pytest
 from arena_fakes import ScriptedAgentForTests, make_tree, strength_examiner
 
-from drarena.arena.config import parse_config
 from drarena.arena.match import MatchSettings
-from drarena.arena.rejudge import JudgeSpec, prepare_out, rejudge
 from drarena.arena.tournament import Tournament
 from drarena.cli import main
 from drarena.errors import DrarenaError
@@ -26,6 +24,8 @@ from drarena.models.backend import BackendReply
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelsConfig
 from drarena.models.scripted import ScriptedBackendForTests, reply
+from drarena.runs.config import parse_config
+from drarena.runs.rejudge import JudgeSpec, prepare_out, rejudge
 
 STRENGTHS = {"s1": 1, "s2": 2, "s3": 3, "s4": 4}
 CONFIG = {

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from arena_live_site import LiveSiteForTests, freeze, scripted_models
 
-from drarena.arena.config import parse_config
-from drarena.arena.execute import execute
 from drarena.cli import main
 from drarena.errors import DrarenaError
 from drarena.ledger.folder import RunDir
 from drarena.models.config import CacheMode
+from drarena.runs.config import parse_config
+from drarena.runs.execute import execute
 
 STRENGTH = {"fact number": 3}
 
@@ -321,7 +321,7 @@ def add_agent(
 ) -> int:
     """`drarena run add-agent RUN --name newbie ...` with the scripted model backend (control
     flow only) in place of litellm."""
-    import drarena.arena.execute as execute_module
+    import drarena.runs.execute as execute_module
 
     def scripted(*args: Any, **kw: Any) -> Any:
         kw.update(backend=scripted_models(STRENGTH, interrupt_at=interrupt_at), prepare=False)

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from arena_live_site import LiveSiteForTests, freeze, scripted_models
 
-from drarena.arena.config import PAPER_MATCH, parse_config
-from drarena.arena.execute import execute, replay
 from drarena.ledger.folder import RunDir
 from drarena.models.config import CacheMode
+from drarena.runs.config import PAPER_MATCH, parse_config
+from drarena.runs.execute import execute, replay
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Which trees a tournament loads from its snapshot (arena.session.load_trees)."""
+"""Which trees a tournament loads from its snapshot (runs.session.load_trees)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from arena_fakes import make_tree
 
-from drarena.arena.config import parse_config
-from drarena.arena.session import load_trees
 from drarena.corpus.trees import tree_to_json
 from drarena.errors import DrarenaError
+from drarena.runs.config import parse_config
+from drarena.runs.session import load_trees
 
 
 def config(snapshot: Path) -> object:

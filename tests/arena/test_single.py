@@ -1,4 +1,4 @@
-"""`drarena run match` (arena.single): what a replay reads from its folder."""
+"""`drarena run match` (runs.single): what a replay reads from its folder."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from replay_checks import refused_leaving_folder
 
-import drarena.arena.single as single
+import drarena.runs.single as single
 
 
 def replay_args(out: Path) -> argparse.Namespace:

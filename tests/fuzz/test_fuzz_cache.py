@@ -198,7 +198,7 @@ def ask_tools(path: Path, replaying: bool) -> tuple[list[Any], list[str]] | None
     """The recorded search and opens asked again through the record's retriever: each
     answer or the exception it raised, and the record's misses; None if it did not open."""
     try:
-        # opened as arena.context opens it (a replay only reads)
+        # opened as runs.context opens it (a replay only reads)
         record = ToolRecord(ToolCache(path, read_only=replaying), replaying=replaying)
     except Exception as exc:
         _check(exc, path)

@@ -20,9 +20,9 @@ from fuzz_inputs import text_mutated
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from drarena.arena.config import TournamentConfig, load_config
-from drarena.arena.session import check_components, config_digest
 from drarena.errors import DrarenaError
+from drarena.runs.config import TournamentConfig, load_config
+from drarena.runs.session import check_components, config_digest
 from drarena.web.crawl import Scope
 from drarena.web.spec import CrawlSpec, load_spec
 

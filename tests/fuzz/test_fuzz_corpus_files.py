@@ -467,8 +467,8 @@ def test_tree_file_fields(work: Path, data: st.DataObject) -> None:
 
 
 def _load_trees_arena(folder: Path) -> None:
-    """The tournament's reader of the trees index (drarena.arena.session.load_trees)."""
-    from drarena.arena.session import load_trees
+    """The tournament's reader of the trees index (drarena.runs.session.load_trees)."""
+    from drarena.runs.session import load_trees
 
     config: Any = types.SimpleNamespace(
         snapshot=folder, trees=types.SimpleNamespace(ids=(), count=1)
@@ -714,7 +714,7 @@ def test_a_rebuild_keeps_a_user_file_named_with_other_digits(work: Path) -> None
     ],
 )
 def test_arena_index_with_odd_entries_is_one_error(work: Path, entries: list[Any]) -> None:
-    from drarena.arena.session import load_trees
+    from drarena.runs.session import load_trees
 
     folder = _case(work)
     (folder / TREES_DIR / TREES_INDEX).write_text(json.dumps({"trees": entries}))

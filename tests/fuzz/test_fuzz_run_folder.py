@@ -36,9 +36,6 @@ from fuzz_inputs import mutated, text_mutated, tiny_snapshot
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from drarena.arena.config import legacy_match, parse_config
-from drarena.arena.execute import execute, legacy_judging, replay
-from drarena.arena.session import config_digest
 from drarena.cli import main
 from drarena.digests import file_sha256
 from drarena.errors import DrarenaError
@@ -47,6 +44,9 @@ from drarena.files import write_atomic
 from drarena.ledger.folder import REPLAY_FILES, RunDir
 from drarena.ledger.records import AnswerTiming
 from drarena.models.config import CacheMode
+from drarena.runs.config import legacy_match, parse_config
+from drarena.runs.execute import execute, legacy_judging, replay
+from drarena.runs.session import config_digest
 from drarena.web.snapshot import Snapshot
 
 FIXTURE = Path(__file__).resolve().parents[1] / "arena" / "fixtures" / "recorded-run"
@@ -186,7 +186,7 @@ def _guarded(call: Callable[[], object], name: str, folders: list[Path]) -> bool
     naming `name` and leaves every folder as it was."""
     before = [_files(f) for f in folders]
     try:
-        with mock.patch("drarena.arena.execute.open_run", _stop), _quiet():
+        with mock.patch("drarena.runs.execute.open_run", _stop), _quiet():
             call()
     except _Reached:
         return True
@@ -417,7 +417,7 @@ def test_add_agent_names_a_damaged_run_json(work: Path) -> None:
     before = _files(run)
     with (
         pytest.raises(DrarenaError, match=r"run\.json: config: models\.roles\.agent\.model"),
-        mock.patch("drarena.arena.execute.open_run", _stop),
+        mock.patch("drarena.runs.execute.open_run", _stop),
         _quiet(),
     ):
         _main_raising([*args, "--no-serve"])
@@ -435,7 +435,7 @@ def test_replay_of_a_damaged_live_block_is_one_line(work: Path, live: Any) -> No
     before = _files(out)
     with (
         pytest.raises(DrarenaError, match=r"run\.json"),
-        mock.patch("drarena.arena.execute.open_run", _stop),
+        mock.patch("drarena.runs.execute.open_run", _stop),
         _quiet(),
     ):
         replay(RunDir(run), RunDir(out))

@@ -1,6 +1,6 @@
 """`python tests/kill/tournament_driver.py SNAPSHOT RUNS_ROOT`: run (or resume) a small frozen
 tournament on SNAPSHOT with the scripted model backend (control flow only: no real model),
-through drarena.arena.execute.execute, the function `drarena tournament` calls once it has a
+through drarena.runs.execute.execute, the function `drarena tournament` calls once it has a
 model endpoint. Errors end as `drarena tournament` ends them: one line, exit 2.
 
 Each model call waits 30 ms, so a kill lands in the middle of a run of a few seconds.
@@ -45,11 +45,11 @@ def config_data(snapshot: Path, runs_root: Path) -> dict[str, Any]:
 def main(argv: Sequence[str]) -> int:
     from arena_live_site import scripted_models
 
-    from drarena.arena.config import parse_config
-    from drarena.arena.execute import execute
     from drarena.errors import DrarenaError
     from drarena.ledger.folder import RunDir
     from drarena.models.config import CacheMode
+    from drarena.runs.config import parse_config
+    from drarena.runs.execute import execute
 
     snapshot, runs_root = Path(argv[0]), Path(argv[1])
     backend = scripted_models(STRENGTH)

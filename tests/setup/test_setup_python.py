@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from make_plans import make_dry_run
 
-from drarena.arena import session
+from drarena.runs import session
 
 REPO = Path(__file__).resolve().parents[2]
 PYENV = Path.home() / ".pyenv" / "versions"

@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from validity_helpers import make_tree, scripted_examiner
 
-from drarena.arena.execute import NoModelBackend
 from drarena.errors import DrarenaError
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelsConfig
 from drarena.models.scripted import ScriptedBackendForTests
 from drarena.registry import ComponentSpec
+from drarena.runs.execute import NoModelBackend
 from drarena.validity.check import CheckRun, CheckSettings, examiner_check, table
 from drarena.validity.pairs import Kind
 

@@ -11,11 +11,11 @@ from pathlib import Path
 from auditkit import audit_log, label
 from validity_helpers import make_tree, scripted_examiner
 
-from drarena.arena.humanpairs import pairs_from_labels
 from drarena.examiner.verdicts import Verdict
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelsConfig
 from drarena.models.scripted import ScriptedBackendForTests
+from drarena.runs.humanpairs import pairs_from_labels
 from drarena.validity.check import CheckRun, CheckSettings, examiner_check, summary, table
 
 V = Verdict

@@ -31,10 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from drarena.arena.config import SERVED, TournamentConfig, legacy_match, load_config, parse_config
-from drarena.arena.execute import finish, legacy_judging
 from drarena.arena.rounds import failure, for_judge
-from drarena.arena.session import bind_roles, load_pages, load_trees, model_endpoint, page_terms
 from drarena.corpus.treewalk import TreeWalker
 from drarena.errors import DrarenaError
 from drarena.examiner.evidence import Grounding
@@ -51,6 +48,9 @@ from drarena.ledger.records import MatchRecord, RoundRecord
 from drarena.models.client import ModelClient
 from drarena.models.config import CacheMode, ModelRole, ModelsConfig, Sampling
 from drarena.records import Record
+from drarena.runs.config import SERVED, TournamentConfig, legacy_match, load_config, parse_config
+from drarena.runs.execute import finish, legacy_judging
+from drarena.runs.session import bind_roles, load_pages, load_trees, model_endpoint, page_terms
 from drarena.settle import gather_settled
 
 SCHEMA_VERSION = 1

@@ -4,7 +4,7 @@ Each match of the frozen run is played again with its own tasks (question and ch
 the same order, follow-ups continuing each agent's conversation): the same two agents, built
 from the run's config but searching the live web, answer; the same judge code judges both
 orders; the live verdicts give live ratings with the same Bradley-Terry code. The comparison
-itself is pure (drarena.arena.driftcompare).
+itself is pure (drarena.runs.driftcompare).
 
 The output folder holds its own model cache and capture snapshot, and a header naming them,
 so `drarena drift run RUN --out DIR --replay` re-executes it offline (zero model calls, no
@@ -27,16 +27,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from drarena.agents.base import Agent, Conversation, SourcePage
-from drarena.arena.config import (
-    LiveSettings,
-    TournamentConfig,
-    legacy_agents,
-    legacy_judge,
-    parse_config,
-)
-from drarena.arena.driftcompare import DriftRunReport, build_report, to_markdown
-from drarena.arena.execute import legacy_judging
-from drarena.arena.live import LivePages, capture_path, finish_block, header_block
 from drarena.arena.match import MatchSettings, grounding_for
 from drarena.arena.rounds import play_round
 from drarena.corpus.terms import UNIFORM, TermStats
@@ -47,6 +37,16 @@ from drarena.files import write_atomic
 from drarena.ledger.folder import MAX_TEXT_BYTES, RunDir, read_text
 from drarena.ledger.records import SCHEMA_VERSION, MatchRecord, RoundRecord
 from drarena.models.client import ModelClient
+from drarena.runs.config import (
+    LiveSettings,
+    TournamentConfig,
+    legacy_agents,
+    legacy_judge,
+    parse_config,
+)
+from drarena.runs.driftcompare import DriftRunReport, build_report, to_markdown
+from drarena.runs.execute import legacy_judging
+from drarena.runs.live import LivePages, capture_path, finish_block, header_block
 from drarena.settle import gather_settled
 
 HEADER = "drift-run-header.json"
@@ -185,7 +185,7 @@ async def ask_all(
 
     @functools.cache
     def terms() -> TermStats:  # the frozen snapshot's, built once if the judge reads them
-        from drarena.arena.session import load_pages, page_terms
+        from drarena.runs.session import load_pages, page_terms
 
         return page_terms(load_pages(config).values())
 
@@ -226,7 +226,7 @@ def live_settings(
 
 def _frozen_run(run_path: Path) -> tuple[RunDir, dict[str, Any], TournamentConfig]:
     """The frozen run drift-run asks again: its folder, header and config (checked)."""
-    from drarena.arena.session import check_components
+    from drarena.runs.session import check_components
 
     run = RunDir(run_path)
     header = run.header()
@@ -322,8 +322,8 @@ def drift_run(
 ) -> DriftRunResult:
     """Ask `run_path`'s questions again live into `out` (or, with `replay`, re-execute
     `out` offline). `backend`: the model backend (tests inject a scripted one)."""
-    from drarena.arena.context import open_run
     from drarena.models.config import CacheMode
+    from drarena.runs.context import open_run
 
     run, header, config = _frozen_run(run_path)
     frozen = frozen_matches(run)

@@ -22,11 +22,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from drarena.arena.config import LiveSettings
 from drarena.corpus.records import Tree, TreePage
 from drarena.corpus.treewalk import CONTENT_RICH_CHARS, CannotExpand, Expander, TreeWalker
 from drarena.errors import DrarenaError
 from drarena.registry import ComponentSpec
+from drarena.runs.config import LiveSettings
 
 STAMP = "%Y%m%dT%H%M%SZ"
 

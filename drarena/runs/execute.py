@@ -12,10 +12,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from drarena.arena.config import TournamentConfig, legacy_match, parse_config
-from drarena.arena.context import RunContext, open_run
-from drarena.arena.live import capture_fingerprint, capture_path, finish_block, header_block
-from drarena.arena.session import config_digest
 from drarena.digests import file_sha256
 from drarena.errors import DrarenaError
 from drarena.ledger.folder import (
@@ -35,6 +31,10 @@ from drarena.ledger.leaderboard import (
 from drarena.ledger.records import MatchRecord
 from drarena.models.cache import TOOL_SCHEMA_VERSION
 from drarena.models.config import CacheMode
+from drarena.runs.config import TournamentConfig, legacy_match, parse_config
+from drarena.runs.context import RunContext, open_run
+from drarena.runs.live import capture_fingerprint, capture_path, finish_block, header_block
+from drarena.runs.session import config_digest
 
 
 @dataclasses.dataclass
@@ -187,7 +187,7 @@ def execute(
     every read from those captures instead, with the network guard on.
 
     `examiner_check_pairs` > 0: an examiner-check of that many tasks runs (or is reused)
-    before the first match and its figures go into run.json (drarena.arena.examinercheck)."""
+    before the first match and its figures go into run.json (drarena.runs.examinercheck)."""
     with run_lock(run.path):  # a second drarena in this folder is refused, naming this one
         return _execute(
             config,
@@ -267,7 +267,7 @@ def _execute(
             ctx, config, old, header_extra, capture, live_replay, resumed=newcomer is None
         )
         if examiner_check_pairs > 0 and newcomer is None:  # the Examiner's figures first
-            from drarena.arena.examinercheck import tournament_check
+            from drarena.runs.examinercheck import tournament_check
 
             header.examiner_check = tournament_check(
                 ctx, header, examiner_check_pairs, paraphrase=config.examiner_check.paraphrase

@@ -21,8 +21,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from drarena.agents.base import Agent
-from drarena.arena.config import TournamentConfig
-from drarena.arena.session import (
+from drarena.corpus.records import Doc, Tree, TreeEdge, TreeNode
+from drarena.corpus.terms import TermStats
+from drarena.corpus.treewalk import CONTENT_RICH_CHARS, Expander, TreeWalker
+from drarena.ledger.header import RunHeader
+from drarena.models.client import ModelClient
+from drarena.models.config import CacheMode, ModelsConfig
+from drarena.runs.config import TournamentConfig
+from drarena.runs.session import (
     bind_roles,
     build_header,
     check_components,
@@ -32,19 +38,13 @@ from drarena.arena.session import (
     page_terms,
     prepare_inputs,
 )
-from drarena.corpus.records import Doc, Tree, TreeEdge, TreeNode
-from drarena.corpus.terms import TermStats
-from drarena.corpus.treewalk import CONTENT_RICH_CHARS, Expander, TreeWalker
-from drarena.ledger.header import RunHeader
-from drarena.models.client import ModelClient
-from drarena.models.config import CacheMode, ModelsConfig
 
 if TYPE_CHECKING:
     from drarena.agents.citations import SnapshotUrlChecker
     from drarena.agents.toolrecord import ToolRecord
-    from drarena.arena.live import LiveSession
     from drarena.arena.tournament import Tournament
     from drarena.ledger.folder import RunDir
+    from drarena.runs.live import LiveSession
 
 
 class LazySnapshotExpander:
@@ -222,7 +222,7 @@ def open_run(
         config = config.as_live()  # the default live block when the config has none
         assert config.live is not None
         if live_replay is None:
-            from drarena.arena.live import preflight
+            from drarena.runs.live import preflight
 
             preflight(config.live)
     if prepare:
@@ -240,7 +240,7 @@ def open_run(
         bound = bind_roles(models, api_base, served, cache_path, cache_mode)
         live: LiveSession | None = None
         if live_mode:
-            from drarena.arena.live import LiveSession
+            from drarena.runs.live import LiveSession
 
             assert config.live is not None
             live = LiveSession(
@@ -266,7 +266,7 @@ def open_run(
                 tool_record=record,
                 private_paths=hidden,
             )
-        else:  # citations counted, not checked (see drarena.arena.live)
+        else:  # citations counted, not checked (see drarena.runs.live)
             context = AgentContext(
                 client=client,
                 snapshot_dir=config.snapshot,

@@ -13,8 +13,8 @@ import asyncio
 import sys
 from typing import Any
 
-from drarena.arena.context import RunContext
 from drarena.ledger.header import RunHeader
+from drarena.runs.context import RunContext
 from drarena.validity.check import CheckRun, CheckSettings, examiner_check
 from drarena.validity.reuse import STORE_DIR, check_key, header_block, reuse_or_run
 

@@ -6,7 +6,7 @@ real agents write. A team that audits its runs builds its own calibration set fr
 checks the next Examiner (another model, prompt or judge kind) against it before it ranks.
 A round becomes a pair only when every person who labelled it gave the same direction (A, B
 or a tie; each person's latest label counts): where people disagree, no verdict is known.
-In the arena room because the judge must see an answer as a round does (rounds.for_judge).
+Above the arena because the judge must see an answer as a round does (rounds.for_judge).
 """
 
 from __future__ import annotations

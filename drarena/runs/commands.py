@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the commands import their modules lazily: `drarena --help` stays fast
-    from drarena.arena.config import TournamentConfig
     from drarena.ledger.folder import RunDir
     from drarena.ledger.records import MatchRecord
+    from drarena.runs.config import TournamentConfig
 
 
 def register(subparsers: Any) -> None:
@@ -216,11 +216,11 @@ def beside(run: Path, suffix: str) -> Path:
 
 
 def cmd_tournament(args: argparse.Namespace) -> int:
-    from drarena.arena.config import load_config
-    from drarena.arena.execute import execute
     from drarena.ledger.folder import RunDir
     from drarena.models.config import CacheMode
     from drarena.report.run import write_report
+    from drarena.runs.config import load_config
+    from drarena.runs.execute import execute
 
     config = load_config(args.config)
     if args.live or not config.offline:
@@ -288,10 +288,10 @@ def read_finished(path: Path, empty: str) -> tuple[RunDir, TournamentConfig, lis
     run.json, an empty log (`empty` says what is then not done) and a log naming agents its
     config lacks are one-line errors naming the file (either may be the damaged one, so a
     disagreement names both)."""
-    from drarena.arena.config import parse_config
     from drarena.errors import DrarenaError
     from drarena.ledger.folder import RunDir
     from drarena.ledger.leaderboard import check_agents
+    from drarena.runs.config import parse_config
 
     run = RunDir(path)
     header = run.header()
@@ -306,8 +306,8 @@ def read_finished(path: Path, empty: str) -> tuple[RunDir, TournamentConfig, lis
 
 
 def cmd_rank(args: argparse.Namespace) -> int:
-    from drarena.arena.execute import finish
     from drarena.report.run import write_report
+    from drarena.runs.execute import finish
 
     # an empty log: an empty table would overwrite the real one
     run, config, log = read_finished(
@@ -323,9 +323,9 @@ def cmd_rank(args: argparse.Namespace) -> int:
 
 
 def cmd_ablate(args: argparse.Namespace) -> int:
-    from drarena.arena.ablate import cut_log
-    from drarena.arena.driftcompare import rank_correlation
     from drarena.ledger.leaderboard import build_leaderboard, to_markdown
+    from drarena.runs.ablate import cut_log
+    from drarena.runs.driftcompare import rank_correlation
 
     run, config, log = read_finished(args.run, "nothing to ablate")
     cut = cut_log(log, args.first_rounds, config.match.max_void_rounds)
@@ -351,9 +351,9 @@ def cmd_ablate(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from drarena.arena.execute import replay
     from drarena.ledger.folder import RunDir
     from drarena.report.run import write_report
+    from drarena.runs.execute import replay
 
     if not (args.run / "run.json").is_file() and (args.run / "manifest.json").is_file():
         from drarena.web.commands import cmd_replay as serve_snapshot
@@ -379,12 +379,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_add_agent(args: argparse.Namespace) -> int:
-    from drarena.arena.config import parse_config
-    from drarena.arena.execute import execute
     from drarena.errors import DrarenaError
     from drarena.ledger.folder import RunDir
     from drarena.models.config import CacheMode
     from drarena.report.run import write_report
+    from drarena.runs.config import parse_config
+    from drarena.runs.execute import execute
 
     run = RunDir(args.run)
     header = run.header()
@@ -439,7 +439,7 @@ def _json_arg(text: str | None, flag: str) -> Any:
 
 
 def cmd_drift_run(args: argparse.Namespace) -> int:
-    from drarena.arena.driftrun import REPORT_JSON, drift_run
+    from drarena.runs.driftrun import REPORT_JSON, drift_run
 
     out: Path = args.out or beside(args.run, "-drift")
     started = time.perf_counter()
@@ -478,7 +478,7 @@ def _judge_arg(text: str | None) -> dict[str, Any] | None:
 
 
 def cmd_rejudge(args: argparse.Namespace) -> int:
-    from drarena.arena.rejudge import JudgeSpec, rejudge
+    from drarena.runs.rejudge import JudgeSpec, rejudge
 
     out: Path = args.write or args.out or beside(args.run, "-rejudge")
     spec = JudgeSpec(
@@ -505,6 +505,6 @@ def cmd_rejudge(args: argparse.Namespace) -> int:
 
 
 def cmd_match(args: argparse.Namespace) -> int:
-    from drarena.arena.single import run_single_match
+    from drarena.runs.single import run_single_match
 
     return run_single_match(args)

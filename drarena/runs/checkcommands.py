@@ -1,6 +1,6 @@
 """CLI: `drarena examiner-check SNAPSHOT`: can this Examiner rank? It builds the run context
-as a tournament does and calls drarena.validity.check, so it lives in the arena room (above
-validity), not in validity, which must not import the arena."""
+as a tournament does and calls drarena.validity.check, so it lives in the runs room (above
+validity), not in validity, which must not import the runs room."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def register(subparsers: Any) -> None:
 def default_config(snapshot: Path, index_root: Path, seed: int) -> Any:
     """A config for the check alone: the Examiner served, greedy (closed-book agents only
     because a config needs two; they are never asked)."""
-    from drarena.arena.config import parse_config
+    from drarena.runs.config import parse_config
 
     return parse_config(
         {
@@ -128,13 +128,13 @@ def run_check(
     """Run (or replay) the check of `config`'s Examiner into `out`; returns the report and
     the number of model calls made. A replay binds the recorded models, answers every call
     from the folder's cache and writes nothing. `human`: labelled pairs to judge too
-    (drarena.arena.humanpairs)."""
-    from drarena.arena.context import open_run
-    from drarena.arena.examinercheck import check_run, progress
-    from drarena.arena.execute import NoModelBackend
+    (drarena.runs.humanpairs)."""
     from drarena.errors import DrarenaError
     from drarena.files import read_bounded, write_atomic
     from drarena.models.config import CacheMode
+    from drarena.runs.context import open_run
+    from drarena.runs.examinercheck import check_run, progress
+    from drarena.runs.execute import NoModelBackend
     from drarena.validity.check import examiner_check
 
     cache = out / "llm-cache.sqlite"
@@ -184,8 +184,8 @@ def run_check(
 
 
 def cmd_examiner_check(args: argparse.Namespace) -> int:
-    from drarena.arena.config import load_config
     from drarena.errors import DrarenaError
+    from drarena.runs.config import load_config
     from drarena.validity.check import CheckSettings, check_judges, table
 
     if args.pairs < 1:
@@ -204,7 +204,7 @@ def cmd_examiner_check(args: argparse.Namespace) -> int:
     out: Path = args.out or Path("runs") / f"examiner-check-{args.snapshot.name}"
     human: Any = ()
     if args.labels is not None:
-        from drarena.arena.humanpairs import human_pairs
+        from drarena.runs.humanpairs import human_pairs
 
         human = human_pairs(args.labels)  # a bad labels file fails before any model starts
         print(f"{len(human)} rounds people agreed on in {args.labels}: known-answer pairs")

@@ -13,12 +13,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from drarena.arena.config import TournamentConfig, parse_config
 from drarena.arena.match import MatchRunner, match_rng, match_seed
 from drarena.errors import DrarenaError
 from drarena.files import read_bounded, write_atomic
 from drarena.ledger.records import RoundRecord
 from drarena.models.config import CacheMode
+from drarena.runs.config import TournamentConfig, parse_config
 
 RETRIEVING = ("react", "rag")
 # A replay reads roles.json from --out, a folder that may be shared or damaged: bounded. Why
@@ -94,7 +94,7 @@ def print_round(r: RoundRecord) -> None:
 
 
 def run_single_match(args: argparse.Namespace) -> int:
-    from drarena.arena.context import open_run
+    from drarena.runs.context import open_run
 
     config = match_config(args)
     out: Path = args.out or Path("runs") / config.name
