@@ -1,18 +1,26 @@
-"""Swiss pairing (pure, seeded).
+"""Swiss pairing and the plan of a round (pure, seeded).
 
 DR-Arena (paper 4.1): a random first round, then agents of similar rating meet without
 repeats, so n agents are ranked with O(n log n) pairings instead of O(n^2). An odd count gives
 the lowest-rated agent that has not yet had one a bye.
+
+A round's plan (plan_round) is a pure function of the seed and the results of the rounds before
+it: the tournament plays it, and the early-start planner (drarena.arena.earlystart) asks for it
+under outcomes that have not happened yet.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 import math
 import random
 from collections.abc import Collection, Mapping, Sequence
 
-from drarena.ledger.rating import settled
+from drarena.ledger.leaderboard import games_of
+from drarena.ledger.rating import Game, fit_strengths, settled, to_elo
+from drarena.ledger.records import MatchRecord
 from drarena.records import Record
 
 
@@ -76,3 +84,82 @@ def pair_round(
     if pairs is None:
         pairs = [(order[i], order[i + 1]) for i in range(0, len(order), 2)]
     return Pairing(tuple(pairs), bye)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PlannedMatch(Record):
+    match_id: str
+    swiss_round: int
+    a: str
+    b: str
+    tree: str
+
+
+def round_rng(seed: int, swiss_round: int, salt: str = "swiss") -> random.Random:
+    digest = hashlib.sha256(f"{seed}\x1f{salt}\x1f{swiss_round}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def ratings_of(agents: Sequence[str], games: Sequence[Game]) -> dict[str, float]:
+    """Elo-scale Bradley-Terry ratings the pairing orders agents by."""
+    elo = to_elo(fit_strengths(list(agents), games))
+    return {a: float(r) for a, r in zip(agents, elo, strict=True)}
+
+
+def current_ratings(agents: Sequence[str], records: Sequence[MatchRecord]) -> dict[str, float]:
+    return ratings_of(agents, games_of(records))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Result(Record):
+    """What the pairing reads of a finished match: who met, and A's score (1, 0.5 or 0;
+    None for a void match, which counts as a meeting but not as a game)."""
+
+    a: str
+    b: str
+    score_a: float | None
+
+    @classmethod
+    def of(cls, m: MatchRecord) -> Result:
+        return cls(m.a, m.b, m.score_a())
+
+
+@functools.lru_cache(maxsize=2048)
+def _pairing(
+    agents: tuple[str, ...],
+    swiss_round: int,
+    seed: int,
+    results: tuple[Result, ...],
+    byes: frozenset[str],
+) -> Pairing:
+    """Memoised (pure): the early-start planner asks for the same history many times, and the
+    real plan of a round is one of the hypothetical ones it has already fitted."""
+    if swiss_round == 0:
+        ratings = None
+    else:
+        fitted = [Game(r.a, r.b, r.score_a) for r in results if r.score_a is not None]
+        ratings = ratings_of(agents, fitted)
+    played = {frozenset((r.a, r.b)) for r in results}
+    return pair_round(list(agents), ratings, played, set(byes), round_rng(seed, swiss_round))
+
+
+def _planned(pairing: Pairing, swiss_round: int, tree_ids: Sequence[str]) -> list[PlannedMatch]:
+    return [
+        PlannedMatch(f"r{swiss_round}-{a}-vs-{b}-{tree}", swiss_round, a, b, tree)
+        for a, b in pairing.pairs
+        for tree in tree_ids
+    ]
+
+
+def plan_round(
+    agents: Sequence[str],
+    tree_ids: Sequence[str],
+    swiss_round: int,
+    seed: int,
+    earlier: Sequence[MatchRecord | Result],
+    byes: Sequence[str],
+) -> tuple[Pairing, list[PlannedMatch]]:
+    """Round `swiss_round` (0-based): pure function of the seed and earlier matches."""
+    results = tuple(m if isinstance(m, Result) else Result.of(m) for m in earlier)
+    pairing = _pairing(tuple(sorted(agents)), swiss_round, seed, results, frozenset(byes))
+    return pairing, _planned(pairing, swiss_round, sorted(tree_ids))

@@ -1,182 +1,39 @@
 """The Swiss tournament: plan rounds, play matches concurrently, keep a resumable log.
 
 Resumable by construction: round r's pairing depends only on the seed and the matches of
-rounds before r, every match's generator is seeded by (run seed, pair, tree), and finished
-matches are kept one file each. Re-running the same command recomputes the same plan, skips
-what is on disk and plays the rest; the canonical log is rewritten in plan order after each
-round, so an interrupted and resumed run ends byte-identical to an uninterrupted one.
+rounds before r (drarena.arena.swiss.plan_round), every match's generator is seeded by (run
+seed, pair, tree), and finished matches are kept one file each. Re-running the same command
+recomputes the same plan, skips what is on disk and plays the rest; the canonical log is
+rewritten in plan order after each round, so an interrupted and resumed run ends
+byte-identical to an uninterrupted one.
 
-Early start: round r+1's pairing needs every result of round r, so a round-by-round
-scheduler idles the model servers while a round's last matches finish. When at most
-`early_start` matches of round r are unfinished, round r+1 is planned under every outcome
-they could still have (A wins, tie, B wins, void: 4^k plans); a match planned under all of
-them is certain and starts at once. Since a match's seed, id and inputs do not depend on when
-it starts, the matches played and every record are those of the round-by-round scheduler.
+Early start: while a round's last matches finish, the next round's certain matches start
+(drarena.arena.earlystart: its planner runs beside each round); the matches played and every
+record are those of the round-by-round scheduler.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
-import hashlib
-import itertools
 import random
 import sys
-import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 
 from drarena.agents.base import Agent
+from drarena.arena.earlystart import EarlyPlan, EarlyStart
 from drarena.arena.match import MatchRunner, MatchSettings, match_rng, match_seed
-from drarena.arena.swiss import Pairing, default_rounds, pair_round
+from drarena.arena.swiss import PlannedMatch, current_ratings, default_rounds, plan_round
 from drarena.corpus.records import Doc, Tree
 from drarena.corpus.terms import UNIFORM, TermStats
 from drarena.corpus.treewalk import Expander, TreeWalker
 from drarena.errors import DrarenaError
 from drarena.ledger.folder import RunDir
-from drarena.ledger.leaderboard import check_agents, games_of
-from drarena.ledger.rating import Game, fit_strengths, settled, to_elo, warm_up_fits
+from drarena.ledger.leaderboard import check_agents
+from drarena.ledger.rating import settled, warm_up_fits
 from drarena.ledger.records import MatchRecord
 from drarena.models.client import ModelClient
-from drarena.records import Record
 from drarena.settle import gather_settled
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class PlannedMatch(Record):
-    match_id: str
-    swiss_round: int
-    a: str
-    b: str
-    tree: str
-
-
-def round_rng(seed: int, swiss_round: int, salt: str = "swiss") -> random.Random:
-    digest = hashlib.sha256(f"{seed}\x1f{salt}\x1f{swiss_round}".encode()).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))
-
-
-def ratings_of(agents: Sequence[str], games: Sequence[Game]) -> dict[str, float]:
-    """Elo-scale Bradley-Terry ratings the pairing orders agents by."""
-    elo = to_elo(fit_strengths(list(agents), games))
-    return {a: float(r) for a, r in zip(agents, elo, strict=True)}
-
-
-def current_ratings(agents: Sequence[str], records: Sequence[MatchRecord]) -> dict[str, float]:
-    return ratings_of(agents, games_of(records))
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Result(Record):
-    """What the pairing reads of a finished match: who met, and A's score (1, 0.5 or 0;
-    None for a void match, which counts as a meeting but not as a game)."""
-
-    a: str
-    b: str
-    score_a: float | None
-
-    @classmethod
-    def of(cls, m: MatchRecord) -> Result:
-        return cls(m.a, m.b, m.score_a())
-
-
-# every score a match can end with: A wins, tie, B wins, void
-OUTCOMES: tuple[float | None, ...] = (1.0, 0.5, 0.0, None)
-
-
-@functools.lru_cache(maxsize=2048)
-def _pairing(
-    agents: tuple[str, ...],
-    swiss_round: int,
-    seed: int,
-    results: tuple[Result, ...],
-    byes: frozenset[str],
-) -> Pairing:
-    """Memoised (pure): the early-start planner asks for the same history many times, and the
-    real plan of a round is one of the hypothetical ones it has already fitted."""
-    if swiss_round == 0:
-        ratings = None
-    else:
-        fitted = [Game(r.a, r.b, r.score_a) for r in results if r.score_a is not None]
-        ratings = ratings_of(agents, fitted)
-    played = {frozenset((r.a, r.b)) for r in results}
-    return pair_round(list(agents), ratings, played, set(byes), round_rng(seed, swiss_round))
-
-
-def _planned(pairing: Pairing, swiss_round: int, tree_ids: Sequence[str]) -> list[PlannedMatch]:
-    return [
-        PlannedMatch(f"r{swiss_round}-{a}-vs-{b}-{tree}", swiss_round, a, b, tree)
-        for a, b in pairing.pairs
-        for tree in tree_ids
-    ]
-
-
-def plan_round(
-    agents: Sequence[str],
-    tree_ids: Sequence[str],
-    swiss_round: int,
-    seed: int,
-    earlier: Sequence[MatchRecord | Result],
-    byes: Sequence[str],
-) -> tuple[Pairing, list[PlannedMatch]]:
-    """Round `swiss_round` (0-based): pure function of the seed and earlier matches."""
-    results = tuple(m if isinstance(m, Result) else Result.of(m) for m in earlier)
-    pairing = _pairing(tuple(sorted(agents)), swiss_round, seed, results, frozenset(byes))
-    return pairing, _planned(pairing, swiss_round, sorted(tree_ids))
-
-
-def certain_matches(
-    agents: Sequence[str],
-    tree_ids: Sequence[str],
-    swiss_round: int,
-    seed: int,
-    history: Sequence[Result | PlannedMatch],
-    byes: Sequence[str],
-    *,
-    max_open: int = 4,
-    stop: threading.Event | None = None,
-) -> list[PlannedMatch]:
-    """The matches of round `swiss_round` that are planned whatever the unfinished matches in
-    `history` end with (pure; `stop`, once set, ends it early with none certain).
-
-    `history` is the log as it will be written, in plan order, with each match not yet finished
-    still as its PlannedMatch. Round `swiss_round` is planned under every combination of
-    OUTCOMES for those (4^k plans); a match in all of them (same id: same round, agents and
-    tree) is certain. More than `max_open` unfinished matches: none is (the plans cost 4^k BT
-    fits). The result keeps plan order; with nothing unfinished it is the plan itself.
-    `stop` lets the scheduler drop a plan it no longer needs: one fit per combination, so
-    4 open matches among 128 agents cost ~0.6 s of CPU, longer than a round's tail."""
-    open_at = [i for i, h in enumerate(history) if isinstance(h, PlannedMatch)]
-    if len(open_at) > max_open:
-        return []
-    common: list[PlannedMatch] | None = None
-    for combo in itertools.product(OUTCOMES, repeat=len(open_at)):
-        if stop is not None and stop.is_set():
-            return []
-        filled = dict(zip(open_at, combo, strict=True))
-        results = [
-            Result(h.a, h.b, filled[i]) if isinstance(h, PlannedMatch) else h
-            for i, h in enumerate(history)
-        ]
-        _, planned = plan_round(agents, tree_ids, swiss_round, seed, results, byes)
-        if common is None:
-            common = planned
-        else:
-            keep = {p.match_id for p in planned}
-            common = [p for p in common if p.match_id in keep]
-        if not common:
-            break
-    return common or []
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class EarlyPlan:
-    """One early-start plan of `next_round`: the round's matches that were still open when it
-    was asked, and the next round's matches it found certain (see certain_matches)."""
-
-    next_round: int
-    open: tuple[PlannedMatch, ...]
-    certain: tuple[PlannedMatch, ...]
 
 
 @dataclasses.dataclass
@@ -290,71 +147,44 @@ class Tournament:
         done: dict[str, MatchRecord],
     ) -> None:
         """Wait for round `planned`'s matches; meanwhile start the certain ones of
-        `next_round`. A failed match raises once every started match has settled, the first
-        of this round by plan position (as gather_settled does).
-
-        The planner runs in a thread beside the matches, never in their way: when a match
-        finishes it is replanned with one open match fewer (the older plan stopped), and when
-        the last one finishes the round ends at once, the plan still running stopped and
-        dropped. (Awaited in line, a 128-agent plan held the next round back ~0.6 s.)"""
-        asked: tuple[PlannedMatch, ...] | None = None
-        planning: asyncio.Future[list[PlannedMatch]] | None = None
-        stop = threading.Event()
+        `next_round` (drarena.arena.earlystart.EarlyStart plans them beside the matches). A
+        failed match raises once every started match has settled, the first of this round by
+        plan position (as gather_settled does)."""
+        planner = (
+            None
+            if next_round is None
+            else EarlyStart(
+                names,
+                tree_ids,
+                self.seed,
+                next_round,
+                byes,
+                log,
+                planned,
+                max_open=self.early_start,
+                on_plan=self.on_plan,
+            )
+        )
         try:
             while True:
                 unfinished = [p for p in planned if p.match_id not in done]
                 waiting = {
                     started[p.match_id] for p in unfinished if not started[p.match_id].done()
                 }
-                if planning is not None and planning.done():
-                    if self.on_plan is not None and next_round is not None and asked is not None:
-                        self.on_plan(EarlyPlan(next_round, asked, tuple(planning.result())))
-                    for p in planning.result():
+                if planner is not None:
+                    for p in planner.take():
                         if p.match_id not in done and p.match_id not in started:
                             started[p.match_id] = asyncio.create_task(self._one(p, gate, done))
-                    planning = None
-                if (
-                    next_round is not None
-                    and 0 < len(unfinished) <= self.early_start
-                    and (asked is None or len(unfinished) != len(asked))
-                ):
-                    # a plan under fewer open matches is 4x cheaper per match finished, and
-                    # what it finds certain includes what the older one would: drop that one
-                    if planning is not None:
-                        stop.set()
-                        await asyncio.wait({planning})
-                        planning = None
-                        stop = threading.Event()
-                    asked = tuple(unfinished)
-                    history: list[Result | PlannedMatch] = [Result.of(m) for m in log]
-                    history += [
-                        Result.of(done[p.match_id]) if p.match_id in done else p for p in planned
-                    ]
-                    planning = asyncio.ensure_future(
-                        asyncio.to_thread(
-                            certain_matches,
-                            names,
-                            tree_ids,
-                            next_round,
-                            self.seed,
-                            history,
-                            tuple(byes),
-                            max_open=self.early_start,
-                            stop=stop,
-                        )
-                    )
+                    await planner.replan(done)
                 if not waiting:
                     break
                 await asyncio.wait(
-                    waiting | ({planning} if planning is not None else set()),
+                    waiting | (planner.running() if planner is not None else set()),
                     return_when=asyncio.FIRST_COMPLETED,
                 )
         finally:
-            # the round is over (or failed): a plan still running is told to stop, which its
-            # thread notices within one fit; what it found is not started
-            stop.set()
-            if planning is not None:
-                await asyncio.wait({planning})
+            if planner is not None:
+                await planner.close()
         for p in planned:  # the first failure by plan position, as gather_settled raises
             task = started.get(p.match_id)
             if task is not None and p.match_id not in done:

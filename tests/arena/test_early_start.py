@@ -11,14 +11,8 @@ from pathlib import Path
 import pytest
 from test_tournament_flow import tournament
 
-from drarena.arena.tournament import (
-    OUTCOMES,
-    EarlyPlan,
-    PlannedMatch,
-    Result,
-    certain_matches,
-    plan_round,
-)
+from drarena.arena.earlystart import OUTCOMES, EarlyPlan, certain_matches
+from drarena.arena.swiss import PlannedMatch, Result, plan_round
 from drarena.ledger.records import MatchRecord
 
 AGENTS = ["a", "b", "c", "d"]

@@ -11,8 +11,8 @@ from typing import Any
 from arena_fakes import ScriptedAgentForTests, make_tree, strength_examiner
 
 from drarena.arena.match import MatchSettings
-from drarena.arena.swiss import default_rounds
-from drarena.arena.tournament import Tournament, plan_round
+from drarena.arena.swiss import default_rounds, plan_round
+from drarena.arena.tournament import Tournament
 from drarena.ledger.folder import RunDir
 from drarena.ledger.leaderboard import build_leaderboard, to_markdown
 from drarena.models.client import ModelClient
