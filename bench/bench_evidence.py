@@ -92,8 +92,9 @@ async def answer_all(ctx: Any, made: Any) -> dict[str, Any]:
 
 def collect(args: argparse.Namespace) -> int:
     from drarena.models.config import CacheMode
-    from drarena.runs.context import open_run
+    from drarena.runs.context import check_config, open_run
     from drarena.runs.examinercheck import check_run
+    from drarena.runs.prepare import prepare
     from drarena.validity.check import CheckSettings, make_tasks
 
     out: Path = args.out
@@ -108,6 +109,8 @@ def collect(args: argparse.Namespace) -> int:
         "taskgen": config.match.taskgen_spec().model_dump(mode="json"),
     }
     (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    config = check_config(config)
+    prepare(config)  # the prepare stage: extraction, trees, indexes
     with open_run(
         config,
         cache_path=out / "llm-cache.sqlite",

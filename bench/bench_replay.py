@@ -54,7 +54,7 @@ def prepare(workdir: Path, config: dict) -> Path:
     """The snapshot copy with extraction, trees and indexes, as `drarena tournament` builds
     them (so the tournament's own timing is play only)."""
     from drarena.runs.config import parse_config
-    from drarena.runs.session import prepare_inputs
+    from drarena.runs.prepare import prepare as prepare_stage
 
     snapshot = workdir / "snapshots" / "pydocs"
     if not (snapshot / "manifest.json").is_file():
@@ -64,7 +64,7 @@ def prepare(workdir: Path, config: dict) -> Path:
                 shutil.copy2(path, snapshot / path.name)
     os.chdir(workdir)
     started = time.perf_counter()
-    prepare_inputs(parse_config(config, "bench config"))
+    prepare_stage(parse_config(config, "bench config"))
     print(f"inputs (extract, trees, indexes): {time.perf_counter() - started:.1f} s")
     return snapshot
 

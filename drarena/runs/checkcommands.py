@@ -132,9 +132,10 @@ def run_check(
     from drarena.errors import DrarenaError
     from drarena.files import read_bounded, write_atomic
     from drarena.models.config import CacheMode
-    from drarena.runs.context import open_run
+    from drarena.runs.context import check_config, open_run
     from drarena.runs.examinercheck import check_run, progress
     from drarena.runs.execute import NoModelBackend
+    from drarena.runs.prepare import prepare
     from drarena.validity.check import examiner_check
 
     cache = out / "llm-cache.sqlite"
@@ -162,6 +163,9 @@ def run_check(
         backend = backend or NoModelBackend()
     else:
         out.mkdir(parents=True, exist_ok=True)
+    config = check_config(config)
+    if not replay:  # a replay reads what the check read
+        prepare(config)
     with open_run(
         config,
         cache_path=cache,
@@ -169,7 +173,6 @@ def run_check(
         serve=serve and not replay,
         model=model,
         fixed_roles=fixed,
-        prepare=not replay,
         agent_names=set(),
         backend=backend,
     ) as ctx:

@@ -1,12 +1,15 @@
 """The run context: a config resolved into everything a run needs, in one place.
 
 Why: a tournament, a single match, a placement (add-agent), a replay and a drift-run all need
-the same wiring: the components checked, the snapshot's derived files and indexes built, the
-trees and pages loaded, a model server started (or the exact models of a recorded run bound),
-the model cache and tool record opened, the live web session (live mode), the agents built,
-and the network guard. Written out in each command it drifted; here it is written once, and
-`open_run` closes what it opened (citation checker, live capture, tool record) however the
-run ends.
+the same wiring: the trees and pages loaded, a model server started (or the exact models of a
+recorded run bound), the model cache and tool record opened, the live web session (live mode),
+the agents built, and the network guard. Written out in each command it drifted; here it is
+written once, and `open_run` closes what it opened (citation checker, live capture, tool
+record) however the run ends.
+
+A run is made in three steps, in this order: `check_config` (one line for a config that cannot
+run, before any work), the prepare stage for a run that plays new matches
+(drarena.runs.prepare: the snapshot's derived files), then `open_run`, which only opens.
 """
 
 from __future__ import annotations
@@ -36,7 +39,6 @@ from drarena.runs.session import (
     load_trees,
     model_endpoint,
     page_terms,
-    prepare_inputs,
 )
 
 if TYPE_CHECKING:
@@ -186,6 +188,24 @@ class RunContext:
         )
 
 
+def check_config(
+    config: TournamentConfig, *, live_replay: Sequence[Path] | None = None
+) -> TournamentConfig:
+    """`config` as a run plays it, checked before any work (the prepare stage included):
+    unknown components are one line (session.check_components); a live run gets the default
+    live block when it has none, and its search provider must answer a probe (not for a
+    replay from `live_replay`, the captures of a finished live run)."""
+    check_components(config)
+    if not config.offline:
+        config = config.as_live()  # the default live block when the config has none
+        assert config.live is not None
+        if live_replay is None:
+            from drarena.runs.live import preflight
+
+            preflight(config.live)
+    return config
+
+
 @contextlib.contextmanager
 def open_run(
     config: TournamentConfig,
@@ -195,7 +215,6 @@ def open_run(
     serve: bool = True,
     model: str | None = None,
     fixed_roles: Mapping[str, Mapping[str, Any]] | None = None,
-    prepare: bool = True,
     live_capture: Path | None = None,
     live_replay: Sequence[Path] | None = None,
     replay_tools: bool | None = None,
@@ -206,27 +225,21 @@ def open_run(
 ) -> Iterator[RunContext]:
     """Resolve `config` into a RunContext; everything opened is closed on exit.
 
-    `fixed_roles` (a replay): the recorded run's models and endpoints, no server started.
-    `live_capture`: live mode captures into this new snapshot folder; `live_replay`: the
-    captures of a finished live run answer every read instead. `replay_tools` False: a run
-    recorded before tool records existed re-runs retrieval. `agent_names`: build only these
-    agents. `on_endpoint(api_base, model)`: told which server `served` roles use.
-    `private`: the run's own folders, hidden from command agents with the snapshot and its
-    index (AgentContext.private_paths)."""
+    `config` as check_config returned it; a run that reads trees and indexes built from the
+    snapshot expects the prepare stage to have run (drarena.runs.prepare): opening builds
+    nothing on disk. `fixed_roles` (a replay): the recorded run's models and endpoints, no
+    server started. `live_capture`: live mode captures into this new snapshot folder;
+    `live_replay`: the captures of a finished live run answer every read instead.
+    `replay_tools` False: a run recorded before tool records existed re-runs retrieval.
+    `agent_names`: build only these agents. `on_endpoint(api_base, model)`: told which server
+    `served` roles use. `private`: the run's own folders, hidden from command agents with the
+    snapshot and its index (AgentContext.private_paths)."""
     from drarena.agents.citations import SnapshotUrlChecker
     from drarena.agents.registry import AgentContext, build_agent
 
-    check_components(config)
     live_mode = not config.offline
     if live_mode:
-        config = config.as_live()  # the default live block when the config has none
-        assert config.live is not None
-        if live_replay is None:
-            from drarena.runs.live import preflight
-
-            preflight(config.live)
-    if prepare:
-        prepare_inputs(config, index=not live_mode)
+        config = config.as_live()  # as check_config returns it (no work: a copy)
     endpoint: contextlib.AbstractContextManager[tuple[str | None, str | None]] = (
         contextlib.nullcontext((None, None))
         if fixed_roles is not None

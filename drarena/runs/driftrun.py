@@ -323,7 +323,7 @@ def drift_run(
     """Ask `run_path`'s questions again live into `out` (or, with `replay`, re-execute
     `out` offline). `backend`: the model backend (tests inject a scripted one)."""
     from drarena.models.config import CacheMode
-    from drarena.runs.context import open_run
+    from drarena.runs.context import check_config, open_run
 
     run, header, config = _frozen_run(run_path)
     frozen = frozen_matches(run)
@@ -332,6 +332,8 @@ def drift_run(
     captures = [Path(c["path"]) for c in saved["live"]["captures"]] if saved else []
     target = None if replay else capture_path(out, f"drift-{config.name}", now())
     names = {n for m in frozen for n in (m.a, m.b)}
+    # no prepare stage: the frozen run's questions are asked again; no tree or index is read
+    live_config = check_config(live_config, live_replay=captures or None)
     with open_run(
         live_config,
         cache_path=out / "llm-cache.sqlite",
@@ -339,7 +341,6 @@ def drift_run(
         serve=serve,
         model=model,
         fixed_roles=None if saved is None else saved["bound_roles"],
-        prepare=False,
         live_capture=target,
         live_replay=captures or None,
         agent_names=names,

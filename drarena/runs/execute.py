@@ -32,8 +32,9 @@ from drarena.ledger.records import MatchRecord
 from drarena.models.cache import TOOL_SCHEMA_VERSION
 from drarena.models.config import CacheMode
 from drarena.runs.config import TournamentConfig, legacy_match, parse_config
-from drarena.runs.context import RunContext, open_run
+from drarena.runs.context import RunContext, check_config, open_run
 from drarena.runs.live import capture_fingerprint, capture_path, finish_block, header_block
+from drarena.runs.prepare import prepare as prepare_stage  # (`prepare`: execute's switch for it)
 from drarena.runs.session import config_digest
 
 
@@ -249,6 +250,9 @@ def _execute(
     capture = None
     if config.live is not None and not config.offline and live_replay is None:
         capture = capture_path(config.live.capture_root, config.name, now())
+    config = check_config(config, live_replay=live_replay)
+    if prepare:  # a replay reads the derived files the run read: never rebuilt
+        prepare_stage(config)
     with open_run(
         config,
         cache_path=cache_path or run.cache_path,
@@ -256,7 +260,6 @@ def _execute(
         serve=serve,
         model=model,
         fixed_roles=fixed_roles,
-        prepare=prepare,
         live_capture=capture,
         live_replay=live_replay,
         replay_tools=replay_tools,

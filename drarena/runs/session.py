@@ -1,7 +1,9 @@
-"""Wiring a tournament run: inputs built if missing, roles bound to a server, the header.
+"""Wiring a tournament run: components checked, inputs loaded, roles bound to a server, the
+header.
 
 Thin I/O around the pure tournament: everything here is about files, processes and
-fingerprints, so that `tournament`, `replay`, `add-agent` and `match` share one path.
+fingerprints, so that `tournament`, `replay`, `add-agent` and `match` share one path. (The
+snapshot's derived files are built before, by the prepare stage: drarena.runs.prepare.)
 """
 
 from __future__ import annotations
@@ -72,21 +74,6 @@ def config_digest(config: TournamentConfig) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-def index_traits(config: TournamentConfig) -> set[str]:
-    """Which of the snapshot's indexes the config's retrievers read (`index:bm25`,
-    `index:dense`), from the retriever registry's traits; react's default retriever is bm25."""
-    from drarena.search.base import RETRIEVERS
-
-    traits: set[str] = set()
-    for agent in config.agents:
-        spec = agent.args.get("retriever")
-        if isinstance(spec, dict):
-            traits |= RETRIEVERS.traits(str(spec.get("kind", "")))
-        elif agent.kind == "react":
-            traits |= RETRIEVERS.traits("bm25")
-    return {t for t in traits if t.startswith("index:")}
-
-
 def check_components(config: TournamentConfig) -> None:
     """Unknown agent kinds, agent args their args model refuses, unknown retriever kinds or
     model roles: one line, before any work and before anything is written into the run."""
@@ -134,42 +121,6 @@ def check_components(config: TournamentConfig) -> None:
         {k for k, r in roles.items() if r.model == SERVED},
         frozen=config.offline,
     )
-
-
-def prepare_inputs(config: TournamentConfig, *, index: bool = True) -> None:
-    """Extract, grow trees and index the snapshot when they are missing or stale (each
-    stage does nothing when it is up to date). Live runs search the live web: no index."""
-    from drarena.corpus.extract import extract_snapshot
-    from drarena.corpus.trees import TreeParams, build_snapshot_trees
-
-    snapshot = config.snapshot
-    if not (snapshot / "manifest.json").is_file():
-        raise DrarenaError(
-            f"{snapshot}: not a snapshot (no manifest.json); make one with `make snapshot`"
-        )
-    extract_snapshot(snapshot)
-    build_snapshot_trees(  # 10 whatever the count, so the trees do not change with it
-        snapshot,
-        TreeParams(count=config.trees.built(), seed=config.trees.seed),
-        at_least=config.trees.count or 1,
-    )
-    traits = index_traits(config) if index else set()
-    if traits:
-        from drarena.search.base import INDEX_DENSE
-        from drarena.search.build import build_indexes
-
-        for stage in build_indexes(
-            snapshot,
-            config.index_root,
-            dense=INDEX_DENSE in traits,
-            dense_per_doc=config.index.dense_per_doc,
-        ):
-            what = f"built in {stage.seconds:.1f} s" if stage.built else "up to date"
-            print(
-                f"{stage.stage:9} {stage.path}  {stage.count} passages  {what}",
-                file=sys.stderr,
-                flush=True,
-            )
 
 
 def load_trees(config: TournamentConfig) -> dict[str, Tree]:

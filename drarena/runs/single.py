@@ -94,7 +94,8 @@ def print_round(r: RoundRecord) -> None:
 
 
 def run_single_match(args: argparse.Namespace) -> int:
-    from drarena.runs.context import open_run
+    from drarena.runs.context import check_config, open_run
+    from drarena.runs.prepare import prepare
 
     config = match_config(args)
     out: Path = args.out or Path("runs") / config.name
@@ -122,13 +123,15 @@ def run_single_match(args: argparse.Namespace) -> int:
         replay_tools = _has_tool_record(cache)
     mode = CacheMode.REPLAY if args.replay else CacheMode.READ_WRITE
     server: dict[str, str | None] = {}
+    config = check_config(config)
+    if not args.replay:  # a replay reads what the match read
+        prepare(config)
     with open_run(
         config,
         cache_path=cache,
         cache_mode=mode,
         serve=not args.replay,
         fixed_roles=fixed_roles,
-        prepare=not args.replay,
         replay_tools=replay_tools,
         on_endpoint=lambda base, model: server.update(api_base=base, model=model),
         private=(out,),

@@ -6,8 +6,9 @@ resumed tournament (run.json, matches/<id>.json).
 The seed is the committed recorded run (tests/arena/fixtures/recorded-run) made
 self-consistent with a tiny snapshot built here (fingerprint, derived files, tree, prompt
 hashes, config digest), so mutations reach past the first checks. No model is called: the
-commands that would play matches stop at open_run (the first step that loads models, trees
-and indexes), patched to raise _Reached.
+commands that would play matches stop at check_config (the first step of making the run: the
+config checked, then the prepare stage and open_run, which load models, trees and indexes),
+patched to raise _Reached.
 
 Properties: each read either succeeds or is refused with a DrarenaError whose message is one
 line naming the damaged file (and its line, for a JSONL line); never another exception. A
@@ -55,7 +56,7 @@ FOREIGN = ("notes.txt", "matches/keep.txt")  # someone else's files in an earlie
 
 
 class _Reached(Exception):
-    """open_run was reached: every read of the run folder before it passed."""
+    """check_config was reached: every read of the run folder before it passed."""
 
 
 def _stop(*_: Any, **__: Any) -> Any:
@@ -182,11 +183,11 @@ def _rank(run: Path, name: str) -> None:
 
 
 def _guarded(call: Callable[[], object], name: str, folders: list[Path]) -> bool:
-    """Run `call` (stopped at open_run); True when it got there. A DrarenaError is one line
+    """Run `call` (stopped at check_config); True when it got there. A DrarenaError is one line
     naming `name` and leaves every folder as it was."""
     before = [_files(f) for f in folders]
     try:
-        with mock.patch("drarena.runs.execute.open_run", _stop), _quiet():
+        with mock.patch("drarena.runs.execute.check_config", _stop), _quiet():
             call()
     except _Reached:
         return True
@@ -194,7 +195,7 @@ def _guarded(call: Callable[[], object], name: str, folders: list[Path]) -> bool
         _check_message(str(exc), name)
         assert [_files(f) for f in folders] == before, "a refused read changed a folder"
         return False
-    raise AssertionError(f"{call} returned without reaching open_run")
+    raise AssertionError(f"{call} returned without reaching check_config")
 
 
 def _replay(run: Path, out: Path, name: str) -> bool:
@@ -225,7 +226,7 @@ def _main_raising(args: list[str]) -> None:
         text = err.getvalue().strip()
         assert text.startswith("drarena: error: "), text
         raise DrarenaError(text.removeprefix("drarena: error: "))
-    raise AssertionError(f"main returned {rc} without reaching open_run")
+    raise AssertionError(f"main returned {rc} without reaching check_config")
 
 
 def _add_agent(run: Path, name: str) -> bool:
@@ -417,7 +418,7 @@ def test_add_agent_names_a_damaged_run_json(work: Path) -> None:
     before = _files(run)
     with (
         pytest.raises(DrarenaError, match=r"run\.json: config: models\.roles\.agent\.model"),
-        mock.patch("drarena.runs.execute.open_run", _stop),
+        mock.patch("drarena.runs.execute.check_config", _stop),
         _quiet(),
     ):
         _main_raising([*args, "--no-serve"])
@@ -435,7 +436,7 @@ def test_replay_of_a_damaged_live_block_is_one_line(work: Path, live: Any) -> No
     before = _files(out)
     with (
         pytest.raises(DrarenaError, match=r"run\.json"),
-        mock.patch("drarena.runs.execute.open_run", _stop),
+        mock.patch("drarena.runs.execute.check_config", _stop),
         _quiet(),
     ):
         replay(RunDir(run), RunDir(out))
