@@ -550,7 +550,7 @@ def extract_responses(
     `responses` must give the same responses each time it is iterated: a list, or an object
     whose __iter__ reads them afresh (extract_snapshot's); a one-shot iterator is read into
     a list first, bodies and all. What stays in memory grows only with the redirects that
-    resolve to a page (~250 bytes each) and the repeated-navigation candidates (navlinks)."""
+    resolve to a page (~370 bytes each) and the repeated-navigation candidates (navlinks)."""
     from drarena.rayrun import check_engine
 
     check_engine(engine)
