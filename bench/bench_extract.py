@@ -136,7 +136,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         extract_responses(
-            iter(pages), out, name=name, fingerprint=fingerprint, workers=cores, progress=False
+            pages, out, name=name, fingerprint=fingerprint, workers=cores, progress=False
         )
         t0 = time.perf_counter()
         docs, links = load_docs(out), load_links(out)

@@ -7,7 +7,11 @@ Figures are printed, never asserted; every row is from this one run.
   import     `snapshot import`, one process (--jobs 1) | --engine ray, W workers. Outputs
              compared byte for byte (the import clock is fixed).
   extract    `snapshot extract`, one process | the local pool of W processes (peer) |
-             --engine ray, W workers. docs.jsonl and links.jsonl compared byte for byte.
+             --engine ray, W workers (--engines picks rows). docs.jsonl, links.jsonl and
+             extract-manifest.json compared byte for byte. --before DIR: each row also run
+             with the drarena package of another checkout (an older commit, `git worktree
+             add`), just before this checkout's, on the same snapshot: before/after figures
+             from one run.
   bm25       passages, then BM25 with the one-thread SimpleIndexer | Anserini's IndexCollection
              on W threads over sharded JSON; then the BM25 retriever's query latency (p50,
              p95) on title queries of a seeded sample of pages, one query at a time.
@@ -29,6 +33,9 @@ efficiency measured at W: they assume that efficiency holds, and are labelled pr
 
     PYTHONPATH=.scale-site:. nice -n 19 .venv/bin/python bench/bench_scale.py \
         --pages 10000,100000 --workers 2 --dense-vectors 1000000
+    # extraction's peak memory before and after a change, one process, no Ray needed:
+    nice -n 19 .venv/bin/python bench/bench_scale.py --pages 10000,100000 \
+        --stages extract --engines local1 --before ../old-checkout --dense-vectors 0
 """
 
 from __future__ import annotations
@@ -67,7 +74,10 @@ def load() -> str:
 
 
 def sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    """Read a chunk at a time: the stage's peak RSS is measured in the same process, and a
+    docs.jsonl read whole (38 MB at 10,000 pages) was most of extraction's streamed peak."""
+    with path.open("rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()[:16]
 
 
 # --- stages, each run in a fresh child process ---------------------------------------------
@@ -119,7 +129,9 @@ def child(stage: str, a: dict[str, Any]) -> dict[str, Any]:
         return {
             **figures,
             "pages": extracted.docs,
-            "digest": sha(snap / "docs.jsonl") + sha(snap / "links.jsonl"),
+            "digest": sha(snap / "docs.jsonl")
+            + sha(snap / "links.jsonl")
+            + sha(snap / "extract-manifest.json"),
         }
     if stage == "bm25":
         from drarena.search.build import build_bm25, build_passages
@@ -316,8 +328,18 @@ def row(size: str, stage: str, how: str, r: dict[str, Any], extra: str = "") -> 
     )
 
 
+ENGINES = ("local1", "pool", "ray")
+
+
 def corpus(
-    pages: int, work: Path, workers: int, seed: int, stages: set[str], rounds: int
+    pages: int,
+    work: Path,
+    workers: int,
+    seed: int,
+    stages: set[str],
+    rounds: int,
+    engines: tuple[str, ...] = ENGINES,
+    before: Path | None = None,
 ) -> dict[str, Any]:
     warc, out = work / f"warc-{pages}", {}
     out["generate"] = r = run("generate", {"pages": pages, "seed": seed, "out": str(warc)})
@@ -336,26 +358,39 @@ def corpus(
         print(f"{'':>8} import outputs identical (CDXJ, manifest): {same}")
         shutil.rmtree(work / f"snap-{pages}-ray")
     snap = work / f"snap-{pages}-local"
+    rows = {
+        "local1": ("local", 1, "1 process"),
+        "pool": ("local", workers, f"local pool, {workers} (peer)"),
+        "ray": ("ray", workers, f"ray, {workers} workers"),
+    }
     for round_ in range(rounds if "extract" in stages else 0):
         tag = f"-r{round_}" if round_ else ""
-        for engine, n, how in (
-            ("local", 1, "1 process"),
-            ("local", workers, f"local pool, {workers} (peer)"),
-            ("ray", workers, f"ray, {workers} workers"),
-        ):
-            key = f"extract-{engine}-{n}{tag}"
-            out[key] = r = run("extract", {"snap": str(snap), "engine": engine, "workers": n})
-            rate = out[key]["pages"] / r["wall"]
-            start = f", ray start {r['ray_start_s']:.1f} s" if "ray_start_s" in r else ""
-            row(label, "extract", how, r, f"{rate:.0f} pages/s, digest {r['digest'][:8]}{start}")
+        for engine, n, how in (rows[e] for e in engines):
+            for code in [before, None] if before else [None]:
+                key = f"extract-{engine}-{n}{tag}" + ("-before" if code else "")
+                args = {"snap": str(snap), "engine": engine, "workers": n}
+                out[key] = r = run("extract", {**args, "code": str(code) if code else None})
+                rate = out[key]["pages"] / r["wall"]
+                start = f", ray start {r['ray_start_s']:.1f} s" if "ray_start_s" in r else ""
+                shown = f"{how} (before)" if code else how
+                extra = f"{rate:.0f} pages/s, digest {r['digest'][:8]}{start}"
+                row(label, "extract", shown, r, extra)
         digests = {out[k]["digest"] for k in out if k.startswith("extract-")}
-        one, ray_ = out[f"extract-local-1{tag}"]["wall"], out[f"extract-ray-{workers}{tag}"]
-        warm = ray_["wall"] - ray_["ray_start_s"]
+        ratios = []
+        one = out.get(f"extract-local-1{tag}")
+        ray_ = out.get(f"extract-ray-{workers}{tag}")
+        pool = out.get(f"extract-local-{workers}{tag}")
+        if one and ray_:
+            warm = ray_["wall"] - ray_["ray_start_s"]
+            ratios.append(
+                f"ray {workers} workers vs 1 process: {one['wall'] / ray_['wall']:.2f}x "
+                f"({one['wall'] / warm:.2f}x without Ray's start)"
+            )
+        if one and pool:
+            ratios.append(f"local pool: {one['wall'] / pool['wall']:.2f}x")
         print(
-            f"{'':>8} extract outputs identical (docs, links): {len(digests) == 1}; ray "
-            f"{workers} workers vs 1 process: {one / ray_['wall']:.2f}x ({one / warm:.2f}x "
-            f"without Ray's start); local pool: "
-            f"{one / out[f'extract-local-{workers}{tag}']['wall']:.2f}x"
+            f"{'':>8} extract outputs identical (docs, links, manifest): "
+            f"{len(digests) == 1}" + "".join(f"; {r}" for r in ratios)
         )
     for threads in (1, workers) if "bm25" in stages else ():
         root = work / f"index-{pages}-{threads}"
@@ -418,7 +453,8 @@ def project(results: dict[int, dict[str, Any]], workers: int) -> None:
         )
     if len(results) > 1:
         small = min(results)
-        for key in ("import-local", "extract-local-1", f"extract-ray-{workers}"):
+        keys = ("import-local", "extract-local-1", f"extract-ray-{workers}")
+        for key in [k for base in keys for k in (f"{base}-before", base)]:
             if key not in results[small] or key not in results[pages]:
                 continue
             a, b = results[small][key]["driver_mb"], results[pages][key]["driver_mb"]
@@ -450,22 +486,42 @@ def main() -> int:
     )
     ap.add_argument("--stages", default="import,extract,bm25", help="corpus stages to run")
     ap.add_argument("--rounds", type=int, default=1, help="extraction rows repeated, interleaved")
+    ap.add_argument(
+        "--engines",
+        default=",".join(ENGINES),
+        help="extraction rows: local1 (one process), pool (W processes), ray (W workers)",
+    )
+    ap.add_argument(
+        "--before",
+        type=Path,
+        default=None,
+        help="a checkout whose drarena also runs each extraction row (before/after)",
+    )
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()))
     ap.add_argument("--json", type=Path, default=None, help="write every figure here")
     args = ap.parse_args()
-    import ray  # noqa: F401  (fail early: the Ray rows need it: make setup-scale)
+    engines = tuple(e for e in args.engines.split(",") if e)
+    if unknown := set(engines) - set(ENGINES):
+        raise SystemExit(f"--engines: unknown {sorted(unknown)}; expected {ENGINES}")
+    stages = set(args.stages.split(","))
+    if "import" in stages or "ray" in engines:
+        import ray  # noqa: F401  (fail early: the Ray rows need it: make setup-scale)
 
     work = Path(tempfile.mkdtemp(prefix="drarena-scale-", dir=args.work))
+    ray_version = sys.modules["ray"].__version__ if "ray" in sys.modules else "not used"
     print(
         f"CPU {cpu_name()}, {os.cpu_count()} cores; load average at start {load()}; "
-        f"python {platform.python_version()}; ray {sys.modules['ray'].__version__}"
+        f"python {platform.python_version()}; ray {ray_version}"
     )
+    if args.before:
+        print(f"before: drarena of {args.before.resolve()}")
     print(f"{'pages':>8} {'stage':<9} {'how':<26} {'wall':>10} {'driver':>9} {'tree':>9}")
     results: dict[int, dict[str, Any]] = {}
     try:
         for pages in [int(p) for p in args.pages.split(",") if p]:
-            stages = set(args.stages.split(","))
-            results[pages] = corpus(pages, work, args.workers, args.seed, stages, args.rounds)
+            results[pages] = corpus(
+                pages, work, args.workers, args.seed, stages, args.rounds, engines, args.before
+            )
         if results:
             project(results, args.workers)
         for model in args.dense_models.split(",") if args.dense_vectors else []:
@@ -507,7 +563,10 @@ def main() -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        figures = child(sys.argv[2], json.loads(sys.argv[3]))
+        stage_args = json.loads(sys.argv[3])
+        if stage_args.get("code"):  # --before: that checkout's drarena, not this one's
+            sys.path.insert(0, stage_args["code"])
+        figures = child(sys.argv[2], stage_args)
         # VmHWM: this process's own peak since exec (ru_maxrss would count the forked parent)
         status = Path("/proc/self/status").read_text()
         figures["hwm_mb"] = int(status.split("VmHWM:")[1].split()[0]) / 1024

@@ -60,6 +60,37 @@ def read_bounded(
     return data
 
 
+def read_lines_bounded(
+    path: Path, limit: int, too_large: str = "", *, what: str = "", missing: str = ""
+) -> Iterator[bytes]:
+    """read_bounded a line at a time (each line's bytes up to and with its b"\\n"), with its
+    errors in its words: the file is never held whole, only its longest line. A file past
+    `limit` bytes raises read_bounded's error once the lines within the limit are read."""
+    try:
+        f = open_input(path, what)
+    except OSError as exc:
+        if missing and isinstance(exc, FileNotFoundError):
+            raise DrarenaError(missing) from None
+        raise DrarenaError(_cannot(path, what, exc.strerror or str(exc))) from None
+    except ValueError as exc:  # a NUL or a lone surrogate in the path (as read_bounded)
+        reason = "embedded null byte" if "\0" in str(path) else str(exc)
+        raise DrarenaError(_cannot(path, what, reason)) from None
+    size = 0
+    with f:
+        while True:
+            try:
+                line = f.readline(limit + 1 - size)
+            except OSError as exc:
+                raise DrarenaError(_cannot(path, what, exc.strerror or str(exc))) from None
+            if not line:
+                return
+            size += len(line)
+            if size > limit:
+                why = too_large or "damaged, or not drarena's"
+                raise DrarenaError(f"{path}: larger than {limit} bytes ({why})")
+            yield line
+
+
 def open_input(path: Path, what: str = "") -> BinaryIO:
     """`path` opened to read, as what drarena reads may not be drarena's file: a regular file
     (through a link too) or a pipe, never a device, socket or folder (one line naming it:

@@ -5,6 +5,11 @@ text is extracted once, from the WARC bytes, and every downstream file carries t
 and payload digest it came from. The latest capture per canonical URL wins; redirects become
 aliases of their final page; duplicate, near-empty, unparsable and truncated pages stay in
 docs.jsonl with flags and are listed in extract-manifest.json, never dropped silently.
+
+Memory is bounded by the stage, not by the snapshot: the responses are read twice (which are
+pages, in what order; then each page's body, extracted when its turn comes) and what needs
+every page is worked out in an SQLite file beside the outputs (corpus.spill), so a million
+pages cost what ten thousand do (docs/benchmarks.md, "Corpus stages at size").
 """
 
 from __future__ import annotations
@@ -13,26 +18,40 @@ import hashlib
 import json
 import multiprocessing
 import os
+import secrets
+import sqlite3
 import sys
-from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+import tempfile
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from drarena.corpus.navlinks import RepeatRule, normalize_anchor, repeated_pairs
-from drarena.corpus.page import MAX_PAGE_BYTES, PageExtract, extract_page, is_text_page
+from drarena.corpus.navlinks import RepeatCounter, RepeatRule, normalize_anchor
+from drarena.corpus.page import (
+    MAX_PAGE_BYTES,
+    PageExtract,
+    RawLink,
+    extract_page,
+    is_text_page,
+)
 from drarena.corpus.records import Doc, Link
+from drarena.corpus.shards import CACHE_DIR, ShardCache, ShardRun, extract_shard
+from drarena.corpus.spill import ExtractSpill, PagePlan
 from drarena.digests import file_sha256
 from drarena.errors import DrarenaError, one_line
 from drarena.files import atomic_output, open_input, read_bounded
 from drarena.records import lone_surrogate
 from drarena.web.urls import canonicalize_url
 
+if TYPE_CHECKING:
+    from drarena.web.snapshot import Snapshot
+
 EXTRACT_VERSION = 3  # bump when output for the same bytes changes
 NEAR_EMPTY_CHARS = 200
-MAX_REDIRECT_HOPS = 10
 DOCS_FILE = "docs.jsonl"
 LINKS_FILE = "links.jsonl"
 MANIFEST_FILE = "extract-manifest.json"
@@ -126,48 +145,43 @@ def is_html(response: ResponseLike) -> bool:
     return response.body[:512].lstrip().lower().startswith(_HTML_SNIFF)
 
 
+def capture_kind(response: ResponseLike) -> tuple[str, str]:
+    """What a response is if it is its URL's latest capture: ("page", ""), ("redirect",
+    canonical target), or why it is no page ("bad_redirect", "status:404", "non_html:...")."""
+    if 300 <= response.status < 400 and response.location:
+        try:
+            return "redirect", canonicalize_url(response.location)
+        except ValueError:
+            return "bad_redirect", ""
+    if 200 <= response.status < 300:
+        if is_html(response) or is_text_page(response.content_type):
+            return "page", ""
+        kind = response.content_type.split(";")[0].strip().lower() or "unknown"
+        return f"non_html:{kind}", ""
+    return f"status:{response.status}", ""
+
+
+def plan_pages(responses: Iterable[ResponseLike], spill: ExtractSpill) -> PagePlan:
+    """Pass one: each response's URL, date and kind into the spill (its body let go at
+    once), then selection there: the latest capture per canonical URL (WARC date, then WARC
+    order), pages ranked by URL, redirects resolved."""
+    seq = -1
+    for seq, response in enumerate(responses):
+        kind, target = capture_kind(response)
+        spill.add_capture(response.canonical_url, response.warc_date, seq, kind, target)
+    return spill.plan(seq + 1)
+
+
 def select_pages(responses: Iterable[ResponseLike]) -> Selection:
-    """Latest capture per canonical URL (WARC date, then WARC order); redirects resolved."""
-    latest: dict[str, ResponseLike] = {}
-    sel = Selection()
-    for response in responses:
-        sel.responses += 1
-        key = response.canonical_url
-        old = latest.get(key)
-        if old is not None:
-            sel.skipped["older_capture"] += 1
-            if old.warc_date > response.warc_date:
-                continue
-        latest[key] = response
-    redirects: dict[str, str] = {}
-    for key in sorted(latest):
-        response = latest[key]
-        if 300 <= response.status < 400 and response.location:
-            try:
-                redirects[key] = canonicalize_url(response.location)
-            except ValueError:
-                sel.skipped["bad_redirect"] += 1
-        elif 200 <= response.status < 300:
-            if is_html(response) or is_text_page(response.content_type):
-                sel.pages.append(response)
-            else:
-                kind = response.content_type.split(";")[0].strip().lower() or "unknown"
-                sel.skipped[f"non_html:{kind}"] += 1
-        else:
-            sel.skipped[f"status:{response.status}"] += 1
-    page_urls = {p.canonical_url for p in sel.pages}
-    for start in sorted(redirects):
-        url, seen = start, {start}
-        for _ in range(MAX_REDIRECT_HOPS):
-            url = redirects.get(url, url)
-            if url not in redirects or url in seen:
-                break
-            seen.add(url)
-        if url in page_urls:
-            sel.aliases[start] = url
-        else:
-            sel.skipped["redirect_unresolved"] += 1
-    return sel
+    """Latest capture per canonical URL (WARC date, then WARC order); redirects resolved.
+    The pages' responses come back in docs.jsonl's order, bodies and all, for tests and
+    benches; the stage itself streams (plan_pages, extract_responses)."""
+    items = list(responses)
+    with tempfile.TemporaryDirectory() as tmp, ExtractSpill(Path(tmp)) as spill:
+        plan = plan_pages(items, spill)
+        ranked = sorted(spill.winners(), key=lambda winner: winner[1])
+        pages = [items[seq] for seq, _, _ in ranked]
+    return Selection(pages, dict(plan.aliases), plan.skipped, plan.responses)
 
 
 Job = tuple[bytes, str, str, int]  # body, canonical URL, Content-Type, max page bytes
@@ -196,149 +210,251 @@ def _pool_context() -> Any:
 
 def run_extraction(jobs: Sequence[Job], workers: int, progress: bool = True) -> list[PageExtract]:
     """extract_page over every job, in order, on `workers` processes (1: in this process)."""
+    return list(iter_extraction(jobs, workers, progress, total=len(jobs)))
+
+
+def iter_extraction(
+    jobs: Iterable[Job], workers: int, progress: bool = True, total: int | None = None
+) -> Iterator[PageExtract]:
+    """extract_page over the jobs, results in the jobs' order, on `workers` processes (1: in
+    this process). Jobs are read as results are taken, at most `workers` x 4 chunks of up to
+    8 pages in flight: a stream of bodies is never all in memory (the pool's own map()
+    submits every job before the first result). `total`: how many jobs, for the bar."""
     from tqdm import tqdm
 
     bar = tqdm(
-        total=len(jobs),
+        total=total,
         desc="extract",
         unit="page",
         file=sys.stderr,
         disable=not progress,
         mininterval=0.5,
     )
-    results: list[PageExtract] = []
     with bar:
-        if workers <= 1 or len(jobs) < 2:
+        if workers <= 1 or (total is not None and total < 2):
             for job in jobs:
-                results.append(extract_job(job))
+                yield extract_job(job)
                 bar.update()
-            return results
-        chunk = max(1, min(8, len(jobs) // (workers * 4)))
+            return
+        chunk = max(1, min(8, (total if total is not None else 1 << 30) // (workers * 4)))
+        feed = iter(jobs)
+        pending: deque[Future[list[PageExtract]]] = deque()
         with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
-            for page in pool.map(extract_job, jobs, chunksize=chunk):
-                results.append(page)
-                bar.update()
-    return results
+            while True:
+                while len(pending) < workers * 4 and (batch := list(islice(feed, chunk))):
+                    pending.append(pool.submit(extract_shard, batch))
+                if not pending:
+                    return
+                for page in pending.popleft().result():
+                    yield page
+                    bar.update()
 
 
-def build_records(
-    sel: Selection, pages: Sequence[PageExtract], rule: RepeatRule | None = None
-) -> tuple[list[Doc], list[Link], dict[str, Any]]:
-    """Docs with quality flags, links with navigation and in-snapshot flags, and the report."""
-    rule = rule or RepeatRule()
+def _pairs(links: Iterable[RawLink], aliases: dict[str, str]) -> Iterator[tuple[str, str]]:
+    """A page's (target, anchor) pairs for repeated navigation, targets through redirects."""
+    return ((aliases.get(raw.target_url, raw.target_url), raw.anchor) for raw in links)
+
+
+Engine = Callable[[Iterable[Job]], Iterator[PageExtract]]  # results in the jobs' order
+
+
+def _extract_pass(
+    responses: Iterable[ResponseLike],
+    spill: ExtractSpill,
+    plan: PagePlan,
+    engine: Engine,
+    max_page_bytes: int,
+    repeat: RepeatCounter,
+) -> None:
+    """Pass two: the responses again, each page's body handed to `engine` when its turn
+    comes and its result written to the spill with what its doc needs of the response;
+    nothing of a page stays in memory after. Both passes must see the same responses: a
+    page whose URL is not the one pass one ranked there, or another count, is an error."""
+    waiting: deque[tuple[int, list[Any]]] = deque()
+
+    def changed(what: str) -> DrarenaError:
+        return DrarenaError(f"the snapshot's responses changed during extraction ({what})")
+
+    def jobs() -> Iterator[Job]:
+        winners = spill.winners()
+        ahead = next(winners, None)
+        seen = 0
+        for seq, response in enumerate(responses):
+            seen = seq + 1
+            if ahead is None or seq != ahead[0]:
+                continue
+            _, rank, url = ahead
+            if response.canonical_url != url:
+                raise changed(f"response {seq} is {response.canonical_url}, was {url}")
+            meta = [response.record_id, response.payload_digest, response.warc_date]
+            waiting.append((rank, [*meta, response.truncated]))
+            yield (response.body, url, full_content_type(response), max_page_bytes)
+            ahead = next(winners, None)
+        if ahead is not None or seen != plan.responses:
+            raise changed(f"{seen} responses, were {plan.responses}")
+
+    aliases = plan.aliases
+    results = engine(jobs())
+    try:
+        for page in results:
+            if not waiting:
+                raise DrarenaError("extraction returned more results than pages")
+            rank, meta = waiting.popleft()
+            digest = text_digest(page.text)
+            spill.add_page(rank, [*meta, digest], page)
+            if len(page.text) >= NEAR_EMPTY_CHARS:  # near-empty pages are never duplicates
+                spill.add_digest(digest, rank, doc_id(page.url))
+            repeat.add(_pairs(page.links, aliases))
+    finally:
+        close = getattr(results, "close", None)
+        if close is not None:
+            close()  # a pool or a Ray session the engine holds ends here, not at collection
+    if waiting:
+        raise DrarenaError(f"extraction returned {len(waiting)} result(s) fewer than pages")
+
+
+REPORT_LISTS = ("near_empty", "duplicates", "unparsable", "fallback_text", "truncated")
+
+
+def _write_records(
+    out: Path, spill: ExtractSpill, plan: PagePlan, repeated: frozenset[tuple[str, str]]
+) -> dict[str, Any]:
+    """docs.jsonl and links.jsonl, in one pass over the pages in rank order read from the
+    spill, with quality flags, navigation and in-snapshot flags; the manifest's lists go to
+    the spill as they are found. Returns the counts."""
+    aliases = plan.aliases
     aliases_of: dict[str, list[str]] = {}
-    for alias, final in sel.aliases.items():
+    for alias, final in aliases.items():
         aliases_of.setdefault(final, []).append(alias)
-    ids = {p.canonical_url: doc_id(p.canonical_url) for p in sel.pages}
-    docs: list[Doc] = []
-    first_by_digest: dict[str, str] = {}
-    report: dict[str, Any] = {
-        "near_empty": [],
-        "duplicates": [],
-        "unparsable": [],
-        "fallback_text": [],
-        "truncated": [],
-    }
-    for response, page in zip(sel.pages, pages, strict=True):
-        digest = text_digest(page.text)
-        near_empty = len(page.text) < NEAR_EMPTY_CHARS
-        dup = None if near_empty else first_by_digest.setdefault(digest, ids[page.url])
-        dup = None if dup == ids[page.url] else dup
-        docs.append(
-            Doc(
-                id=ids[page.url],
+    dups = spill.duplicates()
+    dup = next(dups, None)
+    tally: Counter[str] = Counter()
+    skipped_links: Counter[str] = Counter()
+
+    def flag(name: str, item: Any) -> None:
+        spill.add_report(name, item)
+        tally[name] += 1
+
+    with atomic_output(out / DOCS_FILE) as docs_fh, atomic_output(out / LINKS_FILE) as links_fh:
+        for rank, meta, page in spill.pages_in_order():
+            record_id, payload_digest, warc_date, response_truncated, digest = meta
+            page_id = doc_id(page.url)
+            near_empty = len(page.text) < NEAR_EMPTY_CHARS
+            duplicate_of = None
+            if dup is not None and dup[0] == rank:
+                duplicate_of, dup = dup[1], next(dups, None)
+            truncated = page.truncated or response_truncated
+            doc = Doc(
+                id=page_id,
                 url=page.url,
                 title=page.title,
                 contents=page.text,
-                record_id=response.record_id,
-                payload_digest=response.payload_digest,
+                record_id=record_id,
+                payload_digest=payload_digest,
                 digest=digest,
                 chars=len(page.text),
                 link_chars=page.link_chars,
                 description=page.description,
                 lang=page.lang,
-                warc_date=response.warc_date,
+                warc_date=warc_date,
                 encoding=page.encoding,
                 extractor=page.extractor,
                 near_empty=near_empty,
-                duplicate_of=dup,
-                truncated=page.truncated or response.truncated,
+                duplicate_of=duplicate_of,
+                truncated=truncated,
                 aliases=tuple(sorted(aliases_of.get(page.url, ()))),
             )
-        )
-        if near_empty:
-            report["near_empty"].append(page.url)
-        if dup:
-            report["duplicates"].append({"url": page.url, "duplicate_of": dup})
-        if page.error:
-            report["unparsable"].append({"url": page.url, "error": page.error})
-        elif page.extractor == "fallback":
-            report["fallback_text"].append(page.url)
-        if page.truncated or response.truncated:
-            report["truncated"].append(page.url)
-    repeated = repeated_pairs(
-        [
-            [(sel.aliases.get(raw.target_url, raw.target_url), raw.anchor) for raw in p.links]
-            for p in pages
-        ],
-        rule,
-    )
-    links: list[Link] = []
-    self_links = sum(p.self_links for p in pages)
-    skipped_links: Counter[str] = Counter()
-    for page in pages:
-        skipped_links.update(page.skipped_links)
-        for raw in page.links:
-            target_url = sel.aliases.get(raw.target_url, raw.target_url)
-            if target_url == page.url:  # a redirect back to the page itself
-                self_links += 1
-                continue
-            repeat = (target_url, normalize_anchor(raw.anchor)) in repeated
-            reason = raw.furniture or ("repeated" if repeat else "")
-            links.append(
-                Link(
-                    source=ids[page.url],
+            docs_fh.write(doc.to_json())
+            docs_fh.write("\n")
+            tally["pages"] += 1
+            tally["content_pages"] += doc.is_content
+            if near_empty:
+                flag("near_empty", page.url)
+            if duplicate_of:
+                flag("duplicates", {"url": page.url, "duplicate_of": duplicate_of})
+            if page.error:
+                flag("unparsable", {"url": page.url, "error": page.error})
+            elif page.extractor == "fallback":
+                flag("fallback_text", page.url)
+            if truncated:
+                flag("truncated", page.url)
+            skipped_links.update(page.skipped_links)
+            tally["self_links"] += page.self_links
+            targets = [aliases.get(raw.target_url, raw.target_url) for raw in page.links]
+            in_snapshot = spill.pages_among(set(targets))
+            for raw, target_url in zip(page.links, targets, strict=True):
+                if target_url == page.url:  # a redirect back to the page itself
+                    tally["self_links"] += 1
+                    continue
+                repeat = (target_url, normalize_anchor(raw.anchor)) in repeated
+                reason = raw.furniture or ("repeated" if repeat else "")
+                inside = target_url in in_snapshot
+                link = Link(
+                    source=page_id,
                     source_url=page.url,
                     target_url=target_url,
-                    target=ids.get(target_url),
+                    target=doc_id(target_url) if inside else None,
                     anchor=raw.anchor,
                     context=raw.context,
                     ordinal=raw.ordinal,
-                    in_snapshot=target_url in ids,
+                    in_snapshot=inside,
                     is_nav=bool(reason),
                     nav_reason=reason,
                     fragment=raw.fragment,
                     in_list=raw.in_list,
                     hint=raw.hint,
                 )
-            )
-    counts = {
-        "responses": sel.responses,
-        "pages": len(docs),
-        "content_pages": sum(d.is_content for d in docs),
-        "near_empty": len(report["near_empty"]),
-        "duplicates": len(report["duplicates"]),
-        "unparsable": len(report["unparsable"]),
-        "fallback_text": len(report["fallback_text"]),
-        "truncated": len(report["truncated"]),
-        "redirect_aliases": len(sel.aliases),
-        "links": len(links),
-        "nav_links": sum(lk.is_nav for lk in links),
-        "in_snapshot_links": sum(lk.in_snapshot for lk in links),
-        "content_links_in_snapshot": sum(lk.in_snapshot and not lk.is_nav for lk in links),
-        "self_links": self_links,
+                links_fh.write(link.to_json())
+                links_fh.write("\n")
+                tally["links"] += 1
+                tally["nav_links"] += link.is_nav
+                tally["in_snapshot_links"] += inside
+                tally["content_links_in_snapshot"] += inside and not link.is_nav
+    return {
+        "responses": plan.responses,
+        "pages": tally["pages"],
+        "content_pages": tally["content_pages"],
+        **{name: tally[name] for name in REPORT_LISTS[:4]},
+        "truncated": tally["truncated"],
+        "redirect_aliases": len(aliases),
+        "links": tally["links"],
+        "nav_links": tally["nav_links"],
+        "in_snapshot_links": tally["in_snapshot_links"],
+        "content_links_in_snapshot": tally["content_links_in_snapshot"],
+        "self_links": tally["self_links"],
         "skipped_links": dict(sorted(skipped_links.items())),
-        "skipped_responses": dict(sorted(sel.skipped.items())),
+        "skipped_responses": dict(sorted(plan.skipped.items())),
     }
-    return docs, links, {"counts": counts, **report}
 
 
-def _write_lines(path: Path, lines: Iterable[str]) -> None:
-    """Lines into `path` through files.atomic_output (a unique temporary file, never a link)."""
+def _write_manifest(
+    path: Path, manifest: dict[str, Any], lists: Mapping[str, Iterable[Any]]
+) -> None:
+    """json.dumps({**manifest, **lists}, indent=1, sort_keys=True, ensure_ascii=False) and a
+    newline, the same bytes, each list's items streamed from where they are kept (a third of
+    a million pages' URLs, flagged near-empty, are not held to be written)."""
+    token = secrets.token_hex(8)
+    marks = {name: json.dumps(f"\0drarena-list-{token}-{name}") for name in lists}
+    text = json.dumps(
+        {**manifest, **{name: json.loads(mark) for name, mark in marks.items()}},
+        indent=1,
+        sort_keys=True,
+        ensure_ascii=False,
+    )
     with atomic_output(path) as fh:
-        for line in lines:
-            fh.write(line)
-            fh.write("\n")
+        at = 0
+        for start, name in sorted((text.index(mark), name) for name, mark in marks.items()):
+            fh.write(text[at:start])
+            empty = True
+            for item in lists[name]:  # as json.dumps lays out a list one level down
+                fh.write("[\n  " if empty else ",\n  ")
+                item_text = json.dumps(item, indent=1, sort_keys=True, ensure_ascii=False)
+                fh.write(item_text.replace("\n", "\n  "))
+                empty = False
+            fh.write("[]" if empty else "\n ]")
+            at = start + len(marks[name])
+        fh.write(text[at:])
+        fh.write("\n")
 
 
 def _params(max_page_bytes: int, decode_limit: int | None = None) -> dict[str, Any]:
@@ -424,7 +540,17 @@ def extract_responses(
     cap the responses' bodies were decoded with (a page cut there is flagged truncated).
     `engine` "ray": pages in shards as Ray tasks (on the cluster at `address`, else a local
     Ray of `workers` CPUs), resumable from the shards a killed run finished (corpus.shards);
-    the outputs are the same bytes as the local engine's."""
+    the outputs are the same bytes as the local engine's.
+
+    Memory is bounded by the stage, not by the snapshot: `responses` is read twice, pass
+    one for which responses are pages and in what order (no body kept), pass two for the
+    pages' bodies, each extracted when its turn comes; what depends on every page (order,
+    duplicates, links into the snapshot, repeated navigation, the manifest's lists) is
+    worked out in an SQLite file beside the outputs (corpus.spill), removed when done. So
+    `responses` must give the same responses each time it is iterated: a list, or an object
+    whose __iter__ reads them afresh (extract_snapshot's); a one-shot iterator is read into
+    a list first, bodies and all. What stays in memory grows only with the redirects that
+    resolve to a page (~370 bytes each) and the repeated-navigation candidates (navlinks)."""
     from drarena.rayrun import check_engine
 
     check_engine(engine)
@@ -433,64 +559,91 @@ def extract_responses(
         return _result(out, manifest, up_to_date=True)
     if not os.access(out, os.W_OK):
         raise DrarenaError(f"{out}: folder is not writable; docs.jsonl and links.jsonl go there")
-    sel = select_pages(responses)
-    jobs = [(r.body, r.canonical_url, full_content_type(r), max_page_bytes) for r in sel.pages]
-    n_workers = workers if workers is not None else (os.cpu_count() or 1)
-    cache = None
-    if engine == "ray":
-        pages, cache = _extract_on_ray(jobs, out, params, max(1, n_workers), address, progress)
-    else:
-        pages = run_extraction(jobs, max(1, n_workers), progress=progress)
-    del jobs
-    docs, links, report = build_records(sel, pages)
+    if iter(responses) is responses:  # a one-shot iterator: it cannot be read twice
+        responses = list(responses)
+    n_workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
+    cache = ShardCache(out / CACHE_DIR) if engine == "ray" else None
     try:
-        _write_lines(out / DOCS_FILE, (d.to_json() for d in docs))
-        _write_lines(out / LINKS_FILE, (lk.to_json() for lk in links))
-        manifest = {
-            "stage": "extract",
-            "snapshot": name,
-            "snapshot_fingerprint": fingerprint,
-            "params": params,
-            **report,
-            "outputs": {
-                DOCS_FILE: file_sha256(out / DOCS_FILE),
-                LINKS_FILE: file_sha256(out / LINKS_FILE),
-            },
-        }
-        _write_lines(
-            out / MANIFEST_FILE,
-            [json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=False)],
-        )
+        spill = ExtractSpill(out)
     except OSError as exc:
         raise DrarenaError(f"{out}: cannot write extraction output ({exc})") from None
+    try:
+        with spill:
+            plan = plan_pages(responses, spill)
+
+            def run(jobs: Iterable[Job]) -> Iterator[PageExtract]:
+                if cache is not None:
+                    return _extract_on_ray(
+                        jobs, plan.pages, cache, params, n_workers, address, progress
+                    )
+                return iter_extraction(jobs, n_workers, progress, total=plan.pages)
+
+            repeat = RepeatCounter(RepeatRule())
+            _extract_pass(responses, spill, plan, run, max_page_bytes, repeat)
+            if repeat.needs_count():
+                for links in spill.links_of_pages():
+                    repeat.count(_pairs(links, plan.aliases))
+            try:
+                counts = _write_records(out, spill, plan, repeat.repeated())
+                lists = {key: spill.report(key) for key in REPORT_LISTS}
+                manifest = {
+                    "stage": "extract",
+                    "snapshot": name,
+                    "snapshot_fingerprint": fingerprint,
+                    "params": params,
+                    "counts": counts,
+                    "outputs": {
+                        DOCS_FILE: file_sha256(out / DOCS_FILE),
+                        LINKS_FILE: file_sha256(out / LINKS_FILE),
+                    },
+                }
+                _write_manifest(out / MANIFEST_FILE, manifest, lists)
+            except OSError as exc:
+                raise DrarenaError(f"{out}: cannot write extraction output ({exc})") from None
+    except sqlite3.Error as exc:
+        raise DrarenaError(
+            f"{out}: extraction's working file {spill.path.name} failed ({one_line(exc)})"
+        ) from None
     if cache is not None:
         cache.clear()  # docs.jsonl is in place: the finished shards are no longer needed
     return _result(out, manifest, up_to_date=False)
 
 
 def _extract_on_ray(
-    jobs: Sequence[Job],
-    out: Path,
+    jobs: Iterable[Job],
+    total: int,
+    cache: ShardCache,
     params: dict[str, Any],
     workers: int,
     address: str | None,
     progress: bool,
-) -> tuple[list[PageExtract], Any]:
-    """run_sharded over Ray tasks, with the shard cache in `out` (see corpus.shards)."""
+) -> Iterator[PageExtract]:
+    """The jobs in shards over Ray tasks, with the shard cache in the snapshot (see
+    corpus.shards); results stream back shard by shard, in order."""
     from drarena import rayrun
-    from drarena.corpus.shards import CACHE_DIR, ShardCache, run_sharded
 
-    cache = ShardCache(out / CACHE_DIR)
     with rayrun.session(address, workers) as ray:
         cpus = max(1, int(ray.cluster_resources().get("CPU", workers)))
 
         def mapper(fn: Any, shards: Any) -> Any:
             return rayrun.ordered_map(ray, fn, shards, in_flight=2 * cpus)
 
-        pages, reused = run_sharded(jobs, mapper, params, cache, progress=progress)
-    if reused and progress:
-        print(f"extract: resumed, {reused} shard(s) reused from {cache.folder}", file=sys.stderr)
-    return pages, cache
+        run = ShardRun(jobs, mapper, params, cache, progress=progress, total=total)
+        yield from run
+    if run.reused and progress:
+        reused = f"{run.reused} shard(s) reused from {cache.folder}"
+        print(f"extract: resumed, {reused}", file=sys.stderr)
+
+
+class _Passes:
+    """A snapshot's responses, read afresh from its WARC files on each iteration (extraction
+    reads them twice, never holding them)."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.snap = snap
+
+    def __iter__(self) -> Iterator[ResponseLike]:
+        return self.snap.iter_responses()
 
 
 def extract_snapshot(
@@ -506,14 +659,15 @@ def extract_snapshot(
     WARC files). Does nothing when the outputs match the snapshot fingerprint."""
     from drarena.web.snapshot import Snapshot
 
-    with Snapshot.open(Path(snapshot_dir)) as snap:
+    # lookups=False: extraction only iterates, so the CDXJ index is checked, not kept
+    with Snapshot.open(Path(snapshot_dir), lookups=False) as snap:
         # Extraction reads at most max_page_bytes of a body (and flags the page truncated past
-        # it): decoding further would only hold memory, up to the snapshot's cap per page
-        # kept for selection. The output is the same; many bombs cost what as many honest
-        # pages of max_page_bytes do.
+        # it): decoding further would only hold memory, up to the snapshot's cap for each
+        # body in flight. The output is the same; many bombs cost what as many honest pages
+        # of max_page_bytes do.
         snap.decode_limit = min(snap.decode_limit, max_page_bytes + 1)
         return extract_responses(
-            snap.iter_responses(),
+            _Passes(snap),
             Path(snap.path),
             name=snap.name,
             fingerprint=snap.fingerprint,

@@ -109,3 +109,68 @@ def repeated_pairs(
     if len(pages) < rule.min_pages:
         return frozenset()
     return frozenset(pair for pair, n in counts.items() if n >= threshold)
+
+
+class RepeatCounter:
+    """repeated_pairs over a stream of pages, in two passes, holding a chunk's pairs and the
+    candidates instead of every distinct pair of the snapshot (tens of millions at a million
+    pages). Feed each page's (target, anchor) pairs to `add`, then, when `needs_count()`,
+    each page's again (same pages, any order) to `count`; `repeated()` is then the very set
+    repeated_pairs returns.
+
+    Why it is the same set: pass one counts pages a chunk at a time (a chunk ends when it
+    holds `chunk_pairs` distinct pairs) and keeps as candidates the pairs on at least `share`
+    of the chunk's pages. A pair on `share` of all pages is on `share` of some chunk's pages
+    (were it under that share in every chunk, it would be under it in their sum), so every
+    repeated pair is a candidate; pass two counts the candidates exactly over all pages and
+    applies the rule as repeated_pairs does. The candidates are few: a chunk of N pages
+    with P pair occurrences has at most P / (share * N) of them, a few per average page's
+    links, and templates repeat the same ones from chunk to chunk."""
+
+    def __init__(self, rule: RepeatRule = RepeatRule(), chunk_pairs: int = 20_000) -> None:
+        self.rule = rule
+        self.chunk_pairs = chunk_pairs
+        self.pages = 0
+        self.candidates: set[tuple[str, str]] = set()
+        self._chunk: dict[tuple[str, str], int] = defaultdict(int)
+        self._chunk_pages = 0
+        self._counts: dict[tuple[str, str], int] = defaultdict(int)
+
+    @staticmethod
+    def _pairs(links: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
+        return {(target, normalize_anchor(anchor)) for target, anchor in links}
+
+    def add(self, links: Iterable[tuple[str, str]]) -> None:
+        """Pass one: a page's (target, anchor) links."""
+        for pair in self._pairs(links):
+            self._chunk[pair] += 1
+        self.pages += 1
+        self._chunk_pages += 1
+        if len(self._chunk) >= self.chunk_pairs:
+            self._end_chunk()
+
+    def _end_chunk(self) -> None:
+        # one page less than the share: a margin for the rounding of share * pages, so the
+        # candidates are a superset whatever the float does (pass two decides exactly)
+        floor = self.rule.share * self._chunk_pages - 1
+        self.candidates.update(pair for pair, n in self._chunk.items() if n >= floor)
+        self._chunk.clear()
+        self._chunk_pages = 0
+
+    def needs_count(self) -> bool:
+        """Pass one is over: whether pass two is needed (no candidates, or fewer pages than
+        the rule's minimum: nothing can be repeated)."""
+        self._end_chunk()
+        return self.pages >= self.rule.min_pages and bool(self.candidates)
+
+    def count(self, links: Iterable[tuple[str, str]]) -> None:
+        """Pass two: a page's links again."""
+        for pair in self._pairs(links):
+            if pair in self.candidates:
+                self._counts[pair] += 1
+
+    def repeated(self) -> frozenset[tuple[str, str]]:
+        threshold = max(self.rule.min_pages, self.rule.share * self.pages)
+        if self.pages < self.rule.min_pages:
+            return frozenset()
+        return frozenset(pair for pair, n in self._counts.items() if n >= threshold)

@@ -16,8 +16,10 @@ import hashlib
 import json
 import shutil
 import sys
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +96,91 @@ class ShardCache:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+class ShardRun:
+    """Every job's result, in order, as an iterator: shards already in `cache` read back and
+    the others run through `mapper` (saved to the cache as each arrives); `reused` counts
+    the shards read back. Jobs are read as the mapper asks for shards, so only the shards in
+    flight hold bodies, and results are handed on shard by shard: neither the jobs nor the
+    results of a snapshot are ever all in memory.
+
+    Why a queue: the mapper reads ahead (a window of shards in flight) through `_feed`,
+    which notes every shard in order and hands it only those not cached; results are
+    yielded in shard order, cached shards read back when their turn comes (a shard found
+    sound ahead of its turn is read again then, never held)."""
+
+    def __init__(
+        self,
+        jobs: Iterable[Job],
+        mapper: Mapper,
+        params: dict[str, Any],
+        cache: ShardCache | None,
+        shard_pages: int = SHARD_PAGES,
+        progress: bool = True,
+        total: int | None = None,
+    ) -> None:
+        self.jobs = jobs
+        self.mapper = mapper
+        self.params = params
+        self.cache = cache
+        self.shard_pages = shard_pages
+        self.progress = progress
+        self.total = total
+        self.reused = 0
+        self._queue: deque[tuple[int, str, int, bool]] = deque()  # (shard, key, pages, cached)
+
+    def _feed(self) -> Iterator[list[Job]]:
+        feed = iter(self.jobs)
+        n = 0
+        while shard := list(islice(feed, self.shard_pages)):
+            key = shard_key(self.params, shard)
+            cached = self.cache is not None and self.cache.load(key, len(shard)) is not None
+            self._queue.append((n, key, len(shard), cached))
+            n += 1
+            if not cached:
+                yield shard
+
+    def __iter__(self) -> Iterator[PageExtract]:
+        from tqdm import tqdm
+
+        computed = iter(self.mapper(extract_shard, self._feed()))
+        ready: deque[list[PageExtract]] = deque()
+        bar = tqdm(
+            total=self.total,
+            desc="extract",
+            unit="page",
+            file=sys.stderr,
+            disable=not self.progress,
+            mininterval=0.5,
+        )
+        with bar:
+            while True:
+                if not self._queue:  # the mapper's next result reads the next shards
+                    result = next(computed, None)
+                    if result is not None:
+                        ready.append(result)
+                    if not self._queue:
+                        return
+                    continue
+                n, key, count, cached = self._queue.popleft()
+                if cached:
+                    assert self.cache is not None
+                    pages = self.cache.load(key, count)
+                    if pages is None:
+                        raise DrarenaError(f"extract shard {n}: its cached results changed")
+                    self.reused += 1
+                else:
+                    got = ready.popleft() if ready else next(computed, None)
+                    if got is None:
+                        raise DrarenaError(f"extract shard {n}: no result came back")
+                    pages = got
+                    if len(pages) != count:
+                        raise DrarenaError(f"extract shard {n}: {len(pages)} results, not {count}")
+                    if self.cache is not None:
+                        self.cache.save(key, pages)
+                bar.update(len(pages))
+                yield from pages
+
+
 def run_sharded(
     jobs: Sequence[Job],
     mapper: Mapper,
@@ -102,37 +189,9 @@ def run_sharded(
     shard_pages: int = SHARD_PAGES,
     progress: bool = True,
 ) -> tuple[list[PageExtract], int]:
-    """Every job's result in order, shards already in `cache` read back and the others run
-    through `mapper` (saved to the cache as each arrives). Returns (results, shards reused)."""
-    from tqdm import tqdm
-
-    shards = [list(jobs[i : i + shard_pages]) for i in range(0, len(jobs), shard_pages)]
-    keys = [shard_key(params, shard) for shard in shards]
-    done: dict[int, list[PageExtract]] = {}
-    if cache is not None:
-        for n, (key, shard) in enumerate(zip(keys, shards, strict=True)):
-            found = cache.load(key, len(shard))
-            if found is not None:
-                done[n] = found
-    todo = [n for n in range(len(shards)) if n not in done]
-    bar = tqdm(
-        total=len(jobs),
-        initial=sum(len(shards[n]) for n in done),
-        desc="extract",
-        unit="page",
-        file=sys.stderr,
-        disable=not progress,
-        mininterval=0.5,
-    )
-    with bar:
-        for n, pages in zip(todo, mapper(extract_shard, (shards[n] for n in todo)), strict=True):
-            if len(pages) != len(shards[n]):
-                raise DrarenaError(f"extract shard {n}: {len(pages)} results, not {len(shards[n])}")
-            if cache is not None:
-                cache.save(keys[n], pages)
-            done[n] = pages
-            bar.update(len(pages))
-    return [page for n in range(len(shards)) for page in done[n]], len(shards) - len(todo)
+    """Every job's result in order (ShardRun, collected). Returns (results, shards reused)."""
+    run = ShardRun(jobs, mapper, params, cache, shard_pages, progress, total=len(jobs))
+    return list(run), run.reused
 
 
 def local_mapper(

@@ -18,7 +18,7 @@ from types import TracebackType
 from urllib.parse import urljoin
 
 from drarena.errors import DrarenaError
-from drarena.files import open_input, read_bounded
+from drarena.files import open_input, read_bounded, read_lines_bounded
 from drarena.web.manifest import CDXJ_NAME, Manifest, fingerprint, load_manifest
 from drarena.web.spec import MAX_BODY_BYTES
 from drarena.web.urls import canonicalize_url, safe_file_name, surt
@@ -153,6 +153,17 @@ def spec_max_bytes(spec: object) -> int | None:
     return None
 
 
+def _decode_error(exc: UnicodeDecodeError, offset: int) -> str:
+    """str(exc) as decoding the whole file would word it: positions counted from the file's
+    start, not from the line's (`offset`: where the line starts)."""
+    start, end = offset + exc.start, offset + exc.end
+    if exc.end - exc.start == 1:
+        where = f"byte 0x{exc.object[exc.start]:02x} in position {start}"
+    else:
+        where = f"bytes in position {start}-{end - 1}"
+    return f"'{exc.encoding}' codec can't decode {where}: {exc.reason}"
+
+
 @dataclass
 class Snapshot:
     """An opened snapshot folder (manifest.json + index.cdxj + WARC files)."""
@@ -162,6 +173,7 @@ class Snapshot:
     skipped: int = 0
     _keys: list[str] = field(default_factory=list)
     _lines: list[str] = field(default_factory=list)
+    _indexed: bool = True  # _keys and _lines hold the CDXJ index (open(lookups=False): not yet)
     _maps: dict[str, mmap.mmap] = field(default_factory=dict)
     _digest_index: dict[str, tuple[str, int]] | None = None
     _bodies: OrderedDict[tuple[str, int], DecodedBody] = field(default_factory=OrderedDict)
@@ -172,44 +184,118 @@ class Snapshot:
     record_limit: int = MAX_RECORD_BYTES
 
     @classmethod
-    def open(cls, path: str | Path) -> Snapshot:
+    def open(cls, path: str | Path, *, lookups: bool = True) -> Snapshot:
+        """The snapshot at `path`, its CDXJ index checked. `lookups` False: the index is
+        checked a line at a time as it is read and not kept, for a reader that only iterates
+        (`snapshot extract`): read whole and kept, the index cost ~800 bytes a capture at its
+        peak (123 MB against 42 MB at 100,000 synthetic pages), memory such a reader would
+        carry for nothing. A lookup then reads it in on first use."""
         folder = Path(path)
         if not folder.is_dir():
             raise DrarenaError(f"{folder}: no such snapshot folder")
         manifest = load_manifest(folder)
-        cdxj = folder / CDXJ_NAME
-        # read bounded by what the manifest says the index holds (+ slack: a crawl's index and
-        # manifest are written one after the other): a link to /dev/zero, or a huge file in its
-        # place, was read until a MemoryError at 7.6 GB
-        limit = max(manifest.cdxj.size, 0) + CDXJ_SLACK
-        raw = read_bounded(
-            cdxj,
-            limit,
-            f"its manifest says {manifest.cdxj.size}: damaged, or not this snapshot's",
-            what="CDXJ index",
-            missing=f"{cdxj}: CDXJ index is missing",
-        )
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise DrarenaError(f"{cdxj}: CDXJ index is not readable ({exc})") from None
-        for item in manifest.warc_files:
-            if not (folder / item.name).is_file():
-                raise DrarenaError(f"{folder / item.name}: WARC file listed in manifest is missing")
         snap = cls(folder, manifest)
+        if lookups:
+            text = snap._index_text()
+            snap._check_warcs()
+            snap._keys, snap._lines = snap._split_index(text)
+        else:
+            snap._scan_index()
+        snap._indexed = lookups
         fetched_cap = spec_max_bytes(manifest.spec)
         if fetched_cap is not None:
             snap.decode_limit = fetched_cap
             snap.record_limit = max(MAX_RECORD_BYTES, fetched_cap + _RECORD_SLACK)
+        return snap
+
+    def _index_limit(self) -> int:
+        # read bounded by what the manifest says the index holds (+ slack: a crawl's index and
+        # manifest are written one after the other): a link to /dev/zero, or a huge file in its
+        # place, was read until a MemoryError at 7.6 GB
+        return max(self.manifest.cdxj.size, 0) + CDXJ_SLACK
+
+    def _too_large(self) -> str:
+        return f"its manifest says {self.manifest.cdxj.size}: damaged, or not this snapshot's"
+
+    def _index_text(self) -> str:
+        cdxj = self.path / CDXJ_NAME
+        raw = read_bounded(
+            cdxj,
+            self._index_limit(),
+            self._too_large(),
+            what="CDXJ index",
+            missing=f"{cdxj}: CDXJ index is missing",
+        )
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DrarenaError(f"{cdxj}: CDXJ index is not readable ({exc})") from None
+
+    def _check_warcs(self) -> None:
+        for item in self.manifest.warc_files:
+            if not (self.path / item.name).is_file():
+                raise DrarenaError(
+                    f"{self.path / item.name}: WARC file listed in manifest is missing"
+                )
+
+    def _split_index(self, text: str) -> tuple[list[str], list[str]]:
+        cdxj = self.path / CDXJ_NAME
+        keys, lines = [], []
         for number, line in enumerate(text.splitlines(), 1):
             key, sep, _ = line.partition(" ")
             if not sep:
                 raise DrarenaError(f"{cdxj}: line {number}: not a CDXJ line")
-            snap._keys.append(key)
-            snap._lines.append(line)
-        if snap._keys != sorted(snap._keys):
+            keys.append(key)
+            lines.append(line)
+        if keys != sorted(keys):
             raise DrarenaError(f"{cdxj}: lines are not sorted by URL key")
-        return snap
+        return keys, lines
+
+    def _scan_index(self) -> None:
+        """open(lookups=True)'s checks with its words and in its order (size, UTF-8, WARC
+        files, then lines), on the index read a line at a time: each line's bytes (to its
+        b"\\n") split as str.splitlines() splits the whole text, so line numbers agree; only
+        the previous key is kept."""
+        cdxj = self.path / CDXJ_NAME
+        offset, number, prev = 0, 0, ""
+        decode_error = bad_line = ""
+        unsorted = False
+        for raw in read_lines_bounded(
+            cdxj,
+            self._index_limit(),
+            self._too_large(),
+            what="CDXJ index",
+            missing=f"{cdxj}: CDXJ index is missing",
+        ):
+            start, offset = offset, offset + len(raw)
+            if decode_error or bad_line:  # past the first error: only the size is checked
+                continue
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                decode_error = _decode_error(exc, start)
+                continue
+            for line in text.splitlines():
+                number += 1
+                key, sep, _ = line.partition(" ")
+                if not sep:
+                    bad_line = f"{cdxj}: line {number}: not a CDXJ line"
+                    break
+                unsorted = unsorted or key < prev
+                prev = key
+        if decode_error:
+            raise DrarenaError(f"{cdxj}: CDXJ index is not readable ({decode_error})")
+        self._check_warcs()
+        if bad_line:
+            raise DrarenaError(bad_line)
+        if unsorted:
+            raise DrarenaError(f"{cdxj}: lines are not sorted by URL key")
+
+    def _index(self) -> None:
+        """The CDXJ index in memory (opened with lookups=False: read now, on first use)."""
+        if not self._indexed:
+            self._keys, self._lines = self._split_index(self._index_text())
+            self._indexed = True
 
     # -- identity --------------------------------------------------------------------------
 
@@ -244,6 +330,7 @@ class Snapshot:
 
     def __len__(self) -> int:
         """Number of captures (responses and revisits) in the CDXJ index."""
+        self._index()
         return len(self._lines)
 
     # -- iteration ---------------------------------------------------------------------------
@@ -259,7 +346,15 @@ class Snapshot:
                 yield item
 
     def iter_responses(self) -> Iterator[StoredResponse]:
-        """Every response, revisits resolved to their payload, in WARC order."""
+        """Every response, revisits resolved to their payload, in WARC order.
+
+        A revisit's payload is the first response before it with its payload digest. Only
+        the digests that the index lists for revisits are remembered as the records pass:
+        remembering every response's cost ~420 bytes a capture (42 MB at 100,000), the one
+        memory of a pass that grew with the snapshot. A revisit that the index does not
+        account for (an index out of step with the WARC files) switches to remembering
+        every payload, the records before it read once more: the same responses either way."""
+        wanted = self._revisited_digests()
         bodies: dict[str, tuple[str, int]] = {}
         for record in self.iter_records():
             kind = record.type
@@ -270,9 +365,14 @@ class Snapshot:
             try:
                 if kind != "revisit":
                     stored = self._response(record, None)
-                    bodies.setdefault(stored.payload_digest, (record.warc_file, record.offset))
+                    if wanted is None or stored.payload_digest in wanted:
+                        bodies.setdefault(stored.payload_digest, (record.warc_file, record.offset))
                 else:
-                    where = bodies.get(record.header("WARC-Payload-Digest"))
+                    digest = record.header("WARC-Payload-Digest")
+                    if wanted is not None and digest and digest not in wanted:
+                        wanted = None
+                        bodies = self._payloads_before(record.warc_file, record.offset)
+                    where = bodies.get(digest)
                     if where is None:  # its original was lost to damage
                         self.skipped += 1
                         continue
@@ -281,6 +381,44 @@ class Snapshot:
                 self.skipped += 1
                 continue
             yield stored
+
+    def _revisited_digests(self) -> set[str] | None:
+        """Payload digests of the revisits the CDXJ index lists, read a line at a time
+        (None when it cannot be read: then every payload is remembered)."""
+        cdxj = self.path / CDXJ_NAME
+        found: set[str] = set()
+        try:
+            for raw in read_lines_bounded(cdxj, self._index_limit(), what="CDXJ index"):
+                if b'"warc/revisit"' not in raw:
+                    continue
+                try:
+                    data = json.loads(raw.decode("utf-8").split(" ", 2)[2])
+                except (ValueError, IndexError, RecursionError):
+                    continue  # a damaged line: the switch in iter_responses covers it
+                if isinstance(data, dict) and data.get("mime") == "warc/revisit":
+                    found.add(str(data.get("digest", "")))
+        except DrarenaError:
+            return None
+        return found
+
+    def _payloads_before(self, warc_file: str, offset: int) -> dict[str, tuple[str, int]]:
+        """Where each payload digest first occurs among the responses before the record at
+        (warc_file, offset), as iter_responses would have remembered them all."""
+        bodies: dict[str, tuple[str, int]] = {}
+        for path in self.warc_paths():
+            for item in iter_file(path, self.record_limit):
+                if isinstance(item, Damage):
+                    continue
+                if item.warc_file == warc_file and item.offset >= offset:
+                    return bodies
+                if item.type not in ("response", "resource") or not _is_http(_target(item)):
+                    continue
+                try:
+                    stored = self._response(item, None)
+                except ValueError:
+                    continue
+                bodies.setdefault(stored.payload_digest, (item.warc_file, item.offset))
+        return bodies
 
     def iter_failures(self) -> Iterator[FailedFetch]:
         """Fetches recorded without a response (drarena metadata records)."""
@@ -315,6 +453,7 @@ class Snapshot:
 
     def _entries(self, canonical: str) -> list[_Entry]:
         key = surt(canonical)
+        self._index()
         lo = bisect.bisect_left(self._keys, key)
         hi = bisect.bisect_right(self._keys, key, lo)
         return [e for e in map(self._entry, range(lo, hi)) if e.canonical == canonical]
@@ -382,6 +521,7 @@ class Snapshot:
 
     def urls(self) -> list[str]:
         """Distinct captured URLs (canonical), sorted."""
+        self._index()
         return sorted({self._entry(index).canonical for index in range(len(self._lines))})
 
     # -- verify -------------------------------------------------------------------------------
@@ -446,6 +586,7 @@ class Snapshot:
 
     def _resolve_digest(self, digest: str) -> DecodedBody | None:
         if self._digest_index is None:
+            self._index()
             index: dict[str, tuple[str, int]] = {}
             for number in range(len(self._lines)):
                 entry = self._entry(number)

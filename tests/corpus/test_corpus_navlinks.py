@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import random
 from collections import Counter
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from drarena.corpus.extract import ExtractResult, load_links
 from drarena.corpus.navlinks import (
+    RepeatCounter,
     RepeatRule,
     ancestors_reason,
     furniture_reason,
@@ -42,6 +47,40 @@ def test_repetition_rule() -> None:
     assert repeated_pairs(pages[:4], RepeatRule(share=0.3, min_pages=5)) == frozenset()
     # A link repeated within one page counts once.
     assert repeated_pairs([[("http://s/x", "x")] * 9] + [[]] * 9, RepeatRule(0.3, 2)) == set()
+
+
+PAIRS = st.tuples(
+    st.sampled_from(["http://s/a", "http://s/b", "http://s/c", "http://s/d"]),
+    st.sampled_from(["Home", "home ", "About", "x", ""]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(PAIRS, max_size=6), max_size=40),
+    st.sampled_from([0.1, 0.3, 0.5, 1.0]),
+    st.integers(1, 6),
+    st.integers(1, 12),
+    st.randoms(use_true_random=False),
+)
+def test_the_streamed_rule_finds_the_same_pairs(
+    pages: list[list[tuple[str, str]]],
+    share: float,
+    min_pages: int,
+    chunk_pairs: int,
+    rng: random.Random,
+) -> None:
+    """RepeatCounter (two passes, a chunk of pages at a time; extraction's) gives the set
+    repeated_pairs gives with every page in memory, however the pages fall into chunks and
+    in whatever order pass two sees them."""
+    rule = RepeatRule(share=share, min_pages=min_pages)
+    counter = RepeatCounter(rule, chunk_pairs=chunk_pairs)
+    for links in pages:
+        counter.add(links)
+    if counter.needs_count():
+        for links in rng.sample(pages, len(pages)):
+            counter.count(links)
+    assert counter.repeated() == repeated_pairs(pages, rule)
 
 
 def test_fixture_navigation_is_marked_and_content_kept(pydocs: ExtractResult) -> None:

@@ -229,8 +229,9 @@ def test_snapshot_reader_and_extract_cap_a_nested_bomb(nested: Path) -> None:
 
 
 def test_extract_of_many_bombs_holds_no_more_than_honest_pages(tmp_path: Path) -> None:
-    """Selection keeps every page's body until extraction: 24 bombs of 64 MB each must not
-    cost 24 times the 16 MiB snapshot cap, only what extraction reads (4 MiB a page)."""
+    """24 bombs of 64 MB each must not cost 24 times the 16 MiB snapshot cap: bodies are
+    decoded only as far as extraction reads (4 MiB a page), and only the pages in flight
+    are held (extraction streams; an older design held every page's body at once)."""
     entity = http_block(gzip_zeros(64 << 20), "gzip")
     warc = write_warc(
         tmp_path / "many.warc.gz", [(f"http://bomb.example/{i}.html", entity) for i in range(24)]

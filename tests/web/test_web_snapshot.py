@@ -215,3 +215,105 @@ def test_warcio_tools_accept_fixture(fixture_dir: Path) -> None:
         assert index.stdout.count('"warc-type": "response"') >= 250
         with gzip.open(warc, "rb") as fh:
             assert fh.read(9) == b"WARC/1.1\r"
+
+
+def _lines(path: Path) -> list[bytes]:
+    return path.read_bytes().splitlines(keepends=True)
+
+
+def _write(folder: Path, *parts: bytes, warc_too: bool = False) -> None:
+    (folder / "index.cdxj").write_bytes(b"".join(parts))
+    if warc_too:
+        warc_of(folder).unlink()
+
+
+def _damage(folder: Path, damage: str) -> None:
+    """One way an index can be wrong (or several at once, to check which is named)."""
+    cdxj = folder / "index.cdxj"
+    lines = _lines(cdxj)
+    whole = cdxj.read_bytes()
+    if damage == "missing":
+        cdxj.unlink()
+    elif damage == "not utf-8":
+        _write(folder, *lines[:4], b"\xff", *lines[4:])
+    elif damage == "cut multibyte":
+        _write(folder, whole, b"zz \xe2\x82")
+    elif damage == "no space, after disorder":
+        _write(folder, lines[1], lines[0], *lines[2:9], b"bad\n")
+    elif damage == "disorder":
+        _write(folder, *lines[3:], *lines[:3])
+    elif damage == "form feed splits a line":
+        _write(folder, *lines[:6], b"zzz x\x0cnospace\n")
+    elif damage == "empty line":
+        _write(folder, *lines[:6], b"\n")
+    elif damage == "bad line and missing WARC":
+        _write(folder, whole, b"zzz\n", warc_too=True)
+    elif damage == "bad byte and missing WARC":
+        _write(folder, whole, b"zzz \xff\n", warc_too=True)
+    elif damage == "too large, bad byte first":
+        _write(folder, b"\xff", whole, whole)
+
+
+DAMAGES = (
+    "missing",
+    "not utf-8",
+    "cut multibyte",
+    "no space, after disorder",
+    "disorder",
+    "form feed splits a line",
+    "empty line",
+    "bad line and missing WARC",
+    "bad byte and missing WARC",
+    "too large, bad byte first",
+)
+
+
+@pytest.mark.parametrize("limited", [False, True])
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_an_index_checked_a_line_at_a_time_fails_as_one_read_whole(
+    copy: Path, damage: str, limited: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """open(lookups=False) (extraction's: the index checked, not kept) says what
+    open(lookups=True) says, word for word, whatever is wrong with the index (`limited`:
+    the manifest's size is the limit, so a longer index is first of all too large)."""
+    import drarena.web.snapshot as snapshot
+
+    if limited:
+        monkeypatch.setattr(snapshot, "CDXJ_SLACK", 0)
+    _damage(copy, damage)
+    said = []
+    for lookups in (True, False):
+        with pytest.raises(DrarenaError) as info:
+            Snapshot.open(copy, lookups=lookups)
+        said.append(str(info.value))
+    assert said[0] == said[1]
+    assert "\n" not in said[0]
+
+
+def test_an_index_not_kept_is_read_on_the_first_lookup(fixture_dir: Path, snap: Snapshot) -> None:
+    with Snapshot.open(fixture_dir, lookups=False) as lazy:
+        assert not lazy._lines
+        assert lazy.lookup(f"{BASE}/library/os.html") == snap.lookup(f"{BASE}/library/os.html")
+        assert len(lazy) == len(snap)
+
+
+def test_revisits_resolve_with_only_their_digests_remembered(
+    copy: Path, snap: Snapshot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """iter_responses remembers only the payloads the index lists revisits of; an index that
+    does not list a revisit (out of step with the WARC files) still gives the same
+    responses, the records before it read again."""
+    expected = [(r.url, r.revisit, r.body) for r in snap.iter_responses()]
+
+    def no_rescan(*args: object) -> None:
+        raise AssertionError("an index that lists every revisit needs no second reading")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Snapshot, "_payloads_before", no_rescan)
+        with Snapshot.open(copy, lookups=False) as whole:
+            assert [(r.url, r.revisit, r.body) for r in whole.iter_responses()] == expected
+    cdxj = copy / "index.cdxj"
+    cdxj.write_bytes(b"".join(line for line in _lines(cdxj) if b"warc/revisit" not in line))
+    with Snapshot.open(copy, lookups=False) as stale:
+        assert [(r.url, r.revisit, r.body) for r in stale.iter_responses()] == expected
+        assert stale.skipped == 0
