@@ -16,6 +16,20 @@ agent can find. Depth: the best sentence of the current node's page (its identit
 the best remaining sentence of every target page, so the answer must combine all of them.
 Later questions of a match at the same pages take the next-best sentences (`skip`).
 
+Identity (`identity: true`, the paper's depth): the depth item is the current node's *name*,
+asked for by a description of it with the name kept out of every part of the question (code
+refuses a part that names it or shares a stem with it), as the paper's depth question masks
+its target entity ("the 1989 handheld console designed by the creator of the Game & Watch
+series"). The name and its description come from the page's heading line, "<name> —
+<description>" ("argparse — Parser for command-line options, arguments and sub-commands"),
+which is the item's evidence; width items then come from the sibling pages only. Why: with a
+sentence of the page as the depth item, an agent that knows the subject but has not read
+the page (closed_book) scores no more than one that answers nothing (null) -- the 1.5B demo
+tied them in every run (docs/validity.md); naming the subject is what knowledge without the
+page can do, and the page's own facts are what only reading it can. Pages without such a
+heading (a chapter title, a name of under LEAK_MIN_CHARS characters that the leak check
+cannot keep out) and later questions of a match (`skip` > 0) take a sentence as before.
+
 The question: a small model asked for one question over several facts writes a muddle (the
 1.5B model's first try asked about "the depth, width, and None constants"), and asked for a
 list of questions in one reply it repeated one, wrote "question for FACT 3" or listed 40
@@ -32,7 +46,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from drarena.corpus.records import TreePage
-from drarena.corpus.terms import TermStats, content_stems, function_share, hard_tokens, sentences
+from drarena.corpus.terms import (
+    TermStats,
+    content_stems,
+    function_share,
+    hard_tokens,
+    normalised,
+    sentences,
+)
 from drarena.examiner import templates
 from drarena.examiner.grounding import weighted_share
 from drarena.examiner.taskcheck import ChecklistItem, Task, leaked_names
@@ -50,6 +71,9 @@ KEY_LEFT_MIN = 0.15  # weighted share of a nugget's words the question must leav
 # demo runs stated 0.07-0.60 of their facts, except one that asked about another page (0.023)
 ASKED_MIN = 0.05
 PART_MAX_WORDS = 35
+IDENTITY_MIN_WORDS = 3  # a heading's description shorter than this describes nothing
+LEAK_MIN_CHARS = 4  # leaked_names skips shorter names: such a name cannot be kept out
+_HEADING = re.compile(r"\s+[—–|-]\s+")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -60,6 +84,15 @@ class Nugget:
     url: str
     kind: str
     score: int
+    answer: str = ""  # identity: the name the question hides and the answer must give
+
+    @property
+    def asked(self) -> str:
+        """What the question is written from: an identity's description (the heading
+        without its name), else the fact itself."""
+        if not self.answer:
+            return self.text
+        return _HEADING.split(self.text, maxsplit=1)[-1]
 
 
 def score(sentence: str, terms: TermStats) -> int:
@@ -133,12 +166,55 @@ def _candidates(url: str, text: str, terms: TermStats) -> list[Nugget]:
     return sorted(out, key=lambda g: -g.score)
 
 
-def pick_nuggets(targets: Sequence[TreePage], terms: TermStats, skip: int = 0) -> list[Nugget]:
+def identity(page: TreePage) -> Nugget | None:
+    """The page's identity nugget from its heading line "<name> — <description>", or None
+    when it has none: the name one word (a module, a command, a dotted name) of at least
+    LEAK_MIN_CHARS characters and content, the description at least IDENTITY_MIN_WORDS
+    words that do not repeat the name."""
+    lines = page.text.strip().split("\n", 1)
+    heading = " ".join(lines[0].split()) if lines else ""
+    parts = _HEADING.split(heading, maxsplit=1)
+    if len(parts) != 2:
+        return None
+    name, described = parts[0].strip(), parts[1].strip()
+    if (
+        re.search(r"\s", name)
+        or len(normalised(name).replace(" ", "")) < LEAK_MIN_CHARS
+        or not content_stems(name)
+        or len(described.split()) < IDENTITY_MIN_WORDS
+        or names_in(described, name)
+    ):
+        return None
+    return Nugget(heading, page.url, "depth", 0, answer=name)
+
+
+def names_in(text: str, name: str) -> bool:
+    """`text` says `name`: its words in a row, or a content stem of it (an answer or a
+    question that says "log records" has said part of "logging")."""
+    if leaked_names(text, [name], min_len=1):
+        return True
+    return bool(set(content_stems(name)) & set(content_stems(text)))
+
+
+def pick_nuggets(
+    targets: Sequence[TreePage], terms: TermStats, skip: int = 0, *, by_identity: bool = False
+) -> list[Nugget]:
     """The depth nugget of the current node (targets[0]) and one width nugget per target,
-    each the (skip+1)-th best sentence still free (fewer when a page has too few)."""
+    each the (skip+1)-th best sentence still free (fewer when a page has too few). With
+    `by_identity`, the first question of a match at two or more pages and a node with a
+    heading (`identity`): the node's identity, then one width nugget per sibling, none of
+    them saying the node's name."""
     pools = [candidates(page, terms) for page in targets]
+    named = identity(targets[0]) if by_identity and skip == 0 and len(targets) > 1 else None
+    if named is not None:
+        out = [named]
+        for pool in pools[1:]:
+            free = [g for g in pool if not names_in(g.text, named.answer)]
+            if free:
+                out.append(dataclasses.replace(free[0], kind="width"))
+        return out
     used: set[str] = set()
-    out: list[Nugget] = []
+    out = []
 
     def take(pool: list[Nugget], kind: str) -> None:
         free = [g for g in pool if g.text not in used]
@@ -174,7 +250,7 @@ def prompt_text(template: str, root_topic: str, nugget: Nugget, forbidden: Seque
     return templates.render(
         template,
         root_topic=root_topic,
-        fact=quote_block("FACT", nugget.text),
+        fact=quote_block("FACT", nugget.asked),
         forbidden=names or "(none)",
         max_words=PART_MAX_WORDS,
     )
@@ -196,8 +272,10 @@ def check_part(
     *,
     forbidden: Sequence[str],
     terms: TermStats,
+    hidden: str = "",
 ) -> list[str]:
-    """Why one fact's question is refused (none: it is kept)."""
+    """Why one fact's question is refused (none: it is kept). `hidden`: the name an
+    identity item asks for, which no part may say (`names_in`)."""
     reasons = []
     if not question:
         return ["the question is empty"]
@@ -206,9 +284,11 @@ def check_part(
     leaks = leaked_names(question, forbidden)
     if leaks:
         reasons.append(f"the question names its source: {', '.join(leaks)}")
+    if hidden and names_in(question, hidden):
+        reasons.append(f"the question says the name the task asks for: {hidden}")
     if not asks_about(question, nugget, others, terms):
         reasons.append("the question does not ask about the fact")
-    elif given_away(question, nugget, terms):
+    elif not nugget.answer and given_away(question, nugget, terms):
         reasons.append(
             "the question copies the fact itself: ask for it in other words, so the agent "
             "must find it"
@@ -232,11 +312,11 @@ def asks_about(question: str, nugget: Nugget, others: Sequence[Nugget], terms: T
     again, and once asked for "the Python function that generates temporary files" for a
     fact about decryption (sharing only "Python": 0.023 of its weight)."""
     asked = set(content_stems(question))
-    own, total = weighted_share(content_stems(nugget.text), asked, terms)
+    own, total = weighted_share(content_stems(nugget.asked), asked, terms)
     return (
         own * 10000 >= round(ASKED_MIN * 10000) * total
         and own > 0
-        and all(own >= weighted_share(content_stems(g.text), asked, terms)[0] for g in others)
+        and all(own >= weighted_share(content_stems(g.asked), asked, terms)[0] for g in others)
     )
 
 
@@ -256,14 +336,17 @@ def build_task(
     word_limit_instruction: str,
 ) -> tuple[Task | None, list[str]]:
     """The task from every fact's accepted question (the nuggets as its checklist, each its
-    own evidence), or None when it repeats an earlier question of the match."""
+    own evidence; an identity item is its name, its heading the evidence), or None when it
+    repeats an earlier question of the match."""
     question = joined(parts)
     if any(
         " ".join(question.casefold().split()) == " ".join(q.casefold().split()) for q in earlier
     ):
         return None, ["the questions repeat an earlier question of this match"]
     item = {
-        kind: tuple(ChecklistItem(g.text, g.url, g.text, 1.0) for g in nuggets if g.kind == kind)
+        kind: tuple(
+            ChecklistItem(g.answer or g.text, g.url, g.text, 1.0) for g in nuggets if g.kind == kind
+        )
         for kind in ("depth", "width")
     }
     task = Task(

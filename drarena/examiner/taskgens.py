@@ -159,7 +159,20 @@ class ExtractiveArgs(BaseModel):
         "stating them (the 1.5B demo voided 2 of 4 matches that way)",
     )
 
-    @field_validator("prompt")
+    identity: bool = Field(
+        False,
+        description="the first question at a node whose page has a heading '<name> — "
+        "<description>' asks for the node's name by its description (the paper's masked "
+        "depth entity), the name kept out of every part; width facts from the sibling pages "
+        "(drarena.examiner.extractive, 'Identity')",
+    )
+    identity_prompt: str = Field(
+        "taskgen-identity",
+        description="the prompt for the identity question (the same variables as `prompt`; "
+        "the fact is the heading's description)",
+    )
+
+    @field_validator("prompt", "identity_prompt")
     @classmethod
     def _prompt_exists(cls, spec: str) -> str:
         return templates.check_spec(spec)
@@ -174,6 +187,7 @@ class _Asking:
     topic: str
     forbidden: tuple[str, ...]
     max_attempts: int
+    hidden: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,7 +199,10 @@ class ExtractiveTaskGen:
         return ComponentSpec(kind="extractive", args=self.args.model_dump())
 
     def template_specs(self) -> dict[str, str]:
-        return {"taskgen": self.args.prompt}
+        specs = {"taskgen": self.args.prompt}
+        if self.args.identity:
+            specs["taskgen_identity"] = self.args.identity_prompt
+        return specs
 
     async def generate(self, call: TaskCall, request: TaskRequest, rules: TaskRules) -> TaskOutcome:
         """Nuggets by code, one question per fact by the model (concurrent calls), each
@@ -194,7 +211,10 @@ class ExtractiveTaskGen:
         if not request.targets:
             raise DrarenaError("extractive task: no target pages")
         nuggets = extractive.pick_nuggets(
-            request.targets, call.terms, len(request.earlier_questions)
+            request.targets,
+            call.terms,
+            len(request.earlier_questions),
+            by_identity=self.args.identity,
         )
         kinds = {g.kind for g in nuggets}
         if kinds != {"depth", "width"}:
@@ -209,15 +229,18 @@ class ExtractiveTaskGen:
         )
         if rules.forbid_entity_names:
             forbidden += entity_names([t.title for t in targets], [t.url for t in targets])
-        topic = topic_line(request.root)
-        asked = await gather_settled(
-            *(
-                self._question(call, topic, g, nuggets, forbidden, rules.max_attempts)
-                for g in nuggets
-            )
+        hidden = next((g.answer for g in nuggets if g.answer), "")
+        forbidden += [hidden] if hidden else []
+        asking = _Asking(
+            call,
+            request.targets,
+            topic_line(request.root),
+            tuple(forbidden),
+            rules.max_attempts,
+            hidden,
         )
+        asked = await gather_settled(*(self._question(asking, g, nuggets) for g in nuggets))
         nuggets = list(nuggets)
-        asking = _Asking(call, request.targets, topic, tuple(forbidden), rules.max_attempts)
         asked = [
             await self._substitute(asking, i, nuggets, got) if got[0] is None else got
             for i, got in enumerate(asked)
@@ -255,9 +278,7 @@ class ExtractiveTaskGen:
                 return question, tries, f"{error}; no other sentence of its page to ask"
             nuggets[index] = sub
             refused.add(sub.text)
-            question, more, why = await self._question(
-                asking.call, asking.topic, sub, nuggets, asking.forbidden, asking.max_attempts
-            )
+            question, more, why = await self._question(asking, sub, nuggets)
             tries = [*tries, *more]
             error = f"{error}; its substitute: {why}"
             if question is not None:
@@ -266,21 +287,25 @@ class ExtractiveTaskGen:
 
     async def _question(
         self,
-        call: TaskCall,
-        topic: str,
+        asking: _Asking,
         nugget: extractive.Nugget,
         nuggets: Sequence[extractive.Nugget],
-        forbidden: Sequence[str],
-        max_attempts: int,
     ) -> tuple[str | None, list[TaskAttempt], str]:
         """(the accepted question or None, the tries, why the last one was refused)."""
-        text = extractive.prompt_text(self.args.prompt, topic, nugget, forbidden)
+        prompt = self.args.identity_prompt if nugget.answer else self.args.prompt
+        text = extractive.prompt_text(prompt, asking.topic, nugget, asking.forbidden)
         others = [g for g in nuggets if g is not nugget]
+        call = asking.call
 
         def check(raw: dict[str, Any]) -> tuple[str | None, list[str]]:
             question = " ".join(str(raw.get("question", "")).split())
             reasons = extractive.check_part(
-                question, nugget, others, forbidden=forbidden, terms=call.terms
+                question,
+                nugget,
+                others,
+                forbidden=asking.forbidden,
+                terms=call.terms,
+                hidden=asking.hidden,
             )
             return (None if reasons else question), reasons
 
@@ -291,7 +316,7 @@ class ExtractiveTaskGen:
             extractive.question_schema(),
             "question",
             check,
-            max_attempts,
+            asking.max_attempts,
         )
 
 

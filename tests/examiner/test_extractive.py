@@ -138,3 +138,109 @@ def test_a_question_sharing_only_a_common_word_with_its_fact_does_not_ask_about_
     assert not extractive.asks_about(off, fact, [], terms)
     assert extractive.asks_about(on, fact, [], terms)
     assert extractive.asks_about(off, fact, [], UNIFORM)  # unweighted, "python" is enough
+
+
+BISECT = (
+    "bisect — Array bisection algorithm\n"
+    "This module provides support for maintaining a list in sorted order without having to "
+    "sort the list after each insertion."
+)
+
+
+def identity_request() -> TaskRequest:
+    root = page("root", "http://site.test/", "Python library documentation index page.", 0)
+    targets = (
+        page("node", "http://site.test/bisect.html", BISECT),
+        page("first", "http://site.test/p1.html", ZLIB),
+        page("second", "http://site.test/p2.html", LZMA),
+    )
+    return TaskRequest(root=root, chain=(root,), targets=targets, depth=1)
+
+
+def test_identity_is_the_heading_name_asked_by_its_description() -> None:
+    """The paper's masked depth entity: the node's name from its heading line, the
+    description what the question is written from; pages without such a heading (or with a
+    name the leak check cannot keep out) have none."""
+    node = identity_request().targets[0]
+    got = extractive.identity(node)
+    assert got is not None and got.answer == "bisect" and got.kind == "depth"
+    assert got.text == "bisect — Array bisection algorithm"
+    assert got.asked == "Array bisection algorithm"
+    for text in (
+        ZLIB,  # no heading
+        "os — Miscellaneous operating system interfaces\nText.",  # name under 4 characters
+        "Chapter 5. Packaging System — Tools and Fundamental Principles\nText.",  # no name
+        "bisect — the bisect module\nText.",  # the description says the name
+        "bisect — Bisection\nText.",  # a description too short to describe
+    ):
+        assert extractive.identity(page("x", "http://site.test/x.html", text)) is None
+
+
+def test_identity_nuggets_take_width_from_the_siblings_only() -> None:
+    targets = identity_request().targets
+    nuggets = extractive.pick_nuggets(targets, UNIFORM, by_identity=True)
+    assert [(g.kind, g.url) for g in nuggets] == [
+        ("depth", "http://site.test/bisect.html"),
+        ("width", "http://site.test/p1.html"),
+        ("width", "http://site.test/p2.html"),
+    ]
+    # a later question of the match, or identity off: sentences as before
+    assert not any(g.answer for g in extractive.pick_nuggets(targets, UNIFORM, 1, by_identity=True))
+    assert not any(g.answer for g in extractive.pick_nuggets(targets, UNIFORM))
+
+
+def test_no_part_may_say_the_hidden_name() -> None:
+    """A part that names the node (or shares a stem with its name) gives the depth item
+    away, whichever fact it asks about."""
+    named = extractive.identity(identity_request().targets[0])
+    assert named is not None
+    fine = "Which module offers an array bisection algorithm?"
+    told = "What does the bisect module's array bisection algorithm keep sorted?"
+    stem = "How do you bisect a sorted list without sorting it again?"
+    assert not extractive.check_part(fine, named, [], forbidden=[], terms=UNIFORM, hidden="bisect")
+    for question in (told, stem):
+        reasons = extractive.check_part(
+            question, named, [], forbidden=[], terms=UNIFORM, hidden="bisect"
+        )
+        assert "the question says the name the task asks for: bisect" in reasons
+
+
+async def test_an_identity_task_checks_the_name_and_cites_the_heading() -> None:
+    """Scripted backend (control flow only): the identity part is written from the
+    description alone, and its checklist item is the name with the heading as evidence."""
+    req = identity_request()
+    nuggets = extractive.pick_nuggets(req.targets, UNIFORM, by_identity=True)
+    prompts: list[str] = []
+
+    def step(request: object) -> object:
+        prompt = json.dumps(request)
+        prompts.append(prompt)
+        if "Array bisection algorithm" in prompt:
+            return reply(
+                text=json.dumps({"question": "Which module gives an array bisection algorithm?"})
+            )
+        fact = next(g.text for g in nuggets[1:] if g.text in prompt)
+        words = fact.rstrip(".").split()
+        return reply(
+            text=json.dumps({"question": "What about " + " ".join(words[: len(words) // 2]) + "?"})
+        )
+
+    model, _ = client([step] * 3)
+    gen = build_taskgen({"kind": "extractive", "args": {"identity": True}})
+    assert gen.template_specs() == {
+        "taskgen": "taskgen-extractive",
+        "taskgen_identity": "taskgen-identity",
+    }
+    outcome = await gen.generate(
+        TaskCall(model, "examiner"), req, TaskRules(forbid_entity_names=False)
+    )
+    assert outcome.task is not None, outcome.error
+    (depth,) = outcome.task.checklist_depth
+    assert (depth.item, depth.evidence) == ("bisect", "bisect — Array bisection algorithm")
+    assert [i.source_url for i in outcome.task.checklist_width] == [
+        "http://site.test/p1.html",
+        "http://site.test/p2.html",
+    ]
+    identity_prompt = next(p for p in prompts if "Array bisection algorithm" in p)
+    assert "bisect —" not in identity_prompt  # the heading's name is never shown
+    assert "bisect" in identity_prompt  # ... but listed among the names never to write
