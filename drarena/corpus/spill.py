@@ -17,8 +17,10 @@ reads back the same values (the shard cache of corpus.shards relies on the same)
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
+import socket
 import sqlite3
 import tempfile
 from collections import Counter
@@ -69,12 +71,45 @@ class PagePlan:
     skipped: Counter[str]
 
 
+def _owner_prefix(pid: int) -> str:
+    return f".extract-{socket.gethostname()}-{pid}-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by another user
+        return True
+    return True
+
+
+def remove_stale(folder: Path) -> list[Path]:
+    """Spill files a killed extraction left in `folder` (SIGKILL runs no cleanup): those
+    this host's processes made whose process is gone. Only drarena's own names are touched
+    (".extract-<host>-<pid>-*.sqlite"); another host's (a shared folder) and a live
+    process's are left alone. Returns what was removed."""
+    host = f".extract-{socket.gethostname()}-"
+    removed = []
+    for path in sorted(folder.glob(f"{glob.escape(host)}*.sqlite")):
+        pid = path.name[len(host) :].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)) and not path.is_symlink():
+            with contextlib.suppress(OSError):
+                path.unlink()
+                removed.append(path)
+    return removed
+
+
 class ExtractSpill:
     """The SQLite file: captures (pass one), the pages chosen, their results (pass two), the
-    text digests for duplicates and the manifest's lists. Rows are written in batches."""
+    text digests for duplicates and the manifest's lists. Rows are written in batches. Its
+    name holds this host and process id, so that the next extraction into the same folder
+    removes it if this one is killed (remove_stale)."""
 
     def __init__(self, folder: Path) -> None:
-        fd, name = tempfile.mkstemp(prefix=".extract-", suffix=".sqlite", dir=folder)
+        remove_stale(folder)
+        fd, name = tempfile.mkstemp(prefix=_owner_prefix(os.getpid()), suffix=".sqlite", dir=folder)
         os.close(fd)
         self.path = Path(name)
         self.db = sqlite3.connect(self.path, isolation_level=None)

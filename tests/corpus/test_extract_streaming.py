@@ -6,6 +6,10 @@ tests hold the bound by what is alive and by tracemalloc's peak, never by a cloc
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
+import sys
 import tracemalloc
 import weakref
 from collections.abc import Iterator
@@ -21,6 +25,7 @@ import drarena.corpus.extract as extract
 from drarena.corpus.extract import Job, extract_responses, load_docs, load_links
 from drarena.corpus.page import PageExtract, RawLink
 from drarena.corpus.shards import ShardRun, local_mapper
+from drarena.corpus.spill import ExtractSpill
 
 HUBS = 6  # every page links to 3 of these: template links on half the pages, few pairs
 
@@ -213,3 +218,32 @@ def test_the_manifest_streamed_is_json_dumps(
     extract._write_manifest(path, manifest, {k: iter(v) for k, v in lists.items()})
     expected = json.dumps({**manifest, **lists}, indent=1, sort_keys=True, ensure_ascii=False)
     assert path.read_text(encoding="utf-8") == expected + "\n"
+
+
+def test_a_killed_extractions_spill_file_is_removed_by_the_next_one(tmp_path: Path) -> None:
+    """SIGKILL runs no cleanup: the next extraction into the folder removes the spill file
+    of a dead process of this host, and nothing else (a live process's, another host's, a
+    user's file of a similar name, a symlink)."""
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    host = socket.gethostname()
+    stale = tmp_path / f".extract-{host}-{int(dead.stdout)}-abc.sqlite"
+    live = tmp_path / f".extract-{host}-{os.getpid()}-def.sqlite"
+    other = tmp_path / f".extract-elsewhere.example-{int(dead.stdout)}-ghi.sqlite"
+    mine = tmp_path / ".extract-notes.sqlite"
+    for path in (stale, live, other, mine):
+        path.write_bytes(b"x")
+    target = tmp_path / "user.txt"
+    target.write_text("keep")
+    link = tmp_path / f".extract-{host}-{int(dead.stdout)}-lnk.sqlite"
+    link.symlink_to(target)
+    with ExtractSpill(tmp_path) as spill:
+        assert spill.path.name.startswith(f".extract-{host}-{os.getpid()}-")
+        assert not stale.exists()
+        assert live.exists() and other.exists() and mine.exists() and link.is_symlink()
+    assert target.read_text() == "keep"
+    assert not spill.path.exists()
