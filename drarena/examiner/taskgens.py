@@ -44,7 +44,10 @@ from drarena.settle import gather_settled
 @dataclasses.dataclass(frozen=True)
 class TaskRequest:
     """One round's material: the tree's root, the reasoning chain shown, the target pages,
-    the node's depth, the match's earlier questions and every URL of the tree."""
+    the node's depth, the match's earlier questions (a repeat is refused) and every URL of
+    the tree. `revisits`: how many earlier questions asked about these pages (the
+    extractive kind then takes later facts); None: all of them, a match's rounds staying
+    near one node; examiner-check draws each task at another node and says 0."""
 
     root: TreePage
     chain: tuple[TreePage, ...]
@@ -52,6 +55,7 @@ class TaskRequest:
     depth: int
     earlier_questions: tuple[str, ...] = ()
     tree_urls: tuple[str, ...] = ()
+    revisits: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -213,7 +217,7 @@ class ExtractiveTaskGen:
         nuggets = extractive.pick_nuggets(
             request.targets,
             call.terms,
-            len(request.earlier_questions),
+            len(request.earlier_questions) if request.revisits is None else request.revisits,
             by_identity=self.args.identity,
         )
         kinds = {g.kind for g in nuggets}

@@ -253,6 +253,7 @@ async def make_tasks(
             len(path) - 1,
             tuple(m.task.question for m in out),
             tuple(n.url for n in walker.tree.nodes),
+            revisits=0,  # each task at a node not drawn before
         )
         terms = run.terms() if _reads_terms(run.taskgen) else UNIFORM
         outcome = await run.taskgen.generate(

@@ -5,6 +5,7 @@ model."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from drarena.corpus.records import TreePage
@@ -244,3 +245,26 @@ async def test_an_identity_task_checks_the_name_and_cites_the_heading() -> None:
     identity_prompt = next(p for p in prompts if "Array bisection algorithm" in p)
     assert "bisect —" not in identity_prompt  # the heading's name is never shown
     assert "bisect" in identity_prompt  # ... but listed among the names never to write
+
+
+async def test_revisits_not_earlier_questions_decide_which_facts_are_asked() -> None:
+    """A match's later rounds take later facts (revisits None: every earlier question
+    counts); examiner-check's tasks are each at a new node (revisits 0): the first facts,
+    identity included, whatever was asked before elsewhere."""
+    base = identity_request()
+    asked: list[str] = []
+
+    def step(request: object) -> object:
+        prompt = json.dumps(request)
+        asked.append(prompt)
+        return reply(
+            text=json.dumps({"question": "Which module offers an array bisection algorithm?"})
+        )
+
+    gen = build_taskgen({"kind": "extractive", "args": {"identity": True}})
+    for revisits, identity_asked in ((0, True), (None, False)):
+        asked.clear()
+        model, _ = client([step] * 3)
+        req = dataclasses.replace(base, earlier_questions=("Elsewhere?",), revisits=revisits)
+        await gen.generate(TaskCall(model, "examiner"), req, TaskRules(max_attempts=1))
+        assert any("Array bisection algorithm" in p for p in asked) == identity_asked
