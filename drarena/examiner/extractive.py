@@ -71,8 +71,16 @@ KEY_LEFT_MIN = 0.15  # weighted share of a nugget's words the question must leav
 # demo runs stated 0.07-0.60 of their facts, except one that asked about another page (0.023)
 ASKED_MIN = 0.05
 PART_MAX_WORDS = 35
-IDENTITY_MIN_WORDS = 3  # a heading's description shorter than this describes nothing
+IDENTITY_MIN_WORDS = 2  # a one-word description ("Calendar") describes nothing
+IDENTITY_LEAD = 3  # lead sentences tried for a description: a page says what it is first
 LEAK_MIN_CHARS = 4  # leaked_names skips shorter names: such a name cannot be kept out
+# a question that points at the prompt ("the name of the thing described in the text"; "the
+# algorithm described in the fact": the 1.5B demo's words) asks for what no agent is shown
+SELF_REFERENCE = re.compile(
+    r"\b(?:(?:described|mentioned|given|stated|quoted|according to|in|from)\s+(?:the|this)\s+"
+    r"(?:fact|text|description|passage|quote)|the\s+(?:fact|passage)|this\s+description)\b",
+    re.IGNORECASE,
+)
 _HEADING = re.compile(r"\s+[—–|-]\s+")
 
 
@@ -85,14 +93,12 @@ class Nugget:
     kind: str
     score: int
     answer: str = ""  # identity: the name the question hides and the answer must give
+    described: str = ""  # identity: the description the question is written from
 
     @property
     def asked(self) -> str:
-        """What the question is written from: an identity's description (the heading
-        without its name), else the fact itself."""
-        if not self.answer:
-            return self.text
-        return _HEADING.split(self.text, maxsplit=1)[-1]
+        """What the question is written from: an identity's description, else the fact."""
+        return self.described or self.text
 
 
 def score(sentence: str, terms: TermStats) -> int:
@@ -169,8 +175,10 @@ def _candidates(url: str, text: str, terms: TermStats) -> list[Nugget]:
 def identity(page: TreePage) -> Nugget | None:
     """The page's identity nugget from its heading line "<name> — <description>", or None
     when it has none: the name one word (a module, a command, a dotted name) of at least
-    LEAK_MIN_CHARS characters and content, the description at least IDENTITY_MIN_WORDS
-    words that do not repeat the name."""
+    LEAK_MIN_CHARS characters and content. The question is written from the heading's
+    description (at least IDENTITY_MIN_WORDS words), or, when that says the name ("gzip —
+    Support for gzip files"), from the first of the lead's first IDENTITY_LEAD sentences
+    that describes (`_describes`) and does not; the heading is the evidence either way."""
     lines = page.text.strip().split("\n", 1)
     heading = " ".join(lines[0].split()) if lines else ""
     parts = _HEADING.split(heading, maxsplit=1)
@@ -181,11 +189,28 @@ def identity(page: TreePage) -> Nugget | None:
         re.search(r"\s", name)
         or len(normalised(name).replace(" ", "")) < LEAK_MIN_CHARS
         or not content_stems(name)
-        or len(described.split()) < IDENTITY_MIN_WORDS
-        or names_in(described, name)
     ):
         return None
-    return Nugget(heading, page.url, "depth", 0, answer=name)
+    lead = [s for s in sentences(page.text[:LEAD_CHARS]) if s != heading][:IDENTITY_LEAD]
+    for text in (described, *(s for s in lead if _describes(s))):
+        if len(text.split()) >= IDENTITY_MIN_WORDS and not names_in(text, name):
+            return Nugget(heading, page.url, "depth", 0, answer=name, described=text)
+    return None
+
+
+def _describes(text: str) -> bool:
+    """A lead sentence that can describe the page's subject: a sentence of prose ("This
+    module provides functions for encoding binary data ..."; opening with "This" is what a
+    description does), not code."""
+    n = len(text.split())
+    first = text.split()[0].strip("\"'(“‘").casefold()
+    return (
+        NUGGET_MIN_WORDS <= n <= NUGGET_MAX_WORDS + 10
+        and (first == "this" or first not in ANAPHORA)
+        and ">>>" not in text
+        and bool(re.search(r"[.!?]$", text))
+        and function_share(text) >= NUGGET_MIN_FUNCTION
+    )
 
 
 def names_in(text: str, name: str) -> bool:
@@ -284,6 +309,12 @@ def check_part(
     leaks = leaked_names(question, forbidden)
     if leaks:
         reasons.append(f"the question names its source: {', '.join(leaks)}")
+    mentioned = SELF_REFERENCE.search(question)
+    if mentioned:
+        reasons.append(
+            f"the question must make sense on its own: it mentions {mentioned.group(0)!r}, "
+            "which the agent never sees"
+        )
     if hidden and names_in(question, hidden):
         reasons.append(f"the question says the name the task asks for: {hidden}")
     if not asks_about(question, nugget, others, terms):

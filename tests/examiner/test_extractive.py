@@ -171,10 +171,42 @@ def test_identity_is_the_heading_name_asked_by_its_description() -> None:
         ZLIB,  # no heading
         "os — Miscellaneous operating system interfaces\nText.",  # name under 4 characters
         "Chapter 5. Packaging System — Tools and Fundamental Principles\nText.",  # no name
-        "bisect — the bisect module\nText.",  # the description says the name
+        "bisect — the bisect module\nThe bisect module bisects.",  # every description names it
         "bisect — Bisection\nText.",  # a description too short to describe
     ):
         assert extractive.identity(page("x", "http://site.test/x.html", text)) is None
+
+
+def test_a_heading_that_names_its_subject_describes_it_by_the_lead() -> None:
+    """ "gzip — Support for gzip files" says the name: the lead's first describing sentence
+    that does not is asked from instead; the heading stays the evidence."""
+    text = (
+        "gzip — Support for gzip files\nSource code: Lib/gzip.py\n"
+        "This module provides a simple interface to compress and decompress files just like "
+        "the GNU programs would."
+    )
+    got = extractive.identity(page("g", "http://site.test/gzip.html", text))
+    assert got is not None and got.answer == "gzip"
+    assert got.text == "gzip — Support for gzip files"
+    assert got.asked.startswith("This module provides a simple interface")
+
+
+def test_a_question_pointing_at_its_prompt_is_refused() -> None:
+    """The 1.5B model wrote "the name of the thing described in the text": the agent is
+    shown no text. Ordinary uses of the words pass."""
+    fact = extractive.Nugget("The textwrap module wraps the text of paragraphs.", "u", "width", 1)
+    for question in (
+        "What is the name of the thing described in the text about paragraphs?",
+        "What does the fact say about wrapping paragraphs?",
+        "Which module matches this description of wrapping paragraphs?",
+    ):
+        reasons = extractive.check_part(question, fact, [], forbidden=[], terms=UNIFORM)
+        assert any("make sense on its own" in r for r in reasons), question
+    fine = "How does the module wrap the text of paragraphs, and what is it called?"
+    assert not any(
+        "make sense on its own" in r
+        for r in extractive.check_part(fine, fact, [], forbidden=[], terms=UNIFORM)
+    )
 
 
 def test_identity_nuggets_take_width_from_the_siblings_only() -> None:
