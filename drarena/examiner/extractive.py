@@ -72,6 +72,11 @@ KEY_LEFT_MIN = 0.15  # weighted share of a nugget's words the question must leav
 ASKED_MIN = 0.05
 PART_MAX_WORDS = 35
 IDENTITY_MIN_WORDS = 2  # a one-word description ("Calendar") describes nothing
+# lead lines that say something else than what the subject is: a heading run into the next
+# line, a source link, a version note, code
+NOT_A_DESCRIPTION = re.compile(
+    r">>>|\s[—–]\s|Source code:|^(?:Deprecated|Changed|New) (?:since|in) version", re.IGNORECASE
+)
 IDENTITY_LEAD = 3  # lead sentences tried for a description: a page says what it is first
 LEAK_MIN_CHARS = 4  # leaked_names skips shorter names: such a name cannot be kept out
 # a question that points at the prompt ("the name of the thing described in the text"; "the
@@ -176,9 +181,10 @@ def identity(page: TreePage) -> Nugget | None:
     """The page's identity nugget from its heading line "<name> — <description>", or None
     when it has none: the name one word (a module, a command, a dotted name) of at least
     LEAK_MIN_CHARS characters and content. The question is written from the heading's
-    description (at least IDENTITY_MIN_WORDS words), or, when that says the name ("gzip —
-    Support for gzip files"), from the first of the lead's first IDENTITY_LEAD sentences
-    that describes (`_describes`) and does not; the heading is the evidence either way."""
+    description (at least IDENTITY_MIN_WORDS content words), or, when that says the name
+    ("gzip — Support for gzip files"), from the first of the lead's first IDENTITY_LEAD
+    sentences that describes (`_describes`) and does not; failing both, from the first of
+    them with the naming words masked. The heading is the evidence either way."""
     lines = page.text.strip().split("\n", 1)
     heading = " ".join(lines[0].split()) if lines else ""
     parts = _HEADING.split(heading, maxsplit=1)
@@ -192,10 +198,22 @@ def identity(page: TreePage) -> Nugget | None:
     ):
         return None
     lead = [s for s in sentences(page.text[:LEAD_CHARS]) if s != heading][:IDENTITY_LEAD]
-    for text in (described, *(s for s in lead if _describes(s))):
-        if len(text.split()) >= IDENTITY_MIN_WORDS and not names_in(text, name):
+    tried = [described, *(s for s in lead if _describes(s))]
+    # said without the name first; else the first with its naming words masked ("a
+    # flexible event ... system" for logging, whose every line says "logging")
+    for text in (*tried, *(masked(s, name) for s in tried[1:] + tried[:1])):
+        if _content_words(text) >= IDENTITY_MIN_WORDS and not names_in(text, name):
             return Nugget(heading, page.url, "depth", 0, answer=name, described=text)
     return None
+
+
+def masked(text: str, name: str) -> str:
+    """`text` with every word that says `name` (names_in) replaced by "..."."""
+    return " ".join("..." if names_in(w, name) else w for w in text.split())
+
+
+def _content_words(text: str) -> int:
+    return len(content_stems(text))
 
 
 def _describes(text: str) -> bool:
@@ -207,7 +225,7 @@ def _describes(text: str) -> bool:
     return (
         NUGGET_MIN_WORDS <= n <= NUGGET_MAX_WORDS + 10
         and (first == "this" or first not in ANAPHORA)
-        and ">>>" not in text
+        and not NOT_A_DESCRIPTION.search(text)
         and bool(re.search(r"[.!?]$", text))
         and function_share(text) >= NUGGET_MIN_FUNCTION
     )

@@ -191,6 +191,23 @@ def test_a_heading_that_names_its_subject_describes_it_by_the_lead() -> None:
     assert got.asked.startswith("This module provides a simple interface")
 
 
+def test_a_subject_named_everywhere_is_described_with_its_name_masked() -> None:
+    """logging's heading and lead all say "logging": the first describing lead sentence is
+    asked from with those words masked; a source link or version note never describes."""
+    text = (
+        "logging — Logging facility for Python\nSource code: Lib/logging/__init__.py\n"
+        "This module defines functions and classes which implement a flexible event logging "
+        "system for applications and libraries."
+    )
+    got = extractive.identity(page("l", "http://site.test/logging.html", text))
+    assert got is not None and got.answer == "logging"
+    assert got.asked == (
+        "This module defines functions and classes which implement a flexible event ... "
+        "system for applications and libraries."
+    )
+    assert not extractive.names_in(got.asked, "logging")
+
+
 def test_a_question_pointing_at_its_prompt_is_refused() -> None:
     """The 1.5B model wrote "the name of the thing described in the text": the agent is
     shown no text. Ordinary uses of the words pass."""
