@@ -6,7 +6,7 @@ worker threads and from inside their own asyncio loops. A background loop thread
 aiohttp sessions, the per-host politeness gates and the WARC writer, so records are written by
 one thread. Each URL is fetched at most once per run and its first answer is the answer
 (failures included): a page reads the same for every agent, and the capture replays exactly.
-Fetches go through the crawler's layer (drarena/web/fetch.py): private addresses and
+Fetches go through the crawler's layer (drarena/web/crawling/fetch.py): private addresses and
 non-HTTP schemes refused, bodies capped, robots.txt obeyed per origin (itself captured).
 """
 
@@ -32,13 +32,19 @@ from drarena import __version__
 from drarena.corpus.page import PageExtract, detect_encoding, extract_page
 from drarena.errors import DrarenaError
 from drarena.quoting import shown
-from drarena.web.crawl import POLICY_FAILURES, Hop, Tally, hop_from_exchange, software_versions
-from drarena.web.fetch import FetchPolicy, HostGate, fetch_once, make_session
-from drarena.web.snapshot import Snapshot, StoredResponse
-from drarena.web.spec import MAX_BODY_BYTES, MAX_DELAY_S, MAX_TIMEOUT_S
-from drarena.web.urls import ALLOWED_SCHEMES, canonicalize_url, safe_file_name, url_host_port
-from drarena.web.warcfile import sha1_b32
-from drarena.web.writer import (
+from drarena.web.crawling.crawl import (
+    POLICY_FAILURES,
+    Hop,
+    Tally,
+    hop_from_exchange,
+    software_versions,
+)
+from drarena.web.crawling.fetch import FetchPolicy, HostGate, fetch_once, make_session
+from drarena.web.crawling.spec import MAX_DELAY_S, MAX_TIMEOUT_S
+from drarena.web.warc.snapshot import Snapshot, StoredResponse
+from drarena.web.warc.urls import ALLOWED_SCHEMES, canonicalize_url, safe_file_name, url_host_port
+from drarena.web.warc.warcfile import MAX_BODY_BYTES, sha1_b32
+from drarena.web.warc.writer import (
     Clock,
     Exchange,
     FetchFailure,

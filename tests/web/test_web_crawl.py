@@ -16,13 +16,13 @@ from aiohttp import web
 from web_site import CrawlSite, page, site_spec
 
 from drarena.errors import DrarenaError
-from drarena.web.crawl import Crawler
-from drarena.web.fetch import HostGate
-from drarena.web.manifest import load_manifest
-from drarena.web.serve import replay_app, serving
-from drarena.web.snapshot import Snapshot
-from drarena.web.spec import CrawlSpec, parse_spec
-from drarena.web.warcfile import sha1_b32
+from drarena.web.crawling.crawl import Crawler
+from drarena.web.crawling.fetch import HostGate
+from drarena.web.crawling.spec import CrawlSpec, parse_spec
+from drarena.web.serving.serve import replay_app, serving
+from drarena.web.warc.manifest import load_manifest
+from drarena.web.warc.snapshot import Snapshot
+from drarena.web.warc.warcfile import sha1_b32
 
 
 def spec_of(port: int, **overrides: object) -> CrawlSpec:

@@ -18,9 +18,9 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from drarena.errors import DrarenaError
-from drarena.web.manifest import Counts
-from drarena.web.urls import surt
-from drarena.web.warcfile import RecordHead
+from drarena.web.warc.manifest import Counts
+from drarena.web.warc.urls import surt
+from drarena.web.warc.warcfile import RecordHead
 
 _STATUS = re.compile(r"^[1-5](\d\d|xx)$")
 

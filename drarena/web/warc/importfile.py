@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any, BinaryIO, Generic, TypeVar
 
 from drarena.errors import DrarenaError
-from drarena.web.manifest import FileDigest
-from drarena.web.scope import Capture, ImportScope, Tally, cdxj_line, classify, media_type
-from drarena.web.urls import canonicalize_url, safe_file_name, surt
-from drarena.web.warcfile import (
+from drarena.web.warc.manifest import FileDigest
+from drarena.web.warc.scope import Capture, ImportScope, Tally, cdxj_line, classify, media_type
+from drarena.web.warc.urls import canonicalize_url, safe_file_name, surt
+from drarena.web.warc.warcfile import (
     DAMAGE_ERRORS,
     Damage,
     GzipStream,
@@ -38,7 +38,7 @@ from drarena.web.warcfile import (
     scan_member,
     sha256_file,
 )
-from drarena.web.writer import GZIP_LEVEL
+from drarena.web.warc.writer import GZIP_LEVEL
 
 _PENDING_REQUESTS = 64  # requests waiting for their response's scope decision
 _BATCH = 5000

@@ -25,13 +25,19 @@ from urllib.robotparser import RobotFileParser
 
 from drarena import __version__
 from drarena.errors import DrarenaError
-from drarena.web.fetch import FetchPolicy, HostGate, extract_links, fetch_once, make_session
-from drarena.web.manifest import Counts, FileDigest, Manifest, load_manifest
-from drarena.web.snapshot import FailedFetch, Snapshot, StoredResponse
-from drarena.web.spec import CrawlSpec
-from drarena.web.urls import canonicalize_url, scheme_of, url_host_port
-from drarena.web.warcfile import MAX_DECODED_BYTES, HttpMessage, decode_body
-from drarena.web.writer import (
+from drarena.web.crawling.fetch import (
+    FetchPolicy,
+    HostGate,
+    extract_links,
+    fetch_once,
+    make_session,
+)
+from drarena.web.crawling.spec import CrawlSpec
+from drarena.web.warc.manifest import Counts, FileDigest, Manifest, load_manifest
+from drarena.web.warc.snapshot import FailedFetch, Snapshot, StoredResponse
+from drarena.web.warc.urls import canonicalize_url, scheme_of, url_host_port
+from drarena.web.warc.warcfile import MAX_DECODED_BYTES, HttpMessage, decode_body
+from drarena.web.warc.writer import (
     Clock,
     Exchange,
     FetchFailure,

@@ -27,7 +27,7 @@ from typing import Any
 from drarena import __version__
 from drarena.errors import DrarenaError
 from drarena.files import disk_full
-from drarena.web.importfile import (
+from drarena.web.warc.importfile import (
     FileJob,
     FileResult,
     Progress,
@@ -40,7 +40,7 @@ from drarena.web.importfile import (
     place,
     plan_names,
 )
-from drarena.web.manifest import (
+from drarena.web.warc.manifest import (
     CDXJ_NAME,
     MANIFEST_NAME,
     FileDigest,
@@ -49,10 +49,10 @@ from drarena.web.manifest import (
     load_manifest,
     write_manifest,
 )
-from drarena.web.scope import ImportScope, Tally
-from drarena.web.urls import safe_file_name
-from drarena.web.warcfile import GZIP_MAGIC, find_split, sha256_file
-from drarena.web.writer import utc_now, warc_date
+from drarena.web.warc.scope import ImportScope, Tally
+from drarena.web.warc.urls import safe_file_name
+from drarena.web.warc.warcfile import GZIP_MAGIC, find_split, sha256_file
+from drarena.web.warc.writer import utc_now, warc_date
 
 KEEP_MODES = ("auto", "link", "copy")
 BUILD_MARK = ".drarena-import"  # in the build folder: only a folder holding it is removed
@@ -448,7 +448,7 @@ def _sources(files: list[Path], build: Path) -> list[Source]:
         if not path.name.lower().endswith(".wacz"):
             sources.append(Source(path, str(path.resolve()), sniff(path)))
             continue
-        from drarena.web.wacz import WaczPackage
+        from drarena.web.warc.wacz import WaczPackage
 
         with WaczPackage.open(path) as package:
             problems = package.verify()
@@ -574,7 +574,7 @@ def _wacz_member_same(source: str, sha256: str, declared: dict[str, dict[str, st
     declaration, not the bytes: it is what the import checked the member against, and reading
     datapackage.json costs nothing, where hashing every member again would cost a whole read
     of the package; a WACZ overwritten by another export declares other hashes."""
-    from drarena.web.wacz import WaczPackage
+    from drarena.web.warc.wacz import WaczPackage
 
     package, _, member = source.partition("#")
     if package not in declared:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from drarena.errors import DrarenaError
 from drarena.files import read_bounded, write_atomic
 from drarena.quoting import shown
-from drarena.web.urls import safe_file_name
+from drarena.web.warc.urls import safe_file_name
 
 SCHEMA_VERSION = 1
 MANIFEST_NAME = "manifest.json"
