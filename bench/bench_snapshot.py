@@ -152,8 +152,8 @@ def crawl_once(port: int, concurrency: int, out: Path) -> tuple[int, int, float,
     start, cpu = time.perf_counter(), time.process_time()
     asyncio.run(crawler.run())
     return (
-        crawler.tally.pages,
-        crawler.tally.bytes,
+        crawler.counts.pages,
+        crawler.counts.bytes,
         time.perf_counter() - start,
         time.process_time() - cpu,
     )

@@ -402,7 +402,7 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     if manifest is None:
         print(f"{out}: up to date (complete snapshot of this spec)")
         return 0
-    c = crawler.tally
+    c = crawler.counts
     print(
         f"{out}: {c.pages} pages, {c.responses} responses ({c.revisits} revisits), "
         f"{c.redirects} redirects, {c.http_errors} HTTP errors, {c.fetch_errors} fetch errors, "

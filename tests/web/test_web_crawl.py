@@ -72,7 +72,7 @@ async def test_crawl_records_every_outcome(tmp_path: Path) -> None:
     assert counts.truncated == 1
     # dup2.html repeats dup1.html's payload; so do the identical bodies of the 302s
     assert counts.revisits >= 2
-    assert crawler.tally.pages == counts.pages
+    assert crawler.counts.pages == counts.pages
     # chain/0 -> 1 -> 2 -> 3 followed, then the cap stops it
     chain = [p for p in site.requests if p.startswith("/chain/")]
     assert chain == [f"/chain/{i}" for i in range(4)]
