@@ -39,7 +39,7 @@ from drarena.corpus.extract import (  # noqa: E402
     select_pages,
 )
 from drarena.corpus.trees import LinkGraph, TreeParams, build_trees  # noqa: E402
-from drarena.web.snapshot import Snapshot  # noqa: E402
+from drarena.web.warc.snapshot import Snapshot  # noqa: E402
 
 
 def timed(fn: Callable[[], object]) -> tuple[float, float]:

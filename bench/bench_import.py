@@ -62,14 +62,14 @@ def child_fastwarc(paths: list[str]) -> dict[str, float]:
 # The synthetic archive repeats the fixture's 322 URLs; canonicalize_url's LRU cache would hit
 # every time, which a real archive does not: measure without it, in the drarena child and in
 # its worker processes (spawned: they run this sitecustomize too, through PYTHONPATH).
-NO_URL_CACHE = """import drarena.web.urls as urls
+NO_URL_CACHE = """import drarena.web.warc.urls as urls
 urls.canonicalize_url = urls.canonicalize_url.__wrapped__
 """
 
 
 def child_drarena(paths: list[str], out: str, jobs: int) -> dict[str, float]:
-    from drarena.web import urls
-    from drarena.web.importer import import_archives
+    from drarena.web.warc import urls
+    from drarena.web.warc.importer import import_archives
 
     if hasattr(urls.canonicalize_url, "cache_info"):
         raise SystemExit("the URL cache is on: run through main(), which turns it off")

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from drarena.search.base import build_retriever
-from drarena.web.snapshot import Snapshot
+from drarena.web.warc.snapshot import Snapshot
 from drarena.webproxy.handlers import HandlerTable
 from drarena.webproxy.proxy import frozen_web_proxy
 from drarena.webproxy.searchapi import search_handlers

@@ -3,7 +3,7 @@ single process against Ray (and drarena's own process pool, the in-house peer), 
 query latency, the dense index kinds at 1M vectors, and projections from per-shard rates.
 Figures are printed, never asserted; every row is from this one run.
 
-  generate   drarena.web.synth: N pages in WARC shards of 1,000 pages (seeded; same bytes).
+  generate   drarena.web.warc.synth: N pages in WARC shards of 1,000 pages (seeded; same bytes).
   import     `snapshot import`, one process (--jobs 1) | --engine ray, W workers. Outputs
              compared byte for byte (the import clock is fixed).
   extract    `snapshot extract`, one process | the local pool of W processes (peer) |
@@ -85,7 +85,7 @@ def sha(path: Path) -> str:
 
 def child(stage: str, a: dict[str, Any]) -> dict[str, Any]:
     if stage == "generate":
-        from drarena.web.synth import SynthSpec, write_web
+        from drarena.web.warc.synth import SynthSpec, write_web
 
         paths = write_web(
             SynthSpec(a["pages"], seed=a["seed"], shard_pages=SHARD_PAGES), Path(a["out"])
@@ -94,7 +94,7 @@ def child(stage: str, a: dict[str, Any]) -> dict[str, Any]:
     if stage == "import":
         from datetime import UTC, datetime
 
-        from drarena.web.importer import import_archives
+        from drarena.web.warc.importer import import_archives
 
         warcs = sorted(Path(a["warc"]).glob("*.warc.gz"))
         result = import_archives(

@@ -42,10 +42,10 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from drarena.web.crawl import Crawler  # noqa: E402
-from drarena.web.snapshot import Snapshot  # noqa: E402
-from drarena.web.spec import parse_spec  # noqa: E402
-from drarena.web.urls import canonicalize_url, surt  # noqa: E402
+from drarena.web.crawling.crawl import Crawler  # noqa: E402
+from drarena.web.crawling.spec import parse_spec  # noqa: E402
+from drarena.web.warc.snapshot import Snapshot  # noqa: E402
+from drarena.web.warc.urls import canonicalize_url, surt  # noqa: E402
 
 ORIGIN = "127.0.0.1:8765"
 
@@ -87,7 +87,7 @@ def serve_delayed(snapshot: Path, port: int, latency_ms: float) -> None:
     answer: the wait costs no CPU, like a network round trip to a distant server."""
     from aiohttp import web
 
-    from drarena.web.serve import replay_app, serve_forever
+    from drarena.web.serving.serve import replay_app, serve_forever
 
     @web.middleware
     async def delay(request: web.Request, handler: Any) -> web.StreamResponse:
@@ -152,8 +152,8 @@ def crawl_once(port: int, concurrency: int, out: Path) -> tuple[int, int, float,
     start, cpu = time.perf_counter(), time.process_time()
     asyncio.run(crawler.run())
     return (
-        crawler.tally.pages,
-        crawler.tally.bytes,
+        crawler.counts.pages,
+        crawler.counts.bytes,
         time.perf_counter() - start,
         time.process_time() - cpu,
     )

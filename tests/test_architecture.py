@@ -1,11 +1,14 @@
 """The package map as a test: imports follow the data flow, and nothing private crosses modules.
 
-Rooms, lowest first (a room may import only rooms below it; agents and examiner are siblings
-and never import each other):
+Rooms, lowest first (a room may import only rooms below it; siblings, written a | b, never
+import each other):
 
-  base (drarena/*.py: errors, records, registry, quoting, ...) -> web -> corpus -> live
-  -> search -> webproxy -> models -> agents | examiner -> ledger -> validity -> drift
-  -> arena -> runs -> report
+  base (drarena/*.py: errors, records, registry, quoting, ...)
+  -> web.warc -> web.crawling | web.serving -> corpus -> live -> search -> webproxy -> models
+  -> agents | examiner -> ledger -> validity -> drift -> arena -> runs -> report
+
+A room is a package of drarena/, except in `web`, whose subpackages are its rooms (WARC I/O,
+crawling, serving): drarena/web/ itself holds only them, its `__init__.py` and its shell.
 
 Each room's `commands.py`, and drarena/cli.py, are the command-line shell: thin argument
 handling over the library, above every room; they may import any room, and no room module
@@ -22,7 +25,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "drarena"
 
 ORDER = [
     "base",
-    "web",
+    "web.warc",
+    "web.crawling",
     "corpus",
     "live",
     "search",
@@ -36,7 +40,10 @@ ORDER = [
     "runs",
     "report",
 ]
-RANK = {room: i for i, room in enumerate(ORDER)} | {"examiner": ORDER.index("agents")}
+SIBLINGS = {"examiner": "agents", "web.serving": "web.crawling"}  # same rank, never each other
+RANK = {room: i for i, room in enumerate(ORDER)} | {a: ORDER.index(b) for a, b in SIBLINGS.items()}
+NESTED = {"web": "web.warc"}  # a package split into rooms, and the room of its own __init__
+RANK |= {package: RANK[lowest] for package, lowest in NESTED.items()}
 SHELL = "shell"
 
 
@@ -49,7 +56,17 @@ def room_of(module: str) -> str:
         return "base"
     if len(parts) == 2:
         return "base" if not (PACKAGE / parts[1]).is_dir() else parts[1]
+    if parts[1] in NESTED:
+        return f"{parts[1]}.{parts[2]}"
     return parts[1]
+
+
+def unit_of(parts: list[str] | tuple[str, ...]) -> str:
+    """The room a path inside drarena/ (its parts, package first) lies in, for the cycle check:
+    `web.warc` for drarena/web/warc/..., `web` for drarena/web/commands.py."""
+    if parts[0] in NESTED and len(parts) > 1 and (PACKAGE / parts[0] / parts[1]).is_dir():
+        return f"{parts[0]}.{parts[1]}"
+    return parts[0]
 
 
 def module_name(path: Path) -> str:
@@ -112,6 +129,17 @@ def violations() -> tuple[list[str], list[str]]:
 def test_rooms_cover_every_package() -> None:
     """A new package must be placed in the map (and this docstring) before it is used."""
     packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    for nested in NESTED:
+        packages.remove(nested)
+        rooms = {p.name for p in (PACKAGE / nested).iterdir() if (p / "__init__.py").is_file()}
+        packages |= {f"{nested}.{room}" for room in rooms}
+        loose = {
+            p.name
+            for p in (PACKAGE / nested).glob("*.py")
+            if p.name not in ("__init__.py", "commands.py")
+        }
+        assert not loose, f"drarena/{nested}/ holds only its rooms and commands.py: {loose}"
+        assert imports(PACKAGE / nested / "__init__.py") == [], f"drarena/{nested}/__init__.py"
     assert packages <= set(RANK), f"place these in ORDER: {sorted(packages - set(RANK))}"
 
 
@@ -134,16 +162,26 @@ def test_the_check_catches_an_upward_import(tmp_path: Path) -> None:
     assert RANK["examiner"] == RANK["agents"]
     # the engine (arena) sits below the application that assembles runs with it
     assert room_of("drarena.arena.tournament") == "arena" and RANK["arena"] < RANK["runs"]
+    # web's rooms: WARC I/O below crawling and serving, which are siblings, all below corpus
+    assert room_of("drarena.web.warc.snapshot") == "web.warc"
+    assert room_of("drarena.web.crawling.crawl") == "web.crawling"
+    assert room_of("drarena.web.serving.serve") == "web.serving"
+    assert room_of("drarena.web.commands") == SHELL
+    assert RANK["web.warc"] < RANK["web.crawling"] == RANK["web.serving"] < RANK["corpus"]
+    assert unit_of(("web", "crawling", "crawl.py")) == "web.crawling"
+    assert unit_of(("web", "commands.py")) == "web"
 
 
 def test_no_two_packages_import_each_other_even_through_commands() -> None:
     """The before-stop check's rule: package A importing B and B importing A is a cycle even
-    when one side is a commands.py shell (a shell imports downward like everything else)."""
+    when one side is a commands.py shell (a shell imports downward like everything else).
+    web's rooms count as packages here (web.warc, web.crawling, web.serving; web: its shell)."""
     deps: dict[str, set[str]] = {}
     for path in PACKAGE.rglob("*.py"):
         parts = path.relative_to(PACKAGE).parts
         if len(parts) < 2:
             continue
+        here = unit_of(parts)
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = (
                 [node.module]
@@ -154,9 +192,11 @@ def test_no_two_packages_import_each_other_even_through_commands() -> None:
             )
             for name in names:
                 bits = name.split(".")
-                inside = bits[0] == "drarena" and len(bits) > 2 and bits[1] != parts[0]
-                if inside and (PACKAGE / bits[1]).is_dir():
-                    deps.setdefault(parts[0], set()).add(bits[1])
+                if bits[0] != "drarena" or len(bits) <= 2 or not (PACKAGE / bits[1]).is_dir():
+                    continue
+                there = unit_of(bits[1:])
+                if there != here:
+                    deps.setdefault(here, set()).add(there)
     mutual = sorted(
         f"{a}<->{b}" for a in deps for b in deps[a] if a < b and a in deps.get(b, set())
     )

@@ -14,8 +14,9 @@ from drarena.agents.external import MAX_AGENT_TIMEOUT_S, CommandArgs
 from drarena.errors import DrarenaError
 from drarena.live.web import LiveWebSettings
 from drarena.models.config import MAX_WAIT_S, ModelRole, RetryPolicy
-from drarena.web.snapshot import spec_max_bytes
-from drarena.web.spec import MAX_BODY_BYTES, load_spec
+from drarena.web.crawling.spec import load_spec
+from drarena.web.warc.snapshot import spec_max_bytes
+from drarena.web.warc.warcfile import MAX_BODY_BYTES
 
 
 @pytest.mark.parametrize("value", [float("inf"), float("nan"), MAX_AGENT_TIMEOUT_S + 1, 0.0])

@@ -26,8 +26,8 @@ import pytest
 
 from drarena.cli import main
 from drarena.quoting import TerminalGuard, shown, terminal_text
-from drarena.web.manifest import Counts
-from drarena.web.writer import Exchange, SnapshotWriter
+from drarena.web.warc.manifest import Counts
+from drarena.web.warc.writer import Exchange, SnapshotWriter
 
 PAYLOAD = "\u001b]0;PWNED\u0007\u001b]52;c;cHduZWQ=\u0007\u001b[2J\u202eevil\nerror: forged"
 # what a terminal acts on: ESC (CSI, OSC), BEL, the one-byte CSI, bidi overrides, separators

@@ -84,7 +84,7 @@ def model_section(model: type[BaseModel], path: str, seen: set[type[BaseModel]])
 
 def config_page() -> str:
     from drarena.runs.config import TournamentConfig
-    from drarena.web.spec import CrawlSpec
+    from drarena.web.crawling.spec import CrawlSpec
 
     out = [
         "# Config reference",

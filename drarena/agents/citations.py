@@ -115,7 +115,7 @@ class SnapshotUrlChecker:
     non-error status; anything else is fabricated."""
 
     def __init__(self, snapshot_dir: Path) -> None:
-        from drarena.web.snapshot import Snapshot
+        from drarena.web.warc.snapshot import Snapshot
 
         self._snapshot = Snapshot.open(snapshot_dir)
         self._memo: dict[str, bool] = {}

@@ -25,7 +25,7 @@ from drarena.agents.common import tool_event
 from drarena.agents.registry import AgentContext
 from drarena.errors import DrarenaError
 from drarena.registry import ComponentSpec
-from drarena.web.snapshot import Snapshot
+from drarena.web.warc.snapshot import Snapshot
 from drarena.webproxy.backend import FetchEntry
 from drarena.webproxy.handlers import HandlerTable
 from drarena.webproxy.proxy import RunningProxy, find_mitmdump, frozen_web_proxy

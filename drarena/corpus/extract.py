@@ -45,10 +45,10 @@ from drarena.digests import file_sha256
 from drarena.errors import DrarenaError, one_line
 from drarena.files import atomic_output, open_input, read_bounded
 from drarena.records import lone_surrogate
-from drarena.web.urls import canonicalize_url
+from drarena.web.warc.urls import canonicalize_url
 
 if TYPE_CHECKING:
-    from drarena.web.snapshot import Snapshot
+    from drarena.web.warc.snapshot import Snapshot
 
 EXTRACT_VERSION = 3  # bump when output for the same bytes changes
 NEAR_EMPTY_CHARS = 200
@@ -70,7 +70,7 @@ _HTML_SNIFF = (b"<!doctype html", b"<html", b"<head", b"<body")
 
 
 class ResponseLike(Protocol):
-    """What extraction needs of drarena.web.snapshot.StoredResponse."""
+    """What extraction needs of drarena.web.warc.snapshot.StoredResponse."""
 
     @property
     def canonical_url(self) -> str: ...
@@ -657,7 +657,7 @@ def extract_snapshot(
 ) -> ExtractResult:
     """Extract a snapshot in place (docs.jsonl, links.jsonl, extract-manifest.json next to its
     WARC files). Does nothing when the outputs match the snapshot fingerprint."""
-    from drarena.web.snapshot import Snapshot
+    from drarena.web.warc.snapshot import Snapshot
 
     # lookups=False: extraction only iterates, so the CDXJ index is checked, not kept
     with Snapshot.open(Path(snapshot_dir), lookups=False) as snap:

@@ -16,7 +16,7 @@ import lxml.etree
 import lxml.html
 
 from drarena.corpus.navlinks import ancestors_reason, class_tokens
-from drarena.web.urls import canonicalize_url
+from drarena.web.warc.urls import canonicalize_url
 
 MAX_PAGE_BYTES = 4 * 1024 * 1024  # larger bodies are cut here and flagged `truncated`
 # A page that was never HTML: text already extracted elsewhere (the DR-Arena paper's released

@@ -56,7 +56,7 @@ from drarena.errors import DrarenaError
 from drarena.files import read_bounded, write_atomic
 from drarena.quoting import shown
 from drarena.records import lone_surrogate
-from drarena.web.urls import canonicalize_url, safe_file_name
+from drarena.web.warc.urls import canonicalize_url, safe_file_name
 
 KIND = "paper-trees"
 MARK = ".drarena-import-trees"  # in the snapshot folder: a folder holding it is this command's
@@ -413,8 +413,8 @@ def import_trees(source: Path, name: str, out: Path) -> ImportResult:
     """Read and check every tree file first (nothing is written on a bad one), then write the
     snapshot, extract it, and write the trees over its pages."""
     from drarena.corpus.extract import extract_snapshot, load_docs
-    from drarena.web.manifest import Counts
-    from drarena.web.writer import Exchange, SnapshotWriter
+    from drarena.web.warc.manifest import Counts
+    from drarena.web.warc.writer import Exchange, SnapshotWriter
 
     safe_file_name(name, "snapshot name")
     folder = tree_folder(Path(source))

@@ -6,7 +6,7 @@ each depends on every response of the snapshot. Held in lists and dicts, with th
 and results, they made extraction's peak grow with the corpus (1.66 GB at 100,000 pages,
 docs/benchmarks.md). Here each is a table that SQLite sorts and searches with a few MB of
 page cache and its temporary files, as the importer's staging table does
-(drarena/web/importfile.py): the stage's memory is the same at 10,000 pages as at a million.
+(drarena/web/warc/importfile.py): the stage's memory is the same at 10,000 pages as at a million.
 
 Strings are stored as UTF-8 BLOBs with surrogates passed through: their byte order is the
 code point order Python compares str in, so ORDER BY url gives sorted()'s order, lone

@@ -118,7 +118,7 @@ def _drift_page(path: Path) -> bool:
 def cmd_drift(args: argparse.Namespace) -> int:
     from drarena.drift.compare import DriftRequest, live_defaults, run_drift
     from drarena.drift.report import render_page, render_table, write_json
-    from drarena.web.manifest import load_manifest
+    from drarena.web.warc.manifest import load_manifest
 
     for name in ("concurrency", "per_host_concurrency", "timeout", "limit", "workers"):
         _positive("--" + name.replace("_", "-"), getattr(args, name))

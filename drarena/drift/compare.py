@@ -25,9 +25,9 @@ from drarena.drift.stale import (
     tree_impacts,
 )
 from drarena.errors import DrarenaError
-from drarena.web.manifest import Counts
-from drarena.web.snapshot import Snapshot
-from drarena.web.writer import Clock, SnapshotWriter, utc_now
+from drarena.web.warc.manifest import Counts
+from drarena.web.warc.snapshot import Snapshot
+from drarena.web.warc.writer import Clock, SnapshotWriter, utc_now
 
 LIVE = "live"
 
@@ -63,7 +63,7 @@ def live_defaults(spec: dict[str, Any], **overrides: Any) -> LiveOptions:
 
 
 def _select(docs: Sequence[Any], urls: Sequence[str], limit: int | None, where: Path) -> list[Any]:
-    from drarena.web.urls import canonicalize_url
+    from drarena.web.warc.urls import canonicalize_url
 
     ordered = sorted(docs, key=lambda d: d.url)
     if urls:
@@ -102,7 +102,7 @@ def _capture_writer(
     folder: Path, snap: Snapshot, options: LiveOptions, clock: Clock
 ) -> SnapshotWriter:
     from drarena import __version__
-    from drarena.web.urls import safe_file_name
+    from drarena.web.warc.urls import safe_file_name
 
     if folder.exists() and any(folder.iterdir()):
         raise DrarenaError(f"--capture {folder}: {_what_is_there(folder)}")
@@ -122,7 +122,7 @@ def _capture_writer(
 def _what_is_there(folder: Path) -> str:
     """Why a non-empty --capture folder is refused, naming drarena's own captures: an
     interrupted one is left as it was (a snapshot marked incomplete), never replaced."""
-    from drarena.web.manifest import load_manifest
+    from drarena.web.warc.manifest import load_manifest
 
     try:
         manifest = load_manifest(folder)

@@ -17,7 +17,7 @@ from difflib import SequenceMatcher
 from enum import StrEnum
 
 from drarena.records import Record
-from drarena.web.urls import canonicalize_url
+from drarena.web.warc.urls import canonicalize_url
 
 MATCH_RATIO = 0.5  # word-level similarity above which a replaced sentence counts as changed
 MAX_PAIRING = 250_000  # old x new sentences in one replaced block paired one by one, at most

@@ -18,15 +18,15 @@ from urllib.parse import urlsplit
 from urllib.robotparser import RobotFileParser
 
 from drarena.drift.pages import NewVersion
-from drarena.web.snapshot import Snapshot, StoredResponse
-from drarena.web.urls import ALLOWED_SCHEMES, canonicalize_url, scheme_of, url_host_port
+from drarena.web.warc.snapshot import Snapshot, StoredResponse
+from drarena.web.warc.urls import ALLOWED_SCHEMES, canonicalize_url, scheme_of, url_host_port
 
 if TYPE_CHECKING:
     from aiohttp import ClientSession
 
     from drarena.corpus.extract import ResponseLike
-    from drarena.web.fetch import FetchPolicy, HostGate
-    from drarena.web.writer import Exchange, FetchFailure, SnapshotWriter
+    from drarena.web.crawling.fetch import FetchPolicy, HostGate
+    from drarena.web.warc.writer import Exchange, FetchFailure, SnapshotWriter
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -75,12 +75,12 @@ def _header(headers: Iterable[tuple[str, str]], name: str) -> str:
 
 
 class LiveSource:
-    """Re-fetches pages over HTTP through drarena.web.fetch; one instance per drift run."""
+    """Re-fetches pages over HTTP through drarena.web.crawling.fetch; one instance per drift run."""
 
     def __init__(
         self, options: LiveOptions, progress: bool = True, capture: SnapshotWriter | None = None
     ) -> None:
-        from drarena.web.fetch import FetchPolicy
+        from drarena.web.crawling.fetch import FetchPolicy
 
         self.options = options
         self.progress = progress
@@ -101,7 +101,7 @@ class LiveSource:
     async def fetch_all(self, urls: Sequence[str]) -> list[Fetched]:
         from tqdm import tqdm
 
-        from drarena.web.fetch import make_session
+        from drarena.web.crawling.fetch import make_session
 
         session = make_session(self.policy, max(1, self.options.concurrency) * 2)
         window = asyncio.Semaphore(max(1, self.options.concurrency))
@@ -130,7 +130,7 @@ class LiveSource:
             bar.close()
 
     def _gate(self, url: str) -> HostGate:
-        from drarena.web.fetch import HostGate
+        from drarena.web.crawling.fetch import HostGate
 
         key = url_host_port(url)
         if key not in self._gates:
@@ -140,8 +140,8 @@ class LiveSource:
         return self._gates[key]
 
     async def _get(self, session: ClientSession, url: str) -> Exchange | FetchFailure:
-        from drarena.web.fetch import fetch_once
-        from drarena.web.writer import FetchFailure
+        from drarena.web.crawling.fetch import fetch_once
+        from drarena.web.warc.writer import FetchFailure
 
         result = await fetch_once(session, url, self.policy, self._gate(url))
         if self.capture is not None:
@@ -154,8 +154,8 @@ class LiveSource:
     async def _load_robots(self, session: ClientSession, origin: str) -> RobotFileParser | None:
         """RFC 9309: 4xx means no rules, 5xx means disallow all. Unlike the crawler, an
         unreachable robots.txt imposes nothing: the page fetch then fails and says why."""
-        from drarena.web.crawl import hop_from_exchange
-        from drarena.web.writer import FetchFailure
+        from drarena.web.crawling.crawl import hop_from_exchange
+        from drarena.web.warc.writer import FetchFailure
 
         url = origin + "/robots.txt"
         for _ in range(self.options.max_redirects + 1):
@@ -189,8 +189,8 @@ class LiveSource:
         return parser is None or parser.can_fetch(self.options.user_agent, url)
 
     async def _page(self, session: ClientSession, url: str) -> Fetched:
-        from drarena.web.crawl import hop_from_exchange
-        from drarena.web.writer import FetchFailure
+        from drarena.web.crawling.crawl import hop_from_exchange
+        from drarena.web.warc.writer import FetchFailure
 
         hops: list[str] = []
         seen = {canonicalize_url(url)}

@@ -18,7 +18,7 @@ from drarena.drift.pages import PageDiff, Verdict, sentences
 from drarena.errors import DrarenaError
 from drarena.ledger.records import MatchRecord
 from drarena.records import Record
-from drarena.web.urls import canonicalize_url
+from drarena.web.warc.urls import canonicalize_url
 
 SUPPORT_MIN = 0.5  # share of the item's content words a sentence must hold to support it
 SUPPORT_SLACK = 0.1  # sentences within this of the best score also support the item

@@ -6,7 +6,7 @@ worker threads and from inside their own asyncio loops. A background loop thread
 aiohttp sessions, the per-host politeness gates and the WARC writer, so records are written by
 one thread. Each URL is fetched at most once per run and its first answer is the answer
 (failures included): a page reads the same for every agent, and the capture replays exactly.
-Fetches go through the crawler's layer (drarena/web/fetch.py): private addresses and
+Fetches go through the crawler's layer (drarena/web/crawling/fetch.py): private addresses and
 non-HTTP schemes refused, bodies capped, robots.txt obeyed per origin (itself captured).
 """
 
@@ -32,13 +32,20 @@ from drarena import __version__
 from drarena.corpus.page import PageExtract, detect_encoding, extract_page
 from drarena.errors import DrarenaError
 from drarena.quoting import shown
-from drarena.web.crawl import POLICY_FAILURES, Hop, Tally, hop_from_exchange, software_versions
-from drarena.web.fetch import FetchPolicy, HostGate, fetch_once, make_session
-from drarena.web.snapshot import Snapshot, StoredResponse
-from drarena.web.spec import MAX_BODY_BYTES, MAX_DELAY_S, MAX_TIMEOUT_S
-from drarena.web.urls import ALLOWED_SCHEMES, canonicalize_url, safe_file_name, url_host_port
-from drarena.web.warcfile import sha1_b32
-from drarena.web.writer import (
+from drarena.web.crawling.crawl import (
+    POLICY_FAILURES,
+    Hop,
+    hop_counts,
+    hop_from_exchange,
+    software_versions,
+)
+from drarena.web.crawling.fetch import FetchPolicy, HostGate, fetch_once, make_session
+from drarena.web.crawling.spec import MAX_DELAY_S, MAX_TIMEOUT_S
+from drarena.web.warc.manifest import Counts
+from drarena.web.warc.snapshot import Snapshot, StoredResponse
+from drarena.web.warc.urls import ALLOWED_SCHEMES, canonicalize_url, safe_file_name, url_host_port
+from drarena.web.warc.warcfile import MAX_BODY_BYTES, sha1_b32
+from drarena.web.warc.writer import (
     Clock,
     Exchange,
     FetchFailure,
@@ -282,7 +289,7 @@ class LiveWeb:
         self._snapshot = Snapshot.open(self.replay_from) if self.replay_from else None
         self._replay_failures: dict[str, Failure] | None = None
         self._writer: SnapshotWriter | None = None
-        self._tally = Tally()
+        self._counts = Counts()  # replaced as pages are fetched, never changed
         self._pinned: datetime | None = None
         self._issued: list[str] = []
         self._lock = threading.Lock()
@@ -383,7 +390,7 @@ class LiveWeb:
         if self.capture_dir is not None:
             writer = self._open_writer()
             writer.spec = self.capture_spec()
-            writer.close(complete=True, counts=self._tally.freeze())
+            writer.close(complete=True, counts=self._counts)
             self._result = self.capture_dir
         if self._snapshot is not None:
             self._snapshot.close()
@@ -434,7 +441,7 @@ class LiveWeb:
     async def _fetch_chain(self, url: str) -> StoredResponse:
         current = check_url(url)
         if self.live and current not in self._cache:
-            self._tally.pages += 1
+            self._counts = self._counts.plus(Counts(pages=1))
         chain = {current}
         for _ in range(self.settings.max_redirects + 1):
             outcome = await self._get(current, robots=self.settings.respect_robots)
@@ -600,7 +607,7 @@ class LiveWeb:
                 ),
             )
         hop = hop_from_exchange(exchange, self.settings.max_bytes)
-        self._tally.add_hop(hop)
+        self._counts = self._counts.plus(hop_counts(hop))
         moment = self.clock()
         record_id, warc_file, offset = "", "", 0
         digest, revisit = sha1_b32(exchange.entity), False
@@ -617,7 +624,7 @@ class LiveWeb:
             record_id = self._issued[0]
             where = json.loads(writer._cdxj[-1].split(" ", 2)[2])
             warc_file, offset = str(where["filename"]), int(where["offset"])
-            self._tally.revisits += revisit
+            self._counts = self._counts.plus(Counts(revisits=int(revisit)))
         return StoredResponse(
             url=exchange.url,
             canonical_url=canonicalize_url(exchange.url),
@@ -635,7 +642,7 @@ class LiveWeb:
         )
 
     def _record_failure(self, failure: FetchFailure) -> Failure:
-        self._tally.add_hop(Hop(failure.url, failure=failure.kind))
+        self._counts = self._counts.plus(hop_counts(Hop(failure.url, failure=failure.kind)))
         if self.capture_dir is not None:
             writer = self._open_writer()
             self._pinned = self.clock()

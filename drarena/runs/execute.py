@@ -312,7 +312,7 @@ def check_replay_inputs(header: dict[str, Any], config: TournamentConfig, where:
     cache. One line naming what differs and how to rebuild it."""
     from drarena.corpus.trees import TREES_DIR
     from drarena.examiner.templates import used_hashes
-    from drarena.web.snapshot import Snapshot
+    from drarena.web.warc.snapshot import Snapshot
 
     snap = config.snapshot
     if not (snap / "manifest.json").is_file():

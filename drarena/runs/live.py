@@ -70,7 +70,7 @@ def preflight(live: LiveSettings) -> None:
 
 
 def capture_fingerprint(path: Path) -> str | None:
-    from drarena.web.snapshot import Snapshot
+    from drarena.web.warc.snapshot import Snapshot
 
     if not (path / "manifest.json").is_file():
         return None

@@ -292,7 +292,7 @@ def build_header(
     from drarena.agents.sandbox import isolation_note
     from drarena.ledger.header import RUN_SCHEMA_VERSION
     from drarena.ledger.records import SCHEMA_VERSION
-    from drarena.web.snapshot import Snapshot
+    from drarena.web.warc.snapshot import Snapshot
 
     snapshot = Snapshot.open(config.snapshot)
     tree_dir = config.snapshot / "trees"

@@ -18,7 +18,7 @@ from drarena.errors import DrarenaError
 from drarena.files import read_bounded
 from drarena.records import Record
 from drarena.search.passages import SourceDoc, doc_id_of
-from drarena.web.manifest import MAX_MANIFEST_BYTES
+from drarena.web.warc.manifest import MAX_MANIFEST_BYTES
 
 DEFAULT_PAGE_CHARS = 4000
 MAX_PAGE_CHARS = 20000

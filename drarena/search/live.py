@@ -29,7 +29,7 @@ from drarena.search.docstore import (
     clean_query,
     page_end,
 )
-from drarena.web.urls import canonicalize_url
+from drarena.web.warc.urls import canonicalize_url
 
 
 class LiveArgs(BaseModel):

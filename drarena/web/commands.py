@@ -127,7 +127,7 @@ def register(subparsers: Any) -> None:
 
 def _ensure_local_site(root: Path, package: str | None, install: bool) -> None:
     from drarena.errors import DrarenaError
-    from drarena.web.spec import check_debian_package
+    from drarena.web.crawling.spec import check_debian_package
 
     if root.is_dir():
         return
@@ -267,8 +267,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from drarena.errors import DrarenaError
-    from drarena.web.importer import import_archives
-    from drarena.web.scope import ImportScope
+    from drarena.web.warc.importer import import_archives
+    from drarena.web.warc.scope import ImportScope
 
     if len(args.args) < 2:
         raise DrarenaError(
@@ -328,7 +328,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     used = [f"--{n}" for n in _IMPORT_ONLY if getattr(args, n)]
     if used or args.out or args.resume or args.install_local_site:
         raise DrarenaError("snapshot export: only --wacz applies")
-    from drarena.web.wacz import export_wacz
+    from drarena.web.warc.wacz import export_wacz
 
     report = export_wacz(Path(args.args[0]), args.wacz)
     print(report.summary())
@@ -365,10 +365,10 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     import asyncio
     import signal
 
-    from drarena.web.crawl import Crawler
-    from drarena.web.manifest import Manifest
-    from drarena.web.serve import serving, static_app
-    from drarena.web.spec import load_spec
+    from drarena.web.crawling.crawl import Crawler
+    from drarena.web.crawling.spec import load_spec
+    from drarena.web.serving.serve import serving, static_app
+    from drarena.web.warc.manifest import Manifest
 
     spec = load_spec(args.spec)
     out = args.out if args.out is not None else Path("snapshots") / spec.name
@@ -402,7 +402,7 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     if manifest is None:
         print(f"{out}: up to date (complete snapshot of this spec)")
         return 0
-    c = crawler.tally
+    c = crawler.counts
     print(
         f"{out}: {c.pages} pages, {c.responses} responses ({c.revisits} revisits), "
         f"{c.redirects} redirects, {c.http_errors} HTTP errors, {c.fetch_errors} fetch errors, "
@@ -413,7 +413,7 @@ def cmd_crawl(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from drarena.web.snapshot import Snapshot
+    from drarena.web.warc.snapshot import Snapshot
 
     with Snapshot.open(args.snapshot) as snap:
         report = snap.verify()
@@ -431,8 +431,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     import asyncio
 
-    from drarena.web.serve import default_origin, replay_app, serve_forever
-    from drarena.web.snapshot import Snapshot
+    from drarena.web.serving.serve import default_origin, replay_app, serve_forever
+    from drarena.web.warc.snapshot import Snapshot
 
     with Snapshot.open(args.snapshot) as snap:
         origin = args.origin or default_origin(snap)

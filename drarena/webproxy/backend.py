@@ -25,8 +25,8 @@ from urllib.parse import quote, urlsplit, urlunsplit
 from aiohttp import web
 
 from drarena.errors import DrarenaError
-from drarena.web.serve import MAX_HEAD_BYTES, serving
-from drarena.web.snapshot import Snapshot, StoredResponse
+from drarena.web.serving.serve import MAX_HEAD_BYTES, serving
+from drarena.web.warc.snapshot import Snapshot, StoredResponse
 from drarena.webproxy.handlers import MAX_REQUEST_BODY, HandlerTable, WebRequest, WebResponse
 
 TARGET_HEADER = "X-Drarena-Target"  # set (always overwritten) by the mitmproxy addon

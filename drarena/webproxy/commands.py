@@ -54,8 +54,8 @@ def cmd_serve_web(args: argparse.Namespace) -> int:
 
     from drarena.files import open_append
     from drarena.quoting import shown
-    from drarena.web.snapshot import Snapshot
-    from drarena.web.urls import safe_file_name
+    from drarena.web.warc.snapshot import Snapshot
+    from drarena.web.warc.urls import safe_file_name
     from drarena.webproxy.proxy import frozen_web_proxy
 
     stopped: list[int] = []

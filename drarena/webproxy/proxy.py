@@ -25,8 +25,8 @@ from typing import Any
 
 from drarena.errors import DrarenaError
 from drarena.files import open_append, own_folder, read_bounded, read_tail
-from drarena.web.snapshot import Snapshot
-from drarena.web.warcfile import MAX_DECODED_BYTES
+from drarena.web.warc.snapshot import Snapshot
+from drarena.web.warc.warcfile import MAX_DECODED_BYTES
 from drarena.webproxy.backend import FrozenWeb, ProxyTally, backend
 from drarena.webproxy.handlers import MAX_REQUEST_BODY, HandlerTable
 

@@ -53,7 +53,7 @@ def test_tournament_replay_and_rank(
     assert main(["tournament", str(path), "--no-examiner-check"]) == 0
     run = tmp_path / "e2e"
     header = json.loads((run / "run.json").read_text())
-    from drarena.web.snapshot import Snapshot
+    from drarena.web.warc.snapshot import Snapshot
 
     assert header["model_calls"] > 0
     assert header["snapshot_fingerprint"] == Snapshot.open(snapshot).fingerprint

@@ -23,7 +23,7 @@ from drarena.ledger.records import MatchRecord
 from drarena.models.config import CacheMode
 from drarena.runs.config import parse_config
 from drarena.runs.execute import execute, replay
-from drarena.web.snapshot import Snapshot
+from drarena.web.warc.snapshot import Snapshot
 
 NOW = datetime(2026, 11, 29, 15, 0, 0, tzinfo=UTC)
 

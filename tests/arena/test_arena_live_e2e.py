@@ -20,7 +20,7 @@ from loopback_servers import replay_snapshot, serve_search, stop
 from drarena.cli import main
 from drarena.ledger.records import MatchRecord
 from drarena.models.serve import ServerHandle
-from drarena.web.snapshot import Snapshot
+from drarena.web.warc.snapshot import Snapshot
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]

@@ -1,5 +1,5 @@
 """Helpers for the corpus tests: the committed fixture snapshot, and small real snapshots
-written with the real writer (drarena.web.writer) for bad inputs."""
+written with the real writer (drarena.web.warc.writer) for bad inputs."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 from itertools import count
 from pathlib import Path
 
-from drarena.web.manifest import Counts
-from drarena.web.writer import Exchange, SnapshotWriter
+from drarena.web.warc.manifest import Counts
+from drarena.web.warc.writer import Exchange, SnapshotWriter
 
 FIXTURE = Path(__file__).resolve().parents[2] / "snapshots" / "pydocs"
 SNAPSHOT_FILES = ("manifest.json", "index.cdxj")
@@ -27,7 +27,7 @@ def copy_snapshot(src: Path, dest: Path) -> Path:
 
 def fixture_page(url_suffix: str) -> tuple[str, bytes]:
     """(canonical URL, body) of a real page of the committed snapshot."""
-    from drarena.web.snapshot import Snapshot
+    from drarena.web.warc.snapshot import Snapshot
 
     with Snapshot.open(FIXTURE) as snap:
         for response in snap.iter_responses():

@@ -19,7 +19,7 @@ from drarena.corpus.extract import (
 )
 from drarena.corpus.trees import TreeParams, build_snapshot_trees
 from drarena.errors import DrarenaError
-from drarena.web.snapshot import Snapshot
+from drarena.web.warc.snapshot import Snapshot
 
 BASE = "http://127.0.0.1:8765"
 HTML = (("Content-Type", "text/html; charset=utf-8"),)

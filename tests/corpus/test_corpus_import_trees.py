@@ -19,8 +19,8 @@ from drarena.corpus.trees import TreeParams, build_snapshot_trees, load_tree
 from drarena.corpus.treewalk import open_walker
 from drarena.digests import file_sha256
 from drarena.errors import DrarenaError
-from drarena.web.manifest import load_manifest
-from drarena.web.snapshot import Snapshot
+from drarena.web.warc.manifest import load_manifest
+from drarena.web.warc.snapshot import Snapshot
 
 
 @pytest.fixture(scope="module")

@@ -23,9 +23,9 @@ from drarena.corpus.extract import (
 )
 from drarena.corpus.shards import ShardCache, local_mapper, run_sharded, shard_key
 from drarena.errors import DrarenaError
-from drarena.web.importer import import_archives
-from drarena.web.snapshot import Snapshot
-from drarena.web.synth import SynthSpec, write_web
+from drarena.web.warc.importer import import_archives
+from drarena.web.warc.snapshot import Snapshot
+from drarena.web.warc.synth import SynthSpec, write_web
 
 SPEC = SynthSpec(pages=240, seed=3, shard_pages=60, site_pages=50)
 PARAMS = {"extract_version": "test"}

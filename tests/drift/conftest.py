@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from drift_fixture import DriftWorld, copy_extracted, write_drifted, write_run
 
-from drarena.web.snapshot import Snapshot
+from drarena.web.warc.snapshot import Snapshot
 
 
 @pytest.fixture(scope="session")

@@ -20,9 +20,9 @@ from pathlib import Path
 
 from loopback_servers import replay_snapshot
 
-from drarena.web.manifest import Counts
-from drarena.web.snapshot import Snapshot
-from drarena.web.writer import Exchange, SnapshotWriter
+from drarena.web.warc.manifest import Counts
+from drarena.web.warc.snapshot import Snapshot
+from drarena.web.warc.writer import Exchange, SnapshotWriter
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCE = REPO / "snapshots" / "pydocs"

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from drarena.cli import main
-from drarena.web.manifest import Counts
-from drarena.web.writer import Exchange, SnapshotWriter
+from drarena.web.warc.manifest import Counts
+from drarena.web.warc.writer import Exchange, SnapshotWriter
 
 ORIGIN = "http://127.0.0.1:8765"
 PAGES = {
@@ -197,7 +197,7 @@ def test_a_run_report_that_is_not_utf8_is_refused_before_anything_is_written(
     written. It is read first, and refused in one line naming it."""
     import json
 
-    from drarena.web.snapshot import Snapshot
+    from drarena.web.warc.snapshot import Snapshot
 
     snap = snapshot(tmp_path / "snap")
     run = tmp_path / "run"

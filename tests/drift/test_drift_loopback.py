@@ -196,7 +196,7 @@ def test_offline_against_the_drifted_snapshot_gives_the_same_verdicts(
 
 
 def test_the_capture_replays_the_live_verdicts_offline(live: LiveRun) -> None:
-    from drarena.web.snapshot import Snapshot
+    from drarena.web.warc.snapshot import Snapshot
 
     with Snapshot.open(live.capture) as capture:
         assert capture.verify().ok and capture.manifest.complete

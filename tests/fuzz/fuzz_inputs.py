@@ -16,8 +16,8 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from drarena.web.manifest import Counts
-from drarena.web.writer import Exchange, FetchFailure, SnapshotWriter
+from drarena.web.warc.manifest import Counts
+from drarena.web.warc.writer import Exchange, FetchFailure, SnapshotWriter
 
 BASE = "http://example.org"
 

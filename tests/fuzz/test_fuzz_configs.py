@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from drarena.errors import DrarenaError
 from drarena.runs.config import TournamentConfig, load_config
 from drarena.runs.session import check_components, config_digest
-from drarena.web.crawl import Scope
-from drarena.web.spec import CrawlSpec, load_spec
+from drarena.web.crawling.crawl import Scope
+from drarena.web.crawling.spec import CrawlSpec, load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC_TEXT = (REPO / "corpus" / "pydocs.yaml").read_text(encoding="utf-8")

@@ -61,8 +61,8 @@ from drarena.corpus.treeview import render_dot, render_text
 from drarena.corpus.treewalk import TreeWalker
 from drarena.errors import DrarenaError
 from drarena.search.docstore import DocStore
-from drarena.web.manifest import Counts
-from drarena.web.writer import Exchange, SnapshotWriter
+from drarena.web.warc.manifest import Counts
+from drarena.web.warc.writer import Exchange, SnapshotWriter
 
 BASE = "http://example.org"
 PARAMS = TreeParams(count=1, seed=1)

@@ -72,10 +72,10 @@ from drarena.ledger.folder import RunDir
 from drarena.ledger.records import SCHEMA_VERSION, AnswerTiming, MatchRecord, RoundRecord
 from drarena.quoting import shown
 from drarena.report.run import stored_config, write_report
-from drarena.web.manifest import Counts
-from drarena.web.snapshot import Snapshot
-from drarena.web.urls import safe_file_name
-from drarena.web.writer import Exchange, SnapshotWriter
+from drarena.web.warc.manifest import Counts
+from drarena.web.warc.snapshot import Snapshot
+from drarena.web.warc.urls import safe_file_name
+from drarena.web.warc.writer import Exchange, SnapshotWriter
 
 # -- hostile text ---------------------------------------------------------------------------
 

@@ -48,7 +48,7 @@ from drarena.models.config import CacheMode
 from drarena.runs.config import legacy_match, parse_config
 from drarena.runs.execute import execute, legacy_judging, replay
 from drarena.runs.session import config_digest
-from drarena.web.snapshot import Snapshot
+from drarena.web.warc.snapshot import Snapshot
 
 FIXTURE = Path(__file__).resolve().parents[1] / "arena" / "fixtures" / "recorded-run"
 WRITTEN_BY_RANK = {"leaderboard.md", "leaderboard.csv", "leaderboard.json", "report.html"}

@@ -26,11 +26,11 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from drarena.errors import DrarenaError
-from drarena.web.importer import import_archives
-from drarena.web.manifest import CDXJ_NAME, load_manifest, write_manifest
-from drarena.web.snapshot import Snapshot, StoredResponse
-from drarena.web.wacz import export_wacz
-from drarena.web.warcfile import RawRecord, iter_file, sha1_b32
+from drarena.web.warc.importer import import_archives
+from drarena.web.warc.manifest import CDXJ_NAME, load_manifest, write_manifest
+from drarena.web.warc.snapshot import Snapshot, StoredResponse
+from drarena.web.warc.wacz import export_wacz
+from drarena.web.warc.warcfile import RawRecord, iter_file, sha1_b32
 
 URLS = [
     f"{BASE}{p}"

@@ -1,4 +1,4 @@
-"""Fuzzing WACZ reading (drarena.web.wacz.WaczPackage, and `snapshot import` of a .wacz): the
+"""Fuzzing WACZ reading (drarena.web.warc.wacz.WaczPackage, and `snapshot import` of a .wacz): the
 package's bytes mutated, and its datapackage.json replaced by fuzzed JSON.
 
 Property: opening returns a package or raises DrarenaError; on an opened package, `verify`
@@ -22,9 +22,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from drarena.errors import DrarenaError
-from drarena.web.importer import import_archives
-from drarena.web.snapshot import Snapshot
-from drarena.web.wacz import WaczPackage, export_wacz
+from drarena.web.warc.importer import import_archives
+from drarena.web.warc.snapshot import Snapshot
+from drarena.web.warc.wacz import WaczPackage, export_wacz
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -22,7 +22,7 @@ from fuzz_inputs import mutated, tiny_snapshot
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from drarena.web.warcfile import (
+from drarena.web.warc.warcfile import (
     DAMAGE_ERRORS,
     Damage,
     HttpMessage,

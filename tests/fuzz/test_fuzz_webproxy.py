@@ -62,10 +62,10 @@ from drarena.live.providers import ProviderResult, build_provider
 from drarena.live.web import LiveWeb, LiveWebSettings, check_url
 from drarena.models.guard import NetworkGuard
 from drarena.search.live import LiveRetriever
-from drarena.web.manifest import CDXJ_NAME, Counts, load_manifest, write_manifest
-from drarena.web.snapshot import Snapshot, StoredResponse
-from drarena.web.urls import surt
-from drarena.web.writer import Exchange, SnapshotWriter
+from drarena.web.warc.manifest import CDXJ_NAME, Counts, load_manifest, write_manifest
+from drarena.web.warc.snapshot import Snapshot, StoredResponse
+from drarena.web.warc.urls import surt
+from drarena.web.warc.writer import Exchange, SnapshotWriter
 from drarena.webproxy.backend import (
     MISSING_HEADER,
     UNREPLAYABLE_HEADER,
@@ -124,7 +124,7 @@ def _write_snapshot(folder: Path) -> Path:
     writer.open()
     # as a foreign archive may hold them: drarena's own writer would store the control
     # characters percent-encoded (web.writer.storable_field), so it is bypassed here
-    with mock.patch("drarena.web.writer.storable_field", lambda text: text):
+    with mock.patch("drarena.web.warc.writer.storable_field", lambda text: text):
         for url, status, headers, body in CAPTURES:
             host = (("Host", urlsplit(url).netloc),)
             writer.write_exchange(Exchange(url, host, status, "OK", headers, body))

@@ -20,8 +20,8 @@ import pytest
 import yaml
 from kill_trials import TRIALS, Outcome, drarena, kill_at, run, timed
 
-from drarena.web.manifest import load_manifest
-from drarena.web.snapshot import Snapshot
+from drarena.web.warc.manifest import load_manifest
+from drarena.web.warc.snapshot import Snapshot
 
 pytestmark = pytest.mark.slow
 
@@ -191,8 +191,8 @@ def test_resume_cuts_a_half_written_record_back_to_the_checkpoint(
     import json
     import shutil
 
-    from drarena.web.crawl import Crawler
-    from drarena.web.spec import load_spec
+    from drarena.web.crawling.crawl import Crawler
+    from drarena.web.crawling.spec import load_spec
 
     spec = load_spec(_spec(tmp_path, site.port))
     copy = tmp_path / "killed"

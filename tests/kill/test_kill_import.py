@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from kill_trials import REPO, TRIALS, drarena, kill_at, run, timed
 
-from drarena.web.manifest import load_manifest
+from drarena.web.warc.manifest import load_manifest
 
 pytestmark = pytest.mark.slow
 

@@ -23,7 +23,7 @@ from drarena.live.expand import LiveExpander, doc_from_page
 from drarena.live.providers import preflight
 from drarena.live.web import LiveWeb, LiveWebSettings
 from drarena.search.live import build as build_live
-from drarena.web.snapshot import Snapshot
+from drarena.web.warc.snapshot import Snapshot
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]

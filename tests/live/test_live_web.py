@@ -22,7 +22,7 @@ from drarena.errors import DrarenaError
 from drarena.live.providers import build_provider, preflight
 from drarena.live.web import LiveWeb, LiveWebSettings, check_url
 from drarena.search.live import build as build_live
-from drarena.web.snapshot import Snapshot
+from drarena.web.warc.snapshot import Snapshot
 
 ARTICLE = """<!doctype html><html lang="en"><head><title>Tide tables</title></head><body>
 <nav><a href="/menu.html">Menu</a></nav>

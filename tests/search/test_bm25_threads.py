@@ -12,8 +12,8 @@ from drarena.search import bm25
 from drarena.search.build import build_bm25, build_passages
 from drarena.search.manifest import Bm25Manifest, IndexLayout, read_manifest
 from drarena.search.passages import PassageSettings
-from drarena.web.importer import import_archives
-from drarena.web.synth import SynthSpec, write_web
+from drarena.web.warc.importer import import_archives
+from drarena.web.warc.synth import SynthSpec, write_web
 
 
 @pytest.mark.slow

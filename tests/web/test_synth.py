@@ -1,4 +1,4 @@
-"""The synthetic web generator (drarena.web.synth): same bytes every run, read by the real
+"""The synthetic web generator (drarena.web.warc.synth): same bytes every run, read by the real
 import and extract stages, with the shape the scale benches rely on."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 
 from drarena.corpus.extract import extract_snapshot, load_docs, load_links
 from drarena.errors import DrarenaError
-from drarena.web.importer import import_archives
-from drarena.web.synth import SynthSpec, SynthWeb, write_web
+from drarena.web.warc.importer import import_archives
+from drarena.web.warc.synth import SynthSpec, SynthWeb, write_web
 
 SPEC = SynthSpec(pages=300, seed=7, shard_pages=100, site_pages=60)
 

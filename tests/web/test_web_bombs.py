@@ -38,14 +38,14 @@ from bomb_files import (
 from drarena.corpus.extract import extract_snapshot, load_docs
 from drarena.corpus.page import MAX_PAGE_BYTES
 from drarena.errors import DrarenaError
-from drarena.web.crawl import Crawler
-from drarena.web.importer import import_archives
-from drarena.web.manifest import load_manifest
-from drarena.web.serve import replay_app, serving
-from drarena.web.snapshot import Snapshot
-from drarena.web.spec import parse_spec
-from drarena.web.wacz import MAX_DATAPACKAGE_BYTES, WaczPackage
-from drarena.web.warcfile import MAX_DECODED_BYTES, HttpMessage, decode_body
+from drarena.web.crawling.crawl import Crawler
+from drarena.web.crawling.spec import parse_spec
+from drarena.web.serving.serve import replay_app, serving
+from drarena.web.warc.importer import import_archives
+from drarena.web.warc.manifest import load_manifest
+from drarena.web.warc.snapshot import Snapshot
+from drarena.web.warc.wacz import MAX_DATAPACKAGE_BYTES, WaczPackage
+from drarena.web.warc.warcfile import MAX_DECODED_BYTES, HttpMessage, decode_body
 
 BOMB = 400 << 20  # decoded size of every bomb here
 PEAK = 200 << 20  # allowed peak of Python allocations while one is handled

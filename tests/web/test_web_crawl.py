@@ -16,13 +16,13 @@ from aiohttp import web
 from web_site import CrawlSite, page, site_spec
 
 from drarena.errors import DrarenaError
-from drarena.web.crawl import Crawler
-from drarena.web.fetch import HostGate
-from drarena.web.manifest import load_manifest
-from drarena.web.serve import replay_app, serving
-from drarena.web.snapshot import Snapshot
-from drarena.web.spec import CrawlSpec, parse_spec
-from drarena.web.warcfile import sha1_b32
+from drarena.web.crawling.crawl import Crawler
+from drarena.web.crawling.fetch import HostGate
+from drarena.web.crawling.spec import CrawlSpec, parse_spec
+from drarena.web.serving.serve import replay_app, serving
+from drarena.web.warc.manifest import load_manifest
+from drarena.web.warc.snapshot import Snapshot
+from drarena.web.warc.warcfile import sha1_b32
 
 
 def spec_of(port: int, **overrides: object) -> CrawlSpec:
@@ -72,7 +72,7 @@ async def test_crawl_records_every_outcome(tmp_path: Path) -> None:
     assert counts.truncated == 1
     # dup2.html repeats dup1.html's payload; so do the identical bodies of the 302s
     assert counts.revisits >= 2
-    assert crawler.tally.pages == counts.pages
+    assert crawler.counts.pages == counts.pages
     # chain/0 -> 1 -> 2 -> 3 followed, then the cap stops it
     chain = [p for p in site.requests if p.startswith("/chain/")]
     assert chain == [f"/chain/{i}" for i in range(4)]

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from drarena.web.fetch import FetchPolicy, HostGate, connect_target, fetch_once, make_session
-from drarena.web.writer import Exchange
+from drarena.web.crawling.fetch import (
+    FetchPolicy,
+    HostGate,
+    connect_target,
+    fetch_once,
+    make_session,
+)
+from drarena.web.warc.writer import Exchange
 
 
 def test_connect_target_maps_only_the_named_origin() -> None:

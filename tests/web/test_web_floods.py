@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from bomb_files import http_block, write_warc
 
-from drarena.web import warcfile
-from drarena.web.warcfile import (
+from drarena.web.warc import warcfile
+from drarena.web.warc.warcfile import (
     MAX_BODY_MEMBERS,
     GzipStream,
     HttpMessage,
@@ -190,8 +190,8 @@ def test_a_warc_of_damaged_members_is_read_once(counted: Counted) -> None:
 
 
 def test_import_of_a_flood_lists_a_few_damaged_stretches_and_counts_all(tmp_path: Path) -> None:
-    from drarena.web.importer import import_archives
-    from drarena.web.importfile import DAMAGE_LISTED
+    from drarena.web.warc.importer import import_archives
+    from drarena.web.warc.importfile import DAMAGE_LISTED
 
     warc = write_warc(
         tmp_path / "flood.warc.gz", [("http://a.test/", http_block(b"<p>hi</p>", ""))]

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from drarena.cli import main
-from drarena.web.manifest import Counts, load_manifest, write_manifest
-from drarena.web.writer import Exchange, SnapshotWriter
+from drarena.web.warc.manifest import Counts, load_manifest, write_manifest
+from drarena.web.warc.writer import Exchange, SnapshotWriter
 
 RUN = Path(__file__).resolve().parents[1] / "arena" / "fixtures" / "recorded-run"
 PRECIOUS = "precious\n"
@@ -351,7 +351,7 @@ def test_a_cdxj_that_is_a_device_a_fifo_or_huge_is_one_line(tmp_path: Path, swap
     import os
 
     from drarena.errors import DrarenaError
-    from drarena.web.snapshot import Snapshot
+    from drarena.web.warc.snapshot import Snapshot
 
     snap = small_snapshot(tmp_path / "s", pages=1)
     cdxj = snap / "index.cdxj"

@@ -28,11 +28,11 @@ from web_site import CrawlSite, site_spec
 
 from drarena.cli import main
 from drarena.errors import DrarenaError
-from drarena.web.manifest import Counts, load_manifest
-from drarena.web.serve import replay_app, serving
-from drarena.web.snapshot import Snapshot
-from drarena.web.spec import CrawlSpec, load_spec, parse_spec
-from drarena.web.writer import Exchange, SnapshotWriter
+from drarena.web.crawling.spec import CrawlSpec, load_spec, parse_spec
+from drarena.web.serving.serve import replay_app, serving
+from drarena.web.warc.manifest import Counts, load_manifest
+from drarena.web.warc.snapshot import Snapshot
+from drarena.web.warc.writer import Exchange, SnapshotWriter
 
 
 def _sha(path: Path) -> str:

@@ -21,12 +21,12 @@ import pytest
 
 from drarena.cli import main
 from drarena.errors import DrarenaError
-from drarena.web.importer import import_archives
-from drarena.web.manifest import Counts
-from drarena.web.scope import ImportScope
-from drarena.web.snapshot import Snapshot
-from drarena.web.warcfile import Damage, RawRecord, iter_file
-from drarena.web.writer import Exchange, SnapshotWriter
+from drarena.web.warc.importer import import_archives
+from drarena.web.warc.manifest import Counts
+from drarena.web.warc.scope import ImportScope
+from drarena.web.warc.snapshot import Snapshot
+from drarena.web.warc.warcfile import Damage, RawRecord, iter_file
+from drarena.web.warc.writer import Exchange, SnapshotWriter
 
 BASE = "http://127.0.0.1:8765"
 
@@ -497,7 +497,7 @@ def _revisit_archive(folder: Path) -> Path:
 def split_small(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Ranges of 8 KB (the parent plans them, so the workers need no patch); counts the
     whole-file imports the parent runs itself (the fall-back after a failed split)."""
-    from drarena.web import importer
+    from drarena.web.warc import importer
 
     monkeypatch.setattr(importer, "SPLIT_MIN", 8192)
     fallbacks: list[int] = []
@@ -512,7 +512,7 @@ def split_small(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def test_one_file_in_ranges_matches_one_process(tmp_path: Path, split_small: list[int]) -> None:
-    from drarena.web.importer import Source, split_points
+    from drarena.web.warc.importer import Source, split_points
 
     warc = _revisit_archive(tmp_path / "src")
     bounds = split_points(Source(warc, str(warc), True), 3)
@@ -538,7 +538,7 @@ def test_one_file_in_ranges_matches_one_process(tmp_path: Path, split_small: lis
 def test_damage_near_a_split_point_gives_the_one_process_result(
     tmp_path: Path, split_small: list[int], where: int
 ) -> None:
-    from drarena.web.importer import Source, split_points
+    from drarena.web.warc.importer import Source, split_points
 
     warc = _revisit_archive(tmp_path / "src")
     members = [r.offset for r in iter_file(warc) if isinstance(r, RawRecord)]
@@ -569,7 +569,7 @@ def test_uncompressed_file_in_ranges_and_a_false_split(
     fake = tmp_path / "fake.warc"
     block = b"x" * (len(plain) + 2000) + b"\r\n" + inner  # its middle falls in the padding
     fake.write_bytes(plain + _plain_record(block) + _plain_record(b"tail"))
-    from drarena.web.importer import Source, split_points
+    from drarena.web.warc.importer import Source, split_points
 
     size = fake.stat().st_size
     false_start = size - len(_plain_record(b"tail")) - 4 - len(inner)
@@ -594,7 +594,7 @@ def _plain_record(block: bytes) -> bytes:
 def test_wacz_round_trip_and_wrong_hash(
     wget_gz: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pytest.importorskip("drarena.web.wacz")
+    pytest.importorskip("drarena.web.warc.wacz")
     first = import_archives("wg", [wget_gz], tmp_path / "wg", progress=False)
     package = tmp_path / "wg.wacz"
     assert main(["snapshot", "export", str(tmp_path / "wg"), "--wacz", str(package)]) == 0
@@ -668,7 +668,7 @@ def test_a_whole_file_gzip_with_odd_record_separators_is_rewritten_readable(
 def test_a_member_whose_record_ends_in_bare_line_breaks_reads_back() -> None:
     """The member reader skipped only CRLF pairs after a record, the stream reader any run of
     CR and LF: a member ending "\n\n" or "\r\n\r" was damaged to one, fine to the other."""
-    from drarena.web.warcfile import parse_records
+    from drarena.web.warc.warcfile import parse_records
 
     block = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi"
     head = f"WARC/1.1\r\nWARC-Type: response\r\nContent-Length: {len(block)}\r\n\r\n"

@@ -7,8 +7,8 @@ from urllib.parse import urljoin, urlsplit
 
 import lxml.html
 
-from drarena.web.fetch import extract_links
-from drarena.web.snapshot import Snapshot
+from drarena.web.crawling.fetch import extract_links
+from drarena.web.warc.snapshot import Snapshot
 
 
 def dom_links(body: bytes, base_url: str) -> list[str]:

@@ -10,10 +10,10 @@ import aiohttp
 import pytest
 import yaml
 
-from drarena.web.crawl import Crawler
-from drarena.web.serve import replay_app, serving
-from drarena.web.snapshot import Snapshot
-from drarena.web.spec import parse_spec
+from drarena.web.crawling.crawl import Crawler
+from drarena.web.crawling.spec import parse_spec
+from drarena.web.serving.serve import replay_app, serving
+from drarena.web.warc.snapshot import Snapshot
 
 BASE = "http://127.0.0.1:8765"
 

@@ -15,8 +15,8 @@ from warcio.archiveiterator import ArchiveIterator
 
 from drarena.cli import main
 from drarena.errors import DrarenaError
-from drarena.web.snapshot import Snapshot, StoredResponse
-from drarena.web.warcfile import sha1_b32
+from drarena.web.warc.snapshot import Snapshot, StoredResponse
+from drarena.web.warc.warcfile import sha1_b32
 
 BASE = "http://127.0.0.1:8765"
 
@@ -179,7 +179,7 @@ def test_unreadable_manifest_is_one_line(copy: Path) -> None:
 def test_a_manifest_over_the_limit_is_one_line(copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A snapshot folder may be someone else's: its manifest.json was decoded whole, however
     large; now one over MAX_MANIFEST_BYTES is one line naming it, having read only that much."""
-    import drarena.web.manifest as manifest
+    import drarena.web.warc.manifest as manifest
 
     monkeypatch.setattr(manifest, "MAX_MANIFEST_BYTES", 64)
     with pytest.raises(DrarenaError, match=r"manifest\.json: larger than 64 bytes") as info:
@@ -276,7 +276,7 @@ def test_an_index_checked_a_line_at_a_time_fails_as_one_read_whole(
     """open(lookups=False) (extraction's: the index checked, not kept) says what
     open(lookups=True) says, word for word, whatever is wrong with the index (`limited`:
     the manifest's size is the limit, so a longer index is first of all too large)."""
-    import drarena.web.snapshot as snapshot
+    import drarena.web.warc.snapshot as snapshot
 
     if limited:
         monkeypatch.setattr(snapshot, "CDXJ_SLACK", 0)

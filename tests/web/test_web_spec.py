@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from drarena.errors import DrarenaError
-from drarena.web.spec import CrawlSpec, load_spec
+from drarena.web.crawling.spec import CrawlSpec, load_spec
 
 
 def write(tmp_path: Path, text: str) -> Path:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from drarena.errors import DrarenaError
-from drarena.web.snapshot import canonicalize_url
-from drarena.web.urls import is_public_address, safe_file_name, surt
+from drarena.web.warc.snapshot import canonicalize_url
+from drarena.web.warc.urls import is_public_address, safe_file_name, surt
 
 
 @pytest.mark.parametrize(

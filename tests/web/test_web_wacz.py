@@ -17,8 +17,8 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from drarena.errors import DrarenaError
-from drarena.web.snapshot import Snapshot
-from drarena.web.wacz import WaczPackage, export_wacz, replay_key
+from drarena.web.warc.snapshot import Snapshot
+from drarena.web.warc.wacz import WaczPackage, export_wacz, replay_key
 
 WARC = "archive/pydocs-00000.warc.gz"
 
@@ -411,7 +411,7 @@ def test_importing_a_changed_wacz_again_is_refused_not_up_to_date(
     """A WACZ source is recorded per member (package.wacz#archive/...): a package replaced by
     another one declaring other member hashes is a different snapshot, as a changed WARC is
     (before, any source with a '#' passed the check, and the stale snapshot stayed)."""
-    from drarena.web.importer import import_archives
+    from drarena.web.warc.importer import import_archives
 
     wacz = Path(shutil.copy(exported, tmp_path / "pkg.wacz"))
     out = tmp_path / "st"

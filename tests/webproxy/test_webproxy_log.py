@@ -12,7 +12,7 @@ from pathlib import Path
 from webproxy_helpers import write_fixture_snapshot
 
 from drarena.agents.frozenweb import WebTrace
-from drarena.web.snapshot import Snapshot
+from drarena.web.warc.snapshot import Snapshot
 from drarena.webproxy.backend import (
     ENTRY_CHARS,
     MAX_LOG,

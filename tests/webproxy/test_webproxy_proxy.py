@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from webproxy_helpers import ProxyThread, mitmdump_missing, write_fixture_snapshot
 
 from drarena.errors import DrarenaError
-from drarena.web.snapshot import Snapshot
+from drarena.web.warc.snapshot import Snapshot
 from drarena.webproxy.backend import MISSING_HEADER
 from drarena.webproxy.handlers import MAX_REQUEST_BODY, HandlerTable, WebRequest, WebResponse
 from drarena.webproxy.proxy import CA_VARIABLES, RunningProxy, body_limit, frozen_web_proxy

@@ -10,9 +10,9 @@ from itertools import count
 from pathlib import Path
 
 from drarena.errors import DrarenaError
-from drarena.web.manifest import Counts
-from drarena.web.snapshot import Snapshot
-from drarena.web.writer import Exchange, SnapshotWriter
+from drarena.web.warc.manifest import Counts
+from drarena.web.warc.snapshot import Snapshot
+from drarena.web.warc.writer import Exchange, SnapshotWriter
 from drarena.webproxy.handlers import HandlerTable
 from drarena.webproxy.proxy import RunningProxy, find_mitmdump, frozen_web_proxy
 

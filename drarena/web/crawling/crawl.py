@@ -14,7 +14,7 @@ import json
 import os
 import platform
 import re
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -25,13 +25,19 @@ from urllib.robotparser import RobotFileParser
 
 from drarena import __version__
 from drarena.errors import DrarenaError
-from drarena.web.fetch import FetchPolicy, HostGate, extract_links, fetch_once, make_session
-from drarena.web.manifest import Counts, FileDigest, Manifest, load_manifest
-from drarena.web.snapshot import FailedFetch, Snapshot, StoredResponse
-from drarena.web.spec import CrawlSpec
-from drarena.web.urls import canonicalize_url, scheme_of, url_host_port
-from drarena.web.warcfile import MAX_DECODED_BYTES, HttpMessage, decode_body
-from drarena.web.writer import (
+from drarena.web.crawling.fetch import (
+    FetchPolicy,
+    HostGate,
+    extract_links,
+    fetch_once,
+    make_session,
+)
+from drarena.web.crawling.spec import CrawlSpec
+from drarena.web.warc.manifest import Counts, FileDigest, Manifest, load_manifest
+from drarena.web.warc.snapshot import FailedFetch, Snapshot, StoredResponse
+from drarena.web.warc.urls import canonicalize_url, scheme_of, url_host_port
+from drarena.web.warc.warcfile import MAX_DECODED_BYTES, HttpMessage, decode_body
+from drarena.web.warc.writer import (
     Clock,
     Exchange,
     FetchFailure,
@@ -160,53 +166,22 @@ class Scope:
         return not any(p.search(canonical) for p in self._exclude)
 
 
-@dataclass
-class Tally:
-    """Mutable counters, frozen into manifest Counts at the end."""
-
-    pages: int = 0
-    responses: int = 0
-    revisits: int = 0
-    redirects: int = 0
-    http_errors: int = 0
-    fetch_errors: int = 0
-    robots_blocked: int = 0
-    truncated: int = 0
-    bytes: int = 0
-    statuses: Counter[str] = field(default_factory=Counter)
-    errors: Counter[str] = field(default_factory=Counter)
-
-    def add_hop(self, hop: Hop) -> None:
-        if hop.failure:
-            if hop.failure == "robots":
-                self.robots_blocked += 1
-            else:
-                self.fetch_errors += 1
-            self.errors[hop.failure] += 1
-            return
-        self.responses += 1
-        self.bytes += len(hop.body)
-        self.statuses[str(hop.status)] += 1
-        self.truncated += hop.truncated
-        if hop.location:
-            self.redirects += 1
-        elif hop.status >= 400:
-            self.http_errors += 1
-
-    def freeze(self) -> Counts:
+def hop_counts(hop: Hop) -> Counts:
+    """What one hop adds to a crawl's (or a live capture's) counts; the page it belongs to is
+    counted apart (`pages`), and so is a revisit (known once the hop is written)."""
+    if hop.failure:
+        blocked = hop.failure == "robots"
         return Counts(
-            pages=self.pages,
-            responses=self.responses,
-            revisits=self.revisits,
-            redirects=self.redirects,
-            http_errors=self.http_errors,
-            fetch_errors=self.fetch_errors,
-            robots_blocked=self.robots_blocked,
-            truncated=self.truncated,
-            bytes=self.bytes,
-            statuses=dict(sorted(self.statuses.items())),
-            errors=dict(sorted(self.errors.items())),
+            robots_blocked=int(blocked), fetch_errors=int(not blocked), errors={hop.failure: 1}
         )
+    return Counts(
+        responses=1,
+        bytes=len(hop.body),
+        statuses={str(hop.status): 1},
+        truncated=int(hop.truncated),
+        redirects=int(bool(hop.location)),
+        http_errors=int(not hop.location and hop.status >= 400),
+    )
 
 
 @dataclass
@@ -231,7 +206,7 @@ class Prior:
         return queue.popleft() if queue else None
 
 
-ProgressHook = Callable[[PageResult, Tally], None]
+ProgressHook = Callable[[PageResult, Counts], None]
 
 
 def software_versions() -> dict[str, str]:
@@ -256,7 +231,7 @@ class Crawler:
     new_id: IdFactory = new_record_id
     on_page: ProgressHook | None = None
     progress: bool = True
-    tally: Tally = field(default_factory=Tally)
+    counts: Counts = field(default_factory=Counts)  # so far; replaced, never changed
     # set by a signal handler: stop after the page being committed (see web/commands.py)
     stop_requested: bool = False
 
@@ -458,11 +433,12 @@ class Crawler:
         thread, one page at a time in frontier order."""
         for hop in robots:
             self._write_hop(writer, hop)
-        self.tally.pages += 1
+        self.counts = self.counts.plus(Counts(pages=1))
         for hop in page.hops:
-            self.tally.add_hop(hop)
-            self.tally.revisits += self._write_hop(writer, hop)
-        writer.checkpoint(self.tally.freeze())  # a SIGKILL from here on resumes after this page
+            self.counts = self.counts.plus(hop_counts(hop))
+            revisit = self._write_hop(writer, hop)
+            self.counts = self.counts.plus(Counts(revisits=int(revisit)))
+        writer.checkpoint(self.counts)  # a SIGKILL from here on resumes after this page
 
     def _robots_to_commit(self) -> list[Hop]:
         hops: list[Hop] = []
@@ -518,12 +494,12 @@ class Crawler:
                 if bar is not None:
                     bar.update(1)
                     bar.set_postfix(
-                        MB=f"{self.tally.bytes / 1e6:.1f}",
-                        errors=self.tally.fetch_errors + self.tally.http_errors,
+                        MB=f"{self.counts.bytes / 1e6:.1f}",
+                        errors=self.counts.fetch_errors + self.counts.http_errors,
                         refresh=False,
                     )
                 if self.on_page is not None:
-                    self.on_page(page, self.tally)
+                    self.on_page(page, self.counts)
                 if self.stop_requested:
                     raise asyncio.CancelledError("stop requested")
         finally:
@@ -538,7 +514,7 @@ class Crawler:
         if writer is None:
             return None
         writer.open()
-        writer.checkpoint(self.tally.freeze())
+        writer.checkpoint(self.counts)
         complete = False
         bar = None
         if self.progress:
@@ -579,7 +555,7 @@ class Crawler:
             self._pool.shutdown(wait=True)
             if bar is not None:
                 bar.close()
-            manifest = writer.close(complete=complete, counts=self.tally.freeze())
+            manifest = writer.close(complete=complete, counts=self.counts)
         return manifest
 
 

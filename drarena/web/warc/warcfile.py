@@ -878,6 +878,11 @@ MAX_DECODED_BYTES = 16 * 1024 * 1024
 """Default cap on a body's size after its content coding (gzip, deflate, br) is undone, where
 no spec gives one: a few KB of compressed zeros expand to GBs, so decoding stops here and the
 response is marked truncated (see `decode_body`)."""
+MAX_BODY_BYTES = 64 << 20
+"""The most a spec's `max_bytes` may be: the body cap of one response, which is also where
+decoding a compressed body stops (the fetch and every later reader of the snapshot): unbounded,
+a spec (or a received snapshot's manifest) could lift the decoder's cap to anything. 64 MiB is
+4x MAX_DECODED_BYTES and 13x a crawl spec's default."""
 _DECODE_STEP = 1 << 20  # decoded bytes produced per call, so no call overshoots the cap much
 MAX_BODY_MEMBERS = 1000
 """Cap on the gzip members of one body (RFC 1952 allows several, servers send one): each

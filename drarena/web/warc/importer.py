@@ -27,7 +27,7 @@ from typing import Any
 from drarena import __version__
 from drarena.errors import DrarenaError
 from drarena.files import disk_full
-from drarena.web.importfile import (
+from drarena.web.warc.importfile import (
     FileJob,
     FileResult,
     Progress,
@@ -40,19 +40,20 @@ from drarena.web.importfile import (
     place,
     plan_names,
 )
-from drarena.web.manifest import (
+from drarena.web.warc.manifest import (
     CDXJ_NAME,
     MANIFEST_NAME,
+    Counts,
     FileDigest,
     Manifest,
     fingerprint,
     load_manifest,
     write_manifest,
 )
-from drarena.web.scope import ImportScope, Tally
-from drarena.web.urls import safe_file_name
-from drarena.web.warcfile import GZIP_MAGIC, find_split, sha256_file
-from drarena.web.writer import utc_now, warc_date
+from drarena.web.warc.scope import ImportScope
+from drarena.web.warc.urls import safe_file_name
+from drarena.web.warc.warcfile import GZIP_MAGIC, find_split, sha256_file
+from drarena.web.warc.writer import utc_now, warc_date
 
 KEEP_MODES = ("auto", "link", "copy")
 BUILD_MARK = ".drarena-import"  # in the build folder: only a folder holding it is removed
@@ -134,7 +135,7 @@ def _init_worker(shared: Any) -> None:
     _SHARED = shared
 
 
-def run_task(task: _Task, bar: Any = None) -> tuple[FileResult | RangeResult, Tally]:
+def run_task(task: _Task, bar: Any = None) -> tuple[FileResult | RangeResult, Counts]:
     """Import one file, or index one range, into its own staging table (merged by the
     parent)."""
     staging = Staging(task.staging)
@@ -157,12 +158,12 @@ def run_task(task: _Task, bar: Any = None) -> tuple[FileResult | RangeResult, Ta
         staging.db.commit()
     finally:
         staging.close()
-    return result, job.tally
+    return result, job.counts
 
 
 def _run_tasks(
     tasks: list[_Task], jobs: int, bar: Any, engine: str = "local", address: str | None = None
-) -> list[tuple[FileResult | RangeResult, Tally]]:
+) -> list[tuple[FileResult | RangeResult, Counts]]:
     if engine == "ray":
         return _run_tasks_ray(tasks, jobs, bar, address)
     if jobs <= 1 or len(tasks) == 1:
@@ -197,13 +198,13 @@ def _run_tasks(
 
 def _run_tasks_ray(
     tasks: list[_Task], jobs: int, bar: Any, address: str | None
-) -> list[tuple[FileResult | RangeResult, Tally]]:
+) -> list[tuple[FileResult | RangeResult, Counts]]:
     """Each task as a Ray task (drarena.rayrun), results in task order, so the merge and
     the snapshot are those of the local path. Each writes its own staging table in the
     build folder, which on a cluster must be on a filesystem the nodes share."""
     from drarena import rayrun
 
-    def advance(i: int, result: tuple[FileResult | RangeResult, Tally]) -> None:
+    def advance(i: int, result: tuple[FileResult | RangeResult, Counts]) -> None:
         if bar is not None:
             span = tasks[i].span
             bar.update(span[1] - span[0] if span else tasks[i].source.path.stat().st_size)
@@ -316,22 +317,22 @@ class _Split:
         )
 
 
-def read_whole(task: _Task, bar: Any) -> tuple[FileResult | RangeResult, Tally]:
+def read_whole(task: _Task, bar: Any) -> tuple[FileResult | RangeResult, Counts]:
     """A file whose split failed, imported whole in this process (as with --jobs 1)."""
     return run_task(task, bar)
 
 
 def _merge(
     tasks: list[_Task],
-    done: list[tuple[FileResult | RangeResult, Tally]],
+    done: list[tuple[FileResult | RangeResult, Counts]],
     splits: dict[int, _Split],
     staging: Staging,
-    tally: Tally,
     bar: Any,
-) -> list[FileResult]:
+) -> tuple[list[FileResult], Counts]:
     """Per source, in order: its result, its counts and its staged lines, as one process
     would have made them."""
     results: list[FileResult] = []
+    counts = Counts()
     for index in sorted({t.index for t in tasks}):
         mine = [(t, r, part) for t, (r, part) in zip(tasks, done, strict=True) if t.index == index]
         result = mine[0][1]
@@ -349,9 +350,9 @@ def _merge(
         assert isinstance(result, FileResult)
         results.append(result)
         for task, _, part in mine:
-            tally.merge(part)
+            counts = counts.plus(part)
             staging.absorb(task.staging)
-    return results
+    return results, counts
 
 
 # --- the whole import --------------------------------------------------------------------------
@@ -448,7 +449,7 @@ def _sources(files: list[Path], build: Path) -> list[Source]:
         if not path.name.lower().endswith(".wacz"):
             sources.append(Source(path, str(path.resolve()), sniff(path)))
             continue
-        from drarena.web.wacz import WaczPackage
+        from drarena.web.warc.wacz import WaczPackage
 
         with WaczPackage.open(path) as package:
             problems = package.verify()
@@ -506,7 +507,7 @@ def _run(
         )
     names = plan_names(name, sources)
     staging = Staging(build / ".staging.sqlite")
-    tally = Tally()
+    counts = Counts()
     splits: dict[int, _Split] = {}
     try:
         tasks: list[_Task] = []
@@ -519,17 +520,22 @@ def _run(
             split = splits[i] = _Split(task, bounds, *place(src, build / names[i]["keep"], keep))
             tasks.extend(split.tasks())
         done = _run_tasks(tasks, jobs, bar, engine, address)
-        results = _merge(tasks, done, splits, staging, tally, bar)
+        results, counts = _merge(tasks, done, splits, staging, bar)
         if scope.active:
-            add_originals(staging, tally, build, sources, names, results)
-        unresolved = staging.unresolved()
-        tally.skipped["revisit-unresolved"] += unresolved
-        tally.revisits -= unresolved
+            counts = add_originals(staging, counts, build, sources, names, results)
+        unresolved = staging.unresolved()  # no longer revisits (nor responses): skipped
+        counts = counts.plus(
+            Counts(
+                responses=-unresolved,
+                revisits=-unresolved,
+                skipped={"revisit-unresolved": unresolved},
+            )
+        )
         cdxj = build / CDXJ_NAME
         lines = staging.write_sorted(cdxj)
     finally:
         if bar is not None:
-            bar.set_postfix_str(f"{tally.records} records", refresh=False)
+            bar.set_postfix_str(f"{counts.records} records", refresh=False)
             bar.close()
         staging.close()
         for split in splits.values():
@@ -537,10 +543,10 @@ def _run(
         for leftover in [*build.glob(".staging*.sqlite"), *build.glob(".wacz-*")]:
             leftover.unlink()  # staging tables; WACZ members that were copied, not moved
     if lines == 0:
-        skipped = ", ".join(f"{k} {v}" for k, v in sorted(tally.skipped.items()) if v)
+        skipped = ", ".join(f"{k} {v}" for k, v in sorted(counts.skipped.items()) if v)
         raise DrarenaError(
             f"{', '.join(s.label for s in sources)}: nothing importable: "
-            f"{tally.records} records, none an HTTP capture in scope "
+            f"{counts.records} records, none an HTTP capture in scope "
             f"({skipped or 'no records'})"
         )
     warc_files = tuple(d for r in results for d in r.outputs)
@@ -562,7 +568,7 @@ def _run(
         cdxj=FileDigest(
             name=CDXJ_NAME, sha256=sha256_file(cdxj), size=cdxj.stat().st_size, records=lines
         ),
-        counts=tally.freeze(),
+        counts=counts,
         fingerprint=fingerprint(warc_files),
     )
     write_manifest(build, manifest)
@@ -574,7 +580,7 @@ def _wacz_member_same(source: str, sha256: str, declared: dict[str, dict[str, st
     declaration, not the bytes: it is what the import checked the member against, and reading
     datapackage.json costs nothing, where hashing every member again would cost a whole read
     of the package; a WACZ overwritten by another export declares other hashes."""
-    from drarena.web.wacz import WaczPackage
+    from drarena.web.warc.wacz import WaczPackage
 
     package, _, member = source.partition("#")
     if package not in declared:

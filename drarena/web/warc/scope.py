@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
-from dataclasses import dataclass, field
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from drarena.errors import DrarenaError
-from drarena.web.manifest import Counts
-from drarena.web.urls import surt
-from drarena.web.warcfile import RecordHead
+from drarena.web.warc.manifest import Counts
+from drarena.web.warc.urls import surt
+from drarena.web.warc.warcfile import RecordHead
 
 _STATUS = re.compile(r"^[1-5](\d\d|xx)$")
 
@@ -197,58 +195,21 @@ def cdxj_line(cap: Capture, filename: str, offset: int, length: int) -> str:
     return f"{cap.key} {cap.timestamp} {json.dumps(fields, ensure_ascii=False)}"
 
 
-@dataclass
-class Tally:
-    """What an import read, indexed and skipped (mutable while scanning, then frozen)."""
+def capture_counts(cap: Capture) -> Counts:
+    """What one indexed capture adds to an import's counts (a revisit is a response too, and
+    adds no bytes: its payload is another record's)."""
+    return Counts(
+        responses=1,
+        revisits=int(cap.revisit),
+        bytes=0 if cap.revisit else cap.block_length,
+        statuses={str(cap.status): 1},
+        pages=int(cap.status < 300),
+        redirects=int(300 <= cap.status < 400),
+        http_errors=int(cap.status >= 400),
+        truncated=int(cap.truncated),
+    )
 
-    records: int = 0
-    responses: int = 0
-    revisits: int = 0
-    pages: int = 0
-    redirects: int = 0
-    http_errors: int = 0
-    truncated: int = 0
-    bytes: int = 0
-    statuses: Counter[str] = field(default_factory=Counter)
-    skipped: Counter[str] = field(default_factory=Counter)
 
-    def add(self, cap: Capture) -> None:
-        if cap.revisit:
-            self.revisits += 1
-        else:
-            self.responses += 1
-            self.bytes += cap.block_length
-        self.statuses[str(cap.status)] += 1
-        self.pages += cap.status < 300
-        self.redirects += 300 <= cap.status < 400
-        self.http_errors += cap.status >= 400
-        self.truncated += cap.truncated
-
-    def merge(self, other: Tally) -> None:
-        for name in (
-            "records",
-            "responses",
-            "revisits",
-            "pages",
-            "redirects",
-            "http_errors",
-            "truncated",
-            "bytes",
-        ):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.statuses.update(other.statuses)
-        self.skipped.update(other.skipped)
-
-    def freeze(self) -> Counts:
-        return Counts(
-            pages=self.pages,
-            responses=self.responses + self.revisits,
-            revisits=self.revisits,
-            redirects=self.redirects,
-            http_errors=self.http_errors,
-            truncated=self.truncated,
-            bytes=self.bytes,
-            statuses=dict(sorted(self.statuses.items())),
-            records=self.records,
-            skipped=dict(sorted((k, v) for k, v in self.skipped.items() if v)),
-        )
+def skipped(reason: str, count: int = 1) -> Counts:
+    """Records not indexed, `count` of them, for `reason`."""
+    return Counts(skipped={reason: count})

@@ -19,11 +19,11 @@ from urllib.parse import urljoin
 
 from drarena.errors import DrarenaError
 from drarena.files import open_input, read_bounded, read_lines_bounded
-from drarena.web.manifest import CDXJ_NAME, Manifest, fingerprint, load_manifest
-from drarena.web.spec import MAX_BODY_BYTES
-from drarena.web.urls import canonicalize_url, safe_file_name, surt
-from drarena.web.warcfile import (
+from drarena.web.warc.manifest import CDXJ_NAME, Manifest, fingerprint, load_manifest
+from drarena.web.warc.urls import canonicalize_url, safe_file_name, surt
+from drarena.web.warc.warcfile import (
     DAMAGE_ERRORS,
+    MAX_BODY_BYTES,
     MAX_DECODED_BYTES,
     MAX_RECORD_BYTES,
     Damage,

@@ -24,7 +24,7 @@ from warcio.warcwriter import WARCWriter
 
 from drarena.errors import DrarenaError
 from drarena.files import write_atomic
-from drarena.web.manifest import (
+from drarena.web.warc.manifest import (
     CDXJ_NAME,
     Counts,
     FileDigest,
@@ -32,8 +32,8 @@ from drarena.web.manifest import (
     fingerprint,
     write_manifest,
 )
-from drarena.web.urls import safe_file_name, surt
-from drarena.web.warcfile import sha1_b32, sha256_file
+from drarena.web.warc.urls import safe_file_name, surt
+from drarena.web.warc.warcfile import sha1_b32, sha256_file
 
 Clock = Callable[[], datetime]
 IdFactory = Callable[[], str]

@@ -20,7 +20,7 @@ from urllib.parse import unquote, urlsplit
 from aiohttp import web
 
 from drarena.errors import DrarenaError
-from drarena.web.snapshot import Snapshot
+from drarena.web.warc.snapshot import Snapshot
 
 # Hop-by-hop and coding headers: the replayed body is the decoded payload, sent afresh.
 _SKIP_REPLAY_HEADERS = frozenset(

@@ -22,10 +22,18 @@ from pathlib import Path
 from typing import Any, BinaryIO, Generic, TypeVar
 
 from drarena.errors import DrarenaError
-from drarena.web.manifest import FileDigest
-from drarena.web.scope import Capture, ImportScope, Tally, cdxj_line, classify, media_type
-from drarena.web.urls import canonicalize_url, safe_file_name, surt
-from drarena.web.warcfile import (
+from drarena.web.warc.manifest import Counts, FileDigest
+from drarena.web.warc.scope import (
+    Capture,
+    ImportScope,
+    capture_counts,
+    cdxj_line,
+    classify,
+    media_type,
+    skipped,
+)
+from drarena.web.warc.urls import canonicalize_url, safe_file_name, surt
+from drarena.web.warc.warcfile import (
     DAMAGE_ERRORS,
     Damage,
     GzipStream,
@@ -38,7 +46,7 @@ from drarena.web.warcfile import (
     scan_member,
     sha256_file,
 )
-from drarena.web.writer import GZIP_LEVEL
+from drarena.web.warc.writer import GZIP_LEVEL
 
 _PENDING_REQUESTS = 64  # requests waiting for their response's scope decision
 _BATCH = 5000
@@ -290,25 +298,25 @@ class FileJob:
     keep: str
     staging: Staging
     names: dict[str, str]  # output file name per way of keeping (planned by the parent)
-    tally: Tally = field(default_factory=Tally)
+    counts: Counts = field(default_factory=Counts)  # of the ranges done; replaced as they end
     progress: Progress = field(default_factory=Progress)
 
 
 def _index_found(
     job: FileJob,
-    local: Tally,
+    local: Counts,
     index: int,
     name: str,
     found: Capture | str,
     offset: int,
     length: int,
-) -> None:
-    """Stage a capture's CDXJ line at (offset, length) of `name`, or count what was skipped."""
+) -> Counts:
+    """Stage a capture's CDXJ line at (offset, length) of `name`, or count what was skipped:
+    `local` with what the record adds."""
     if isinstance(found, Capture):
-        local.add(found)
         job.staging.add(index, cdxj_line(found, name, offset, length), found.digest, found.revisit)
-    elif found != "request":
-        local.skipped[found] += 1
+        return local.plus(capture_counts(found))
+    return local if found == "request" else local.plus(skipped(found))
 
 
 def plan_names(name: str, sources: Sequence[Source]) -> list[dict[str, str]]:
@@ -369,7 +377,7 @@ def _keep(job: FileJob, src: Source, index: int) -> FileResult:
     kept, read_from = place(src, target, job.keep)
     digest = hashlib.sha256()
     copy_to: BinaryIO | None = target.open("xb") if kept == "copy" else None
-    local = Tally()
+    local = Counts()
 
     def on_read(chunk: bytes) -> None:
         digest.update(chunk)
@@ -386,7 +394,9 @@ def _keep(job: FileJob, src: Source, index: int) -> FileResult:
                     raise _Rewrite("damage")
                 records += 1
                 job.progress.records += 1
-                _index_found(job, local, index, name, classify(item), item.offset, item.length)
+                local = _index_found(
+                    job, local, index, name, classify(item), item.offset, item.length
+                )
     except (_Rewrite, MultiRecordMember) as exc:
         if copy_to is not None:
             copy_to.close()
@@ -396,8 +406,7 @@ def _keep(job: FileJob, src: Source, index: int) -> FileResult:
         raise _Rewrite("multi" if isinstance(exc, MultiRecordMember) else "damage") from None
     if copy_to is not None:
         copy_to.close()
-    local.records = records
-    job.tally.merge(local)
+    job.counts = job.counts.plus(local.plus(Counts(records=records)))
     sha = digest.hexdigest()
     if src.declared_sha256 and sha != src.declared_sha256:
         raise DrarenaError(
@@ -435,7 +444,7 @@ def index_range(
     """Index the records of a kept file whose member (record) starts in [start, stop): the
     lines `_keep` would stage for them, with the same offsets."""
     name = job.names["keep"]
-    local = Tally()
+    local = Counts()
     records = 0
     reached = start
     with read_from.open("rb") as fh:
@@ -449,11 +458,12 @@ def index_range(
                 job.progress.records += 1
                 job.progress.advance(item.offset + item.length - reached)
                 reached = item.offset + item.length
-                _index_found(job, local, index, name, classify(item), item.offset, item.length)
+                local = _index_found(
+                    job, local, index, name, classify(item), item.offset, item.length
+                )
         except MultiRecordMember:
             return RangeResult(records, reached, "multi")
-    local.records = records
-    job.tally.merge(local)
+    job.counts = job.counts.plus(local.plus(Counts(records=records)))
     return RangeResult(records, reached)
 
 
@@ -481,7 +491,7 @@ def _copy_records(job: FileJob, src: Source, index: int, kept: str) -> FileResul
     name = job.names["copy"]
     target = job.build / name
     digest = hashlib.sha256()
-    local = Tally()
+    local = Counts()
     pairer: _Pairer[tuple[int, int]] = _Pairer()  # a request waits as (offset, length)
     damage: list[str] = []
     damaged = records = written = 0
@@ -514,36 +524,35 @@ def _copy_records(job: FileJob, src: Source, index: int, kept: str) -> FileResul
                 found = classify(item)
                 if not scope.active:
                     at = write(item.offset, item.length)
-                    _index_found(job, local, index, name, found, at, item.length)
+                    local = _index_found(job, local, index, name, found, at, item.length)
                     continue
                 if found == "request":
                     if pairer.request(item, (item.offset, item.length)):
                         write(item.offset, item.length)
                 elif found == "warcinfo":
                     write(item.offset, item.length)
-                    local.skipped[found] += 1
+                    local = local.plus(skipped(found))
                 elif not isinstance(found, Capture):
-                    local.skipped[found] += 1
+                    local = local.plus(skipped(found))
                 elif _in_scope(scope, item, found):
                     for offset, length in pairer.response_kept(item):
                         write(offset, length)
                     at = write(item.offset, item.length)
-                    local.add(found)
+                    local = local.plus(capture_counts(found))
                     job.staging.add(
                         index, cdxj_line(found, name, at, item.length), found.digest, found.revisit
                     )
                 else:
-                    local.skipped["out-of-scope"] += 1
+                    local = local.plus(skipped("out-of-scope"))
                     if not found.revisit:
                         job.staging.add_dropped(index, found, item.offset, item.length)
         except MultiRecordMember:
             out.close()
             target.unlink(missing_ok=True)
             raise _Rewrite("multi") from None
-    local.skipped["out-of-scope-request"] += pairer.finish()
-    local.skipped["damaged"] += damaged
-    local.records = records
-    job.tally.merge(local)
+    local = local.plus(skipped("out-of-scope-request", pairer.finish()))
+    local = local.plus(skipped("damaged", damaged))
+    job.counts = job.counts.plus(local.plus(Counts(records=records)))
     size = src.path.stat().st_size
     out_digest = FileDigest(
         name=name, sha256=sha256_file(target), size=target.stat().st_size, records=written
@@ -598,7 +607,7 @@ def _rewrite(job: FileJob, src: Source, index: int) -> FileResult:
     scope decision."""
     name = job.names["rewrite"]
     target = job.build / name
-    local = Tally()
+    local = Counts()
     pairer: _Pairer[bytes] = _Pairer()  # a request waits as its rewritten member
     damage: list[str] = []
     damaged = records = written = 0
@@ -672,7 +681,9 @@ def _rewrite(job: FileJob, src: Source, index: int) -> FileResult:
                 found = classify(item)
                 streamed, current = current, None
                 if streamed is None:  # not kept
-                    local.skipped["out-of-scope" if isinstance(found, Capture) else str(found)] += 1
+                    local = local.plus(
+                        skipped("out-of-scope" if isinstance(found, Capture) else str(found))
+                    )
                     continue
                 member = streamed.finish()
                 if streamed.request:
@@ -681,23 +692,22 @@ def _rewrite(job: FileJob, src: Source, index: int) -> FileResult:
                     continue
                 written += 1
                 if isinstance(found, Capture):
-                    local.add(found)
+                    local = local.plus(capture_counts(found))
                     at, length = streamed.start, out.tell() - streamed.start
                     job.staging.add(
                         index, cdxj_line(found, name, at, length), found.digest, found.revisit
                     )
                 elif found != "request":
-                    local.skipped[found] += 1
+                    local = local.plus(skipped(found))
         except _STREAM_ERRORS as exc:
             cut_off()
             reader.error, last_damaged = exc, False
         if reader.error is not None:  # the record cut there was counted when it ended early
             damaged += 0 if last_damaged else 1
             damage.append(f"gzip stream unreadable after byte {raw.tell()}: {reader.error}")
-    local.skipped["out-of-scope-request"] += pairer.finish()
-    local.skipped["damaged"] += damaged
-    local.records = records
-    job.tally.merge(local)
+    local = local.plus(skipped("out-of-scope-request", pairer.finish()))
+    local = local.plus(skipped("damaged", damaged))
+    job.counts = job.counts.plus(local.plus(Counts(records=records)))
     out_digest = FileDigest(
         name=name, sha256=sha256_file(target), size=target.stat().st_size, records=written
     )
@@ -760,13 +770,14 @@ class _UntilDamage:
 
 def add_originals(
     staging: Staging,
-    tally: Tally,
+    counts: Counts,
     build: Path,
     sources: list[Source],
     names: list[dict[str, str]],
     results: list[FileResult],
-) -> None:
-    """Copy, from the sources, the out-of-scope originals of kept revisits (so they resolve)."""
+) -> Counts:
+    """Copy, from the sources, the out-of-scope originals of kept revisits (so they resolve);
+    `counts` with each such original counted as indexed, no longer as out of scope."""
     outs: dict[int, tuple[BinaryIO, list[int]]] = {}
     try:
         for file, offset, length, cap in staging.missing_originals():
@@ -779,8 +790,7 @@ def add_originals(
                 _copy_range(fh.fileno(), offset, length, out)
             count[0] += 1
             staging.add(file, cdxj_line(cap, name, at, length), cap.digest, False)
-            tally.add(cap)
-            tally.skipped["out-of-scope"] -= 1
+            counts = counts.plus(capture_counts(cap)).plus(skipped("out-of-scope", -1))
     finally:
         for out, _ in outs.values():
             out.close()
@@ -791,3 +801,4 @@ def add_originals(
                 name=path.name, sha256=sha256_file(path), size=path.stat().st_size, records=count[0]
             )
         )
+    return counts

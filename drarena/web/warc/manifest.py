@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from drarena.errors import DrarenaError
 from drarena.files import read_bounded, write_atomic
 from drarena.quoting import shown
-from drarena.web.urls import safe_file_name
+from drarena.web.warc.urls import safe_file_name
 
 SCHEMA_VERSION = 1
 MANIFEST_NAME = "manifest.json"
@@ -52,8 +52,11 @@ class FileDigest(_Frozen):
 
 
 class Counts(_Frozen):
-    """What the crawl (or import) did. `pages` counts page fetches (a redirect chain is one
-    page); an import counts captures with a status below 300 as pages."""
+    """What a crawl, a live capture or an import did: the one counters record, counted as it
+    goes (each step adds a record of its own with `plus`, so it is never changed in place) and
+    written as the manifest's `counts`. `pages` counts page fetches (a redirect chain is one
+    page); an import counts captures with a status below 300 as pages. `responses` counts
+    revisits too."""
 
     pages: int = 0
     responses: int = 0
@@ -68,6 +71,24 @@ class Counts(_Frozen):
     errors: dict[str, int] = Field(default_factory=dict)
     records: int = 0  # WARC records read (import; a crawl leaves 0)
     skipped: dict[str, int] = Field(default_factory=dict)  # records not indexed, by reason
+
+    def plus(self, other: Counts) -> Counts:
+        """Both counted together: each number summed, and each tally (statuses, errors,
+        skipped) summed per key, in key order, a key that sums to 0 left out. Called once per
+        record an import indexes, so it touches only what `other` adds."""
+        mine, theirs = self.__dict__, other.__dict__
+        values: dict[str, Any] = {name: mine[name] + theirs[name] for name in _NUMBERS}
+        for name in _TALLIES:
+            if added := theirs[name]:
+                summed = dict(mine[name])
+                for key, count in added.items():
+                    summed[key] = summed.get(key, 0) + count
+                values[name] = {key: n for key, n in sorted(summed.items()) if n}
+        return self.model_copy(update=values)  # sums of valid counts: nothing to validate
+
+
+_TALLIES = ("statuses", "errors", "skipped")
+_NUMBERS = tuple(name for name in Counts.model_fields if name not in _TALLIES)
 
 
 class Manifest(_Frozen):

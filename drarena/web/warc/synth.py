@@ -29,7 +29,7 @@ from functools import cached_property
 from pathlib import Path
 
 from drarena.errors import DrarenaError
-from drarena.web.warcfile import sha1_b32
+from drarena.web.warc.warcfile import sha1_b32
 
 SYNTH_VERSION = 1  # bump when the bytes for the same spec change
 LEXICON_SIZE = 30_000

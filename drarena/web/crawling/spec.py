@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from drarena.errors import DrarenaError, one_line
 from drarena.files import read_bounded
-from drarena.web.urls import ALLOWED_SCHEMES, canonicalize_url, url_host_port
+from drarena.web.warc.urls import ALLOWED_SCHEMES, canonicalize_url, url_host_port
+from drarena.web.warc.warcfile import MAX_BODY_BYTES
 from drarena.yamlfile import load_yaml_mapping
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
@@ -24,10 +25,6 @@ NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 DEBIAN_PACKAGE = re.compile(r"[a-z0-9][a-z0-9+.-]+")  # matched whole (fullmatch)
 MAX_DELAY_S = 60.0  # per_host_delay_s: a politer crawl than one page a minute is a stopped one
 MAX_TIMEOUT_S = 600.0  # timeout_s: ten minutes for one response is already a hang
-# max_bytes: the body cap of one response, which is also where decoding a compressed body
-# stops (the fetch and every later reader of the snapshot): unbounded, a spec (or a received
-# snapshot's manifest) could lift the decoder's cap to anything. 64 MiB is 13x the default.
-MAX_BODY_BYTES = 64 << 20
 
 
 def check_debian_package(name: str) -> str:

@@ -21,8 +21,8 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
 
-from drarena.web.urls import ALLOWED_SCHEMES, is_public_address
-from drarena.web.writer import Exchange, FetchFailure
+from drarena.web.warc.urls import ALLOWED_SCHEMES, is_public_address
+from drarena.web.warc.writer import Exchange, FetchFailure
 
 # Hop-by-hop coding already undone by aiohttp: stored headers must describe the stored entity.
 _DROP_RESPONSE_HEADERS = frozenset({"transfer-encoding"})

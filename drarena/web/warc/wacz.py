@@ -43,11 +43,11 @@ from typing import IO, TYPE_CHECKING, Any
 from drarena import __version__
 from drarena.errors import DrarenaError
 from drarena.files import FULL_ERRNOS, atomic_output, open_input, read_bounded, write_error
-from drarena.web.manifest import CDXJ_NAME
-from drarena.web.urls import surt
+from drarena.web.warc.manifest import CDXJ_NAME
+from drarena.web.warc.urls import surt
 
 if TYPE_CHECKING:
-    from drarena.web.snapshot import Snapshot
+    from drarena.web.warc.snapshot import Snapshot
 
 WACZ_VERSION = "1.1.1"
 DATAPACKAGE = "datapackage.json"
@@ -126,7 +126,7 @@ class WaczExport:
 def export_wacz(snapshot_dir: Path, out: Path, *, title: str | None = None) -> WaczExport:
     """Write the snapshot as a WACZ package at `out`, which must not exist yet (atomically: a
     temporary file of a unique name next to it, then renamed)."""
-    from drarena.web.snapshot import Snapshot  # the reader side needs none of this
+    from drarena.web.warc.snapshot import Snapshot  # the reader side needs none of this
 
     out = Path(out)
     with Snapshot.open(snapshot_dir) as snap:
