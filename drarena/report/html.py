@@ -50,6 +50,5 @@ def render_report(
     drarena.report.section), from records with no run folder; `sections`: finished HTML
     placed where the analyses go, after the failure profiles. A run folder's page is
     drarena.report.run.render_run's."""
-    agents = tuple(sorted(r.agent for r in rows))
-    run = ReportRun(title, header, agents, rows, matches, seconds or {})
+    run = ReportRun(title, header, rows, matches, seconds or {})
     return page(run, [*render(compute(run, HEAD)), sections, *render(compute(run, TAIL))])

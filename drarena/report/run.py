@@ -140,7 +140,6 @@ def read_run(run: RunDir, config: RunConfig, log: Sequence[MatchRecord]) -> Repo
     return ReportRun(
         f"drarena: {config.name}",
         run.header() or {},
-        tuple(config.agent_names()),
         rows,
         log,
         run.answer_seconds(),

@@ -31,21 +31,26 @@ F = TypeVar("F")
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ReportRun:
-    """What every section computes from: a run read once. `rows`: the leaderboard (its
-    bootstrap run once for every section); `seconds`: wall seconds per answer by agent
-    (timings.jsonl); `resamples`, `seed`: the run's rating bootstrap, which every other
-    interval of the report uses too; `folder`: where the run's side files are read
-    (comparison.json, audit labels, drift.json), None for a page built from records alone."""
+    """What every section computes from: a run read once. `rows`: the leaderboard, one row
+    per agent of the run (its bootstrap run once for every section); `seconds`: wall
+    seconds per answer by agent (timings.jsonl); `resamples`, `seed`: the run's rating
+    bootstrap, which every other interval of the report uses too; `folder`: where the run's
+    side files are read (comparison.json, audit labels, drift.json), None for a page built
+    from records alone."""
 
     title: str
     header: Mapping[str, Any]
-    agents: tuple[str, ...]
     rows: Sequence[LeaderboardRow]
     matches: Sequence[MatchRecord]
     seconds: Mapping[str, Sequence[float]]
     resamples: int = 0
     seed: int = 0
     folder: RunDir | None = None
+
+    @property
+    def agents(self) -> list[str]:
+        """The run's agents by name (the config's, sorted)."""
+        return sorted(r.agent for r in self.rows)
 
 
 class Section(Protocol[F]):

@@ -1,4 +1,4 @@
-"""The human audit's figures (drarena.ledger.humanaudit, report/auditsection), worked out by
+"""The human audit's figures (drarena.ledger.humanaudit, report/sections/humanaudit), worked out by
 hand on built rounds; kappa against scikit-learn, Krippendorff's alpha against the worked
 example of Krippendorff (2011, "Computing Krippendorff's alpha-reliability"), the only
 reference the lock holds for it (neither `krippendorff` nor statsmodels is locked)."""

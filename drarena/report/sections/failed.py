@@ -32,7 +32,7 @@ class FailedSection:
     name = "failed"
 
     def compute(self, run: ReportRun) -> list[FailedRounds]:
-        return failed_rounds(sorted(r.agent for r in run.rows), run.matches)
+        return failed_rounds(run.agents, run.matches)
 
     def render(self, figures: list[FailedRounds]) -> str:
         return f"<h2>Failed answers</h2>{_table(figures)}"

@@ -77,9 +77,7 @@ class StyleSection:
 
     def compute(self, run: ReportRun) -> StyleFigures:
         """Fitted on the run's matches with the leaderboard's bootstrap (resamples, seed)."""
-        fitted = style_ratings(
-            list(run.agents), run.matches, resamples=run.resamples, seed=run.seed
-        )
+        fitted = style_ratings(run.agents, run.matches, resamples=run.resamples, seed=run.seed)
         return StyleFigures(run.rows, fitted)
 
     def render(self, figures: StyleFigures) -> str:
