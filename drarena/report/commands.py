@@ -88,7 +88,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from drarena.ledger.folder import RunDir
     from drarena.ledger.leaderboard import build_leaderboard, check_agents
     from drarena.ledger.style import style_ratings
-    from drarena.report.run import COMPARISON_FILE, stored_config, write_report
+    from drarena.report.finish import finish_run
+    from drarena.report.run import stored_config
+    from drarena.report.sections.comparison import COMPARISON_FILE
 
     if args.resamples < 0:
         raise DrarenaError(f"--resamples: must be 0 or more, got {args.resamples}")
@@ -129,7 +131,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(to_text(result), end="")
     if not args.no_report:
         write_atomic(run.path / COMPARISON_FILE, result.to_json() + "\n")
-        print(f"report: {write_report(run, config, log)}")
+        finish_run(run, config, log, show=("report",), leaderboard=False)
     return 0
 
 

@@ -1,5 +1,7 @@
-"""report.html of a run folder: rendered from its header, log and timings, keeping the drift
-section that `drarena drift snapshot --run` adds (a re-render must not drop it).
+"""report.html of a run folder: the run read once (`read_run`), every registered section
+(drarena.report.section) computed from it and rendered, the drift section that `drarena drift
+snapshot --run` adds kept (a re-render must not drop it). drarena.report.finish writes it with
+the leaderboard for every command.
 
 Why here and not in the runs room: the report reads what a run wrote (the ledger and the
 leaderboard); the commands call it after a tournament, a replay, a placement or `rank`.
@@ -8,29 +10,26 @@ leaderboard); the commands call it after a tournament, a replay, a placement or 
 from __future__ import annotations
 
 import dataclasses
-import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from drarena.errors import DrarenaError, one_line
+from drarena.errors import DrarenaError
 from drarena.files import write_atomic
-from drarena.ledger.analysis import Analyses, agent_models, analyse, litellm_prices
-from drarena.ledger.audit import labelled_rounds, labels_path, read_labels
+from drarena.ledger.analysis import Analyses
 from drarena.ledger.compare import Comparison
-from drarena.ledger.folder import RunDir, read_text
-from drarena.ledger.humanaudit import HumanAudit, human_audit
+from drarena.ledger.folder import RunDir
+from drarena.ledger.humanaudit import HumanAudit
 from drarena.ledger.leaderboard import LeaderboardRow, build_leaderboard
-from drarena.ledger.panel import PanelAgreement, panel_agreement
+from drarena.ledger.panel import PanelAgreement
 from drarena.ledger.records import MatchRecord
-from drarena.ledger.second import SecondOpinion, second_opinion
-from drarena.ledger.style import StyleRatings, style_ratings
-from drarena.report.analyses import analyses_section, comparison_section, style_section
-from drarena.report.auditsection import human_audit_section
-from drarena.report.html import render_report
-from drarena.report.panel import panel_section
-from drarena.report.second import second_opinion_section
+from drarena.ledger.second import SecondOpinion
+from drarena.ledger.style import StyleRatings
+from drarena.report.html import page
+from drarena.report.section import ReportRun, compute, figures_by_kind, page_order, render
+from drarena.report.sections.style import StyleFigures
 
-COMPARISON_FILE = "comparison.json"  # written by `drarena run compare`; kept on re-render
+REPORT_FILE = "report.html"
 
 
 class RatingLike(Protocol):
@@ -131,78 +130,68 @@ class RunAnalyses:
         return out
 
 
-def read_comparison(run: RunDir) -> Comparison | None:
-    path = run.path / COMPARISON_FILE
-    if not path.is_file():
-        return None
-    try:
-        value = json.loads(read_text(path))
-        if not isinstance(value, dict):
-            raise ValueError("not a JSON object")
-        found = Comparison.from_dict(value)
-        if not len(found.agents) == len(found.ours) == len(found.theirs):
-            raise ValueError("agents, ours and theirs differ in length")
-        return found
-    except (ValueError, TypeError) as exc:
-        raise DrarenaError(
-            f"{path}: damaged comparison ({one_line(exc)}); delete it, or run "
-            "`drarena run compare` again, which writes it anew"
-        ) from None
+def read_run(run: RunDir, config: RunConfig, log: Sequence[MatchRecord]) -> ReportRun:
+    """The run as every section reads it: its header, log, timings and leaderboard (the
+    bootstrap run once here)."""
+    rating = config.rating
+    rows = build_leaderboard(
+        config.agent_names(), log, resamples=rating.resamples, seed=rating.seed
+    )
+    return ReportRun(
+        f"drarena: {config.name}",
+        run.header() or {},
+        rows,
+        log,
+        run.answer_seconds(),
+        rating.resamples,
+        rating.seed,
+        run,
+    )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RenderedRun:
+    """A run's report.html and its figures, computed once, nothing written yet."""
+
+    run: ReportRun
+    analyses: RunAnalyses
+    page: str
+
+
+def render_run(run: RunDir, config: RunConfig, log: Sequence[MatchRecord]) -> RenderedRun:
+    """Every registered section computed from the run, in page order, and rendered; every
+    input (timings, labels, comparison.json, drift.json) is read before anything is written,
+    so a damaged one stops the caller with nothing overwritten."""
+    report = read_run(run, config, log)
+    kinds = page_order()
+    computed = compute(report, kinds)
+    figures = figures_by_kind(kinds, computed)
+    return RenderedRun(report, analyses_of(report, figures), page(report, render(computed)))
+
+
+def analyses_of(run: ReportRun, figures: Mapping[str, Any]) -> RunAnalyses:
+    """The figures `drarena run rank --json` prints, from the built-in sections'."""
+    style: StyleFigures = figures["style"]
+    return RunAnalyses(
+        list(run.rows),
+        figures["analyses"],
+        style.style,
+        figures["comparison"],
+        figures["panel"],
+        figures["second_opinion"],
+        figures["human_audit"],
+    )
 
 
 def run_analyses(run: RunDir, config: RunConfig, log: list[MatchRecord]) -> RunAnalyses:
     """The leaderboard rows, the paper's analyses, the style-controlled ratings and the saved
     comparison of a run folder, from its files alone."""
-    rows = build_leaderboard(
-        config.agent_names(), log, resamples=config.rating.resamples, seed=config.rating.seed
-    )
-    header = run.header() or {}
-    models = agent_models(header)
-    analyses = analyse(
-        log,
-        {r.agent: r.rating for r in rows},
-        models=models,
-        prices=litellm_prices(models),
-        timings=run.read_timings(),
-    )
-    style = style_ratings(
-        config.agent_names(), log, resamples=config.rating.resamples, seed=config.rating.seed
-    )
-    r = config.rating
-    panel = panel_agreement(log, resamples=r.resamples, seed=r.seed)
-    second = second_opinion(log, resamples=r.resamples, seed=r.seed)
-    labels = read_labels(labels_path(run.path), labelled_rounds(log))
-    audit = human_audit(log, labels, resamples=r.resamples, seed=r.seed) if labels else None
-    return RunAnalyses(rows, analyses, style, read_comparison(run), panel, second, audit)
+    return render_run(run, config, log).analyses
 
 
-def write_report(
-    run: RunDir, config: RunConfig, log: list[MatchRecord], done: RunAnalyses | None = None
-) -> Path:
-    """Render and write <run>/report.html; every input is read before it is written.
-    `done`: the run's analyses when the caller has them already (`rank --json`)."""
-    done = done or run_analyses(run, config, log)
-    rows = done.rows
-    header = run.header() or {}
-    sections = analyses_section(done.analyses) + style_section(rows, done.style)
-    if done.panel is not None:
-        sections += panel_section(done.panel)
-    if done.second is not None:
-        sections += second_opinion_section(done.second)
-    if done.audit is not None:
-        sections += human_audit_section(done.audit)
-    if done.comparison is not None:
-        sections += comparison_section(done.comparison)
-    page = render_report(
-        f"drarena: {config.name}", header, rows, log, run.answer_seconds(), sections
-    )
-    drift_json = run.path / "drift.json"
-    if (
-        drift_json.is_file()
-    ):  # written by `drarena drift snapshot --run`: keep its section on re-render
-        from drarena.drift.report import drift_section, read_json, splice_section
-
-        page = splice_section(page, drift_section(read_json(drift_json)))
-    path = run.path / "report.html"
-    write_atomic(path, page)
+def write_report(run: RunDir, config: RunConfig, log: list[MatchRecord]) -> Path:
+    """Render and write <run>/report.html; every input is read before it is written."""
+    rendered = render_run(run, config, log)
+    path = run.path / REPORT_FILE
+    write_atomic(path, rendered.page)
     return path

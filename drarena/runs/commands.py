@@ -218,7 +218,7 @@ def beside(run: Path, suffix: str) -> Path:
 def cmd_tournament(args: argparse.Namespace) -> int:
     from drarena.ledger.folder import RunDir
     from drarena.models.config import CacheMode
-    from drarena.report.run import write_report
+    from drarena.report.finish import finish_run
     from drarena.runs.config import load_config
     from drarena.runs.execute import execute
 
@@ -242,45 +242,17 @@ def cmd_tournament(args: argparse.Namespace) -> int:
             0,
         ),
     )
-    write_report(run, result.config or config, result.log)
-    print_examiner_check(run)
-    print(result.leaderboard_md)
-    seconds = run.answer_seconds()
-    if seconds:
-        print(
-            "time per answer: "
-            + ", ".join(f"{a} {sum(v) / len(v):.1f} s" for a, v in sorted(seconds.items()))
-        )
-    print(
-        f"{len(result.log)} matches, {result.model_calls} model calls, "
-        f"{time.perf_counter() - started:.0f} s"
+    finish_run(
+        run,
+        result.config or config,
+        result.log,
+        show=("check", "table", "timing", "report", "live"),
+        notes=lambda: [
+            f"{len(result.log)} matches, {result.model_calls} model calls, "
+            f"{time.perf_counter() - started:.0f} s"
+        ],
     )
-    print(f"report: {run.path / 'report.html'}")
-    print_live(run)
     return 0
-
-
-def print_examiner_check(run: Any) -> None:
-    """The run's examiner-check figures, and a one-line warning when it cannot rank."""
-    from drarena.validity.reuse import header_lines
-
-    block = (run.header() or {}).get("examiner_check")
-    for line in header_lines(block) if block else []:
-        print(line)
-
-
-def print_live(run: Any) -> None:
-    """The live run's provider and capture snapshots, as the header records them."""
-    header = run.header() or {}
-    live = header.get("live")
-    if not live:
-        return
-    print(
-        f"mode: live{' (replayed offline)' if live.get('replayed') else ''}, provider "
-        f"{live['provider']['kind']} {live['provider']['args']}"
-    )
-    for c in live["captures"]:
-        print(f"capture: {c['path']} ({c.get('fingerprint') or 'unfinished'})")
 
 
 def read_finished(path: Path, empty: str) -> tuple[RunDir, TournamentConfig, list[MatchRecord]]:
@@ -306,19 +278,15 @@ def read_finished(path: Path, empty: str) -> tuple[RunDir, TournamentConfig, lis
 
 
 def cmd_rank(args: argparse.Namespace) -> int:
-    from drarena.report.run import write_report
-    from drarena.runs.execute import finish
+    from drarena.report.finish import finish_run
 
     # an empty log: an empty table would overwrite the real one
     run, config, log = read_finished(
         args.run, "nothing ranked, the leaderboard and report are left as they are"
     )
-    from drarena.report.run import run_analyses
-
-    done = run_analyses(run, config, log)  # every input read before anything is written: a
-    write_report(run, config, log, done)  # damaged one (a timings.jsonl that is not UTF-8)
-    table = finish(run, config, log)  # overwrites nothing
-    print(json.dumps(done.to_dict(), indent=2, sort_keys=True) if args.json else table)
+    # every input is read before anything is written: a damaged one (a timings.jsonl that is
+    # not UTF-8) overwrites nothing
+    finish_run(run, config, log, show=("json",) if args.json else ("table",))
     return 0
 
 
@@ -352,7 +320,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from drarena.ledger.folder import RunDir
-    from drarena.report.run import write_report
+    from drarena.report.finish import finish_run, live_lines
     from drarena.runs.execute import replay
 
     if not (args.run / "run.json").is_file() and (args.run / "manifest.json").is_file():
@@ -365,12 +333,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     result, differ = replay(RunDir(args.run), out)
     if result.config is not None:
-        write_report(out, result.config, result.log)
+        finish_run(out, result.config, result.log, show=())
     print(
         f"replayed {len(result.log)} matches into {out.path} in "
         f"{time.perf_counter() - started:.1f} s with {result.model_calls} model calls"
     )
-    print_live(out)
+    for line in live_lines(out.header() or {}):
+        print(line)
     if differ:
         print("DIFFERENT: " + ", ".join(differ))
         return 1
@@ -382,7 +351,7 @@ def cmd_add_agent(args: argparse.Namespace) -> int:
     from drarena.errors import DrarenaError
     from drarena.ledger.folder import RunDir
     from drarena.models.config import CacheMode
-    from drarena.report.run import write_report
+    from drarena.report.finish import finish_run
     from drarena.runs.config import parse_config
     from drarena.runs.execute import execute
 
@@ -418,9 +387,7 @@ def cmd_add_agent(args: argparse.Namespace) -> int:
     result = execute(
         config, run, serve=not args.no_serve, cache_mode=CacheMode.READ_WRITE, newcomer=args.name
     )
-    write_report(run, result.config or config, result.log)
-    print(result.leaderboard_md)
-    print(f"report: {run.path / 'report.html'}")
+    finish_run(run, result.config or config, result.log)
     return 0
 
 
@@ -495,11 +462,9 @@ def cmd_rejudge(args: argparse.Namespace) -> int:
     print(result.markdown)
     if result.leaderboard_md is not None:
         from drarena.ledger.folder import RunDir
-        from drarena.report.run import write_report
+        from drarena.report.finish import finish_run
 
-        write_report(RunDir(out), result.config, result.log)
-        print(result.leaderboard_md)
-        print(f"report: {out / 'report.html'}")
+        finish_run(RunDir(out), result.config, result.log)
     print(f"{time.perf_counter() - started:.0f} s; {out / 'rejudge.json'}")
     return 0
 

@@ -108,8 +108,10 @@ def derived_digests(snapshot: Path) -> dict[str, str]:
 
 
 def finish(run: RunDir, config: TournamentConfig, log: list[MatchRecord]) -> str:
-    """The leaderboard files from the log; returns the leaderboard as Markdown. (report.html
-    is the report room's: drarena.report.run.write_report, called by the commands.)"""
+    """The leaderboard files from the log (a replay compares them with the run's); returns
+    the leaderboard as Markdown. (report.html is the report room's: the commands end with
+    drarena.report.finish.finish_run, which writes it and these files again from the same
+    rows.)"""
     rows = build_leaderboard(
         config.agent_names(), log, resamples=config.rating.resamples, seed=config.rating.seed
     )

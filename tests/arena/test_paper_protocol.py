@@ -421,7 +421,7 @@ async def test_the_report_counts_each_agents_failed_rounds() -> None:
     """Voided under drarena's default, judged (and lost) under the preset: both show, per
     agent, in report.html's "Failed answers" table."""
     from drarena.ledger.leaderboard import failed_rounds
-    from drarena.report.html import failed_table
+    from drarena.report.sections.failed import failed_table
 
     judged = await runner(
         ScriptedBackendForTests([prefers_a_real_answer()] * 50),

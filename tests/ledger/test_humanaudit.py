@@ -1,4 +1,4 @@
-"""The human audit's figures (drarena.ledger.humanaudit, report/auditsection), worked out by
+"""The human audit's figures (drarena.ledger.humanaudit, report/sections/humanaudit), worked out by
 hand on built rounds; kappa against scikit-learn, Krippendorff's alpha against the worked
 example of Krippendorff (2011, "Computing Krippendorff's alpha-reliability"), the only
 reference the lock holds for it (neither `krippendorff` nor statsmodels is locked)."""
@@ -15,7 +15,7 @@ from drarena.examiner.evidence import AnswerEvidence, EvidenceItem, EvidenceJudg
 from drarena.examiner.verdicts import FailureType, Judgment, Verdict
 from drarena.ledger.agreement import cohen_kappa, krippendorff_alpha
 from drarena.ledger.humanaudit import human_audit
-from drarena.report.auditsection import human_audit_section
+from drarena.report.sections.humanaudit import human_audit_section
 
 V = Verdict
 LOG = audit_log([[V.A_MUCH_BETTER, V.A_BETTER, V.TIE], [V.B_BETTER]], [("x", "y"), ("y", "z")])

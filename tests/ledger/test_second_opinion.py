@@ -11,7 +11,7 @@ from drarena.examiner.evidence import AnswerEvidence, EvidenceJudgment
 from drarena.examiner.evolve import Outcome
 from drarena.examiner.verdicts import FailureType, Judgment, TieQuality, Verdict
 from drarena.ledger.second import second_opinion
-from drarena.report.second import second_opinion_section
+from drarena.report.sections.second import second_opinion_section
 
 NO_ITEMS = AnswerEvidence((), 0, 0.0, 0.0, 0, "")
 

@@ -226,3 +226,49 @@ def test_installed_plugin_judge_is_a_config_kind(plugin_path: Path) -> None:
     assert result["spec"] == {"kind": "cited", "args": {"margin": 1}}
     assert result["verdict"] == "A_MUCH_BETTER"
     assert result["prompts"] == {"taskgen": "taskgen"}
+
+
+SECTION = r"""
+import json, shutil, sys
+from pathlib import Path
+from drarena.cli import main
+from drarena.report.section import SECTIONS, page_order
+run = Path(sys.argv[2]) / "run"
+shutil.copytree(sys.argv[1], run)
+assert main(["run", "rank", str(run)]) == 0
+page = (run / "report.html").read_text(encoding="utf-8")
+order = page_order()
+print(json.dumps({"kinds": SECTIONS.kinds(), "order": order,
+                  "at": [page.find(h) for h in ("Agreement with", "Answer lengths (words)",
+                                                 "Void matches (")],
+                  }))
+"""
+
+
+def test_installed_plugin_report_section_shows_in_report_html(
+    plugin_path: Path, tmp_path: Path
+) -> None:
+    """A report section as a plugin: its entry point adds it to every report, after the
+    built-in analyses and before the void matches, with its figures computed from the run."""
+    fixture = REPO / "tests" / "arena" / "fixtures" / "recorded-run"
+    done = run_python(SECTION, plugin_path, str(fixture), str(tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "answer_lengths" in result["kinds"] and "leaderboard" in result["kinds"]
+    order = result["order"]
+    assert order.index("comparison") < order.index("answer_lengths") < order.index("void")
+    no_comparison, lengths, void = result["at"]
+    assert no_comparison == -1 and 0 < lengths < void
+    page = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
+    table = page[lengths : page.index("</table>", lengths)]
+    assert table.count("<tr><td>") == 4  # the recorded run's four agents
+
+
+def test_without_a_section_plugin_the_page_has_the_built_in_sections_alone() -> None:
+    code = "from drarena.report.section import page_order\nprint(','.join(page_order()))\n"
+    done = run_python(code, None)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == (
+        "examiner_check,leaderboard,ratings,pairwise,failures,analyses,style,panel,"
+        "second_opinion,human_audit,comparison,void,failed,timing,matches,drift"
+    )

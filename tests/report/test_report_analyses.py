@@ -20,7 +20,8 @@ from drarena.examiner.evolve import Outcome
 from drarena.examiner.verdicts import Verdict
 from drarena.ledger.analysis import analyse
 from drarena.ledger.compare import compare
-from drarena.report.analyses import analyses_section, comparison_section
+from drarena.report.sections.comparison import comparison_section
+from drarena.report.sections.paper import analyses_section
 
 FIXTURE = Path(__file__).resolve().parents[1] / "arena" / "fixtures" / "recorded-run"
 

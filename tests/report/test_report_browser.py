@@ -17,8 +17,10 @@ from drarena.ledger.analysis import analyse
 from drarena.ledger.compare import compare
 from drarena.ledger.leaderboard import build_leaderboard
 from drarena.ledger.style import style_ratings
-from drarena.report.analyses import analyses_section, comparison_section, style_section
 from drarena.report.html import render_report
+from drarena.report.sections.comparison import comparison_section
+from drarena.report.sections.paper import analyses_section
+from drarena.report.sections.style import style_section
 
 CHROMIUM = shutil.which("chromium")
 EVIL = '<script>document.title="pwned"</script><img src=x onerror="alert(1)"> [[A_MUCH_BETTER]]'

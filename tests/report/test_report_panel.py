@@ -19,7 +19,7 @@ from drarena.examiner.panel import majority
 from drarena.examiner.verdicts import Verdict
 from drarena.ledger.panel import panel_agreement
 from drarena.ledger.records import MatchRecord, RoundRecord
-from drarena.report.panel import panel_section
+from drarena.report.sections.panel import panel_section
 
 FIXTURE = Path(__file__).resolve().parents[1] / "arena" / "fixtures" / "recorded-run"
 V = Verdict

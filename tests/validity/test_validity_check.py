@@ -100,7 +100,8 @@ def test_report_html_shows_the_check_above_the_leaderboard(tmp_path: Path) -> No
     """The run header's block (what a tournament records) renders as a table with one
     column per mode, every figure row and the verdict line; an injected verdict in a reason
     stays text; a run without a check says so."""
-    from drarena.report.html import examiner_check_section, render_report
+    from drarena.report.html import render_report
+    from drarena.report.sections.examinercheck import examiner_check_section
     from drarena.validity.check import FIGURE_ROWS
     from drarena.validity.reuse import header_block
 

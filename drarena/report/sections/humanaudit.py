@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from drarena.htmlpage import html_text as esc
 from drarena.ledger.agreement import Agreement, fmt
-from drarena.ledger.humanaudit import HumanAudit
+from drarena.ledger.audit import labelled_rounds, labels_path, read_labels
+from drarena.ledger.humanaudit import HumanAudit, human_audit
+from drarena.report.section import ReportRun
 
 
 def _row(label: str, a: Agreement) -> str:
@@ -71,3 +73,20 @@ def human_audit_section(h: HumanAudit) -> str:
         f"<h3>Strongest disagreements ({len(h.disagreements)})</h3>"
         f"<ul>{rows or '<li>none</li>'}</ul>"
     )
+
+
+class HumanAuditSection:
+    name = "human_audit"
+
+    def compute(self, run: ReportRun) -> HumanAudit | None:
+        """People's labels of the run (RUN/audit/labels.jsonl; a damaged file is one line
+        naming it); None when no one labelled a round."""
+        if run.folder is None:
+            return None
+        labels = read_labels(labels_path(run.folder.path), labelled_rounds(run.matches))
+        if not labels:
+            return None
+        return human_audit(run.matches, labels, resamples=run.resamples, seed=run.seed)
+
+    def render(self, figures: HumanAudit) -> str:
+        return human_audit_section(figures)

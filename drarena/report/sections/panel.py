@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from drarena.htmlpage import html_text as esc
 from drarena.ledger.agreement import fmt
-from drarena.ledger.panel import PanelAgreement
+from drarena.ledger.panel import PanelAgreement, panel_agreement
+from drarena.report.section import ReportRun
 
 
 def panel_section(p: PanelAgreement) -> str:
@@ -46,3 +47,14 @@ def _percent(value: float | None, interval: tuple[float, float] | None) -> str:
     if interval is None:
         return f"{value:.0%}"
     return f"{value:.0%} [{interval[0]:.0%}, {interval[1]:.0%}]"
+
+
+class PanelSection:
+    name = "panel"
+
+    def compute(self, run: ReportRun) -> PanelAgreement | None:
+        """None for a run judged by one judge (no round carries a panel)."""
+        return panel_agreement(run.matches, resamples=run.resamples, seed=run.seed)
+
+    def render(self, figures: PanelAgreement) -> str:
+        return panel_section(figures)

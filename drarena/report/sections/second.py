@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from drarena.htmlpage import html_text as esc
 from drarena.ledger.agreement import fmt
-from drarena.ledger.second import SecondOpinion
+from drarena.ledger.second import SecondOpinion, second_opinion
+from drarena.report.section import ReportRun
 
 
 def second_opinion_section(s: SecondOpinion) -> str:
@@ -38,3 +39,14 @@ def second_opinion_section(s: SecondOpinion) -> str:
         f"<h3>Rounds whose direction differs ({s.disagreeing})</h3>"
         f"<ul>{listed or '<li>none</li>'}</ul>"
     )
+
+
+class SecondOpinionSection:
+    name = "second_opinion"
+
+    def compute(self, run: ReportRun) -> SecondOpinion | None:
+        """None for a run without both an LLM and an evidence judge's verdicts."""
+        return second_opinion(run.matches, resamples=run.resamples, seed=run.seed)
+
+    def render(self, figures: SecondOpinion) -> str:
+        return second_opinion_section(figures)
