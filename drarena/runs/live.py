@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -102,11 +102,9 @@ class LiveTreeWalker(TreeWalker):
     one, so both modes walk the same nodes; the texts the Examiner reads are today's. A page
     the live web no longer serves makes the round void ("targets: live page ...")."""
 
-    live: LivePages | None = None
+    live: LivePages = dataclasses.field(kw_only=True)
 
     def page(self, node_id: str) -> TreePage:
-        if self.live is None:
-            return super().page(node_id)
         node = self.tree.node(node_id)
         try:
             title, text = self.live.get(node.url)
@@ -124,8 +122,7 @@ class LiveTreeWalker(TreeWalker):
         )
 
     def _rich_children(self, node_id: str, exclude: set[str]) -> list[Any]:
-        if self.live is None:
-            return super()._rich_children(node_id, exclude)
+        """Children of the frozen tree's shape (no snapshot page is looked up)."""
         return [
             c for c in self.tree.children(node_id) if c.id not in exclude and self.content_rich(c)
         ]
@@ -298,3 +295,22 @@ def finish_block(block: dict[str, Any], closed: dict[str, Any] | None) -> dict[s
         }
     )
     return {**block, "captures": captures}
+
+
+def live_captures(where: Path, header: Mapping[str, Any]) -> list[Path]:
+    """The capture folders of a live run, in run order (one per part of a resumed run); a
+    live block drarena did not write (edited, damaged) is one line naming run.json."""
+    live = header.get("live")
+    captures = live.get("captures") if isinstance(live, dict) else None
+    if not captures:
+        raise DrarenaError(
+            f"{where}: a live run with no capture snapshot recorded; it cannot be replayed offline"
+        )
+    if not isinstance(captures, list) or not all(
+        isinstance(c, dict) and isinstance(c.get("path"), str) and c["path"] for c in captures
+    ):
+        raise DrarenaError(
+            f"{where}: live.captures is not a list of captures each with a `path` (damaged); "
+            "it cannot be replayed offline"
+        )
+    return [Path(c["path"]) for c in captures]

@@ -154,7 +154,7 @@ def run_single_match(args: argparse.Namespace) -> int:
             match_seed(config.seed, a, b, tree.id),
             on_round=print_round,
             terms=lambda: ctx.terms,
-            page_text=ctx.page_text if ctx.live is None else None,
+            page_text=ctx.snapshot_text,
         )
         print(f"{a} (A) vs {b} (B) on {tree.id} ({tree.nodes[0].url})", flush=True)
         with ctx.guard():
