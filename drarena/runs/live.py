@@ -4,7 +4,8 @@ Why one: the agents' searches and page reads, the Examiner's tree pages and tree
 all go through the same `drarena.live.web.LiveWeb`, so every byte the run saw lands in one
 capture snapshot (WARC + CDXJ + manifest) and the run can be replayed offline from it:
 `drarena run replay RUN` opens the same session with `replay_from=` the run's captures, answers
-every fetch from them and makes no network connection.
+every fetch from them and makes no network connection. A run opens its session through its
+web mode (drarena.runs.webmode.LiveMode), which gives the rest of the run what is built here.
 
 Citations are not checked in live mode (`url_checker=None`: counted, `checked: false`):
 "found in the archive" has no stable meaning while the archive is being written, and a

@@ -59,42 +59,55 @@ class WebMode(Protocol):
     frozen_proxy: bool  # command agents reach the web through the frozen-web proxy
 
     @property
-    def replaying(self) -> bool: ...  # reads a recorded web (a live run's captures)
+    def replaying(self) -> bool:
+        """Reads a recorded web (a live run's captures): no network but the models'."""
 
-    def check(self) -> None: ...
+    def check(self) -> None:
+        """Before any work: what must answer does (a live provider's probe)."""
 
-    def index_traits(self) -> set[str]: ...
+    def index_traits(self) -> set[str]:
+        """The snapshot's indexes the agents read, for the prepare stage to build."""
 
-    def replay(self, header: Mapping[str, Any], where: Path) -> WebMode: ...
+    def replay(self, header: Mapping[str, Any], where: Path) -> WebMode:
+        """The web a replay of the run recorded in `header` reads (checked first)."""
 
-    def open(self, stack: contextlib.ExitStack) -> None: ...
+    def open(self, stack: contextlib.ExitStack) -> None:
+        """Open what the run reads through, closed by `stack` however the run ends."""
 
     @property
-    def expander(self) -> Expander | None: ...
+    def expander(self) -> Expander | None:
+        """What grows a tree a match walks off its edge (shared by the run's walkers)."""
 
     def walker(
         self, tree: Tree, rng: random.Random, pages: Callable[[], Mapping[str, Doc]]
-    ) -> TreeWalker: ...
+    ) -> TreeWalker:
+        """One match's walk over `tree`, seeded by the match's generator."""
 
     def snapshot_text(
         self, lookup: Callable[[str], str | None]
-    ) -> Callable[[str], str | None] | None: ...
+    ) -> Callable[[str], str | None] | None:
+        """What a grounding judge reads of a cited page (`lookup`: the snapshot's)."""
 
-    def url_checker(self, stack: contextlib.ExitStack) -> UrlChecker | None: ...
+    def url_checker(self, stack: contextlib.ExitStack) -> UrlChecker | None:
+        """What tells a real citation from a fabricated one; None: counted, not checked."""
 
-    def retriever_factory(self) -> RetrieverFactory | None: ...
+    def retriever_factory(self) -> RetrieverFactory | None:
+        """What builds the agents' retrievers; None: the snapshot's indexes."""
 
-    def tool_record(self, bound: ModelsConfig, replay_tools: bool | None) -> ToolRecord | None: ...
+    def tool_record(self, bound: ModelsConfig, replay_tools: bool | None) -> ToolRecord | None:
+        """The record of every tool result, which a replay answers from."""
 
-    def guard(
-        self, bound: ModelsConfig, replaying: bool
-    ) -> contextlib.AbstractContextManager[Any]: ...
+    def guard(self, bound: ModelsConfig, replaying: bool) -> contextlib.AbstractContextManager[Any]:
+        """The network guard while matches play."""
 
-    def stamp_header(self, header: RunHeader, old: Mapping[str, Any] | None) -> None: ...
+    def stamp_header(self, header: RunHeader, old: Mapping[str, Any] | None) -> None:
+        """The header's fields of this web (`old`: the run.json a resumed run had)."""
 
-    def check_roots(self, trees: Mapping[str, Tree]) -> None: ...
+    def check_roots(self, trees: Mapping[str, Tree]) -> None:
+        """Every tree's root can be read before a match starts."""
 
-    def finish(self, header: RunHeader, write: Callable[[RunHeader], None]) -> None: ...
+    def finish(self, header: RunHeader, write: Callable[[RunHeader], None]) -> None:
+        """After the matches, interrupted or not: what was opened is recorded in `header`."""
 
 
 def web_mode(
