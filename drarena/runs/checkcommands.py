@@ -136,6 +136,7 @@ def run_check(
     from drarena.runs.examinercheck import check_run, progress
     from drarena.runs.execute import NoModelBackend
     from drarena.runs.prepare import prepare
+    from drarena.runs.webmode import web_mode
     from drarena.validity.check import examiner_check
 
     cache = out / "llm-cache.sqlite"
@@ -163,9 +164,10 @@ def run_check(
         backend = backend or NoModelBackend()
     else:
         out.mkdir(parents=True, exist_ok=True)
-    config = check_config(config)
+    web = web_mode(config)  # chosen once: frozen, or live capturing nothing
+    config = check_config(config, web=web)
     if not replay:  # a replay reads what the check read
-        prepare(config)
+        prepare(config, web)
     with open_run(
         config,
         cache_path=cache,
@@ -173,6 +175,7 @@ def run_check(
         serve=serve and not replay,
         model=model,
         fixed_roles=fixed,
+        web=web,
         agent_names=set(),
         backend=backend,
     ) as ctx:

@@ -2,10 +2,11 @@
 
 Why: a tournament, a single match, a placement (add-agent), a replay and a drift-run all need
 the same wiring: the trees and pages loaded, a model server started (or the exact models of a
-recorded run bound), the model cache and tool record opened, the live web session (live mode),
-the agents built, and the network guard. Written out in each command it drifted; here it is
-written once, and `open_run` closes what it opened (citation checker, live capture, tool
-record) however the run ends.
+recorded run bound), the model cache and tool record opened, the run's web opened (frozen or
+live: drarena.runs.webmode, which also gives the walker, the agents' retrievers and citation
+checker, and the network guard), and the agents built. Written out in each command it
+drifted; here it is written once, and `open_run` closes what it opened (citation checker, live
+capture, tool record) however the run ends.
 
 A run is made in three steps, in this order: `check_config` (one line for a config that cannot
 run, before any work), the prepare stage for a run that plays new matches
@@ -24,9 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from drarena.agents.base import Agent
-from drarena.corpus.records import Doc, Tree, TreeEdge, TreeNode
+from drarena.corpus.records import Doc, Tree
 from drarena.corpus.terms import TermStats
-from drarena.corpus.treewalk import CONTENT_RICH_CHARS, Expander, TreeWalker
+from drarena.corpus.treewalk import Expander, TreeWalker
 from drarena.ledger.header import RunHeader
 from drarena.models.client import ModelClient
 from drarena.models.config import CacheMode, ModelsConfig
@@ -40,37 +41,12 @@ from drarena.runs.session import (
     model_endpoint,
     page_terms,
 )
+from drarena.runs.webmode import WebMode, web_mode
 
 if TYPE_CHECKING:
-    from drarena.agents.citations import SnapshotUrlChecker
     from drarena.agents.toolrecord import ToolRecord
     from drarena.arena.tournament import Tournament
     from drarena.ledger.folder import RunDir
-    from drarena.runs.live import LiveSession
-
-
-class LazySnapshotExpander:
-    """A SnapshotExpander whose link graph (docs.jsonl and links.jsonl: tens of thousands of
-    lines) is built on the first expansion, not when the run starts."""
-
-    def __init__(self, snapshot: Path, min_chars: int = CONTENT_RICH_CHARS) -> None:
-        self.snapshot = snapshot
-        self.min_chars = min_chars
-        self._real: Expander | None = None
-
-    def expand(
-        self, tree: Tree, parent: str, need: int, rng: random.Random
-    ) -> list[tuple[TreeNode, TreeEdge]]:
-        if self._real is None:
-            from drarena.corpus.extract import load_docs, load_links
-            from drarena.corpus.trees import LinkGraph
-            from drarena.corpus.treewalk import SnapshotExpander
-
-            self._real = SnapshotExpander(
-                LinkGraph.build(load_docs(self.snapshot), load_links(self.snapshot)),
-                self.min_chars,
-            )
-        return self._real.expand(tree, parent, need, rng)
 
 
 def fixed_models(
@@ -101,7 +77,7 @@ class RunContext:
     bound: ModelsConfig
     client: ModelClient
     agents: dict[str, Agent]
-    live: LiveSession | None
+    web: WebMode  # frozen or live: asked, never branched on
     tool_record: ToolRecord | None
     replaying: bool  # answers come from a record: the guard stays on even for a live run
 
@@ -132,38 +108,30 @@ class RunContext:
         doc = self._by_url.get(url)
         return None if doc is None else doc.contents
 
+    @property
+    def snapshot_text(self) -> Callable[[str], str | None] | None:
+        """What a grounding judge reads of a cited page: the snapshot's (`page_text`) in a
+        frozen run, none in a live one (the web's choice)."""
+        return self.web.snapshot_text(self.page_text)
+
     @functools.cached_property
     def expander(self) -> Expander | None:
-        """Frozen runs grow trees from the snapshot's link graph (read on the first expansion
-        only: most matches never expand, and a replay that does not need it stays fast);
-        live runs grow them from today's web."""
-        if self.live is not None:
-            return None
-        return LazySnapshotExpander(self.config.snapshot, self.config.match.content_min_chars)
+        """The web's tree expander (frozen: the snapshot's link graph, read on the first
+        expansion only; live: None, each walker grows its tree from today's web)."""
+        return self.web.expander
 
     def walker(self, tree: Tree, rng: random.Random) -> TreeWalker:
         """A fresh walk over `tree` for one match, seeded by the match's generator."""
-        min_chars = self.config.match.content_min_chars
-        if self.live is not None:
-            return self.live.walker(tree, rng, min_chars)
-        return TreeWalker(
-            tree=tree, pages=self.pages, rng=rng, expander=self.expander, min_chars=min_chars
-        )
+        return self.web.walker(tree, rng, lambda: self.pages)
 
     def guard(self) -> contextlib.AbstractContextManager[Any]:
         """Frozen runs and offline replays of live runs reach only the model endpoints
-        (and the agent endpoints the config allows by name)."""
-        if not self.config.offline and not self.replaying:
-            return contextlib.nullcontext()
-        from drarena.models.guard import NetworkGuard, endpoint_hosts
-
-        return NetworkGuard(
-            endpoint_hosts(base for r in self.bound.roles.values() for base in r.endpoints())
-        )
+        (and the agent endpoints the config allows by name); the web says which."""
+        return self.web.guard(self.bound, self.replaying)
 
     def header(self, now: datetime | None = None) -> RunHeader:
         """The run header: resolved config, bound roles, fingerprints, versions."""
-        return build_header(self.config, self.bound, self.trees, now)
+        return build_header(self.config, self.bound, self.trees, now, mode=self.web.name)
 
     def tournament(self, run: RunDir) -> Tournament:
         from drarena.arena.tournament import Tournament
@@ -184,26 +152,20 @@ class RunContext:
             early_start=c.early_start,
             warm_up=not self.replaying,
             terms=lambda: self.terms,
-            page_text=self.page_text if self.live is None else None,
+            page_text=self.snapshot_text,
         )
 
 
-def check_config(
-    config: TournamentConfig, *, live_replay: Sequence[Path] | None = None
-) -> TournamentConfig:
+def check_config(config: TournamentConfig, *, web: WebMode | None = None) -> TournamentConfig:
     """`config` as a run plays it, checked before any work (the prepare stage included):
     unknown components are one line (session.check_components); a live run gets the default
     live block when it has none, and its search provider must answer a probe (not for a
-    replay from `live_replay`, the captures of a finished live run)."""
+    replay, which reads the captures of a finished live run). `web`: the run's (default:
+    chosen from `config`)."""
     check_components(config)
-    if not config.offline:
-        config = config.as_live()  # the default live block when the config has none
-        assert config.live is not None
-        if live_replay is None:
-            from drarena.runs.live import preflight
-
-            preflight(config.live)
-    return config
+    web = web or web_mode(config)
+    web.check()
+    return web.config
 
 
 @contextlib.contextmanager
@@ -215,8 +177,7 @@ def open_run(
     serve: bool = True,
     model: str | None = None,
     fixed_roles: Mapping[str, Mapping[str, Any]] | None = None,
-    live_capture: Path | None = None,
-    live_replay: Sequence[Path] | None = None,
+    web: WebMode | None = None,
     replay_tools: bool | None = None,
     agent_names: set[str] | None = None,
     backend: Any = None,
@@ -228,18 +189,17 @@ def open_run(
     `config` as check_config returned it; a run that reads trees and indexes built from the
     snapshot expects the prepare stage to have run (drarena.runs.prepare): opening builds
     nothing on disk. `fixed_roles` (a replay): the recorded run's models and endpoints, no
-    server started. `live_capture`: live mode captures into this new snapshot folder;
-    `live_replay`: the captures of a finished live run answer every read instead.
-    `replay_tools` False: a run recorded before tool records existed re-runs retrieval.
-    `agent_names`: build only these agents. `on_endpoint(api_base, model)`: told which server
-    `served` roles use. `private`: the run's own folders, hidden from command agents with the
-    snapshot and its index (AgentContext.private_paths)."""
-    from drarena.agents.citations import SnapshotUrlChecker
+    server started. `web`: the run's web, chosen from `config` (default: chosen here, a
+    live one capturing nothing); a live one opened here captures into its new snapshot folder
+    or answers every read from a finished run's captures. `replay_tools` False: a run
+    recorded before tool records existed re-runs retrieval. `agent_names`: build only these
+    agents. `on_endpoint(api_base, model)`: told which server `served` roles use. `private`:
+    the run's own folders, hidden from command agents with the snapshot and its index
+    (AgentContext.private_paths)."""
     from drarena.agents.registry import AgentContext, build_agent
 
-    live_mode = not config.offline
-    if live_mode:
-        config = config.as_live()  # as check_config returns it (no work: a copy)
+    web = web or web_mode(config)
+    config = web.config  # as check_config returns it (a live run's with its live block)
     endpoint: contextlib.AbstractContextManager[tuple[str | None, str | None]] = (
         contextlib.nullcontext((None, None))
         if fixed_roles is not None
@@ -251,43 +211,20 @@ def open_run(
             on_endpoint(api_base, served)
         models = config.models if fixed_roles is None else fixed_models(config.models, fixed_roles)
         bound = bind_roles(models, api_base, served, cache_path, cache_mode)
-        live: LiveSession | None = None
-        if live_mode:
-            from drarena.runs.live import LiveSession
-
-            assert config.live is not None
-            live = LiveSession(
-                config.live,
-                capture_to=None if live_replay else live_capture,
-                replay_from=live_replay or (),
-            )
-            stack.callback(live.close)  # idempotent: the caller may close it first
-        record = _tool_record(config, bound, replay_tools)
+        web.open(stack)  # a live session: closed on exit (finish may close it first)
+        record = web.tool_record(bound, replay_tools)
         if record is not None:
             stack.callback(record.close)
         client = ModelClient(bound, backend=backend)
-        hidden = (*private, config.snapshot, config.index_root / config.snapshot.name)
-        checker: SnapshotUrlChecker | None = None
-        if live is None:
-            checker = SnapshotUrlChecker(config.snapshot)
-            stack.callback(checker.close)
-            context = AgentContext(
-                client=client,
-                snapshot_dir=config.snapshot,
-                index_root=config.index_root,
-                url_checker=checker,
-                tool_record=record,
-                private_paths=hidden,
-            )
-        else:  # citations counted, not checked (see drarena.runs.live)
-            context = AgentContext(
-                client=client,
-                snapshot_dir=config.snapshot,
-                index_root=config.index_root,
-                url_checker=None,
-                retriever_factory=live.retriever_factory(config.snapshot, config.index_root),
-                private_paths=hidden,
-            )
+        context = AgentContext(
+            client=client,
+            snapshot_dir=config.snapshot,
+            index_root=config.index_root,
+            url_checker=web.url_checker(stack),  # live: counted, not checked
+            retriever_factory=web.retriever_factory(),
+            tool_record=record,
+            private_paths=(*private, config.snapshot, config.index_root / config.snapshot.name),
+        )
         agents = {
             a.name: build_agent(a.spec(), context, name=a.name)
             for a in config.agents
@@ -298,23 +235,7 @@ def open_run(
             bound,
             client,
             agents,
-            live,
+            web,
             record,
-            replaying=cache_mode is CacheMode.REPLAY or bool(live_replay),
+            replaying=cache_mode is CacheMode.REPLAY or web.replaying,
         )
-
-
-def _tool_record(
-    config: TournamentConfig, bound: ModelsConfig, replay_tools: bool | None
-) -> ToolRecord | None:
-    """The run's tool record (frozen runs with a model cache): recorded as the run goes,
-    read back by a replay. `replay_tools=False`: a replay of a run recorded without one
-    re-runs retrieval as before."""
-    if not config.offline or bound.cache.mode is CacheMode.OFF or replay_tools is False:
-        return None
-    from drarena.agents.toolrecord import ToolRecord
-    from drarena.models.cache import ToolCache
-
-    assert bound.cache.path is not None  # validated by CacheConfig
-    replaying = bound.cache.mode is CacheMode.REPLAY
-    return ToolRecord(ToolCache(bound.cache.path, read_only=replaying), replaying=replaying)

@@ -324,6 +324,7 @@ def drift_run(
     `out` offline). `backend`: the model backend (tests inject a scripted one)."""
     from drarena.models.config import CacheMode
     from drarena.runs.context import check_config, open_run
+    from drarena.runs.webmode import LiveMode
 
     run, header, config = _frozen_run(run_path)
     frozen = frozen_matches(run)
@@ -332,8 +333,10 @@ def drift_run(
     captures = [Path(c["path"]) for c in saved["live"]["captures"]] if saved else []
     target = None if replay else capture_path(out, f"drift-{config.name}", now())
     names = {n for m in frozen for n in (m.a, m.b)}
+    # always live (no choice to make): into `target`, or a replay from the saved captures
+    mode = LiveMode(live_config, capture=target, replay_from=captures)
     # no prepare stage: the frozen run's questions are asked again; no tree or index is read
-    live_config = check_config(live_config, live_replay=captures or None)
+    live_config = check_config(live_config, web=mode)
     with open_run(
         live_config,
         cache_path=out / "llm-cache.sqlite",
@@ -341,14 +344,12 @@ def drift_run(
         serve=serve,
         model=model,
         fixed_roles=None if saved is None else saved["bound_roles"],
-        live_capture=target,
-        live_replay=captures or None,
+        web=mode,
         agent_names=names,
         backend=backend,
     ) as ctx:
         out.mkdir(parents=True, exist_ok=True)
-        session, client = ctx.live, ctx.client
-        assert session is not None
+        session, client = mode.session, ctx.client
         new_header: dict[str, Any] = {
             "created": now().isoformat(timespec="seconds"),
             "run": str(run_path),

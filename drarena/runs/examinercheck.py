@@ -34,7 +34,7 @@ def check_run(ctx: RunContext) -> CheckRun:
         m.task_rules(),
         m.judge_spec(),
         lambda: ctx.terms,
-        ctx.page_text if ctx.live is None else None,
+        ctx.snapshot_text,
     )
 
 

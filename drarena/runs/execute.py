@@ -7,12 +7,11 @@ import contextlib
 import dataclasses
 import gc
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from drarena.digests import file_sha256
 from drarena.errors import DrarenaError
 from drarena.ledger.folder import (
     REPLAY_MARK,
@@ -33,9 +32,9 @@ from drarena.models.cache import TOOL_SCHEMA_VERSION
 from drarena.models.config import CacheMode
 from drarena.runs.config import TournamentConfig, legacy_match, parse_config
 from drarena.runs.context import RunContext, check_config, open_run
-from drarena.runs.live import capture_fingerprint, capture_path, finish_block, header_block
 from drarena.runs.prepare import prepare as prepare_stage  # (`prepare`: execute's switch for it)
 from drarena.runs.session import config_digest
+from drarena.runs.webmode import WebMode, web_mode
 
 
 @dataclasses.dataclass
@@ -95,18 +94,6 @@ def frozen_heap() -> Iterator[None]:
             gc.unfreeze()
 
 
-def derived_digests(snapshot: Path) -> dict[str, str]:
-    """sha256 of the files a frozen run reads besides the WARCs and trees (page text and
-    links, from `drarena snapshot extract`), so a replay can check it reads the same bytes."""
-    from drarena.corpus.extract import DOCS_FILE, LINKS_FILE
-
-    return {
-        name: file_sha256(snapshot / name)
-        for name in (DOCS_FILE, LINKS_FILE)
-        if (snapshot / name).is_file()
-    }
-
-
 def finish(run: RunDir, config: TournamentConfig, log: list[MatchRecord]) -> str:
     """The leaderboard files from the log (a replay compares them with the run's); returns
     the leaderboard as Markdown. (report.html is the report room's: the commands end with
@@ -121,19 +108,17 @@ def finish(run: RunDir, config: TournamentConfig, log: list[MatchRecord]) -> str
 
 def _start_header(
     ctx: RunContext,
-    config: TournamentConfig,
     old: dict[str, Any] | None,
     header_extra: dict[str, Any] | None,
-    capture: Path | None,
-    live_replay: Sequence[Path] | None,
     *,
     resumed: bool,
 ) -> RunHeader:
     """The run header before the first match: the context's (config, fingerprints,
-    versions), what a resumed run keeps of `old` (its creation time, its live captures), the
-    tool record, the derived files' digests and the live block. `old`: the header being
-    on disk (None for a new run); `resumed`: the same tournament goes on (it keeps its
-    creation time), not a newcomer being placed into it."""
+    versions), what a resumed run keeps of `old` (its creation time), the tool record, and
+    the web's own fields (a frozen run's derived files' digests, a live run's block with the
+    captures a resumed run made before). `old`: the header being on disk (None for a new
+    run); `resumed`: the same tournament goes on (it keeps its creation time), not a newcomer
+    being placed into it."""
     header = ctx.header()
     for key, value in (header_extra or {}).items():  # e.g. a replay's replay_of
         setattr(header, key, value)
@@ -142,22 +127,10 @@ def _start_header(
     record = ctx.tool_record
     if record is not None:  # one list of replay misses, in the order they happened
         record.misses = ctx.client.replay_misses
-    if config.offline:
-        header.derived_digests = derived_digests(config.snapshot)
+    ctx.web.stamp_header(header, old)
     # a run resumed from one begun without a record has matches no record answers
     if record is not None and (old is None or "tool_record" in old):
         header.tool_record = TOOL_RECORD
-    if config.live is not None and ctx.live is not None:
-        if live_replay is not None:
-            header.live = header_block(
-                config.live,
-                [{"path": str(p), "fingerprint": capture_fingerprint(p)} for p in live_replay],
-                None,
-                replayed=True,
-            )
-        else:
-            earlier = [] if old is None else old.get("live", {}).get("captures", [])
-            header.live = header_block(config.live, earlier, capture)
     return header
 
 
@@ -172,7 +145,7 @@ def execute(
     newcomer: str | None = None,
     prepare: bool = True,
     model: str | None = None,
-    live_replay: Sequence[Path] | None = None,
+    web: WebMode | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
     backend: Any = None,
     replay_tools: bool | None = None,
@@ -185,9 +158,11 @@ def execute(
     Frozen runs keep every tool result in the run's tool record (next to the model cache);
     with `cache_mode` REPLAY tool calls are answered from it (see `replay`).
 
-    Live mode (`offline: false`): the provider is checked first, then one LiveWeb serves
-    every read and captures it; `live_replay` (the captures of a finished live run) answers
-    every read from those captures instead, with the network guard on.
+    `web`: the run's web (drarena.runs.webmode), chosen once from `config` where not given:
+    frozen, or live (`offline: false`: the provider is checked first, then one LiveWeb
+    serves every read and captures it into <live.capture_root>/<name>-live-<now()>). A
+    replay gives the recorded run's (`replay`): a live run's answers every read from its
+    captures instead, with the network guard on.
 
     `examiner_check_pairs` > 0: an examiner-check of that many tasks runs (or is reused)
     before the first match and its figures go into run.json (drarena.runs.examinercheck)."""
@@ -202,7 +177,7 @@ def execute(
             newcomer=newcomer,
             prepare=prepare,
             model=model,
-            live_replay=live_replay,
+            web=web,
             now=now,
             backend=backend,
             replay_tools=replay_tools,
@@ -222,15 +197,15 @@ def _execute(
     newcomer: str | None,
     prepare: bool,
     model: str | None,
-    live_replay: Sequence[Path] | None,
+    web: WebMode | None,
     now: Callable[[], datetime],
     backend: Any,
     replay_tools: bool | None,
     header_extra: dict[str, Any] | None,
     examiner_check_pairs: int,
 ) -> RunResult:
-    if not config.offline:
-        config = config.as_live()  # the default live block when the config has none
+    web = web or web_mode(config, capture_as=config.name, now=now)
+    config = web.config  # as played: a live run's with its live block
     old = run.header()
     if old is None and REPLAY_MARK not in (header_extra or {}):  # (prepare_replay_target's)
         check_new_run_folder(run.path)
@@ -249,12 +224,9 @@ def _execute(
         split_placement(newcomer, prior)
     if old is not None:
         finished_matches(run, config.agent_names())
-    capture = None
-    if config.live is not None and not config.offline and live_replay is None:
-        capture = capture_path(config.live.capture_root, config.name, now())
-    config = check_config(config, live_replay=live_replay)
+    config = check_config(config, web=web)
     if prepare:  # a replay reads the derived files the run read: never rebuilt
-        prepare_stage(config)
+        prepare_stage(config, web)
     with open_run(
         config,
         cache_path=cache_path or run.cache_path,
@@ -262,15 +234,12 @@ def _execute(
         serve=serve,
         model=model,
         fixed_roles=fixed_roles,
-        live_capture=capture,
-        live_replay=live_replay,
+        web=web,
         replay_tools=replay_tools,
         backend=backend,
         private=(run.path,),
     ) as ctx:
-        header = _start_header(
-            ctx, config, old, header_extra, capture, live_replay, resumed=newcomer is None
-        )
+        header = _start_header(ctx, old, header_extra, resumed=newcomer is None)
         if examiner_check_pairs > 0 and newcomer is None:  # the Examiner's figures first
             from drarena.runs.examinercheck import tournament_check
 
@@ -279,24 +248,20 @@ def _execute(
             )
         run.write_header(header)
         tournament = ctx.tournament(run)
-        proxied = config.offline and any(a.kind == "command" for a in config.agents)
+        proxied = web.frozen_proxy and any(a.kind == "command" for a in config.agents)
         if proxied:  # what this run's command agents do through the frozen-web proxy
             from drarena.webproxy.proxy import TALLY  # (aiohttp: imported only for them)
 
             proxy_before = TALLY.copy()
         try:
             with ctx.guard(), frozen_heap():
-                if ctx.live is not None:
-                    ctx.live.check_roots(list(ctx.trees.values()))
+                web.check_roots(ctx.trees)
                 if newcomer is None:
                     log = asyncio.run(tournament.play())
                 else:
                     log = asyncio.run(tournament.place(newcomer, prior))
-        finally:
-            if ctx.live is not None and header.live is not None:
-                # the capture is written even when the run is interrupted
-                header.live = finish_block(header.live, ctx.live.close())
-                run.write_header(header)
+        finally:  # a live run's capture is written even when the run is interrupted
+            web.finish(header, run.write_header)
         client = ctx.client
         header.usage = {k: v.to_dict() for k, v in client.usage().items()}
         header.model_calls = client.model_calls
@@ -306,52 +271,6 @@ def _execute(
     md = finish(run, config, log)
     misses = list(client.replay_misses)  # the tool record's misses included
     return RunResult(run, log, client.model_calls, md, misses, config)
-
-
-def check_replay_inputs(header: dict[str, Any], config: TournamentConfig, where: Path) -> None:
-    """The snapshot, its derived files (page text, links, trees) and the prompt templates must
-    be the bytes the run read: otherwise a replay would ask other questions and miss its
-    cache. One line naming what differs and how to rebuild it."""
-    from drarena.corpus.trees import TREES_DIR
-    from drarena.examiner.templates import used_hashes
-    from drarena.web.warc.snapshot import Snapshot
-
-    snap = config.snapshot
-    if not (snap / "manifest.json").is_file():
-        raise DrarenaError(
-            f"{where}: the run's snapshot {snap} is not here (a relative path "
-            "is read from the current folder: replay from the folder the run "
-            "was made in, e.g. the repository root)"
-        )
-    with Snapshot.open(snap) as opened:
-        fingerprint = opened.fingerprint
-    if fingerprint != header.get("snapshot_fingerprint"):
-        raise DrarenaError(
-            f"{where}: snapshot {snap} has fingerprint {fingerprint}, the run "
-            f"used {header.get('snapshot_fingerprint')}"
-        )
-    for name, digest in sorted(header.get("derived_digests", {}).items()):
-        path = snap / name
-        if not path.is_file() or file_sha256(path) != digest:
-            state = "missing" if not path.is_file() else "not the file the run read"
-            raise DrarenaError(
-                f"{where}: {path} is {state} ({digest[:23]}...); "
-                f"run `drarena snapshot extract {snap}`"
-            )
-    trees_hint = (
-        f"drarena snapshot trees {snap} --count {config.trees.built()} --seed {config.trees.seed}"
-    )
-    for tree, digest in sorted(header.get("trees", {}).items()):
-        path = snap / TREES_DIR / f"{tree}.json"
-        if not path.is_file() or file_sha256(path) != digest:
-            state = "missing" if not path.is_file() else "not the tree the run played"
-            raise DrarenaError(f"{where}: tree {path} is {state}; run `{trees_hint}`")
-    recorded = header.get("prompt_hashes")
-    if recorded is not None and recorded != used_hashes(config.match.template_specs()):
-        raise DrarenaError(
-            f"{where}: the Examiner's prompt templates differ from the run's "
-            f"(made at drarena revision {header.get('git_revision', '?')})"
-        )
 
 
 class NoModelBackend:
@@ -446,10 +365,9 @@ def replay(
     config = config.model_copy(update={"early_start": 0})
     if snapshot is not None:
         config = config.model_copy(update={"snapshot": snapshot})
-    if config.offline:
-        check_replay_inputs(header, config, run.header_path)
-    # read before prepare_replay_target: a refused replay leaves --out as it was
-    captures = None if config.offline else live_captures(run.header_path, header)
+    # checked before prepare_replay_target: a refused replay leaves --out as it was (a
+    # frozen run's snapshot bytes; a live run's captures, which answer every read)
+    web = web_mode(config).replay(header, run.header_path)
     with run_lock(out.path):  # held from the clean-up through the replay (reentrant)
         prepare_replay_target(run.path, out.path)  # deletes nothing drarena did not write
         result = execute(
@@ -460,7 +378,7 @@ def replay(
             cache_path=run.cache_path,
             fixed_roles=header["bound_roles"],
             prepare=False,
-            live_replay=captures,
+            web=web,
             replay_tools="tool_record" in header,
             backend=NoModelBackend(),
             header_extra={REPLAY_MARK: str(run.path.resolve())},
@@ -481,25 +399,6 @@ def replay(
         if (run.path / name).read_bytes() != (out.path / name).read_bytes()
     ]
     return result, differ
-
-
-def live_captures(where: Path, header: dict[str, Any]) -> list[Path]:
-    """The capture folders of a live run, in run order (one per part of a resumed run); a
-    live block drarena did not write (edited, damaged) is one line naming run.json."""
-    live = header.get("live")
-    captures = live.get("captures") if isinstance(live, dict) else None
-    if not captures:
-        raise DrarenaError(
-            f"{where}: a live run with no capture snapshot recorded; it cannot be replayed offline"
-        )
-    if not isinstance(captures, list) or not all(
-        isinstance(c, dict) and isinstance(c.get("path"), str) and c["path"] for c in captures
-    ):
-        raise DrarenaError(
-            f"{where}: live.captures is not a list of captures each with a `path` (damaged); "
-            "it cannot be replayed offline"
-        )
-    return [Path(c["path"]) for c in captures]
 
 
 def log_line(text: str) -> None:

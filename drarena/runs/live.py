@@ -4,7 +4,8 @@ Why one: the agents' searches and page reads, the Examiner's tree pages and tree
 all go through the same `drarena.live.web.LiveWeb`, so every byte the run saw lands in one
 capture snapshot (WARC + CDXJ + manifest) and the run can be replayed offline from it:
 `drarena run replay RUN` opens the same session with `replay_from=` the run's captures, answers
-every fetch from them and makes no network connection.
+every fetch from them and makes no network connection. A run opens its session through its
+web mode (drarena.runs.webmode.LiveMode), which gives the rest of the run what is built here.
 
 Citations are not checked in live mode (`url_checker=None`: counted, `checked: false`):
 "found in the archive" has no stable meaning while the archive is being written, and a
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -102,11 +103,9 @@ class LiveTreeWalker(TreeWalker):
     one, so both modes walk the same nodes; the texts the Examiner reads are today's. A page
     the live web no longer serves makes the round void ("targets: live page ...")."""
 
-    live: LivePages | None = None
+    live: LivePages = dataclasses.field(kw_only=True)
 
     def page(self, node_id: str) -> TreePage:
-        if self.live is None:
-            return super().page(node_id)
         node = self.tree.node(node_id)
         try:
             title, text = self.live.get(node.url)
@@ -124,8 +123,7 @@ class LiveTreeWalker(TreeWalker):
         )
 
     def _rich_children(self, node_id: str, exclude: set[str]) -> list[Any]:
-        if self.live is None:
-            return super()._rich_children(node_id, exclude)
+        """Children of the frozen tree's shape (no snapshot page is looked up)."""
         return [
             c for c in self.tree.children(node_id) if c.id not in exclude and self.content_rich(c)
         ]
@@ -298,3 +296,22 @@ def finish_block(block: dict[str, Any], closed: dict[str, Any] | None) -> dict[s
         }
     )
     return {**block, "captures": captures}
+
+
+def live_captures(where: Path, header: Mapping[str, Any]) -> list[Path]:
+    """The capture folders of a live run, in run order (one per part of a resumed run); a
+    live block drarena did not write (edited, damaged) is one line naming run.json."""
+    live = header.get("live")
+    captures = live.get("captures") if isinstance(live, dict) else None
+    if not captures:
+        raise DrarenaError(
+            f"{where}: a live run with no capture snapshot recorded; it cannot be replayed offline"
+        )
+    if not isinstance(captures, list) or not all(
+        isinstance(c, dict) and isinstance(c.get("path"), str) and c["path"] for c in captures
+    ):
+        raise DrarenaError(
+            f"{where}: live.captures is not a list of captures each with a `path` (damaged); "
+            "it cannot be replayed offline"
+        )
+    return [Path(c["path"]) for c in captures]

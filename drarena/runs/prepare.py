@@ -7,7 +7,7 @@ live web: their trees still come from the snapshot, but no index is built.
 
 Why a stage of its own, before open_run: opening a run binds models, opens caches and builds
 agents, and must not also be what rebuilds files on disk. A replay skips this stage: it reads
-the bytes the recorded run read (execute.check_replay_inputs checks them), never new ones; so
+the bytes the recorded run read (webmode.check_replay_inputs checks them), never new ones; so
 does a drift-run, which asks a finished run's questions again. The commands that play new
 matches (`drarena tournament`, `run add-agent`, `run match`, `examiner-check`) call it after
 the config is checked (context.check_config) and before open_run.
@@ -19,26 +19,13 @@ import sys
 
 from drarena.errors import DrarenaError
 from drarena.runs.config import TournamentConfig
+from drarena.runs.webmode import WebMode, web_mode
 
 
-def index_traits(config: TournamentConfig) -> set[str]:
-    """Which of the snapshot's indexes the config's retrievers read (`index:bm25`,
-    `index:dense`), from the retriever registry's traits; react's default retriever is bm25."""
-    from drarena.search.base import RETRIEVERS
-
-    traits: set[str] = set()
-    for agent in config.agents:
-        spec = agent.args.get("retriever")
-        if isinstance(spec, dict):
-            traits |= RETRIEVERS.traits(str(spec.get("kind", "")))
-        elif agent.kind == "react":
-            traits |= RETRIEVERS.traits("bm25")
-    return {t for t in traits if t.startswith("index:")}
-
-
-def prepare(config: TournamentConfig) -> None:
+def prepare(config: TournamentConfig, web: WebMode | None = None) -> None:
     """Extract, grow trees and (frozen runs) index the snapshot of `config` where they are
-    missing or stale; each step does nothing when it is up to date."""
+    missing or stale; each step does nothing when it is up to date. `web`: the run's, which
+    says which indexes its agents read (default: chosen from `config`)."""
     from drarena.corpus.extract import extract_snapshot
     from drarena.corpus.trees import TreeParams, build_snapshot_trees
 
@@ -53,7 +40,7 @@ def prepare(config: TournamentConfig) -> None:
         TreeParams(count=config.trees.built(), seed=config.trees.seed),
         at_least=config.trees.count or 1,
     )
-    traits = index_traits(config) if config.offline else set()
+    traits = (web or web_mode(config)).index_traits()
     if traits:
         from drarena.search.base import INDEX_DENSE
         from drarena.search.build import build_indexes

@@ -288,7 +288,11 @@ def build_header(
     bound: ModelsConfig,
     trees: dict[str, Tree],
     now: datetime | None = None,
+    *,
+    mode: str,
 ) -> RunHeader:
+    """run.json before the first match. `mode`: the run's web's name (drarena.runs.webmode:
+    "offline" or "live"), which chose it once."""
     from drarena.agents.sandbox import isolation_note
     from drarena.ledger.header import RUN_SCHEMA_VERSION
     from drarena.ledger.records import SCHEMA_VERSION
@@ -301,7 +305,7 @@ def build_header(
             "run_schema_version": RUN_SCHEMA_VERSION,
             "match_schema_version": SCHEMA_VERSION,
             "created": (now or datetime.now(UTC)).isoformat(timespec="seconds"),
-            "mode": "offline" if config.offline else "live",
+            "mode": mode,
             "config": config.model_dump(mode="json"),
             "config_digest": config_digest(config),
             "bound_roles": {

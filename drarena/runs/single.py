@@ -96,6 +96,7 @@ def print_round(r: RoundRecord) -> None:
 def run_single_match(args: argparse.Namespace) -> int:
     from drarena.runs.context import check_config, open_run
     from drarena.runs.prepare import prepare
+    from drarena.runs.webmode import web_mode
 
     config = match_config(args)
     out: Path = args.out or Path("runs") / config.name
@@ -107,31 +108,21 @@ def run_single_match(args: argparse.Namespace) -> int:
     if args.replay:
         if not roles_path.is_file() or not record_path.is_file():
             raise DrarenaError(f"{out}: nothing to replay (no roles.json or match.json)")
-        redo = "run the match again without --replay"
-        try:
-            raw = read_bounded(roles_path, MAX_ROLES_BYTES, f"damaged; {redo}")
-            fixed = json.loads(raw.decode("utf-8"))
-            fixed_roles = {
-                role: {"model": f"openai/{fixed['model']}", "api_base": fixed["api_base"]}
-                for role in config.models.roles
-            }
-        except (ValueError, RecursionError, KeyError, TypeError):  # not UTF-8, JSON, the shape
-            raise DrarenaError(
-                f"{roles_path}: damaged (an object with the model and api_base is what the "
-                f"match wrote); {redo}"
-            ) from None
+        fixed_roles = _recorded_roles(config, roles_path)
         replay_tools = _has_tool_record(cache)
     mode = CacheMode.REPLAY if args.replay else CacheMode.READ_WRITE
     server: dict[str, str | None] = {}
-    config = check_config(config)
+    web = web_mode(config)  # chosen once: frozen, or live capturing nothing
+    config = check_config(config, web=web)
     if not args.replay:  # a replay reads what the match read
-        prepare(config)
+        prepare(config, web)
     with open_run(
         config,
         cache_path=cache,
         cache_mode=mode,
         serve=not args.replay,
         fixed_roles=fixed_roles,
+        web=web,
         replay_tools=replay_tools,
         on_endpoint=lambda base, model: server.update(api_base=base, model=model),
         private=(out,),
@@ -154,7 +145,7 @@ def run_single_match(args: argparse.Namespace) -> int:
             match_seed(config.seed, a, b, tree.id),
             on_round=print_round,
             terms=lambda: ctx.terms,
-            page_text=ctx.page_text if ctx.live is None else None,
+            page_text=ctx.snapshot_text,
         )
         print(f"{a} (A) vs {b} (B) on {tree.id} ({tree.nodes[0].url})", flush=True)
         with ctx.guard():
@@ -177,6 +168,24 @@ def run_single_match(args: argparse.Namespace) -> int:
     )
     print(f"record: {record_path}")
     return 0
+
+
+def _recorded_roles(config: TournamentConfig, roles_path: Path) -> dict[str, dict[str, Any]]:
+    """Every role bound to the model and endpoint the recorded match used (roles.json), so
+    the replay asks its cache the same questions; a damaged file is one line."""
+    redo = "run the match again without --replay"
+    try:
+        raw = read_bounded(roles_path, MAX_ROLES_BYTES, f"damaged; {redo}")
+        fixed = json.loads(raw.decode("utf-8"))
+        return {
+            role: {"model": f"openai/{fixed['model']}", "api_base": fixed["api_base"]}
+            for role in config.models.roles
+        }
+    except (ValueError, RecursionError, KeyError, TypeError):  # not UTF-8, JSON, the shape
+        raise DrarenaError(
+            f"{roles_path}: damaged (an object with the model and api_base is what the "
+            f"match wrote); {redo}"
+        ) from None
 
 
 def _has_tool_record(cache: Path) -> bool | None:

@@ -10,12 +10,14 @@ from typing import Any
 from drarena.models.config import ModelsConfig
 from drarena.models.guard import NetworkGuard
 from drarena.runs.context import RunContext
+from drarena.runs.webmode import FrozenMode, LiveMode, WebMode
 
 
 def context(offline: bool, roles: dict[str, Any]) -> RunContext:
-    config: Any = SimpleNamespace(offline=offline)  # guard() reads only `offline`
+    config: Any = SimpleNamespace(offline=offline)  # guard() reads nothing of it
+    web: WebMode = FrozenMode(config) if offline else LiveMode(config)
     bound = ModelsConfig(roles=roles)
-    return RunContext(config, bound, None, {}, None, None, replaying=False)  # type: ignore[arg-type]
+    return RunContext(config, bound, None, {}, web, None, replaying=False)  # type: ignore[arg-type]
 
 
 ROLES = {

@@ -266,11 +266,12 @@ def test_only_a_replay_is_played_without_the_warm_up(tmp_path: Path, replaying: 
 
     from drarena.ledger.folder import RunDir
     from drarena.runs.context import RunContext
+    from drarena.runs.webmode import FrozenMode
 
     config: Any = SimpleNamespace(
         seed=1, match=None, swiss_rounds=3, concurrency=1, early_start=4
     )  # what tournament() reads
-    ctx = RunContext(config, None, None, {}, None, None, replaying=replaying)  # type: ignore[arg-type]
+    ctx = RunContext(config, None, None, {}, FrozenMode(config), None, replaying=replaying)  # type: ignore[arg-type]
     for name in ("trees", "pages", "expander"):  # loaded on first use: not here
         ctx.__dict__[name] = None
     assert ctx.tournament(RunDir(tmp_path)).warm_up is not replaying
