@@ -398,6 +398,7 @@ class MatchRunner:
         score = MatchScore(0, 0, 0, 0)
         rounds: list[RoundRecord] = []
         earlier: list[str] = []
+        asked_at: list[str] = []  # the node of each earlier question
         conv: dict[str, Conversation | None] = {"a": None, "b": None}
         last: dict[str, str] = {"a": "", "b": ""}
         # turns played when each descend happened (the reference's history snapshots); with
@@ -412,7 +413,9 @@ class MatchRunner:
         while True:
             index = len(rounds)
             depth = len(path) - 1
-            rec, played = await self._play_round(index, path, depth, width, earlier, conv, last)
+            rec, played = await self._play_round(
+                index, path, depth, width, (earlier, asked_at.count(path[-1])), conv, last
+            )
             verdict = (
                 None
                 if rec.void_reason or rec.judgment is None
@@ -427,6 +430,7 @@ class MatchRunner:
             ) or (s.first_round_only and score.rounds_scored >= 1)
             if rec.task.task is not None:
                 earlier.append(rec.task.task.question)
+                asked_at.append(rec.node)
             if played is not None:  # only a played round continues the conversations
                 for side, turn in zip(("a", "b"), played, strict=True):
                     if turn is not None:  # None: the agent failed; its error text was judged
@@ -533,14 +537,17 @@ class MatchRunner:
         path: TreePath,
         depth: int,
         width: int,
-        earlier: list[str],
+        asked: tuple[list[str], int],
         conv: dict[str, Conversation | None],
         last: dict[str, str],
     ) -> tuple[RoundRecord, list[tuple[Conversation, str] | None] | None]:
         """The round's record, and for a played round each side's new conversation and
         answer's report (the caller commits them; a void round leaves the conversations as
-        they were, and so does a side whose error text was judged: None).
+        they were, and so does a side whose error text was judged: None). `asked`: the
+        match's earlier questions (a repeat is refused) and how many were asked at this
+        node (the extractive generator then takes later facts; at a new node, the first).
         """
+        earlier, revisits = asked
         node = path[-1]
         empty_task = TaskOutcome(None, (), ())
 
@@ -595,6 +602,7 @@ class MatchRunner:
             depth,
             tuple(earlier),
             tuple(n.url for n in self.walker.tree.nodes),
+            revisits=revisits,
         )
         taskgen = s.task_generator()
         needs_terms = taskgen.spec.kind == "extractive" or taskgen.spec.args.get("ground")

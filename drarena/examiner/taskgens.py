@@ -45,9 +45,9 @@ from drarena.settle import gather_settled
 class TaskRequest:
     """One round's material: the tree's root, the reasoning chain shown, the target pages,
     the node's depth, the match's earlier questions (a repeat is refused) and every URL of
-    the tree. `revisits`: how many earlier questions asked about these pages (the
-    extractive kind then takes later facts); None: all of them, a match's rounds staying
-    near one node; examiner-check draws each task at another node and says 0."""
+    the tree. `revisits`: how many earlier questions were asked at this node (the
+    extractive kind then takes later facts; a match counts its rounds at the node,
+    examiner-check draws each task at a new one and says 0); None: all of them."""
 
     root: TreePage
     chain: tuple[TreePage, ...]
