@@ -236,9 +236,9 @@ def run_one(
     snapshot: Path,
     work: Path,
 ) -> dict[str, Any]:
+    from drarena.config.tournament import parse_config
     from drarena.ledger.folder import RunDir
     from drarena.models.config import CacheMode
-    from drarena.runs.config import parse_config
     from drarena.runs.execute import execute
 
     child = subprocess.Popen(

@@ -43,7 +43,7 @@ KNOWN = [a["name"] for a in LADDER]
 
 
 def bench_config(base: Path, snapshot: Path, taskgen: str | None, name: str) -> Any:
-    from drarena.runs.config import parse_config
+    from drarena.config.tournament import parse_config
 
     data = yaml.safe_load(base.read_text(encoding="utf-8"))
     data["name"] = name

@@ -53,7 +53,7 @@ PROBE = (
 def prepare(workdir: Path, config: dict) -> Path:
     """The snapshot copy with extraction, trees and indexes, as `drarena tournament` builds
     them (so the tournament's own timing is play only)."""
-    from drarena.runs.config import parse_config
+    from drarena.config.tournament import parse_config
     from drarena.runs.prepare import prepare as prepare_stage
 
     snapshot = workdir / "snapshots" / "pydocs"

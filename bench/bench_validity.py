@@ -171,9 +171,9 @@ def main() -> int:
     )
     args = parser.parse_args()
 
+    from drarena.config.tournament import load_config
     from drarena.ledger.folder import RunDir
     from drarena.models.config import CacheMode
-    from drarena.runs.config import load_config
     from drarena.runs.execute import execute
 
     label = (args.model or "smollm2").replace("/", "_")

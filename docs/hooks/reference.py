@@ -83,7 +83,7 @@ def model_section(model: type[BaseModel], path: str, seen: set[type[BaseModel]])
 
 
 def config_page() -> str:
-    from drarena.runs.config import TournamentConfig
+    from drarena.config.tournament import TournamentConfig
     from drarena.web.crawling.spec import CrawlSpec
 
     out = [

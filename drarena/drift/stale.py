@@ -250,7 +250,7 @@ def load_run_matches(run_dir: Path, snapshot_fingerprint: str) -> list[MatchReco
     header = run.header()
     if header is None:
         raise DrarenaError(f"{run.path}: no run.json (not a run folder)")
-    played = header.get("snapshot_fingerprint")
+    played = header.snapshot_fingerprint
     if played and played != snapshot_fingerprint:
         raise DrarenaError(
             f"{run.path}: the run was played on snapshot {str(played)[:12]}..., "

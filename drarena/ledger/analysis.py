@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from drarena.examiner.verdicts import FailureType, TieQuality, Verdict
+from drarena.ledger.header import RunHeader
 from drarena.ledger.records import AnswerTiming, MatchRecord, RoundRecord
 from drarena.records import Record
 
@@ -279,11 +280,13 @@ def analyse(
     )
 
 
-def agent_models(header: Mapping[str, Any]) -> dict[str, str]:
+def agent_models(header: RunHeader | None) -> dict[str, str]:
     """agent -> the model its role was bound to in run.json ('' for an agent with no model
     role, e.g. an external command agent). A local api_base marks the model as served."""
-    config = header.get("config") or {}
-    bound = header.get("bound_roles") or {}
+    if header is None:
+        return {}
+    config: dict[str, Any] = header.config
+    bound: dict[str, Any] = header.bound_role_dicts()
     roles = (config.get("models") or {}).get("roles") or {}
     out: dict[str, str] = {}
     for spec in config.get("agents") or []:

@@ -178,9 +178,10 @@ class RunDir:
         self.path.mkdir(parents=True, exist_ok=True)
         own_folder(self.matches_dir)
 
-    def header(self) -> dict[str, Any] | None:
-        """run.json, or None when there is none; a header this drarena cannot read (not UTF-8,
-        not a JSON object, no config, a newer schema) is one line naming the file."""
+    def header(self) -> RunHeader | None:
+        """run.json as the typed RunHeader, or None when there is none; a header this
+        drarena cannot read (not UTF-8, not a JSON object, no config, a newer schema, a
+        field of the wrong type) is one line naming the file."""
         if not self.header_path.is_file():
             return None
         where = self.header_path
@@ -195,13 +196,7 @@ class RunDir:
             ("match_schema_version", SCHEMA_VERSION),
         ):
             check_schema(value.get(key, supported), supported, str(where), key)
-        typed_header(value, str(where))  # a field of the wrong type: one line, here
-        return value
-
-    def run_header(self) -> RunHeader | None:
-        """run.json as the typed RunHeader (None when there is none)."""
-        value = self.header()
-        return None if value is None else typed_header(value, str(self.header_path))
+        return typed_header(value, str(where))  # a field of the wrong type: one line, here
 
     def write_header(self, header: RunHeader | dict[str, Any]) -> None:
         """Write run.json through the RunHeader model (a dict is validated first)."""
@@ -419,16 +414,16 @@ def prepare_replay_target(source: Path, target: Path) -> None:
         return
     old = RunDir(target)
     header = old.header()
-    if header is None or REPLAY_MARK not in header:
+    if header is None or not header.has(REPLAY_MARK):
         raise DrarenaError(
             f"--out {target}: not empty and not a folder `drarena run replay` "
             "made (no replay_of in its run.json); nothing was deleted: choose "
             "a new or empty folder"
         )
     # a replay of another run is that run's check, kept: only a replay of this run is redone
-    if header[REPLAY_MARK] is None or Path(header[REPLAY_MARK]) != src:
+    if header.replay_of is None or Path(header.replay_of) != src:
         raise DrarenaError(
-            f"--out {target}: a replay of {header[REPLAY_MARK]!s:.200}, not of {source} "
+            f"--out {target}: a replay of {header.replay_of!s:.200}, not of {source} "
             f"({REPLAY_MARK} in its run.json); nothing was deleted: choose a new or empty folder"
         )
     remove_own_files(target, REPLAY_FILES)

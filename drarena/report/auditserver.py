@@ -228,9 +228,10 @@ def open_session(
             f"{run.log_path}: no round a person can label (played, judged, with a task "
             "and both answers)"
         )
-    config = header.get("config") or {}
-    if snapshot is None and isinstance(config.get("snapshot"), str):
-        snapshot = Path(config["snapshot"])
+    config = header.config
+    stored = config.get("snapshot")
+    if snapshot is None and isinstance(stored, str):
+        snapshot = Path(stored)
     return AuditSession(
         run=run_folder,
         name=str(config.get("name") or run_folder.name),

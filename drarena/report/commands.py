@@ -82,6 +82,7 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from drarena.config.tournament import config_of
     from drarena.errors import DrarenaError
     from drarena.files import write_atomic
     from drarena.ledger.compare import compare, read_scores, to_text
@@ -89,7 +90,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from drarena.ledger.leaderboard import build_leaderboard, check_agents
     from drarena.ledger.style import style_ratings
     from drarena.report.finish import finish_run
-    from drarena.report.run import stored_config
     from drarena.report.sections.comparison import COMPARISON_FILE
 
     if args.resamples < 0:
@@ -101,7 +101,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if header is None:
         raise DrarenaError(f"{args.run}: no run.json (not a run folder)")
     theirs = read_scores(args.against)  # a bad file fails before anything is computed
-    config = stored_config(header.get("config"), f"{run.header_path}: config")
+    config = config_of(header, f"{run.header_path}: config")
     log = run.read_log()
     if not log:
         raise DrarenaError(f"{run.log_path}: no matches in the log; nothing to compare")

@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
+from drarena.config.tournament import TournamentConfig
 from drarena.files import write_atomic
 from drarena.ledger.folder import RunDir
+from drarena.ledger.header import RunHeader
 from drarena.ledger.leaderboard import to_markdown, write_leaderboard
 from drarena.ledger.records import MatchRecord
-from drarena.report.run import REPORT_FILE, RunAnalyses, RunConfig, render_run
+from drarena.report.run import REPORT_FILE, RunAnalyses, render_run
 from drarena.report.section import ReportRun
 
 SHOW = ("check", "table", "json", "timing", "report", "live")
@@ -75,7 +76,7 @@ class Finished:
 
 def finish_run(
     run: RunDir,
-    config: RunConfig,
+    config: TournamentConfig,
     log: Sequence[MatchRecord],
     *,
     show: Iterable[str] = ("table", "report"),
@@ -99,24 +100,21 @@ def finish_run(
     return done
 
 
-def check_lines(header: Mapping[str, Any]) -> list[str]:
+def check_lines(header: RunHeader | None) -> list[str]:
     """The run's examiner-check figures, and a one-line warning when it cannot rank."""
     from drarena.validity.reuse import header_lines
 
-    block = header.get("examiner_check")
-    return list(header_lines(block)) if block else []
+    block = None if header is None else header.examiner_check
+    return list(header_lines(block.as_json())) if block is not None else []
 
 
-def live_lines(header: Mapping[str, Any]) -> list[str]:
+def live_lines(header: RunHeader | None) -> list[str]:
     """A live run's provider and capture snapshots, as its header records them."""
-    live = header.get("live")
-    if not live:
+    live = None if header is None else header.live
+    if live is None:
         return []
     return [
-        f"mode: live{' (replayed offline)' if live.get('replayed') else ''}, provider "
-        f"{live['provider']['kind']} {live['provider']['args']}",
-        *(
-            f"capture: {c['path']} ({c.get('fingerprint') or 'unfinished'})"
-            for c in live["captures"]
-        ),
+        f"mode: live{' (replayed offline)' if live.replayed else ''}, provider "
+        f"{live.provider.kind} {live.provider.args}",
+        *(f"capture: {c.path} ({c.fingerprint or 'unfinished'})" for c in live.captures),
     ]

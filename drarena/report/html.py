@@ -13,10 +13,10 @@ too: docs/extending.md, "A report section").
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from drarena.htmlpage import CSS
 from drarena.htmlpage import html_text as esc
+from drarena.ledger.header import RunHeader
 from drarena.ledger.leaderboard import LeaderboardRow
 from drarena.ledger.records import MatchRecord
 from drarena.report.section import HEAD, TAIL, ReportRun, compute, render
@@ -24,11 +24,12 @@ from drarena.report.section import HEAD, TAIL, ReportRun, compute, render
 
 def page(run: ReportRun, sections: Iterable[str]) -> str:
     """The page around the sections' HTML: title, the run's snapshot, seed and revision."""
+    header = run.header
     meta = esc(
         ", ".join(
-            f"{k}: {run.header.get(k)}"
+            f"{k}: {getattr(header, k)}"
             for k in ("snapshot_fingerprint", "seed", "git_revision")
-            if k in run.header
+            if header is not None and header.has(k)
         )
     )
     return (
@@ -40,7 +41,7 @@ def page(run: ReportRun, sections: Iterable[str]) -> str:
 
 def render_report(
     title: str,
-    header: Mapping[str, Any],
+    header: RunHeader | None,
     rows: Sequence[LeaderboardRow],
     matches: Sequence[MatchRecord],
     seconds: Mapping[str, Sequence[float]] | None = None,

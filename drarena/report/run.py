@@ -1,10 +1,13 @@
-"""report.html of a run folder: the run read once (`read_run`), every registered section
+"""report.html of a run folder: the run read once (`report_run`), every registered section
 (drarena.report.section) computed from it and rendered, the drift section that `drarena drift
 snapshot --run` adds kept (a re-render must not drop it). drarena.report.finish writes it with
 the leaderboard for every command.
 
 Why here and not in the runs room: the report reads what a run wrote (the ledger and the
 leaderboard); the commands call it after a tournament, a replay, a placement or `rank`.
+
+`read_run` (exported as `drarena.read_run`) reads a run folder back: header, config,
+matches, rounds, leaderboard and analyses, each typed.
 """
 
 from __future__ import annotations
@@ -12,17 +15,19 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
+from drarena.config.tournament import TournamentConfig, config_of
 from drarena.errors import DrarenaError
 from drarena.files import write_atomic
 from drarena.ledger.analysis import Analyses
 from drarena.ledger.compare import Comparison
 from drarena.ledger.folder import RunDir
+from drarena.ledger.header import RunHeader
 from drarena.ledger.humanaudit import HumanAudit
-from drarena.ledger.leaderboard import LeaderboardRow, build_leaderboard
+from drarena.ledger.leaderboard import LeaderboardRow, build_leaderboard, check_agents
 from drarena.ledger.panel import PanelAgreement
-from drarena.ledger.records import MatchRecord
+from drarena.ledger.records import MatchRecord, RoundRecord
 from drarena.ledger.second import SecondOpinion
 from drarena.ledger.style import StyleRatings
 from drarena.report.html import page
@@ -30,74 +35,6 @@ from drarena.report.section import ReportRun, compute, figures_by_kind, page_ord
 from drarena.report.sections.style import StyleFigures
 
 REPORT_FILE = "report.html"
-
-
-class RatingLike(Protocol):
-    @property
-    def resamples(self) -> int: ...
-
-    @property
-    def seed(self) -> int: ...
-
-
-class RunConfig(Protocol):
-    """What the report needs of a tournament config (drarena.runs.config.TournamentConfig):
-    the report room reads run folders and never imports the runs room."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def rating(self) -> RatingLike: ...
-
-    def agent_names(self) -> list[str]: ...
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class StoredRating:
-    resamples: int
-    seed: int
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class StoredRunConfig:
-    """The part of a run's stored config (run.json `config`) the report reads: a RunConfig
-    built without the runs room's config model, so the report room's commands need nothing
-    of it (the runs room's commands write reports; the two packages must not import each
-    other)."""
-
-    name: str
-    agents: tuple[str, ...]
-    rating: StoredRating
-
-    def agent_names(self) -> list[str]:
-        return sorted(self.agents)
-
-
-def stored_config(data: Any, where: str) -> StoredRunConfig:
-    """`data` (run.json's `config`) as a StoredRunConfig; a missing or mistyped field is one
-    DrarenaError naming it."""
-    if not isinstance(data, dict):
-        raise DrarenaError(f"{where}: not a config object")
-    name, agents, rating = data.get("name"), data.get("agents"), data.get("rating") or {}
-    if not isinstance(name, str):
-        raise DrarenaError(f"{where}: name: missing or not a string")
-    if not isinstance(agents, list) or not all(
-        isinstance(a, dict) and isinstance(a.get("name"), str) for a in agents
-    ):
-        raise DrarenaError(f"{where}: agents: a list of objects with a name is required")
-    names = [a["name"] for a in agents]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise DrarenaError(
-            f"{where}: agents: names must be unique, repeated: {', '.join(repeated)}"
-        )
-    if not isinstance(rating, dict):
-        raise DrarenaError(f"{where}: rating: not an object")
-    resamples, seed = rating.get("resamples", 1000), rating.get("seed", 0)
-    if not isinstance(resamples, int) or not isinstance(seed, int) or resamples < 0 or seed < 0:
-        raise DrarenaError(f"{where}: rating: resamples and seed must be integers, 0 or more")
-    return StoredRunConfig(name, tuple(a["name"] for a in agents), StoredRating(resamples, seed))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -130,7 +67,7 @@ class RunAnalyses:
         return out
 
 
-def read_run(run: RunDir, config: RunConfig, log: Sequence[MatchRecord]) -> ReportRun:
+def report_run(run: RunDir, config: TournamentConfig, log: Sequence[MatchRecord]) -> ReportRun:
     """The run as every section reads it: its header, log, timings and leaderboard (the
     bootstrap run once here)."""
     rating = config.rating
@@ -139,7 +76,7 @@ def read_run(run: RunDir, config: RunConfig, log: Sequence[MatchRecord]) -> Repo
     )
     return ReportRun(
         f"drarena: {config.name}",
-        run.header() or {},
+        run.header(),
         rows,
         log,
         run.answer_seconds(),
@@ -158,11 +95,11 @@ class RenderedRun:
     page: str
 
 
-def render_run(run: RunDir, config: RunConfig, log: Sequence[MatchRecord]) -> RenderedRun:
+def render_run(run: RunDir, config: TournamentConfig, log: Sequence[MatchRecord]) -> RenderedRun:
     """Every registered section computed from the run, in page order, and rendered; every
     input (timings, labels, comparison.json, drift.json) is read before anything is written,
     so a damaged one stops the caller with nothing overwritten."""
-    report = read_run(run, config, log)
+    report = report_run(run, config, log)
     kinds = page_order()
     computed = compute(report, kinds)
     figures = figures_by_kind(kinds, computed)
@@ -183,15 +120,51 @@ def analyses_of(run: ReportRun, figures: Mapping[str, Any]) -> RunAnalyses:
     )
 
 
-def run_analyses(run: RunDir, config: RunConfig, log: list[MatchRecord]) -> RunAnalyses:
+def run_analyses(run: RunDir, config: TournamentConfig, log: list[MatchRecord]) -> RunAnalyses:
     """The leaderboard rows, the paper's analyses, the style-controlled ratings and the saved
     comparison of a run folder, from its files alone."""
     return render_run(run, config, log).analyses
 
 
-def write_report(run: RunDir, config: RunConfig, log: list[MatchRecord]) -> Path:
+def write_report(run: RunDir, config: TournamentConfig, log: list[MatchRecord]) -> Path:
     """Render and write <run>/report.html; every input is read before it is written."""
     rendered = render_run(run, config, log)
     path = run.path / REPORT_FILE
     write_atomic(path, rendered.page)
     return path
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StoredRun:
+    """A run folder read back, every part typed (`drarena.read_run`): `header` (run.json),
+    `config` (the tournament config it keeps), `matches` (matches.jsonl, in plan order),
+    `rounds` (every match's rounds, in the same order), `leaderboard` (one row per agent)
+    and `analyses` (the figures report.html shows; `analyses.to_dict()` is `run rank --json`)."""
+
+    path: Path
+    header: RunHeader
+    config: TournamentConfig
+    matches: tuple[MatchRecord, ...]
+    analyses: RunAnalyses
+
+    @property
+    def rounds(self) -> tuple[RoundRecord, ...]:
+        return tuple(r for m in self.matches for r in m.rounds)
+
+    @property
+    def leaderboard(self) -> tuple[LeaderboardRow, ...]:
+        return tuple(self.analyses.rows)
+
+
+def read_run(path: Path) -> StoredRun:
+    """The run folder at `path`, read and computed (nothing is written); a folder with no
+    run.json, or a header, config or log this drarena cannot read, is one DrarenaError."""
+    run = RunDir(Path(path))
+    header = run.header()
+    if header is None:
+        raise DrarenaError(f"{path}: no run.json (not a run folder)")
+    config = config_of(header, f"{run.header_path}: config")
+    log = run.read_log()
+    check_agents(config.agent_names(), log, f"{run.log_path} (config: {run.header_path})")
+    analyses = render_run(run, config, log).analyses
+    return StoredRun(run.path, header, config, tuple(log), analyses)

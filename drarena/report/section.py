@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from drarena.ledger.folder import RunDir
+from drarena.ledger.header import RunHeader
 from drarena.ledger.leaderboard import LeaderboardRow
 from drarena.ledger.records import MatchRecord
 from drarena.registry import Registry
@@ -36,10 +37,10 @@ class ReportRun:
     seconds per answer by agent (timings.jsonl); `resamples`, `seed`: the run's rating
     bootstrap, which every other interval of the report uses too; `folder`: where the run's
     side files are read (comparison.json, audit labels, drift.json), None for a page built
-    from records alone."""
+    from records alone; `header`: run.json, None where there is none."""
 
     title: str
-    header: Mapping[str, Any]
+    header: RunHeader | None
     rows: Sequence[LeaderboardRow]
     matches: Sequence[MatchRecord]
     seconds: Mapping[str, Sequence[float]]

@@ -86,7 +86,7 @@ def register(subparsers: Any) -> None:
 def default_config(snapshot: Path, index_root: Path, seed: int) -> Any:
     """A config for the check alone: the Examiner served, greedy (closed-book agents only
     because a config needs two; they are never asked)."""
-    from drarena.runs.config import parse_config
+    from drarena.config.tournament import parse_config
 
     return parse_config(
         {
@@ -190,8 +190,8 @@ def run_check(
 
 
 def cmd_examiner_check(args: argparse.Namespace) -> int:
+    from drarena.config.tournament import load_config
     from drarena.errors import DrarenaError
-    from drarena.runs.config import load_config
     from drarena.validity.check import CheckSettings, check_judges, table
 
     if args.pairs < 1:

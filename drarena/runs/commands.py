@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the commands import their modules lazily: `drarena --help` stays fast
+    from drarena.config.tournament import TournamentConfig
     from drarena.ledger.folder import RunDir
     from drarena.ledger.records import MatchRecord
-    from drarena.runs.config import TournamentConfig
 
 
 def register(subparsers: Any) -> None:
@@ -216,10 +216,10 @@ def beside(run: Path, suffix: str) -> Path:
 
 
 def cmd_tournament(args: argparse.Namespace) -> int:
+    from drarena.config.tournament import load_config
     from drarena.ledger.folder import RunDir
     from drarena.models.config import CacheMode
     from drarena.report.finish import finish_run
-    from drarena.runs.config import load_config
     from drarena.runs.execute import execute
 
     config = load_config(args.config)
@@ -260,16 +260,16 @@ def read_finished(path: Path, empty: str) -> tuple[RunDir, TournamentConfig, lis
     run.json, an empty log (`empty` says what is then not done) and a log naming agents its
     config lacks are one-line errors naming the file (either may be the damaged one, so a
     disagreement names both)."""
+    from drarena.config.tournament import config_of
     from drarena.errors import DrarenaError
     from drarena.ledger.folder import RunDir
     from drarena.ledger.leaderboard import check_agents
-    from drarena.runs.config import parse_config
 
     run = RunDir(path)
     header = run.header()
     if header is None:
         raise DrarenaError(f"{path}: no run.json (not a run folder)")
-    config = parse_config(header["config"], f"{run.header_path}: config")
+    config = config_of(header, f"{run.header_path}: config")
     log = run.read_log()
     if not log:
         raise DrarenaError(f"{run.log_path}: no matches in the log; {empty}")
@@ -338,7 +338,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         f"replayed {len(result.log)} matches into {out.path} in "
         f"{time.perf_counter() - started:.1f} s with {result.model_calls} model calls"
     )
-    for line in live_lines(out.header() or {}):
+    for line in live_lines(out.header()):
         print(line)
     if differ:
         print("DIFFERENT: " + ", ".join(differ))
@@ -348,11 +348,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_add_agent(args: argparse.Namespace) -> int:
+    from drarena.config.tournament import config_of, parse_config
     from drarena.errors import DrarenaError
     from drarena.ledger.folder import RunDir
     from drarena.models.config import CacheMode
     from drarena.report.finish import finish_run
-    from drarena.runs.config import parse_config
     from drarena.runs.execute import execute
 
     run = RunDir(args.run)
@@ -365,8 +365,8 @@ def cmd_add_agent(args: argparse.Namespace) -> int:
         raise DrarenaError(f"--args: not valid JSON ({exc})") from None
     # the run's own config first: parsed only with the newcomer merged in, a damaged run.json
     # would be reported as the newcomer's problem, under `add-agent`
-    config = parse_config(header["config"], f"{run.header_path}: config")
-    data = dict(header["config"])
+    config = config_of(header, f"{run.header_path}: config")
+    data = dict(header.config)
     agents = data.get("agents")
     if not isinstance(agents, list):
         raise DrarenaError(f"{run.header_path}: config.agents is not a list")

@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from drarena.agents.base import Agent
+from drarena.config.tournament import TournamentConfig
 from drarena.corpus.records import Doc, Tree
 from drarena.corpus.terms import TermStats
 from drarena.corpus.treewalk import Expander, TreeWalker
 from drarena.ledger.header import RunHeader
 from drarena.models.client import ModelClient
 from drarena.models.config import CacheMode, ModelsConfig
-from drarena.runs.config import TournamentConfig
 from drarena.runs.session import (
     bind_roles,
     build_header,

@@ -29,21 +29,22 @@ from pydantic import ValidationError
 from drarena.agents.base import Agent, Conversation, SourcePage
 from drarena.arena.match import MatchSettings, grounding_for
 from drarena.arena.rounds import play_round
-from drarena.corpus.terms import UNIFORM, TermStats
-from drarena.errors import DrarenaError, one_line
-from drarena.examiner.evolve import MatchScore, add_round, match_void, outcome
-from drarena.examiner.judges import JudgeCall
-from drarena.files import write_atomic
-from drarena.ledger.folder import MAX_TEXT_BYTES, RunDir, read_text
-from drarena.ledger.records import SCHEMA_VERSION, MatchRecord, RoundRecord
-from drarena.models.client import ModelClient
-from drarena.runs.config import (
+from drarena.config.tournament import (
     LiveSettings,
     TournamentConfig,
     legacy_agents,
     legacy_judge,
     parse_config,
 )
+from drarena.corpus.terms import UNIFORM, TermStats
+from drarena.errors import DrarenaError, one_line
+from drarena.examiner.evolve import MatchScore, add_round, match_void, outcome
+from drarena.examiner.judges import JudgeCall
+from drarena.files import write_atomic
+from drarena.ledger.folder import MAX_TEXT_BYTES, RunDir, read_text
+from drarena.ledger.header import RunHeader
+from drarena.ledger.records import SCHEMA_VERSION, MatchRecord, RoundRecord
+from drarena.models.client import ModelClient
 from drarena.runs.driftcompare import DriftRunReport, build_report, to_markdown
 from drarena.runs.execute import legacy_judging
 from drarena.runs.live import LivePages, capture_path, finish_block, header_block
@@ -224,7 +225,7 @@ def live_settings(
         raise DrarenaError(f"--provider/--web: {field}: {err['msg']}") from None
 
 
-def _frozen_run(run_path: Path) -> tuple[RunDir, dict[str, Any], TournamentConfig]:
+def _frozen_run(run_path: Path) -> tuple[RunDir, RunHeader, TournamentConfig]:
     """The frozen run drift-run asks again: its folder, header and config (checked)."""
     from drarena.runs.session import check_components
 
@@ -232,13 +233,11 @@ def _frozen_run(run_path: Path) -> tuple[RunDir, dict[str, Any], TournamentConfi
     header = run.header()
     if header is None:
         raise DrarenaError(f"{run_path}: no run.json (not a run folder)")
-    if header.get("mode") == "live":
+    if header.mode == "live":
         raise DrarenaError(
             f"{run_path}: a live run; drift-run compares a frozen run with the live web"
         )
-    stored = legacy_agents(
-        legacy_judge(legacy_judging(header["config"], header.get("prompt_hashes")))
-    )
+    stored = legacy_agents(legacy_judge(legacy_judging(header.config, header.prompt_hashes)))
     config = parse_config(stored, f"{run.header_path}: config")
     check_components(config)
     return run, header, config
@@ -353,8 +352,8 @@ def drift_run(
         new_header: dict[str, Any] = {
             "created": now().isoformat(timespec="seconds"),
             "run": str(run_path),
-            "frozen_config_digest": header.get("config_digest"),
-            "frozen_snapshot_fingerprint": header.get("snapshot_fingerprint"),
+            "frozen_config_digest": header.config_digest if header.has("config_digest") else None,
+            "frozen_snapshot_fingerprint": header.snapshot_fingerprint,
             "live_settings": live.model_dump(mode="json"),
             "bound_roles": {
                 k: {"model": r.model, "api_base": r.api_base, "sampling": r.sampling.as_params()}

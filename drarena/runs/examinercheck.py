@@ -13,7 +13,7 @@ import asyncio
 import sys
 from typing import Any
 
-from drarena.ledger.header import RunHeader
+from drarena.ledger.header import ExaminerCheckBlock, RunHeader
 from drarena.runs.context import RunContext
 from drarena.validity.check import CheckRun, CheckSettings, examiner_check
 from drarena.validity.reuse import STORE_DIR, check_key, header_block, reuse_or_run
@@ -44,7 +44,7 @@ def progress(line: str) -> None:
 
 def tournament_check(
     ctx: RunContext, header: RunHeader, pairs: int, *, paraphrase: bool = True
-) -> dict[str, Any]:
+) -> ExaminerCheckBlock:
     """Run (or reuse) a `pairs`-task examiner-check of the run's Examiner; the run.json block.
     `paraphrase`: also ask the task model to rewrite each reference (one call a task)."""
     config = ctx.config
@@ -79,4 +79,4 @@ def tournament_check(
             return asyncio.run(examiner_check(run, settings, progress))
 
     report, reused = reuse_or_run(config.runs_root / STORE_DIR, key, go)
-    return header_block(report, key, reused)
+    return ExaminerCheckBlock.model_validate(header_block(report, key, reused))

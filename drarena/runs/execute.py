@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from drarena.config.tournament import TournamentConfig, legacy_match, parse_config
 from drarena.errors import DrarenaError
 from drarena.ledger.folder import (
     REPLAY_MARK,
@@ -20,7 +21,7 @@ from drarena.ledger.folder import (
     prepare_replay_target,
     run_lock,
 )
-from drarena.ledger.header import RunHeader
+from drarena.ledger.header import RunHeader, ToolRecordRef
 from drarena.ledger.leaderboard import (
     build_leaderboard,
     check_agents,
@@ -30,7 +31,6 @@ from drarena.ledger.leaderboard import (
 from drarena.ledger.records import MatchRecord
 from drarena.models.cache import TOOL_SCHEMA_VERSION
 from drarena.models.config import CacheMode
-from drarena.runs.config import TournamentConfig, legacy_match, parse_config
 from drarena.runs.context import RunContext, check_config, open_run
 from drarena.runs.prepare import prepare as prepare_stage  # (`prepare`: execute's switch for it)
 from drarena.runs.session import config_digest
@@ -45,9 +45,6 @@ class RunResult:
     leaderboard_md: str
     replay_misses: list[str] = dataclasses.field(default_factory=list)
     config: TournamentConfig | None = None  # as played (a live run's with its live block)
-
-
-TOOL_RECORD = {"table": "tools", "version": TOOL_SCHEMA_VERSION}
 
 
 # objects allocated (net) between two collections of the youngest generation while a
@@ -108,7 +105,7 @@ def finish(run: RunDir, config: TournamentConfig, log: list[MatchRecord]) -> str
 
 def _start_header(
     ctx: RunContext,
-    old: dict[str, Any] | None,
+    old: RunHeader | None,
     header_extra: dict[str, Any] | None,
     *,
     resumed: bool,
@@ -123,14 +120,14 @@ def _start_header(
     for key, value in (header_extra or {}).items():  # e.g. a replay's replay_of
         setattr(header, key, value)
     if old is not None and resumed:
-        header.created = old.get("created", header.created)
+        header.created = old.created if old.has("created") else header.created
     record = ctx.tool_record
     if record is not None:  # one list of replay misses, in the order they happened
         record.misses = ctx.client.replay_misses
     ctx.web.stamp_header(header, old)
     # a run resumed from one begun without a record has matches no record answers
-    if record is not None and (old is None or "tool_record" in old):
-        header.tool_record = TOOL_RECORD
+    if record is not None and (old is None or old.tool_record is not None):
+        header.tool_record = ToolRecordRef(table="tools", version=TOOL_SCHEMA_VERSION)
     return header
 
 
@@ -209,7 +206,7 @@ def _execute(
     old = run.header()
     if old is None and REPLAY_MARK not in (header_extra or {}):  # (prepare_replay_target's)
         check_new_run_folder(run.path)
-    if old is not None and newcomer is None and old.get("config_digest") != config_digest(config):
+    if old is not None and newcomer is None and old.config_digest != config_digest(config):
         raise DrarenaError(
             f"{run.path} holds a run of another config; choose another `name` or delete the folder"
         )
@@ -263,7 +260,7 @@ def _execute(
         finally:  # a live run's capture is written even when the run is interrupted
             web.finish(header, run.write_header)
         client = ctx.client
-        header.usage = {k: v.to_dict() for k, v in client.usage().items()}
+        header.usage = dict(client.usage())
         header.model_calls = client.model_calls
         if proxied:
             header.web_proxy = TALLY.minus(proxy_before).to_dict()
@@ -351,13 +348,13 @@ def replay(
         raise DrarenaError(f"{run.path}: no run.json (not a run folder)")
     if not run.cache_path.is_file():
         raise DrarenaError(f"{run.cache_path}: no model cache to replay from")
-    if not header.get("bound_roles"):  # the cache is keyed by the models the roles were bound to
+    if not header.bound_roles:  # the cache is keyed by the models the roles were bound to
         raise DrarenaError(
             f"{run.header_path}: no bound_roles (the model each role used); the run cannot be "
             "replayed without them"
         )
     # rules of older drarenas
-    stored = legacy_match(legacy_judging(header["config"], header.get("prompt_hashes")))
+    stored = legacy_match(legacy_judging(header.config, header.prompt_hashes))
     config = parse_config(stored, f"{run.header_path}: config")
     # round by round: a replayed match ends as soon as it is read, so planning the next
     # round under the 4^k outcomes of the unfinished ones (BT fits, scipy's import) would only
@@ -376,10 +373,10 @@ def replay(
             serve=False,
             cache_mode=CacheMode.REPLAY,
             cache_path=run.cache_path,
-            fixed_roles=header["bound_roles"],
+            fixed_roles=header.bound_role_dicts(),
             prepare=False,
             web=web,
-            replay_tools="tool_record" in header,
+            replay_tools=header.tool_record is not None,
             backend=NoModelBackend(),
             header_extra={REPLAY_MARK: str(run.path.resolve())},
         )

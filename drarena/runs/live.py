@@ -16,18 +16,19 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from drarena.config.tournament import LiveSettings
 from drarena.corpus.records import Tree, TreePage
 from drarena.corpus.treewalk import CONTENT_RICH_CHARS, CannotExpand, Expander, TreeWalker
 from drarena.errors import DrarenaError
+from drarena.ledger.header import Capture, RunHeader
 from drarena.registry import ComponentSpec
-from drarena.runs.config import LiveSettings
 
 STAMP = "%Y%m%dT%H%M%SZ"
 
@@ -261,7 +262,7 @@ class LiveSession:
 
 def header_block(
     live: LiveSettings,
-    earlier: Sequence[dict[str, Any]],
+    earlier: Sequence[Capture | dict[str, Any]],
     current: Path | None,
     *,
     replayed: bool = False,
@@ -269,7 +270,8 @@ def header_block(
     """The `live` block of run.json: provider, fetch settings, every capture of the run
     (one per part: a resumed run adds one), the current one `in progress` until closed."""
     captures = []
-    for c in earlier:  # a part killed before it could close its capture stays listed
+    for e in earlier:  # a part killed before it could close its capture stays listed
+        c: dict[str, Any] = e.as_json() if isinstance(e, Capture) else e
         if c.get("status") == "in progress":
             c = {**c, "status": "unfinished", "fingerprint": capture_fingerprint(Path(c["path"]))}
         captures.append(dict(c))
@@ -298,20 +300,18 @@ def finish_block(block: dict[str, Any], closed: dict[str, Any] | None) -> dict[s
     return {**block, "captures": captures}
 
 
-def live_captures(where: Path, header: Mapping[str, Any]) -> list[Path]:
+def live_captures(where: Path, header: RunHeader) -> list[Path]:
     """The capture folders of a live run, in run order (one per part of a resumed run); a
-    live block drarena did not write (edited, damaged) is one line naming run.json."""
-    live = header.get("live")
-    captures = live.get("captures") if isinstance(live, dict) else None
+    live block of the wrong shape was refused when the header was read (RunDir.header), and
+    one with a capture of no path is one line naming run.json."""
+    captures = [] if header.live is None else header.live.captures
     if not captures:
         raise DrarenaError(
             f"{where}: a live run with no capture snapshot recorded; it cannot be replayed offline"
         )
-    if not isinstance(captures, list) or not all(
-        isinstance(c, dict) and isinstance(c.get("path"), str) and c["path"] for c in captures
-    ):
+    if not all(c.path for c in captures):
         raise DrarenaError(
             f"{where}: live.captures is not a list of captures each with a `path` (damaged); "
             "it cannot be replayed offline"
         )
-    return [Path(c["path"]) for c in captures]
+    return [Path(c.path) for c in captures]

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import sys
 
+from drarena.config.tournament import TournamentConfig
 from drarena.errors import DrarenaError
-from drarena.runs.config import TournamentConfig
 from drarena.runs.webmode import WebMode, web_mode
 
 

@@ -32,6 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from drarena.arena.rounds import failure, for_judge
+from drarena.config.tournament import (
+    SERVED,
+    TournamentConfig,
+    legacy_match,
+    load_config,
+    parse_config,
+)
 from drarena.corpus.treewalk import TreeWalker
 from drarena.errors import DrarenaError
 from drarena.examiner.evidence import Grounding
@@ -48,7 +55,6 @@ from drarena.ledger.records import MatchRecord, RoundRecord
 from drarena.models.client import ModelClient
 from drarena.models.config import CacheMode, ModelRole, ModelsConfig, Sampling
 from drarena.records import Record
-from drarena.runs.config import SERVED, TournamentConfig, legacy_match, load_config, parse_config
 from drarena.runs.execute import finish, legacy_judging
 from drarena.runs.session import bind_roles, load_pages, load_trees, model_endpoint, page_terms
 from drarena.settle import gather_settled
@@ -426,7 +432,7 @@ def rejudge(
     if header is None:
         raise DrarenaError(f"{source_path}: no run.json (not a run folder)")
     # the rules the run was played by (older drarenas: the Examiner judged, v1 prompt)
-    rules = legacy_match(legacy_judging(header["config"], header.get("prompt_hashes")))
+    rules = legacy_match(legacy_judging(header.config, header.prompt_hashes))
     config = parse_config(rules, f"{source.header_path}: config")
     log = source.read_log()
     stored = sum(len(m.rounds) for m in log)
@@ -435,7 +441,7 @@ def rejudge(
             f"{source.log_path}: no round holds a task and two judgeable answers "
             f"({stored} rounds stored); nothing to rejudge"
         )
-    bound_roles = header.get("bound_roles") or {}
+    bound_roles = header.bound_role_dicts()
     component = model_free_judge(spec.judge) if spec.judge is not None else None
     origin, judge = ("", ModelRole(model=SERVED)) if component else resolve_judge(config, spec)
     options = config.match.judge_options
@@ -472,7 +478,7 @@ def rejudge(
         },
         judge_info,
         {} if component is not None else used_hashes(options(0, 0).template_specs()),
-        dict(header.get("prompt_hashes", {})),
+        dict(header.prompt_hashes),
         stored,
         len(rows),
         sum(r.original is not None and r.new is not None for r in rows),
@@ -488,7 +494,9 @@ def rejudge(
     rescored: list[MatchRecord] = []
     if write:
         rescored = [rescore(m, judged, config.match.max_void_rounds) for m in log]
-        new_header = {k: v for k, v in header.items() if k not in ("replay_of", MARK, "rejudge")}
+        new_header: dict[str, Any] = {
+            k: v for k, v in header.as_json().items() if k not in ("replay_of", MARK, "rejudge")
+        }
         new_header.update(
             created=now().isoformat(timespec="seconds"),
             model_calls=calls,

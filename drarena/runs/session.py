@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from drarena.config.tournament import ISSUE35_KEYS, SERVED, TournamentConfig
 from drarena.corpus.records import Doc, Tree
 from drarena.corpus.terms import TermStats
 from drarena.digests import file_sha256
@@ -27,7 +28,6 @@ from drarena.examiner.templates import used_hashes
 from drarena.files import read_bounded
 from drarena.ledger.header import RunHeader
 from drarena.models.config import CacheConfig, CacheMode, ModelRole, ModelsConfig
-from drarena.runs.config import ISSUE35_KEYS, SERVED, TournamentConfig
 
 PACKAGES = (
     "drarena",

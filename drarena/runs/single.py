@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from drarena.arena.match import MatchRunner, match_rng, match_seed
+from drarena.config.tournament import TournamentConfig, parse_config
 from drarena.errors import DrarenaError
 from drarena.files import read_bounded, write_atomic
 from drarena.ledger.records import RoundRecord
 from drarena.models.config import CacheMode
-from drarena.runs.config import TournamentConfig, parse_config
 
 RETRIEVING = ("react", "rag")
 # A replay reads roles.json from --out, a folder that may be shared or damaged: bounded. Why

@@ -25,13 +25,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from drarena.config.tournament import LiveSettings, TournamentConfig
 from drarena.corpus.records import Doc, Tree, TreeEdge, TreeNode
 from drarena.corpus.treewalk import CONTENT_RICH_CHARS, Expander, TreeWalker
 from drarena.digests import file_sha256
 from drarena.errors import DrarenaError
-from drarena.ledger.header import RunHeader
+from drarena.ledger.header import LiveBlock, RunHeader
 from drarena.models.config import CacheMode, ModelsConfig
-from drarena.runs.config import LiveSettings, TournamentConfig
 from drarena.runs.live import (
     LiveSession,
     capture_fingerprint,
@@ -68,7 +68,7 @@ class WebMode(Protocol):
     def index_traits(self) -> set[str]:
         """The snapshot's indexes the agents read, for the prepare stage to build."""
 
-    def replay(self, header: Mapping[str, Any], where: Path) -> WebMode:
+    def replay(self, header: RunHeader, where: Path) -> WebMode:
         """The web a replay of the run recorded in `header` reads (checked first)."""
 
     def open(self, stack: contextlib.ExitStack) -> None:
@@ -100,7 +100,7 @@ class WebMode(Protocol):
     def guard(self, bound: ModelsConfig, replaying: bool) -> contextlib.AbstractContextManager[Any]:
         """The network guard while matches play."""
 
-    def stamp_header(self, header: RunHeader, old: Mapping[str, Any] | None) -> None:
+    def stamp_header(self, header: RunHeader, old: RunHeader | None) -> None:
         """The header's fields of this web (`old`: the run.json a resumed run had)."""
 
     def check_roots(self, trees: Mapping[str, Tree]) -> None:
@@ -205,7 +205,7 @@ class FrozenMode:
     def index_traits(self) -> set[str]:
         return index_traits(self.config)
 
-    def replay(self, header: Mapping[str, Any], where: Path) -> FrozenMode:
+    def replay(self, header: RunHeader, where: Path) -> FrozenMode:
         """A replay reads the snapshot's bytes the run read: checked first (one line)."""
         check_replay_inputs(header, self.config, where)
         return self
@@ -264,7 +264,7 @@ class FrozenMode:
     def guard(self, bound: ModelsConfig, replaying: bool) -> contextlib.AbstractContextManager[Any]:
         return model_guard(bound)
 
-    def stamp_header(self, header: RunHeader, old: Mapping[str, Any] | None) -> None:
+    def stamp_header(self, header: RunHeader, old: RunHeader | None) -> None:
         """The derived files' digests, which a replay checks (check_replay_inputs)."""
         header.derived_digests = derived_digests(self.config.snapshot)
 
@@ -317,7 +317,7 @@ class LiveMode:
     def index_traits(self) -> set[str]:
         return set()  # the live provider searches; no index is read
 
-    def replay(self, header: Mapping[str, Any], where: Path) -> LiveMode:
+    def replay(self, header: RunHeader, where: Path) -> LiveMode:
         """The same run answered from its captures (run.json's live block), no network."""
         return LiveMode(self.config, replay_from=live_captures(where, header))
 
@@ -357,17 +357,21 @@ class LiveMode:
         """Open while it plays live; a replay reaches only the model endpoints."""
         return model_guard(bound) if replaying else contextlib.nullcontext()
 
-    def stamp_header(self, header: RunHeader, old: Mapping[str, Any] | None) -> None:
+    def stamp_header(self, header: RunHeader, old: RunHeader | None) -> None:
         """The live block: provider, fetch settings and every capture (a resumed run keeps
         the parts before; a replay lists the captures it reads)."""
         if self.replaying:
             read = [
                 {"path": str(p), "fingerprint": capture_fingerprint(p)} for p in self.replay_from
             ]
-            header.live = header_block(self.live, read, None, replayed=True)
+            header.live = LiveBlock.model_validate(
+                header_block(self.live, read, None, replayed=True)
+            )
             return
-        earlier = [] if old is None else old.get("live", {}).get("captures", [])
-        header.live = header_block(self.live, earlier, self.capture)
+        earlier = (
+            [] if old is None or old.live is None else [c.as_json() for c in old.live.captures]
+        )
+        header.live = LiveBlock.model_validate(header_block(self.live, earlier, self.capture))
 
     def check_roots(self, trees: Mapping[str, Tree]) -> None:
         self.session.check_roots(list(trees.values()))
@@ -376,11 +380,13 @@ class LiveMode:
         """The capture closed (even when the run is interrupted) and written into the
         header's live block."""
         assert header.live is not None  # stamp_header wrote it
-        header.live = finish_block(header.live, self.session.close())
+        header.live = LiveBlock.model_validate(
+            finish_block(header.live.as_json(), self.session.close())
+        )
         write(header)
 
 
-def check_replay_inputs(header: Mapping[str, Any], config: TournamentConfig, where: Path) -> None:
+def check_replay_inputs(header: RunHeader, config: TournamentConfig, where: Path) -> None:
     """The snapshot, its derived files (page text, links, trees) and the prompt templates must
     be the bytes the run read: otherwise a replay would ask other questions and miss its
     cache. One line naming what differs and how to rebuild it."""
@@ -397,12 +403,12 @@ def check_replay_inputs(header: Mapping[str, Any], config: TournamentConfig, whe
         )
     with Snapshot.open(snap) as opened:
         fingerprint = opened.fingerprint
-    if fingerprint != header.get("snapshot_fingerprint"):
+    if fingerprint != header.snapshot_fingerprint:
         raise DrarenaError(
             f"{where}: snapshot {snap} has fingerprint {fingerprint}, the run "
-            f"used {header.get('snapshot_fingerprint')}"
+            f"used {header.snapshot_fingerprint}"
         )
-    for name, digest in sorted(header.get("derived_digests", {}).items()):
+    for name, digest in sorted(header.derived_digests.items()):
         path = snap / name
         if not path.is_file() or file_sha256(path) != digest:
             state = "missing" if not path.is_file() else "not the file the run read"
@@ -413,14 +419,15 @@ def check_replay_inputs(header: Mapping[str, Any], config: TournamentConfig, whe
     trees_hint = (
         f"drarena snapshot trees {snap} --count {config.trees.built()} --seed {config.trees.seed}"
     )
-    for tree, digest in sorted(header.get("trees", {}).items()):
+    for tree, digest in sorted(header.trees.items()):
         path = snap / TREES_DIR / f"{tree}.json"
         if not path.is_file() or file_sha256(path) != digest:
             state = "missing" if not path.is_file() else "not the tree the run played"
             raise DrarenaError(f"{where}: tree {path} is {state}; run `{trees_hint}`")
-    recorded = header.get("prompt_hashes")
+    recorded = header.prompt_hashes if header.has("prompt_hashes") else None
+    made = header.git_revision if header.has("git_revision") else "?"
     if recorded is not None and recorded != used_hashes(config.match.template_specs()):
         raise DrarenaError(
             f"{where}: the Examiner's prompt templates differ from the run's "
-            f"(made at drarena revision {header.get('git_revision', '?')})"
+            f"(made at drarena revision {made})"
         )

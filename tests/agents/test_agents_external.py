@@ -455,7 +455,7 @@ def test_the_shim_fails_closed_when_it_cannot_hide(tmp_path: Path) -> None:
 
 
 def frozen_config(api_base: str | list[str] | None, **args: Any) -> Any:
-    from drarena.runs.config import parse_config
+    from drarena.config.tournament import parse_config
 
     role: dict[str, Any] = {"model": "openai/deep-agent"}
     if isinstance(api_base, list):
@@ -538,7 +538,7 @@ def test_a_command_agents_model_role_with_replicas_gives_the_first_and_bridges_i
 
 
 def test_unknown_model_role_of_a_command_agent_is_one_line() -> None:
-    from drarena.runs.config import parse_config
+    from drarena.config.tournament import parse_config
     from drarena.runs.session import check_components
 
     config = parse_config(

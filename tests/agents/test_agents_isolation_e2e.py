@@ -16,9 +16,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "arena"))
 from arena_live_site import LiveSiteForTests, freeze, scripted_models
 
 from drarena.agents import sandbox
+from drarena.config.tournament import parse_config
 from drarena.ledger.folder import RunDir
 from drarena.models.config import CacheMode
-from drarena.runs.config import parse_config
 from drarena.runs.execute import execute
 
 NETNS = sandbox.probe()

@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
+from drarena.config.tournament import load_config, parse_config
 from drarena.errors import DrarenaError
-from drarena.runs.config import load_config, parse_config
 from drarena.runs.session import check_components
 
 REPO = Path(__file__).resolve().parents[2]

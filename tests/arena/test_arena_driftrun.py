@@ -12,11 +12,11 @@ import pytest
 from arena_live_site import LiveSiteForTests, freeze, live_web_settings, scripted_models
 from test_arena_live import NOW, config_data
 
+from drarena.config.tournament import parse_config
 from drarena.errors import DrarenaError
 from drarena.ledger.folder import RunDir
 from drarena.ledger.leaderboard import LeaderboardRow
 from drarena.models.config import CacheMode
-from drarena.runs.config import parse_config
 from drarena.runs.driftcompare import Change, agent_moves, change, rank_correlation
 from drarena.runs.driftrun import REPORT_JSON, drift_run
 from drarena.runs.execute import execute

@@ -17,11 +17,11 @@ from arena_live_site import LiveSiteForTests, freeze, live_web_settings, scripte
 from loopback_servers import free_port
 
 from drarena.cli import main
+from drarena.config.tournament import parse_config
 from drarena.errors import DrarenaError
 from drarena.ledger.folder import RunDir
 from drarena.ledger.records import MatchRecord
 from drarena.models.config import CacheMode
-from drarena.runs.config import parse_config
 from drarena.runs.execute import execute, replay
 from drarena.web.warc.snapshot import Snapshot
 
@@ -90,15 +90,16 @@ def test_live_run_searches_reads_today_captures_and_replays_offline(
     assert result.model_calls > 0 and len(result.log) == 1
 
     header = run.header()
-    assert header is not None and header["mode"] == "live"
-    live = header["live"]
-    assert live["provider"] == searxng(site) and live["replayed"] is False
-    [capture] = live["captures"]
-    folder = Path(capture["path"])
+    assert header is not None and header.mode == "live"
+    live = header.live
+    assert live is not None
+    assert live.provider.as_json() == searxng(site) and live.replayed is False
+    [capture] = live.captures
+    folder = Path(capture.path)
     assert folder == tmp_path / "captures" / "live-live-20261129T150000Z"
-    assert capture["status"] == "finished"
+    assert capture.status == "finished"
     with Snapshot.open(folder) as snap:
-        assert capture["fingerprint"] == snap.fingerprint
+        assert capture.fingerprint == snap.fingerprint
         urls = snap.urls()
     # the agents' search went to the provider and the Examiner's pages were read live,
     # all into the capture
@@ -127,8 +128,8 @@ def test_live_run_searches_reads_today_captures_and_replays_offline(
     replayed, differ = replay(run, RunDir(tmp_path / "replay"))
     assert differ == [] and replayed.model_calls == 0
     again = RunDir(tmp_path / "replay").header()
-    assert again is not None and again["live"]["replayed"] is True
-    assert again["live"]["captures"][0]["fingerprint"] == capture["fingerprint"]
+    assert again is not None and again.live is not None and again.live.replayed is True
+    assert again.live.captures[0].fingerprint == capture.fingerprint
 
 
 def test_live_tree_expansion_crawls_into_the_capture(
@@ -156,7 +157,8 @@ def test_live_tree_expansion_crawls_into_the_capture(
     assert sibling in {site.url(n) for n in ("c2", "c3", "c4")}  # found live under the root
     header = run.header()
     assert header is not None
-    with Snapshot.open(Path(header["live"]["captures"][0]["path"])) as snap:
+    assert header.live is not None
+    with Snapshot.open(Path(header.live.captures[0].path)) as snap:
         # c4 is neither a search hit nor in the frozen tree: only expansion fetched it
         assert {sibling, site.url("c4")} <= set(snap.urls())
     site.stop()
@@ -183,7 +185,8 @@ def test_replay_of_a_live_run_without_its_capture_is_one_line(
     assert header is not None
     import shutil
 
-    shutil.rmtree(header["live"]["captures"][0]["path"])
+    assert header.live is not None
+    shutil.rmtree(header.live.captures[0].path)
     with pytest.raises(DrarenaError, match="capture snapshot missing or unfinished"):
         replay(run, RunDir(tmp_path / "replay"))
 
@@ -207,8 +210,9 @@ def test_interrupted_live_run_keeps_its_capture_and_resumes_into_a_new_one(
         )
     header = run.header()
     assert header is not None
-    [first] = header["live"]["captures"]
-    assert first["status"] == "finished" and first["fingerprint"]
+    assert header.live is not None
+    [first] = header.live.captures
+    assert first.status == "finished" and first.fingerprint
     assert len(run.finished()) == 1
 
     later = datetime(2026, 11, 29, 15, 5, 0, tzinfo=UTC)
@@ -223,9 +227,10 @@ def test_interrupted_live_run_keeps_its_capture_and_resumes_into_a_new_one(
     )
     header = run.header()
     assert header is not None
-    paths = [c["path"] for c in header["live"]["captures"]]
-    assert paths == [first["path"], str(tmp_path / "captures" / "live-live-20261129T150500Z")]
-    assert all(c["status"] == "finished" for c in header["live"]["captures"])
+    assert header.live is not None
+    paths = [c.path for c in header.live.captures]
+    assert paths == [first.path, str(tmp_path / "captures" / "live-live-20261129T150500Z")]
+    assert all(c.status == "finished" for c in header.live.captures)
     assert len(run.finished()) == 2
 
     site.stop()
@@ -289,7 +294,7 @@ def test_bad_live_settings_name_the_field(tmp_path: Path) -> None:
 
 
 def test_live_demo_config_is_valid(repo_root: Path) -> None:
-    from drarena.runs.config import load_config
+    from drarena.config.tournament import load_config
     from drarena.runs.live import web_settings
     from drarena.runs.session import check_components
 
@@ -301,7 +306,7 @@ def test_live_demo_config_is_valid(repo_root: Path) -> None:
 
 
 def test_header_lists_every_part_even_one_killed_before_closing(tmp_path: Path) -> None:
-    from drarena.runs.config import LiveSettings
+    from drarena.config.tournament import LiveSettings
     from drarena.runs.live import LiveSession, finish_block, header_block
 
     live = LiveSettings.model_validate({})

@@ -170,7 +170,7 @@ def test_rejudge_with_the_evidence_judge_reads_the_snapshot_and_calls_no_model(
 ) -> None:
     """`drarena run rejudge RUN --judge evidence`: the recorded (LLM-judged) run's rounds
     graded by code against the run's own snapshot, no model call, the run only read."""
-    from drarena.runs.config import parse_config
+    from drarena.config.tournament import parse_config
     from drarena.runs.rejudge import judgeable, round_grounding
 
     monkeypatch.chdir(clone)

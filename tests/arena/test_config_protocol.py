@@ -11,9 +11,7 @@ from typing import Any
 import pytest
 
 from drarena.arena.match import MatchSettings
-from drarena.errors import DrarenaError
-from drarena.examiner.evolve import word_limit
-from drarena.runs.config import (
+from drarena.config.tournament import (
     JUDGE_TEMPERATURE,
     LEGACY_MATCH,
     PAPER_MATCH,
@@ -22,6 +20,8 @@ from drarena.runs.config import (
     load_config,
     parse_config,
 )
+from drarena.errors import DrarenaError
+from drarena.examiner.evolve import word_limit
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDED = Path(__file__).resolve().parent / "fixtures" / "recorded-run" / "run.json"

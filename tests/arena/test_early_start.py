@@ -188,7 +188,7 @@ def test_early_start_is_scheduling_only_so_not_in_the_config_digest() -> None:
     keep their digest (their stored config has no such key)."""
     from test_arena_config import base
 
-    from drarena.runs.config import parse_config
+    from drarena.config.tournament import parse_config
     from drarena.runs.session import config_digest
 
     default = parse_config(base(), "t.yaml")
@@ -204,7 +204,7 @@ def test_models_transport_is_not_in_the_config_digest_either() -> None:
     so a run may resume or replay with either; the rest of the models block still counts."""
     from test_arena_config import base
 
-    from drarena.runs.config import parse_config
+    from drarena.config.tournament import parse_config
     from drarena.runs.session import config_digest
 
     def with_models(**models: object) -> str:

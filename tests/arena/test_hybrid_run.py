@@ -13,10 +13,10 @@ import pytest
 from arena_live_site import LiveSiteForTests, freeze, scripted_models
 
 from drarena.cli import main
+from drarena.config.tournament import parse_config
 from drarena.ledger.folder import RunDir
 from drarena.models.config import CacheMode
 from drarena.report.run import write_report
-from drarena.runs.config import parse_config
 from drarena.runs.execute import execute
 
 STRENGTH = {"fact number": 3}
@@ -76,8 +76,10 @@ def test_a_hybrid_run_shows_the_second_opinion_and_replays_identically(
     snapshot: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run = play(tmp_path, snapshot, "hybrid", None)  # a new config's default judge: hybrid
-    header = run.header() or {}
-    assert header["config"]["match"]["judge"]["kind"] == "hybrid"
+    header = run.header()
+    assert header is not None
+    stored: dict[str, Any] = header.config
+    assert stored["match"]["judge"]["kind"] == "hybrid"
     rounds = [r for m in run.read_log() for r in m.rounds if r.judgment is not None]
     assert rounds and all(r.judgment and r.judgment.evidence is not None for r in rounds)
     assert all(r.judgment and r.judgment.ab is not None for r in rounds)  # the LLM decided

@@ -13,6 +13,7 @@ import pytest
 from arena_fakes import ScriptedAgentForTests, examiner_step, make_tree
 
 from drarena.arena.match import MatchRunner, match_seed
+from drarena.config.tournament import legacy_match, parse_config
 from drarena.corpus.treewalk import TreeWalker
 from drarena.errors import DrarenaError
 from drarena.examiner.judges import JUDGES, build_judge
@@ -20,7 +21,6 @@ from drarena.examiner.taskgens import TASKGENS
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelsConfig
 from drarena.models.scripted import ScriptedBackendForTests
-from drarena.runs.config import legacy_match, parse_config
 from drarena.runs.session import page_terms
 
 

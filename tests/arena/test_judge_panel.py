@@ -15,6 +15,7 @@ import pytest
 from arena_fakes import ScriptedAgentForTests, examiner_step, make_tree
 
 from drarena.arena.match import MatchRunner, MatchSettings, match_seed
+from drarena.config.tournament import parse_config
 from drarena.corpus.treewalk import TreeWalker
 from drarena.errors import DrarenaError
 from drarena.examiner.panel import majority
@@ -24,7 +25,6 @@ from drarena.models.backend import BackendReply
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelsConfig
 from drarena.models.scripted import ScriptedBackendForTests, reply
-from drarena.runs.config import parse_config
 from drarena.runs.session import check_components
 
 PANEL = ("j1", "j2", "j3")

@@ -14,6 +14,7 @@ import pytest
 from arena_fakes import ScriptedAgentForTests, examiner_step, make_tree
 
 from drarena.arena.match import MatchRunner, MatchSettings, match_seed
+from drarena.config.tournament import parse_config
 from drarena.corpus.treewalk import TreeWalker
 from drarena.errors import DrarenaError
 from drarena.examiner import templates
@@ -23,7 +24,6 @@ from drarena.ledger.records import MatchRecord
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelsConfig
 from drarena.models.scripted import ScriptedBackendForTests, reply
-from drarena.runs.config import parse_config
 from drarena.runs.execute import legacy_judging
 
 

@@ -12,12 +12,12 @@ from arena_fakes import ScriptedAgentForTests, examiner, make_tree
 
 from drarena.agents.base import Conversation, Turn
 from drarena.arena.match import MatchRunner, MatchSettings, cut_conversation, match_seed
+from drarena.config.tournament import parse_config
 from drarena.corpus.treewalk import TreeWalker
 from drarena.examiner.evolve import Move
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelsConfig
 from drarena.models.scripted import ScriptedBackendForTests
-from drarena.runs.config import parse_config
 
 A_WINS = [{"v": "A_BETTER", "f": "DEPTH"}, {"v": "B_BETTER", "f": "DEPTH"}]  # both orders
 B_WINS = [{"v": "B_BETTER", "f": "DEPTH"}, {"v": "A_BETTER", "f": "DEPTH"}]

@@ -22,6 +22,7 @@ import pytest
 from arena_fakes import ScriptedAgentForTests, examiner_step, make_tree
 
 from drarena.arena.match import MatchRunner, MatchSettings, match_seed, tree_number
+from drarena.config.tournament import ISSUE35_KEYS, PAPER_MATCH, legacy_match, parse_config
 from drarena.corpus.records import Doc, Tree
 from drarena.corpus.treewalk import TreeWalker
 from drarena.examiner.evolve import Move, Outcome
@@ -30,7 +31,6 @@ from drarena.models.backend import BackendReply
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelsConfig
 from drarena.models.scripted import ScriptedBackendForTests
-from drarena.runs.config import ISSUE35_KEYS, PAPER_MATCH, legacy_match, parse_config
 from drarena.runs.session import config_digest, load_trees
 
 RECORDED = Path(__file__).resolve().parent / "fixtures" / "recorded-run" / "run.json"

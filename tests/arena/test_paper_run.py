@@ -11,10 +11,10 @@ import pytest
 from arena_live_site import LiveSiteForTests, freeze, scripted_models
 
 from drarena.cli import main
+from drarena.config.tournament import PAPER_MATCH, parse_config
 from drarena.ledger.folder import RunDir
 from drarena.models.config import CacheMode
 from drarena.report.run import write_report
-from drarena.runs.config import PAPER_MATCH, parse_config
 from drarena.runs.execute import execute
 from drarena.runs.session import load_trees
 
@@ -66,8 +66,9 @@ def test_a_paper_run_records_every_switch_and_replays_identically(
         backend=scripted_models({"fact number": 3}),
     )
     write_report(run, config, result.log)
-    header = run.header() or {}
-    stored = header["config"]
+    header = run.header()
+    assert header is not None
+    stored: dict[str, Any] = header.config
     assert stored["protocol"] == "paper" and stored["trees"]["count"] is None
     for key, value in PAPER_MATCH.items():
         if key != "max_rounds":

@@ -15,13 +15,13 @@ from arena_live_site import scripted_models
 from reference_trees import write_reference_trees
 
 from drarena.cli import main
+from drarena.config.tournament import PAPER_MATCH, PAPER_TREES, parse_config
 from drarena.corpus.papertrees import import_trees
 from drarena.examiner import templates
 from drarena.ledger.folder import RunDir
 from drarena.models.config import CacheMode
 from drarena.report.run import write_report
 from drarena.runs.ablate import cut_log
-from drarena.runs.config import PAPER_MATCH, PAPER_TREES, parse_config
 from drarena.runs.execute import execute
 
 
@@ -67,8 +67,9 @@ def test_a_paper_run_on_imported_trees_replays_identically(
     write_report(run, config, result.log)
     # the tournament's preparation left the imported trees as they were
     assert {p.name: p.read_bytes() for p in (snapshot / "trees").iterdir()} == tree_bytes
-    header = run.header() or {}
-    stored = header["config"]
+    header = run.header()
+    assert header is not None
+    stored: dict[str, Any] = header.config
     assert stored["protocol"] == "paper"
     for key, value in PAPER_TREES.items():
         assert stored["trees"][key] == value, key
@@ -77,7 +78,7 @@ def test_a_paper_run_on_imported_trees_replays_identically(
             assert stored["match"][key] == value, key
     assert stored["match"]["max_rounds"] == 3
     # judged with the reference's prompt: its hash recorded, its system prompt sent
-    assert header["prompt_hashes"]["paper"] == templates.template_hash("paper")
+    assert header.prompt_hashes["paper"] == templates.template_hash("paper")
     judge_calls = [
         r
         for r in backend.requests

@@ -17,6 +17,7 @@ from arena_fakes import ScriptedAgentForTests, make_tree, strength_examiner
 from drarena.arena.match import MatchSettings
 from drarena.arena.tournament import Tournament
 from drarena.cli import main
+from drarena.config.tournament import parse_config
 from drarena.errors import DrarenaError
 from drarena.ledger.folder import RunDir
 from drarena.ledger.leaderboard import build_leaderboard
@@ -24,7 +25,6 @@ from drarena.models.backend import BackendReply
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelsConfig
 from drarena.models.scripted import ScriptedBackendForTests, reply
-from drarena.runs.config import parse_config
 from drarena.runs.rejudge import JudgeSpec, prepare_out, rejudge
 
 STRENGTHS = {"s1": 1, "s2": 2, "s3": 3, "s4": 4}
@@ -149,8 +149,10 @@ def test_a_contrary_judge_and_the_written_run_it_ranks(recorded: Path, tmp_path:
     assert digests(recorded) == before
 
     header = RunDir(out).header()
-    assert header is not None and header["rejudge_of"] == str(recorded.resolve())
-    assert header["rejudge"]["judge"]["model"] == "openai/contrary"
+    assert header is not None
+    written: dict[str, Any] = header.as_json()  # rejudge_of and rejudge: kept as extras
+    assert written["rejudge_of"] == str(recorded.resolve())
+    assert written["rejudge"]["judge"]["model"] == "openai/contrary"
     source_log, new_log = RunDir(recorded).read_log(), RunDir(out).read_log()
     assert [m.match_id for m in new_log] == [m.match_id for m in source_log]
     for old, new in zip(source_log, new_log, strict=True):
@@ -212,14 +214,14 @@ def test_the_run_s_judging_options_are_used_again(recorded: Path, tmp_path: Path
     header = RunDir(recorded).header()
     assert header is not None
     config = parse_config({**CONFIG, "match": {"max_rounds": 2, "judge_orders": 1}}, "test")
-    RunDir(recorded).write_header({**header, "config": config.model_dump(mode="json")})
+    RunDir(recorded).write_header({**header.as_json(), "config": config.model_dump(mode="json")})
     backend = judge_only(strength_examiner())
     once = rejudge(recorded, tmp_path / "once", JudgeSpec(), backend=backend).report
     assert once.model_calls == once.rounds_rejudged == played_rounds(recorded)  # one order
     assert once.direction.kappa == 1.0
     # a run recorded before judging was configurable (its stored config has neither
     # judge_prompt nor taskgen_role): the Examiner's role judges again, with the v1 prompt
-    RunDir(recorded).write_header({**header, "config": CONFIG})
+    RunDir(recorded).write_header({**header.as_json(), "config": CONFIG})
     old = rejudge(recorded, tmp_path / "old", JudgeSpec(), backend=judge_only(strength_examiner()))
     assert list(old.report.prompt_hashes) == ["judge"]
     assert old.report.source_judge["role"] == "examiner"

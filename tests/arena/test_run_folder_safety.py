@@ -18,10 +18,10 @@ import pytest
 from arena_live_site import LiveSiteForTests, freeze, scripted_models
 
 from drarena.cli import main
+from drarena.config.tournament import parse_config
 from drarena.errors import DrarenaError
 from drarena.ledger.folder import RunDir
 from drarena.models.config import CacheMode
-from drarena.runs.config import parse_config
 from drarena.runs.execute import execute
 
 STRENGTH = {"fact number": 3}

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from arena_live_site import LiveSiteForTests, freeze, scripted_models
 
+from drarena.config.tournament import PAPER_MATCH, parse_config
 from drarena.ledger.folder import RunDir
 from drarena.models.config import CacheMode
-from drarena.runs.config import PAPER_MATCH, parse_config
 from drarena.runs.execute import execute, replay
 
 

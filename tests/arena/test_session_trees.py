@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from arena_fakes import make_tree
 
+from drarena.config.tournament import parse_config
 from drarena.corpus.trees import tree_to_json
 from drarena.errors import DrarenaError
-from drarena.runs.config import parse_config
 from drarena.runs.session import load_trees
 
 

@@ -100,7 +100,7 @@ def test_report_escapes_untrusted_text(tmp_path: Path) -> None:
     agent.report = 'strength=1 <script>alert("x")</script> "><img src=x onerror=1>'
     log = asyncio.run(t.play())
     rows = build_leaderboard(list(evil), log, resamples=10)
-    page = render_report("t <b>", {}, rows, log)
+    page = render_report("t <b>", None, rows, log)
     assert "<script>" not in page and "<img" not in page
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
     assert "t &lt;b&gt;" in page and "| s2 |" in to_markdown(rows)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from loopback_servers import replay_snapshot
 
+from drarena.ledger.header import RunHeader
 from drarena.web.warc.manifest import Counts
 from drarena.web.warc.snapshot import Snapshot
 from drarena.web.warc.writer import Exchange, SnapshotWriter
@@ -266,6 +267,7 @@ def write_run(folder: Path, fingerprint: str) -> Path:
     for match in matches:
         run.save_match(match)
     (folder / "report.html").write_text(
-        render_report("drarena: drift fixture", header, [], matches), encoding="utf-8"
+        render_report("drarena: drift fixture", RunHeader.model_validate(header), [], matches),
+        encoding="utf-8",
     )
     return folder

@@ -20,8 +20,8 @@ from fuzz_inputs import text_mutated
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from drarena.config.tournament import TournamentConfig, load_config
 from drarena.errors import DrarenaError
-from drarena.runs.config import TournamentConfig, load_config
 from drarena.runs.session import check_components, config_digest
 from drarena.web.crawling.crawl import Scope
 from drarena.web.crawling.spec import CrawlSpec, load_spec

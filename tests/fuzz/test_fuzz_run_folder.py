@@ -38,6 +38,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from drarena.cli import main
+from drarena.config.tournament import legacy_match, parse_config
 from drarena.digests import file_sha256
 from drarena.errors import DrarenaError
 from drarena.examiner.templates import used_hashes
@@ -45,7 +46,6 @@ from drarena.files import write_atomic
 from drarena.ledger.folder import REPLAY_FILES, RunDir
 from drarena.ledger.records import AnswerTiming
 from drarena.models.config import CacheMode
-from drarena.runs.config import legacy_match, parse_config
 from drarena.runs.execute import execute, legacy_judging, replay
 from drarena.runs.session import config_digest
 from drarena.web.warc.snapshot import Snapshot

@@ -45,10 +45,10 @@ def config_data(snapshot: Path, runs_root: Path) -> dict[str, Any]:
 def main(argv: Sequence[str]) -> int:
     from arena_live_site import scripted_models
 
+    from drarena.config.tournament import parse_config
     from drarena.errors import DrarenaError
     from drarena.ledger.folder import RunDir
     from drarena.models.config import CacheMode
-    from drarena.runs.config import parse_config
     from drarena.runs.execute import execute
 
     snapshot, runs_root = Path(argv[0]), Path(argv[1])

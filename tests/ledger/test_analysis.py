@@ -11,6 +11,7 @@ from matchkit import answer, judgment, match, round_
 from drarena.examiner.evolve import Outcome
 from drarena.examiner.verdicts import FailureType, Judgment, TieQuality, Verdict
 from drarena.ledger.analysis import Price, agent_models, analyse, litellm_prices, pearson
+from drarena.ledger.header import RunHeader
 from drarena.ledger.records import AnswerTiming, MatchRecord
 
 V = Verdict
@@ -154,7 +155,7 @@ def test_agent_models_from_the_header() -> None:
         },
         "bound_roles": {"agent": {"model": "openai/m", "api_base": "http://127.0.0.1:9/v1"}},
     }
-    assert agent_models(header) == {
+    assert agent_models(RunHeader.model_validate(header)) == {
         "a": "openai/m (served at http://127.0.0.1:9/v1)",
         "b": "gpt-4o",
         "c": "",

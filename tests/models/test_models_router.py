@@ -14,10 +14,10 @@ import pytest
 from aiohttp import web
 from loopback_servers import start_app
 
+from drarena.config.tournament import parse_config
 from drarena.errors import DrarenaError
 from drarena.models.client import ModelCallError, ModelClient
 from drarena.models.config import ModelRole, ModelsConfig, RetryPolicy
-from drarena.runs.config import parse_config
 
 
 def chat_body(content: str, model: str) -> dict[str, Any]:

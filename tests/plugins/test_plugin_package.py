@@ -197,7 +197,7 @@ def test_installed_plugin_search_provider_builds_requests_and_parses(plugin_path
 
 JUDGE = r"""
 import asyncio, json
-from drarena.runs.config import parse_config
+from drarena.config.tournament import parse_config
 from drarena.examiner.judge import AnswerForJudge
 from drarena.examiner.judges import JUDGES, JudgeCall
 from drarena.examiner.taskcheck import ChecklistItem, Task

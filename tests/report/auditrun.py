@@ -13,13 +13,13 @@ from pathlib import Path
 
 from auditkit import audit_log, task
 
+from drarena.config.tournament import parse_config
 from drarena.corpus.records import Doc
 from drarena.examiner.taskgen import TaskOutcome
 from drarena.examiner.verdicts import Verdict
 from drarena.ledger.folder import RunDir
 from drarena.ledger.records import MatchRecord
 from drarena.report.auditserver import AuditHTTPServer, make_server, open_session
-from drarena.runs.config import parse_config
 
 V = Verdict
 # agent names the page must never show (the audit is blind)

@@ -205,23 +205,21 @@ def test_a_damaged_comparison_is_one_line(run: Path, capsys: pytest.CaptureFixtu
     assert not (run / "report.html").exists()
 
 
-def test_stored_config_reads_what_the_report_needs_and_names_a_bad_field() -> None:
+def test_the_stored_config_is_the_tournament_config_and_a_bad_field_is_named(
+    run: Path,
+) -> None:
+    from drarena.config.tournament import TournamentConfig, config_of
     from drarena.errors import DrarenaError
-    from drarena.report.run import stored_config
+    from drarena.ledger.folder import RunDir
+    from drarena.ledger.header import RunHeader
 
-    got = stored_config(
-        {"name": "t", "agents": [{"name": "b"}, {"name": "a"}], "rating": {"seed": 3}}, "run.json"
-    )
-    assert (got.name, got.agent_names(), got.rating.resamples, got.rating.seed) == (
-        "t",
-        ["a", "b"],
-        1000,
-        3,
-    )
-    with pytest.raises(DrarenaError, match=r"^run.json: agents: "):
-        stored_config({"name": "t", "agents": [{"kind": "x"}]}, "run.json")
-    with pytest.raises(DrarenaError, match=r"^run.json: rating: "):
-        stored_config({"name": "t", "agents": [], "rating": {"seed": "x"}}, "run.json")
+    header = RunDir(run).header()
+    assert header is not None
+    got = config_of(header, "run.json")
+    assert isinstance(got, TournamentConfig) and got.agent_names() == sorted(got.agent_names())
+    bad = RunHeader.model_validate({"config": {**header.config, "rating": {"seed": "x"}}})
+    with pytest.raises(DrarenaError, match=r"^run.json: rating.seed: "):
+        config_of(bad, "run.json")
 
 
 def _edit_header(run: Path, edit: Any) -> None:
@@ -265,12 +263,20 @@ def test_a_damaged_comparison_is_one_line_and_compare_writes_it_anew(
     ("argv", "edit", "message"),
     [
         (["--seed", "-1"], None, "--seed: must be 0 or more, got -1"),
-        ([], lambda h: h["config"].update(rating=[1]), "config: rating: not an object"),
-        ([], lambda h: h["config"].update(rating={"seed": -2}), "rating: resamples and seed"),
+        (
+            [],
+            lambda h: h["config"].update(rating=[1]),
+            "config: rating: Input should be a valid dictionary",
+        ),
+        (
+            [],
+            lambda h: h["config"].update(rating={"seed": -2}),
+            "config: rating.seed: Input should be greater",
+        ),
         (
             [],
             lambda h: h["config"]["agents"].append(dict(h["config"]["agents"][0])),
-            "agents: names must be unique, repeated: ",
+            "agent names must be unique, repeated: oracle",
         ),
     ],
 )

@@ -15,6 +15,7 @@ from matchkit import simple
 from drarena.examiner.evolve import Outcome
 from drarena.ledger.analysis import analyse
 from drarena.ledger.compare import compare
+from drarena.ledger.header import RunHeader
 from drarena.ledger.leaderboard import build_leaderboard
 from drarena.ledger.style import style_ratings
 from drarena.report.html import render_report
@@ -50,7 +51,14 @@ def test_report_renders_without_console_errors_and_scripts_stay_text(tmp_path: P
     )
     page = tmp_path / "report.html"
     page.write_text(
-        render_report("browser test", {"seed": 1}, rows, matches, {"oracle": [1.0, 2.0]}, sections),
+        render_report(
+            "browser test",
+            RunHeader(config={}, seed=1),
+            rows,
+            matches,
+            {"oracle": [1.0, 2.0]},
+            sections,
+        ),
         encoding="utf-8",
     )
     assert CHROMIUM is not None

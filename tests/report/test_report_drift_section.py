@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from drarena.config.tournament import load_config
 from drarena.drift.pages import PageDiff, Verdict
 from drarena.drift.report import (
     SCHEMA_VERSION,
@@ -18,7 +19,6 @@ from drarena.drift.report import (
 from drarena.errors import DrarenaError
 from drarena.ledger.folder import RunDir
 from drarena.report.run import write_report
-from drarena.runs.config import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,6 +13,7 @@ import pytest
 from validity_helpers import make_tree, scripted_examiner
 
 from drarena.errors import DrarenaError
+from drarena.ledger.header import RunHeader
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelsConfig
 from drarena.models.scripted import ScriptedBackendForTests
@@ -118,9 +119,11 @@ def test_report_html_shows_the_check_above_the_leaderboard(tmp_path: Path) -> No
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert ("WARNING: the Examiner cannot rank" in html) != bool(block["can_rank"])
     assert "2 task(s)" in html and "reused" in html and "key abababababababab" in html
-    page = render_report("t", {"examiner_check": block}, [], [])
+    page = render_report(
+        "t", RunHeader.model_validate({"config": {}, "examiner_check": block}), [], []
+    )
     assert page.index("Examiner check") < page.index("<h2>Leaderboard")
-    assert "not run for this tournament" in render_report("t", {}, [], [])
+    assert "not run for this tournament" in render_report("t", None, [], [])
 
 
 def test_a_figure_no_float_holds_is_no_figure() -> None:

@@ -345,7 +345,7 @@ def test_bad_spec_file_is_one_line_naming_it(tmp_path: Path, raw: bytes, expecte
 def test_bad_tournament_config_is_one_line_naming_it(
     tmp_path: Path, raw: bytes, expected: str
 ) -> None:
-    from drarena.runs.config import load_config
+    from drarena.config.tournament import load_config
 
     path = tmp_path / "t.yaml"
     path.write_bytes(raw)

@@ -8,7 +8,7 @@ import ast
 from pathlib import Path
 
 from drarena.agents.external import CommandArgs
-from drarena.runs.config import load_config
+from drarena.config.tournament import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -82,7 +82,8 @@ class ExaminerCheckSection:
     name = "examiner_check"
 
     def compute(self, run: ReportRun) -> ExaminerCheck:
-        return ExaminerCheck(run.header.get("examiner_check"))
+        block = None if run.header is None else run.header.examiner_check
+        return ExaminerCheck(None if block is None else block.as_json())
 
     def render(self, figures: ExaminerCheck) -> str:
         return examiner_check_section(figures.block)

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from drarena.arena.match import MatchSettings
 from drarena.errors import DrarenaError
+from drarena.ledger.header import RunHeader
 from drarena.models.config import ModelRole, ModelsConfig
 from drarena.registry import ComponentSpec
 from drarena.yamlfile import load_yaml_mapping
@@ -496,6 +497,12 @@ def _with_temperature(role: Any, temperature: float) -> Any:
 def load_config(path: Path) -> TournamentConfig:
     """Parse and validate; every problem is one line naming the file and the field."""
     return parse_config(load_yaml_mapping(path, "tournament config"), str(path))
+
+
+def config_of(header: RunHeader, where: str) -> TournamentConfig:
+    """The tournament config a run header keeps (run.json's `config`), typed; a field this
+    drarena cannot read is one line naming `where`."""
+    return parse_config(header.config, where)
 
 
 def parse_config(data: dict[str, Any], where: str) -> TournamentConfig:
