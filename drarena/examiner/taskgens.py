@@ -272,8 +272,16 @@ class ExtractiveTaskGen:
         got: tuple[str | None, list[TaskAttempt], str],
     ) -> tuple[str | None, list[TaskAttempt], str]:
         """Fact `index` refused on every try: the next best free sentences of its page in
-        its place (`nuggets` updated), one after another, up to `substitutes` of them."""
+        its place (`nuggets` updated), one after another, up to `substitutes` of them. An
+        identity whose question always said the name gives way to a sentence of its page,
+        which may then be asked with the name (the 1.5B model named "queue" from "A
+        synchronized ... class" twice, and its substitute was refused for naming it too)."""
         question, tries, error = got
+        if nuggets[index].answer:
+            hidden = asking.hidden
+            asking = dataclasses.replace(
+                asking, hidden="", forbidden=tuple(f for f in asking.forbidden if f != hidden)
+            )
         refused = {nuggets[index].text}
         for _ in range(self.args.substitutes):
             taken = {g.text for g in nuggets} | refused

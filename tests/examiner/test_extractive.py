@@ -317,3 +317,39 @@ async def test_revisits_not_earlier_questions_decide_which_facts_are_asked() -> 
         req = dataclasses.replace(base, earlier_questions=("Elsewhere?",), revisits=revisits)
         await gen.generate(TaskCall(model, "examiner"), req, TaskRules(max_attempts=1))
         assert any("Array bisection algorithm" in p for p in asked) == identity_asked
+
+
+async def test_an_identity_always_named_gives_way_to_a_sentence_that_may_name_it() -> None:
+    """Scripted backend (control flow only): the identity's question names the module on
+    every try, so a sentence of its page takes its place, and that question may say the
+    name (it is no longer the answer)."""
+    node = page(
+        "node",
+        "http://site.test/bisect.html",
+        "bisect — Array bisection algorithm\nThe bisect module keeps a list in sorted order "
+        "without sorting the list again after each insertion.",
+    )
+    req = dataclasses.replace(identity_request(), targets=(node, *identity_request().targets[1:]))
+    others = extractive.pick_nuggets(req.targets, UNIFORM, by_identity=True)[1:]
+
+    def step(request: object) -> object:
+        prompt = json.dumps(request)
+        if "Array bisection algorithm" in prompt:
+            text = "Which bisect module offers an array bisection algorithm?"
+        elif "keeps a list in sorted order" in prompt:
+            text = "What does the bisect module do to a list?"
+        else:
+            fact = next(g.text for g in others if g.text in prompt)
+            words = fact.rstrip(".").split()
+            text = "What about " + " ".join(words[: len(words) // 2]) + "?"
+        return reply(text=json.dumps({"question": text}))
+
+    model, _ = client([step] * 6)
+    gen = build_taskgen({"kind": "extractive", "args": {"identity": True}})
+    outcome = await gen.generate(
+        TaskCall(model, "examiner"), req, TaskRules(max_attempts=2, forbid_entity_names=False)
+    )
+    assert outcome.task is not None, outcome.error
+    (depth,) = outcome.task.checklist_depth
+    assert depth.item.startswith("The bisect module keeps a list")
+    assert "(1) What does the bisect module do to a list?" in outcome.task.question
