@@ -83,7 +83,8 @@ LEAK_MIN_CHARS = 4  # leaked_names skips shorter names: such a name cannot be ke
 # algorithm described in the fact": the 1.5B demo's words) asks for what no agent is shown
 SELF_REFERENCE = re.compile(
     r"\b(?:(?:described|mentioned|given|stated|quoted|according to|in|from)\s+(?:the|this)\s+"
-    r"(?:fact|text|description|passage|quote)|the\s+(?:fact|passage)|this\s+description)\b",
+    r"(?:fact|text|description|passage|quote)|the\s+(?:fact|passage)|this\s+description|"
+    r"(?:shown|described|listed|mentioned)\s+(?:above|below))\b",
     re.IGNORECASE,
 )
 _HEADING = re.compile(r"\s+[—–|-]\s+")

@@ -216,6 +216,7 @@ def test_a_question_pointing_at_its_prompt_is_refused() -> None:
         "What is the name of the thing described in the text about paragraphs?",
         "What does the fact say about wrapping paragraphs?",
         "Which module matches this description of wrapping paragraphs?",
+        "What notation do the arguments shown above use for wrapping paragraphs?",
     ):
         reasons = extractive.check_part(question, fact, [], forbidden=[], terms=UNIFORM)
         assert any("make sense on its own" in r for r in reasons), question
