@@ -49,14 +49,8 @@ from drarena.examiner.evolve import (
 )
 from drarena.examiner.judge import JudgeMode, JudgeOptions
 from drarena.examiner.judges import Judge, JudgeCall, build_judge, reads_evidence
-from drarena.examiner.taskgen import TaskOutcome
-from drarena.examiner.taskgens import (
-    TaskCall,
-    TaskGenerator,
-    TaskRequest,
-    TaskRules,
-    build_taskgen,
-)
+from drarena.examiner.taskgen import TaskCall, TaskOutcome, TaskRequest, TaskRules
+from drarena.examiner.taskgens import TaskGenerator, build_taskgen
 from drarena.ledger.records import SCHEMA_VERSION, AnswerTiming, MatchRecord, RoundRecord
 from drarena.models.client import ModelClient
 from drarena.registry import ComponentSpec
