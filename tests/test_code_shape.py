@@ -35,7 +35,6 @@ MAX_PARAMS = 8
 # (rule, "path relative to drarena/:qualified.name") -> not fixed yet; only ever shrinks
 KNOWN: set[tuple[str, str]] = {
     ("lines", "arena/match.py:MatchRunner._play_round"),
-    ("lines", "search/build.py:build_dense"),
     ("lines", "web/warc/importfile.py:_rewrite"),
     ("lines", "validity/check.py:examiner_check"),
     ("lines", "corpus/papertrees.py:import_trees"),
@@ -50,7 +49,6 @@ KNOWN: set[tuple[str, str]] = {
     ("lines", "corpus/extract.py:extract_responses"),
     ("lines", "drift/commands.py:cmd_drift"),
     ("lines", "agents/baselines.py:single_answer"),
-    ("params", "search/build.py:build_dense"),
     ("params", "web/warc/importer.py:_run"),
     ("params", "corpus/extract.py:extract_responses"),
     ("params", "web/warc/importer.py:import_archives"),
