@@ -34,7 +34,6 @@ MAX_PARAMS = 8
 
 # (rule, "path relative to drarena/:qualified.name") -> not fixed yet; only ever shrinks
 KNOWN: set[tuple[str, str]] = {
-    ("lines", "arena/match.py:MatchRunner._play_round"),
     ("lines", "web/warc/importfile.py:_rewrite"),
     ("lines", "validity/check.py:examiner_check"),
     ("lines", "corpus/papertrees.py:import_trees"),
@@ -53,8 +52,6 @@ KNOWN: set[tuple[str, str]] = {
     ("params", "corpus/extract.py:extract_responses"),
     ("params", "web/warc/importer.py:import_archives"),
     ("params", "runs/rejudge.py:rejudge"),
-    ("params", "arena/tournament.py:Tournament._finish_round"),
-    ("params", "arena/earlystart.py:EarlyStart.__init__"),
 }
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
