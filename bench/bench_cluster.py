@@ -239,7 +239,7 @@ def run_one(
     from drarena.config.tournament import parse_config
     from drarena.ledger.folder import RunDir
     from drarena.models.config import CacheMode
-    from drarena.runs.execute import execute
+    from drarena.runs.execute import RunOptions, execute
 
     child = subprocess.Popen(
         [
@@ -304,9 +304,7 @@ def run_one(
             result = execute(
                 config,
                 RunDir(work / "runs" / name),
-                serve=False,
-                cache_mode=CacheMode.OFF,
-                prepare=False,
+                RunOptions(serve=False, cache_mode=CacheMode.OFF, prepare=False),
             )
         cpu = time.process_time() - cpu
         wall = time.monotonic() - started

@@ -92,7 +92,7 @@ async def answer_all(ctx: Any, made: Any) -> dict[str, Any]:
 
 def collect(args: argparse.Namespace) -> int:
     from drarena.models.config import CacheMode
-    from drarena.runs.context import check_config, open_run
+    from drarena.runs.context import OpenOptions, check_config, open_run
     from drarena.runs.examinercheck import check_run
     from drarena.runs.prepare import prepare
     from drarena.validity.check import CheckSettings, make_tasks
@@ -113,10 +113,12 @@ def collect(args: argparse.Namespace) -> int:
     prepare(config)  # the prepare stage: extraction, trees, indexes
     with open_run(
         config,
-        cache_path=out / "llm-cache.sqlite",
-        cache_mode=CacheMode.READ_WRITE,
-        serve=True,
-        model=args.model,
+        OpenOptions(
+            cache_path=out / "llm-cache.sqlite",
+            cache_mode=CacheMode.READ_WRITE,
+            serve=True,
+            model=args.model,
+        ),
     ) as ctx:
         run = check_run(ctx)
         settings = CheckSettings(pairs=args.tasks, seed=args.seed, task_attempts=2)

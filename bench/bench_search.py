@@ -556,7 +556,10 @@ def main() -> int:
             for precision in builds:
                 before = load()
                 dense_build = build.build_dense(
-                    layout, state, precision=precision, per_doc=args.dense_per_doc, force=True
+                    layout,
+                    state,
+                    build.DenseSettings(precision=precision, per_doc=args.dense_per_doc),
+                    force=True,
                 )
                 seconds[precision] = dense_build.seconds
                 print(

@@ -174,7 +174,7 @@ def main() -> int:
     from drarena.config.tournament import load_config
     from drarena.ledger.folder import RunDir
     from drarena.models.config import CacheMode
-    from drarena.runs.execute import execute
+    from drarena.runs.execute import RunOptions, execute
 
     label = (args.model or "smollm2").replace("/", "_")
     base_path = args.base or REPO / (
@@ -192,7 +192,9 @@ def main() -> int:
     config = load_config(config_path)
     run = RunDir(config.runs_root / config.name)
     started = time.perf_counter()
-    result = execute(config, run, serve=True, cache_mode=CacheMode.READ_WRITE, model=args.model)
+    result = execute(
+        config, run, RunOptions(serve=True, cache_mode=CacheMode.READ_WRITE, model=args.model)
+    )
     wall = time.perf_counter() - started
 
     known = [a["name"] for a in LADDERS[args.ladder]]

@@ -80,6 +80,19 @@ class EarlyPlan:
     certain: tuple[PlannedMatch, ...]
 
 
+@dataclasses.dataclass(frozen=True)
+class Standing:
+    """The tournament as the next round's pairing reads it: the agents and trees (sorted),
+    the seed, the byes given so far and the log of the rounds before, as the tournament
+    wrote it."""
+
+    agents: Sequence[str]
+    tree_ids: Sequence[str]
+    seed: int
+    byes: tuple[str, ...]
+    earlier: Sequence[MatchRecord]
+
+
 class EarlyStart:
     """The early-start planner of one round: which of `next_round`'s matches are certain while
     `planned` (this round's matches) finish, asked in a thread beside them.
@@ -87,28 +100,24 @@ class EarlyStart:
     Never in the matches' way: when a match finishes the round is replanned with one open match
     fewer (the older plan stopped), and when the last one finishes the round ends at once, the
     plan still running stopped and dropped (close). (Awaited in line, a 128-agent plan held the
-    next round back ~0.6 s.) `earlier`: the log of the rounds before, as the tournament wrote it;
-    `on_plan`: told of each plan that ran to the end, before its certain matches start."""
+    next round back ~0.6 s.) `standing`: the tournament before this round; `on_plan`: told of
+    each plan that ran to the end, before its certain matches start."""
 
     def __init__(
         self,
-        agents: Sequence[str],
-        tree_ids: Sequence[str],
-        seed: int,
+        standing: Standing,
         next_round: int,
-        byes: Sequence[str],
-        earlier: Sequence[MatchRecord],
         planned: Sequence[PlannedMatch],
         *,
         max_open: int,
         on_plan: Callable[[EarlyPlan], None] | None = None,
     ) -> None:
-        self.agents = agents
-        self.tree_ids = tree_ids
-        self.seed = seed
+        self.agents = standing.agents
+        self.tree_ids = standing.tree_ids
+        self.seed = standing.seed
         self.next_round = next_round
-        self.byes = tuple(byes)
-        self.earlier = earlier
+        self.byes = standing.byes
+        self.earlier = standing.earlier
         self.planned = planned
         self.max_open = max_open
         self.on_plan = on_plan

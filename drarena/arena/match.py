@@ -47,16 +47,10 @@ from drarena.examiner.evolve import (
     transition,
     word_limit,
 )
-from drarena.examiner.judge import JudgeMode, JudgeOptions
+from drarena.examiner.judge import JudgeMode, JudgeOptions, PairJudgment
 from drarena.examiner.judges import Judge, JudgeCall, build_judge, reads_evidence
-from drarena.examiner.taskgen import TaskOutcome
-from drarena.examiner.taskgens import (
-    TaskCall,
-    TaskGenerator,
-    TaskRequest,
-    TaskRules,
-    build_taskgen,
-)
+from drarena.examiner.taskgen import TaskCall, TaskOutcome, TaskRequest, TaskRules
+from drarena.examiner.taskgens import TaskGenerator, build_taskgen
 from drarena.ledger.records import SCHEMA_VERSION, AnswerTiming, MatchRecord, RoundRecord
 from drarena.models.client import ModelClient
 from drarena.registry import ComponentSpec
@@ -548,72 +542,19 @@ class MatchRunner:
         node (the extractive generator then takes later facts; at a new node, the first).
         """
         earlier, revisits = asked
-        node = path[-1]
-        empty_task = TaskOutcome(None, (), ())
-
-        def void(
-            reason: str,
-            task: TaskOutcome = empty_task,
-            urls: tuple[str, ...] = (),
-            a: Answer | None = None,
-            b: Answer | None = None,
-        ) -> RoundRecord:
-            return RoundRecord(
-                index,
-                node,
-                depth,
-                width,
-                urls,
-                task,
-                a,
-                b,
-                None,
-                MatchScore(0, 0, 0, 0),
-                None,
-                void_reason=reason,
-            )
-
-        try:  # in live mode a page may be gone
-            root = self.walker.page(self.walker.tree.root)
-            chain = self.walker.chain(path)
-        except CannotExpand as exc:
-            return void(f"targets: {exc}"), None
-        try:
-            # the root (reached only by backtrack_to_root) is its own only target, as the
-            # reference's aggregation pool at the root is (core/evolvement_loop.py 174-175)
-            targets = (
-                (self.walker.page(path[0]),) if len(path) == 1 else self.walker.targets(path, width)
-            )
-        except CannotExpand as exc:
-            if width <= 2:
-                return void(f"targets: {exc}"), None
-            width = max(2, exc.available + 1)
-            try:
-                targets = self.walker.targets(path, width)
-            except CannotExpand as again:
-                return void(f"targets: {again}"), None
+        at = _RoundAt(index, path[-1], depth, width)
+        found = self._round_pages(path, width)
+        if isinstance(found, str):
+            return at.record(void_reason=f"targets: {found}"), None
+        root, chain, targets, width = found
+        at = dataclasses.replace(at, width=width)
         urls = tuple(t.url for t in targets)
-        s = self.settings
-        shown = () if s.flat_context else shown_chain(chain, s.chain_ancestors)
-        request = TaskRequest(
-            root,
-            shown,
-            targets,
-            depth,
-            tuple(earlier),
-            tuple(n.url for n in self.walker.tree.nodes),
-            revisits=revisits,
-        )
-        taskgen = s.task_generator()
-        needs_terms = taskgen.spec.kind == "extractive" or taskgen.spec.args.get("ground")
-        call = TaskCall(
-            self.client, self._role(s.taskgen_role), self.terms() if needs_terms else UNIFORM
-        )
-        task_out = await taskgen.generate(call, request, s.task_rules())
+        task_out = await self._make_task((root, chain, targets), depth, (earlier, revisits))
         task = task_out.task
         if task is None:
-            return void(f"task: {task_out.error}", task_out, urls), None
+            return at.record(urls, task_out, void_reason=f"task: {task_out.error}"), None
         sources = tuple(SourcePage(t.url, t.title, t.text) for t in targets)
+        s = self.settings
         convs = []
         for side in ("a", "b"):
             current = conv[side]
@@ -622,7 +563,7 @@ class MatchRunner:
                 if current is None
                 else dataclasses.replace(current.then(last[side], task.question), targets=sources)
             )
-        limits = word_limit(width, depth, root_counted=self.settings.word_limit_root_counted)
+        limits = word_limit(at.width, depth, root_counted=s.word_limit_root_counted)
         judge = s.judging()
         play = await play_round(
             task,
@@ -644,30 +585,114 @@ class MatchRunner:
                 self.timings.append(
                     AnswerTiming(self.match_id, index, name, ans.wall_s, ans.model_s)
                 )
-        a_ans, b_ans = play.stable
         if not play.played:
-            return void(play.void, task_out, urls, a_ans, b_ans), None
+            return at.record(urls, task_out, play.stable, void_reason=play.void), None
         first, second = play.answers
         assert first is not None and second is not None
-        rec = RoundRecord(
-            index,
-            node,
-            depth,
-            width,
-            urls,
-            task_out,
-            a_ans,
-            b_ans,
-            play.judgment,
-            MatchScore(0, 0, 0, 0),
-            None,
-        )
+        rec = at.record(urls, task_out, play.stable, play.judgment)
         # an agent whose error text was judged keeps its conversation as it was (the
         # reference extends a history only after a successful call, evolvement_loop.py 344)
         return rec, [
             None if why else (c, ans.report)
             for c, ans, why in zip(convs, (first, second), play.failed, strict=True)
         ]
+
+    def _round_pages(
+        self, path: TreePath, width: int
+    ) -> tuple[TreePage, tuple[TreePage, ...], tuple[TreePage, ...], int] | str:
+        """The tree's root page, the chain to the node, the round's target pages and their
+        width, or why there are none (in live mode a page may be gone). A node with fewer
+        children than `width` asks for as many as it has (at least 2: the width the round
+        then has); the root (reached only by backtrack_to_root) is its own
+        only target, as the reference's aggregation pool at the root is
+        (core/evolvement_loop.py 174-175)."""
+        try:
+            root = self.walker.page(self.walker.tree.root)
+            chain = self.walker.chain(path)
+        except CannotExpand as exc:
+            return str(exc)
+        try:
+            targets = (
+                (self.walker.page(path[0]),) if len(path) == 1 else self.walker.targets(path, width)
+            )
+        except CannotExpand as exc:
+            if width <= 2:
+                return str(exc)
+            width = max(2, exc.available + 1)
+            try:
+                targets = self.walker.targets(path, width)
+            except CannotExpand as again:
+                return str(again)
+        return root, chain, targets, width
+
+    async def _make_task(
+        self,
+        pages: tuple[TreePage, tuple[TreePage, ...], tuple[TreePage, ...]],
+        depth: int,
+        asked: tuple[list[str], int],
+    ) -> TaskOutcome:
+        """The round's task from the match's task generator: the chain as the settings show
+        it (none for the flat-context ablation), the term statistics only for a generator
+        that reads them (building them is the snapshot's whole text). `pages`: the tree's
+        root, the chain and the targets (_round_pages); `asked`: as _play_round's."""
+        root, chain, targets = pages
+        earlier, revisits = asked
+        s = self.settings
+        shown = () if s.flat_context else shown_chain(chain, s.chain_ancestors)
+        request = TaskRequest(
+            root,
+            shown,
+            targets,
+            depth,
+            tuple(earlier),
+            tuple(n.url for n in self.walker.tree.nodes),
+            revisits=revisits,
+        )
+        taskgen = s.task_generator()
+        needs_terms = taskgen.spec.kind == "extractive" or taskgen.spec.args.get("ground")
+        call = TaskCall(
+            self.client, self._role(s.taskgen_role), self.terms() if needs_terms else UNIFORM
+        )
+        return await taskgen.generate(call, request, s.task_rules())
+
+
+NO_TASK = TaskOutcome(None, (), ())  # a round void before its task was asked for
+
+
+@dataclasses.dataclass(frozen=True)
+class _RoundAt:
+    """Where a round is played: its index, the node, its depth, and its width (the targets
+    asked for, fewer where the node has fewer children)."""
+
+    index: int
+    node: str
+    depth: int
+    width: int
+
+    def record(
+        self,
+        urls: tuple[str, ...] = (),
+        task: TaskOutcome = NO_TASK,
+        answers: tuple[Answer | None, Answer | None] = (None, None),
+        judgment: PairJudgment | None = None,
+        *,
+        void_reason: str = "",
+    ) -> RoundRecord:
+        """The round's record, its score zero (MatchRunner.run sets the running score)."""
+        return RoundRecord(
+            index=self.index,
+            node=self.node,
+            depth=self.depth,
+            width=self.width,
+            target_urls=urls,
+            task=task,
+            answer_a=answers[0],
+            answer_b=answers[1],
+            judgment=judgment,
+            score=MatchScore(0, 0, 0, 0),
+            transition=None,
+            void_reason=void_reason,
+        )
 
 
 def grounding_for(

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
 
 from drarena.agents.base import Agent
-from drarena.arena.earlystart import EarlyPlan, EarlyStart
+from drarena.arena.earlystart import EarlyPlan, EarlyStart, Standing
 from drarena.arena.match import MatchRunner, MatchSettings, match_rng, match_seed
 from drarena.arena.swiss import PlannedMatch, current_ratings, default_rounds, plan_round
 from drarena.corpus.records import Doc, Tree
@@ -117,9 +117,8 @@ class Tournament:
                 if warming is None and self.warm_up and r + 1 < self.n_rounds():
                     warming = asyncio.ensure_future(asyncio.to_thread(warm_up_fits))
                 next_round = r + 1 if r + 1 < self.n_rounds() else None
-                await self._finish_round(
-                    names, tree_ids, log, byes, planned, next_round, gate, started, done
-                )
+                standing = Standing(names, tree_ids, self.seed, tuple(byes), log)
+                await self._finish_round(standing, planned, next_round, gate, started, done)
                 log += [done[p.match_id] for p in planned]
                 self.run.write_log(log)
         except BaseException:  # interrupted (or a match failed): stop what still runs
@@ -136,10 +135,7 @@ class Tournament:
 
     async def _finish_round(
         self,
-        names: list[str],
-        tree_ids: list[str],
-        log: list[MatchRecord],
-        byes: list[str],
+        standing: Standing,
         planned: list[PlannedMatch],
         next_round: int | None,
         gate: asyncio.Semaphore,
@@ -154,12 +150,8 @@ class Tournament:
             None
             if next_round is None
             else EarlyStart(
-                names,
-                tree_ids,
-                self.seed,
+                standing,
                 next_round,
-                byes,
-                log,
                 planned,
                 max_open=self.early_start,
                 on_plan=self.on_plan,

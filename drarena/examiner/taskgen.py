@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from drarena.corpus.records import TreePage
-from drarena.corpus.terms import TermStats
+from drarena.corpus.terms import UNIFORM, TermStats
 from drarena.errors import DrarenaError
 from drarena.examiner import templates
 from drarena.examiner.evolve import word_limit
@@ -114,92 +114,151 @@ def _render_pages(
     return "\n\n".join(blocks) or "(none)", cut
 
 
-async def generate_task(
-    client: ModelClient,
-    role: str,
-    *,
-    root: TreePage,
-    chain: Sequence[TreePage],
-    targets: Sequence[TreePage],
-    depth: int,
-    earlier_questions: Sequence[str],
-    tree_urls: Sequence[str],
-    page_chars: int | None = 15000,
-    page_budget_chars: int | None = None,
-    max_attempts: int = 2,
-    checklist_max_items: int | None = None,
-    text_caps: bool = True,
-    relations: bool = True,
-    root_counted: bool = True,
-    prompt: str = "taskgen",
-    forbid_entity_names: bool = True,
-    ground: TermStats | None = None,
-) -> TaskOutcome:
-    """`depth`: the node's depth (root 0). `page_chars`: each page's text cap;
-    `page_budget_chars`: an optional cap on all of it (a third to the chain: it sets the
-    logic, the targets hold the facts). `checklist_max_items`: a ceiling on each checklist
-    (None: depth items <= W, width items <= 2W). `text_caps`: the length caps on the
-    question, items and rationale (taskcheck.task_schema). `relations`: False for the flat-context
-    ablation (the caller also passes no chain). `root_counted`: see evolve.word_limit.
-    `prompt`: the template, a shipped name or a file path (match.taskgen_prompt).
-    `forbid_entity_names`: a question may not name a target's entity either (its module
-    or file name), not only its whole title, URL or host (taskcheck.entity_names).
-    `ground`: the snapshot's term statistics to ground the checklist with (each item gets
-    the passage of its page that supports it; unsupported items are dropped, and a list
-    left empty fails the try with the reason: drarena.examiner.grounding); None: items are
-    kept as the model wrote them (runs recorded before grounding)."""
-    if not targets:
-        raise DrarenaError("generate_task: no target pages")
-    width = len(targets)
-    limits = word_limit(width, depth, root_counted=root_counted)
-    instruction = word_limit_instruction(limits)
-    chain_budget = None if page_budget_chars is None else page_budget_chars // 3
-    target_budget = (
-        None if page_budget_chars is None else page_budget_chars - page_budget_chars // 3
+@dataclasses.dataclass(frozen=True)
+class TaskRequest:
+    """One round's material: the tree's root, the reasoning chain shown, the target pages,
+    the node's depth (root 0), the match's earlier questions (a repeat is refused) and every
+    URL of the tree. `revisits`: how many earlier questions were asked at this node (the
+    extractive kind then takes later facts; a match counts its rounds at the node,
+    examiner-check draws each task at a new one and says 0); None: all of them."""
+
+    root: TreePage
+    chain: tuple[TreePage, ...]
+    targets: tuple[TreePage, ...]
+    depth: int
+    earlier_questions: tuple[str, ...] = ()
+    tree_urls: tuple[str, ...] = ()
+    revisits: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskRules:
+    """The match's rules for tasks (MatchSettings' fields of the same meaning).
+
+    `page_chars`: each page's text cap; `page_budget_chars`: an optional cap on all of it (a
+    third to the chain: it sets the logic, the targets hold the facts). `max_attempts`: tries
+    before the node is skipped. `checklist_max_items`: a ceiling on each checklist (None:
+    depth items <= W, width items <= 2W). `text_caps`: the length caps on the question, items
+    and rationale (taskcheck.task_schema). `relations`: False for the flat-context ablation
+    (the caller also passes no chain). `root_counted`: see evolve.word_limit.
+    `forbid_entity_names`: a question may not name a target's entity either (its module or
+    file name), not only its whole title, URL or host (taskcheck.entity_names)."""
+
+    page_chars: int | None = 15000
+    page_budget_chars: int | None = None
+    max_attempts: int = 2
+    checklist_max_items: int | None = None
+    text_caps: bool = True
+    relations: bool = True
+    root_counted: bool = True
+    forbid_entity_names: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskCall:
+    """The model client and role that write tasks, and the snapshot's term statistics."""
+
+    client: ModelClient
+    role: str
+    terms: TermStats = UNIFORM
+
+
+@dataclasses.dataclass(frozen=True)
+class _TaskPrompt:
+    """A task prompt as rendered, with what checking its answer needs: the sources in the
+    order the prompt numbers them, the pages whose text was cut, each source's text."""
+
+    text: str
+    sources: list[str]
+    cut: tuple[str, ...]
+    pages: dict[str, str]
+
+
+def _task_prompt(request: TaskRequest, rules: TaskRules, prompt: str) -> _TaskPrompt:
+    """The rendered template: the chain's pages numbered first, then the targets', the
+    budget split a third to the chain (it sets the logic; the targets hold the facts)."""
+    chain, targets = request.chain, request.targets
+    budget = rules.page_budget_chars
+    chain_budget = None if budget is None else budget // 3
+    target_budget = None if budget is None else budget - budget // 3
+    chain_text, cut_chain = _render_pages(
+        chain, rules.page_chars, chain_budget, 1, relations=rules.relations
     )
-    chain_text, cut_chain = _render_pages(chain, page_chars, chain_budget, 1, relations=relations)
     target_text, cut_targets = _render_pages(
-        targets, page_chars, target_budget, len(chain) + 1, relations=relations
+        targets, rules.page_chars, target_budget, len(chain) + 1, relations=rules.relations
     )
     sources = [p.url for p in (*chain, *targets)]
     text = templates.render(
         prompt,
-        root_topic=topic_line(root),
+        root_topic=topic_line(request.root),
         reasoning_chain=chain_text,
         target_pages=target_text,
-        width=width,
+        width=len(targets),
         n_sources=len(sources),
-        earlier_questions="\n".join(f"- {q}" for q in earlier_questions) or "(none)",
+        earlier_questions="\n".join(f"- {q}" for q in request.earlier_questions) or "(none)",
     )
-    schema = task_schema(
-        len(sources), len(targets), max_items=checklist_max_items, text_caps=text_caps
-    )
+    pages = {p.url: p.text for p in (*chain, *targets)}
+    return _TaskPrompt(text, sources, tuple(cut_chain + cut_targets), pages)
+
+
+def _forbidden(request: TaskRequest, rules: TaskRules) -> list[str]:
+    """What a question may not name: the root's and targets' titles, URLs and hosts, and
+    with `forbid_entity_names` each target's entity name too."""
+    root, targets = request.root, request.targets
     forbidden = forbidden_names(
         [root.title, *(t.title for t in targets)], [root.url, *(t.url for t in targets)]
     )
-    if forbid_entity_names:
+    if rules.forbid_entity_names:
         forbidden += entity_names([t.title for t in targets], [t.url for t in targets])
-    cut = tuple(cut_chain + cut_targets)
-    pages = {p.url: p.text for p in (*chain, *targets)}
+    return forbidden
+
+
+async def generate_task(
+    call: TaskCall,
+    request: TaskRequest,
+    rules: TaskRules,
+    *,
+    prompt: str = "taskgen",
+    ground: TermStats | None = None,
+) -> TaskOutcome:
+    """A task for `request` written by `call`'s model under `rules` (TaskRules says what
+    each rule means). `prompt`: the template, a shipped name or a file path
+    (match.taskgen_prompt). `ground`: the snapshot's term statistics to ground the checklist
+    with (each item gets the passage of its page that supports it; unsupported items are
+    dropped, and a list left empty fails the try with the reason:
+    drarena.examiner.grounding); None: items are kept as the model wrote them (runs recorded
+    before grounding). `call.terms` is not read: grounding is the caller's choice."""
+    if not request.targets:
+        raise DrarenaError("generate_task: no target pages")
+    limits = word_limit(len(request.targets), request.depth, root_counted=rules.root_counted)
+    instruction = word_limit_instruction(limits)
+    rendered = _task_prompt(request, rules, prompt)
+    schema = task_schema(
+        len(rendered.sources),
+        len(request.targets),
+        max_items=rules.checklist_max_items,
+        text_caps=rules.text_caps,
+    )
+    forbidden = _forbidden(request, rules)
 
     def check(raw: dict[str, Any]) -> tuple[Task | None, list[str]]:
         task, reasons = check_task(
             raw,
-            sources=sources,
+            sources=rendered.sources,
             forbidden=forbidden,
-            tree_urls=tree_urls,
-            earlier_questions=earlier_questions,
+            tree_urls=request.tree_urls,
+            earlier_questions=request.earlier_questions,
             word_limit=limits,
             word_limit_instruction=instruction,
         )
         if task is not None and ground is not None:
-            return ground_task(task, pages, ground)
+            return ground_task(task, rendered.pages, ground)
         return task, reasons
 
     task, attempts, error = await ask_until_valid(
-        client, role, text, schema, "task", check, max_attempts
+        call.client, call.role, rendered.text, schema, "task", check, rules.max_attempts
     )
-    return TaskOutcome(task, tuple(attempts), cut, error=error)
+    return TaskOutcome(task, tuple(attempts), rendered.cut, error=error)
 
 
 T = TypeVar("T")

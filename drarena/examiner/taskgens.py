@@ -12,6 +12,9 @@ Built-in kinds:
   (drarena.examiner.grounding).
 - `extractive`: code picks the facts, the model writes only the question
   (drarena.examiner.extractive).
+
+A generator's three arguments, TaskCall, TaskRequest and TaskRules, are defined in
+drarena.examiner.taskgen (generate_task takes the same three) and importable from here too.
 """
 
 from __future__ import annotations
@@ -23,62 +26,23 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from drarena.corpus.records import TreePage
-from drarena.corpus.terms import UNIFORM, TermStats
 from drarena.errors import DrarenaError
 from drarena.examiner import extractive, templates
 from drarena.examiner.evolve import word_limit
 from drarena.examiner.taskcheck import entity_names, forbidden_names
 from drarena.examiner.taskgen import (
     TaskAttempt,
+    TaskCall,
     TaskOutcome,
+    TaskRequest,
+    TaskRules,
     ask_until_valid,
     generate_task,
     topic_line,
     word_limit_instruction,
 )
-from drarena.models.client import ModelClient
 from drarena.registry import ComponentSpec, Registry, RegistryError, parse_args
 from drarena.settle import gather_settled
-
-
-@dataclasses.dataclass(frozen=True)
-class TaskRequest:
-    """One round's material: the tree's root, the reasoning chain shown, the target pages,
-    the node's depth, the match's earlier questions (a repeat is refused) and every URL of
-    the tree. `revisits`: how many earlier questions were asked at this node (the
-    extractive kind then takes later facts; a match counts its rounds at the node,
-    examiner-check draws each task at a new one and says 0); None: all of them."""
-
-    root: TreePage
-    chain: tuple[TreePage, ...]
-    targets: tuple[TreePage, ...]
-    depth: int
-    earlier_questions: tuple[str, ...] = ()
-    tree_urls: tuple[str, ...] = ()
-    revisits: int | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class TaskRules:
-    """The match's rules for tasks (MatchSettings' fields of the same meaning)."""
-
-    page_chars: int | None = 15000
-    page_budget_chars: int | None = None
-    max_attempts: int = 2
-    checklist_max_items: int | None = None
-    text_caps: bool = True
-    relations: bool = True
-    root_counted: bool = True
-    forbid_entity_names: bool = True
-
-
-@dataclasses.dataclass(frozen=True)
-class TaskCall:
-    """The model client and role that write tasks, and the snapshot's term statistics."""
-
-    client: ModelClient
-    role: str
-    terms: TermStats = UNIFORM
 
 
 class TaskGenerator(Protocol):
@@ -124,23 +88,10 @@ class LlmTaskGen:
 
     async def generate(self, call: TaskCall, request: TaskRequest, rules: TaskRules) -> TaskOutcome:
         return await generate_task(
-            call.client,
-            call.role,
-            root=request.root,
-            chain=request.chain,
-            targets=request.targets,
-            depth=request.depth,
-            earlier_questions=request.earlier_questions,
-            tree_urls=request.tree_urls,
-            page_chars=rules.page_chars,
-            page_budget_chars=rules.page_budget_chars,
-            max_attempts=rules.max_attempts,
-            checklist_max_items=rules.checklist_max_items,
-            text_caps=rules.text_caps,
-            relations=rules.relations,
-            root_counted=rules.root_counted,
+            call,
+            request,
+            rules,
             prompt=self.args.prompt,
-            forbid_entity_names=rules.forbid_entity_names,
             ground=call.terms if self.args.ground else None,
         )
 

@@ -132,7 +132,7 @@ def run_check(
     from drarena.errors import DrarenaError
     from drarena.files import read_bounded, write_atomic
     from drarena.models.config import CacheMode
-    from drarena.runs.context import check_config, open_run
+    from drarena.runs.context import OpenOptions, check_config, open_run
     from drarena.runs.examinercheck import check_run, progress
     from drarena.runs.execute import NoModelBackend
     from drarena.runs.prepare import prepare
@@ -170,14 +170,16 @@ def run_check(
         prepare(config, web)
     with open_run(
         config,
-        cache_path=cache,
-        cache_mode=CacheMode.REPLAY if replay else CacheMode.READ_WRITE,
-        serve=serve and not replay,
-        model=model,
-        fixed_roles=fixed,
-        web=web,
-        agent_names=set(),
-        backend=backend,
+        OpenOptions(
+            cache_path=cache,
+            cache_mode=CacheMode.REPLAY if replay else CacheMode.READ_WRITE,
+            serve=serve and not replay,
+            model=model,
+            fixed_roles=fixed,
+            web=web,
+            agent_names=set(),
+            backend=backend,
+        ),
     ) as ctx:
         with ctx.guard():
             report = asyncio.run(examiner_check(check_run(ctx), settings, progress, human))

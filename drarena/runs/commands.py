@@ -220,7 +220,7 @@ def cmd_tournament(args: argparse.Namespace) -> int:
     from drarena.ledger.folder import RunDir
     from drarena.models.config import CacheMode
     from drarena.report.finish import finish_run
-    from drarena.runs.execute import execute
+    from drarena.runs.execute import RunOptions, execute
 
     config = load_config(args.config)
     if args.live or not config.offline:
@@ -230,16 +230,18 @@ def cmd_tournament(args: argparse.Namespace) -> int:
     result = execute(
         config,
         run,
-        serve=not args.no_serve,
-        cache_mode=CacheMode.READ_WRITE,
-        model=args.model,
-        examiner_check_pairs=0
-        if args.no_examiner_check
-        else max(
-            config.examiner_check.tasks
-            if args.examiner_check_pairs is None
-            else args.examiner_check_pairs,
-            0,
+        RunOptions(
+            serve=not args.no_serve,
+            cache_mode=CacheMode.READ_WRITE,
+            model=args.model,
+            examiner_check_pairs=0
+            if args.no_examiner_check
+            else max(
+                config.examiner_check.tasks
+                if args.examiner_check_pairs is None
+                else args.examiner_check_pairs,
+                0,
+            ),
         ),
     )
     finish_run(
@@ -353,7 +355,7 @@ def cmd_add_agent(args: argparse.Namespace) -> int:
     from drarena.ledger.folder import RunDir
     from drarena.models.config import CacheMode
     from drarena.report.finish import finish_run
-    from drarena.runs.execute import execute
+    from drarena.runs.execute import RunOptions, execute
 
     run = RunDir(args.run)
     header = run.header()
@@ -385,7 +387,9 @@ def cmd_add_agent(args: argparse.Namespace) -> int:
             "the same kind and args to resume its placement"
         )
     result = execute(
-        config, run, serve=not args.no_serve, cache_mode=CacheMode.READ_WRITE, newcomer=args.name
+        config,
+        run,
+        RunOptions(serve=not args.no_serve, cache_mode=CacheMode.READ_WRITE, newcomer=args.name),
     )
     finish_run(run, result.config or config, result.log)
     return 0
@@ -406,18 +410,20 @@ def _json_arg(text: str | None, flag: str) -> Any:
 
 
 def cmd_drift_run(args: argparse.Namespace) -> int:
-    from drarena.runs.driftrun import REPORT_JSON, drift_run
+    from drarena.runs.driftrun import REPORT_JSON, DriftOptions, drift_run
 
     out: Path = args.out or beside(args.run, "-drift")
     started = time.perf_counter()
     result = drift_run(
         args.run,
         out,
-        provider=_json_arg(args.provider, "--provider"),
-        web=_json_arg(args.web, "--web"),
-        serve=not args.no_serve,
-        replay=args.replay,
-        model=args.model,
+        DriftOptions(
+            provider=_json_arg(args.provider, "--provider"),
+            web=_json_arg(args.web, "--web"),
+            serve=not args.no_serve,
+            replay=args.replay,
+            model=args.model,
+        ),
     )
     print(result.markdown)
     print(

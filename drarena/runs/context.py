@@ -20,6 +20,7 @@ import dataclasses
 import functools
 import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -168,54 +169,65 @@ def check_config(config: TournamentConfig, *, web: WebMode | None = None) -> Tou
     return web.config
 
 
+@dataclasses.dataclass(frozen=True)
+class OpenOptions:
+    """How `open_run` opens a config: the model cache, the models, the web and the agents.
+
+    `cache_path`, `cache_mode`: the model cache (and the tool record beside it). `serve`: start
+    a model server for `served` roles (`model`: the one it serves, default the config's).
+    `fixed_roles` (a replay): the recorded run's models and endpoints, no server started.
+    `web`: the run's web, chosen from the config (default: chosen by open_run, a live one
+    capturing nothing); a live one opened there captures into its new snapshot folder or
+    answers every read from a finished run's captures. `replay_tools` False: a run recorded
+    before tool records existed re-runs retrieval. `agent_names`: build only these agents
+    (None: all). `backend`: the model backend (tests inject a scripted one; default litellm).
+    `on_endpoint(api_base, model)`: told which server `served` roles use. `private`: the
+    run's own folders, hidden from command agents with the snapshot and its index
+    (AgentContext.private_paths)."""
+
+    cache_path: Path
+    cache_mode: CacheMode
+    serve: bool = True
+    model: str | None = None
+    fixed_roles: Mapping[str, Mapping[str, Any]] | None = None
+    web: WebMode | None = None
+    replay_tools: bool | None = None
+    agent_names: AbstractSet[str] | None = None
+    backend: Any = None
+    on_endpoint: Callable[[str | None, str | None], None] | None = None
+    private: Sequence[Path] = ()
+
+
 @contextlib.contextmanager
-def open_run(
-    config: TournamentConfig,
-    *,
-    cache_path: Path,
-    cache_mode: CacheMode,
-    serve: bool = True,
-    model: str | None = None,
-    fixed_roles: Mapping[str, Mapping[str, Any]] | None = None,
-    web: WebMode | None = None,
-    replay_tools: bool | None = None,
-    agent_names: set[str] | None = None,
-    backend: Any = None,
-    on_endpoint: Callable[[str | None, str | None], None] | None = None,
-    private: Sequence[Path] = (),
-) -> Iterator[RunContext]:
+def open_run(config: TournamentConfig, options: OpenOptions) -> Iterator[RunContext]:
     """Resolve `config` into a RunContext; everything opened is closed on exit.
 
     `config` as check_config returned it; a run that reads trees and indexes built from the
     snapshot expects the prepare stage to have run (drarena.runs.prepare): opening builds
-    nothing on disk. `fixed_roles` (a replay): the recorded run's models and endpoints, no
-    server started. `web`: the run's web, chosen from `config` (default: chosen here, a
-    live one capturing nothing); a live one opened here captures into its new snapshot folder
-    or answers every read from a finished run's captures. `replay_tools` False: a run
-    recorded before tool records existed re-runs retrieval. `agent_names`: build only these
-    agents. `on_endpoint(api_base, model)`: told which server `served` roles use. `private`:
-    the run's own folders, hidden from command agents with the snapshot and its index
-    (AgentContext.private_paths)."""
+    nothing on disk. OpenOptions says what each option does."""
     from drarena.agents.registry import AgentContext, build_agent
 
-    web = web or web_mode(config)
+    o = options
+    web = o.web or web_mode(config)
     config = web.config  # as check_config returns it (a live run's with its live block)
     endpoint: contextlib.AbstractContextManager[tuple[str | None, str | None]] = (
         contextlib.nullcontext((None, None))
-        if fixed_roles is not None
-        else model_endpoint(config, serve, model)
+        if o.fixed_roles is not None
+        else model_endpoint(config, o.serve, o.model)
     )
     with contextlib.ExitStack() as stack:
         api_base, served = stack.enter_context(endpoint)
-        if on_endpoint is not None:
-            on_endpoint(api_base, served)
-        models = config.models if fixed_roles is None else fixed_models(config.models, fixed_roles)
-        bound = bind_roles(models, api_base, served, cache_path, cache_mode)
+        if o.on_endpoint is not None:
+            o.on_endpoint(api_base, served)
+        models = (
+            config.models if o.fixed_roles is None else fixed_models(config.models, o.fixed_roles)
+        )
+        bound = bind_roles(models, api_base, served, o.cache_path, o.cache_mode)
         web.open(stack)  # a live session: closed on exit (finish may close it first)
-        record = web.tool_record(bound, replay_tools)
+        record = web.tool_record(bound, o.replay_tools)
         if record is not None:
             stack.callback(record.close)
-        client = ModelClient(bound, backend=backend)
+        client = ModelClient(bound, backend=o.backend)
         context = AgentContext(
             client=client,
             snapshot_dir=config.snapshot,
@@ -223,12 +235,12 @@ def open_run(
             url_checker=web.url_checker(stack),  # live: counted, not checked
             retriever_factory=web.retriever_factory(),
             tool_record=record,
-            private_paths=(*private, config.snapshot, config.index_root / config.snapshot.name),
+            private_paths=(*o.private, config.snapshot, config.index_root / config.snapshot.name),
         )
         agents = {
             a.name: build_agent(a.spec(), context, name=a.name)
             for a in config.agents
-            if agent_names is None or a.name in agent_names
+            if o.agent_names is None or a.name in o.agent_names
         }
         yield RunContext(
             config,
@@ -237,5 +249,5 @@ def open_run(
             agents,
             web,
             record,
-            replaying=cache_mode is CacheMode.REPLAY or web.replaying,
+            replaying=o.cache_mode is CacheMode.REPLAY or web.replaying,
         )

@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from drarena.agents.base import Agent, Conversation, SourcePage
 from drarena.arena.match import MatchSettings, grounding_for
-from drarena.arena.rounds import play_round
+from drarena.arena.rounds import RoundPlay, play_round
 from drarena.config.tournament import (
     LiveSettings,
     TournamentConfig,
@@ -87,8 +87,7 @@ def _sources(pages: LivePages, urls: Sequence[str]) -> tuple[SourcePage, ...]:
 
 async def ask_again(
     frozen: MatchRecord,
-    agent_a: Agent,
-    agent_b: Agent,
+    agents: tuple[Agent, Agent],
     client: ModelClient,
     role: str,
     pages: LivePages,
@@ -120,7 +119,7 @@ async def ask_again(
         play = await play_round(
             task,
             (frozen.a, frozen.b),
-            (agent_a, agent_b),
+            agents,
             (convs[0], convs[1]),
             task.word_limit,
             judge,
@@ -132,30 +131,42 @@ async def ask_again(
             ),
             settings.failed_answers,
         )
-        judged, void, answers, stable = play.judgment, play.void, play.answers, play.stable
+        judged, void, answers = play.judgment, play.void, play.answers
         score = add_round(score, None if void or judged is None else judged.reconciled.verdict)
-        rounds.append(
-            RoundRecord(
-                fr.index,
-                fr.node,
-                fr.depth,
-                fr.width,
-                fr.target_urls,
-                fr.task,
-                stable[0],
-                stable[1],
-                judged,
-                score,
-                None,
-                void_reason=void,
-            )
-        )
+        rounds.append(_live_round(fr, play, score))
         if not void:
             for i in (0, 1):
                 answer = answers[i]
                 assert answer is not None
                 if not play.failed[i]:
                     conv[i], last[i] = convs[i], answer.report
+    return _live_match(frozen, rounds, score, max_void_rounds)
+
+
+def _live_round(frozen: RoundRecord, play: RoundPlay, score: MatchScore) -> RoundRecord:
+    """The live round's record: the frozen round's node, targets and task, today's answers
+    and judgment (no transition: the frozen run's walk is not walked again)."""
+    return RoundRecord(
+        index=frozen.index,
+        node=frozen.node,
+        depth=frozen.depth,
+        width=frozen.width,
+        target_urls=frozen.target_urls,
+        task=frozen.task,
+        answer_a=play.stable[0],
+        answer_b=play.stable[1],
+        judgment=play.judgment,
+        score=score,
+        transition=None,
+        void_reason=play.void,
+    )
+
+
+def _live_match(
+    frozen: MatchRecord, rounds: list[RoundRecord], score: MatchScore, max_void_rounds: int | None
+) -> MatchRecord:
+    """The live match's record under the frozen match's id, pairing and seed; void as a
+    tournament match would be (too many void rounds), naming the rounds' reasons."""
     reasons = "; ".join(r.void_reason for r in rounds if r.void_reason)
     void_match = ""
     if match_void(score, max_void_rounds):
@@ -194,8 +205,7 @@ async def ask_all(
         async with gate:
             return await ask_again(
                 m,
-                agents[m.a],
-                agents[m.b],
+                (agents[m.a], agents[m.b]),
                 client,
                 config.match.examiner_role,
                 pages,
@@ -307,22 +317,33 @@ def _compare(
     return report, files
 
 
-def drift_run(
-    run_path: Path,
-    out: Path,
-    *,
-    provider: dict[str, Any] | None = None,
-    web: dict[str, Any] | None = None,
-    serve: bool = True,
-    replay: bool = False,
-    model: str | None = None,
-    now: Callable[[], datetime] = lambda: datetime.now(UTC),
-    backend: Any = None,
-) -> DriftRunResult:
-    """Ask `run_path`'s questions again live into `out` (or, with `replay`, re-execute
-    `out` offline). `backend`: the model backend (tests inject a scripted one)."""
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclasses.dataclass(frozen=True)
+class DriftOptions:
+    """How drift_run asks again. `provider`, `web`: overrides of the run's live block
+    (--provider, --web). `serve`: start a model server for `served` roles (`model`: the one
+    it serves). `replay`: re-execute a finished drift-run offline instead. `now`: the clock
+    that names the capture. `backend`: the model backend (tests inject a scripted one)."""
+
+    provider: dict[str, Any] | None = None
+    web: dict[str, Any] | None = None
+    serve: bool = True
+    replay: bool = False
+    model: str | None = None
+    now: Callable[[], datetime] = _now
+    backend: Any = None
+
+
+def drift_run(run_path: Path, out: Path, options: DriftOptions) -> DriftRunResult:
+    """Ask `run_path`'s questions again live into `out` (or, with `options.replay`,
+    re-execute `out` offline)."""
+    provider, web, serve, replay = options.provider, options.web, options.serve, options.replay
+    model, now, backend = options.model, options.now, options.backend
     from drarena.models.config import CacheMode
-    from drarena.runs.context import check_config, open_run
+    from drarena.runs.context import OpenOptions, check_config, open_run
     from drarena.runs.webmode import LiveMode
 
     run, header, config = _frozen_run(run_path)
@@ -338,14 +359,16 @@ def drift_run(
     live_config = check_config(live_config, web=mode)
     with open_run(
         live_config,
-        cache_path=out / "llm-cache.sqlite",
-        cache_mode=CacheMode.REPLAY if replay else CacheMode.READ_WRITE,
-        serve=serve,
-        model=model,
-        fixed_roles=None if saved is None else saved["bound_roles"],
-        web=mode,
-        agent_names=names,
-        backend=backend,
+        OpenOptions(
+            cache_path=out / "llm-cache.sqlite",
+            cache_mode=CacheMode.REPLAY if replay else CacheMode.READ_WRITE,
+            serve=serve,
+            model=model,
+            fixed_roles=None if saved is None else saved["bound_roles"],
+            web=mode,
+            agent_names=names,
+            backend=backend,
+        ),
     ) as ctx:
         out.mkdir(parents=True, exist_ok=True)
         session, client = mode.session, ctx.client
@@ -374,18 +397,26 @@ def drift_run(
                 new_header["live"] = finish_block(new_header["live"], closed)
                 write_atomic(out / HEADER, json.dumps(new_header, indent=2, sort_keys=True) + "\n")
     report, files = _compare(config, live, frozen, live_log)
-    identical = None
-    if replay:  # the answers, verdicts and comparison must come out the same
-        identical = all(
+    identical = _replayed_or_written(out, files, None if replay else new_header, client)
+    return DriftRunResult(report, files[REPORT_MD], client.model_calls, identical)
+
+
+def _replayed_or_written(
+    out: Path, files: dict[str, str], new_header: dict[str, Any] | None, client: ModelClient
+) -> bool | None:
+    """A replay (`new_header` None): whether the answers, verdicts and comparison came out
+    the same as the files in `out`. A new drift-run: its files written, then the header with
+    its model calls (None returned)."""
+    if new_header is None:
+        return all(
             (out / name).read_text(encoding="utf-8") == files[name]
             for name in (REPORT_JSON, LIVE_LOG)
         )
-    else:
-        for name, text in files.items():
-            write_atomic(out / name, text)
-        new_header["model_calls"] = client.model_calls
-        write_atomic(out / HEADER, json.dumps(new_header, indent=2, sort_keys=True) + "\n")
-    return DriftRunResult(report, files[REPORT_MD], client.model_calls, identical)
+    for name, text in files.items():
+        write_atomic(out / name, text)
+    new_header["model_calls"] = client.model_calls
+    write_atomic(out / HEADER, json.dumps(new_header, indent=2, sort_keys=True) + "\n")
+    return None
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

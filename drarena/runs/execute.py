@@ -31,7 +31,7 @@ from drarena.ledger.leaderboard import (
 from drarena.ledger.records import MatchRecord
 from drarena.models.cache import TOOL_SCHEMA_VERSION
 from drarena.models.config import CacheMode
-from drarena.runs.context import RunContext, check_config, open_run
+from drarena.runs.context import OpenOptions, RunContext, check_config, open_run
 from drarena.runs.prepare import prepare as prepare_stage  # (`prepare`: execute's switch for it)
 from drarena.runs.session import config_digest
 from drarena.runs.webmode import WebMode, web_mode
@@ -131,77 +131,76 @@ def _start_header(
     return header
 
 
-def execute(
-    config: TournamentConfig,
-    run: RunDir,
-    *,
-    serve: bool,
-    cache_mode: CacheMode,
-    cache_path: Path | None = None,
-    fixed_roles: dict[str, Any] | None = None,
-    newcomer: str | None = None,
-    prepare: bool = True,
-    model: str | None = None,
-    web: WebMode | None = None,
-    now: Callable[[], datetime] = lambda: datetime.now(UTC),
-    backend: Any = None,
-    replay_tools: bool | None = None,
-    header_extra: dict[str, Any] | None = None,
-    examiner_check_pairs: int = 0,
-) -> RunResult:
-    """Play (or resume) the tournament of `config` into `run`. `backend`: the model
-    backend (tests inject a scripted one; default litellm).
+def _now() -> datetime:
+    return datetime.now(UTC)
 
-    Frozen runs keep every tool result in the run's tool record (next to the model cache);
-    with `cache_mode` REPLAY tool calls are answered from it (see `replay`).
 
-    `web`: the run's web (drarena.runs.webmode), chosen once from `config` where not given:
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """How `execute` plays a config: the model cache, the models, the web, and what kind of
+    run it is.
+
+    `serve`, `cache_mode`, `model`, `fixed_roles`, `replay_tools`, `backend`: as in
+    OpenOptions (drarena.runs.context); `cache_path`: default the run folder's. `newcomer`:
+    place this agent into the finished tournament (add-agent) instead of playing it.
+    `prepare` False: the snapshot's derived files are read as they are, never rebuilt (a
+    replay reads the files the run read).
+
+    `web`: the run's web (drarena.runs.webmode), chosen once from the config where not given:
     frozen, or live (`offline: false`: the provider is checked first, then one LiveWeb
     serves every read and captures it into <live.capture_root>/<name>-live-<now()>). A
     replay gives the recorded run's (`replay`): a live run's answers every read from its
     captures instead, with the network guard on.
 
-    `examiner_check_pairs` > 0: an examiner-check of that many tasks runs (or is reused)
-    before the first match and its figures go into run.json (drarena.runs.examinercheck)."""
-    with run_lock(run.path):  # a second drarena in this folder is refused, naming this one
-        return _execute(
-            config,
-            run,
-            serve=serve,
-            cache_mode=cache_mode,
-            cache_path=cache_path,
-            fixed_roles=fixed_roles,
-            newcomer=newcomer,
-            prepare=prepare,
-            model=model,
+    `header_extra`: fields set on the run header before the first match (a replay's
+    replay_of). `examiner_check_pairs` > 0: an examiner-check of that many tasks runs (or is
+    reused) before the first match and its figures go into run.json
+    (drarena.runs.examinercheck)."""
+
+    serve: bool
+    cache_mode: CacheMode
+    cache_path: Path | None = None
+    fixed_roles: dict[str, Any] | None = None
+    newcomer: str | None = None
+    prepare: bool = True
+    model: str | None = None
+    web: WebMode | None = None
+    now: Callable[[], datetime] = _now
+    backend: Any = None
+    replay_tools: bool | None = None
+    header_extra: dict[str, Any] | None = None
+    examiner_check_pairs: int = 0
+
+    def opening(self, run: RunDir, web: WebMode) -> OpenOptions:
+        """What open_run is given for `run`, played on `web`: the run's folder is private to
+        it (hidden from command agents)."""
+        return OpenOptions(
+            cache_path=self.cache_path or run.cache_path,
+            cache_mode=self.cache_mode,
+            serve=self.serve,
+            model=self.model,
+            fixed_roles=self.fixed_roles,
             web=web,
-            now=now,
-            backend=backend,
-            replay_tools=replay_tools,
-            header_extra=header_extra,
-            examiner_check_pairs=examiner_check_pairs,
+            replay_tools=self.replay_tools,
+            backend=self.backend,
+            private=(run.path,),
         )
 
 
-def _execute(
-    config: TournamentConfig,
-    run: RunDir,
-    *,
-    serve: bool,
-    cache_mode: CacheMode,
-    cache_path: Path | None,
-    fixed_roles: dict[str, Any] | None,
-    newcomer: str | None,
-    prepare: bool,
-    model: str | None,
-    web: WebMode | None,
-    now: Callable[[], datetime],
-    backend: Any,
-    replay_tools: bool | None,
-    header_extra: dict[str, Any] | None,
-    examiner_check_pairs: int,
-) -> RunResult:
-    web = web or web_mode(config, capture_as=config.name, now=now)
+def execute(config: TournamentConfig, run: RunDir, options: RunOptions) -> RunResult:
+    """Play (or resume) the tournament of `config` into `run` (RunOptions says how).
+
+    Frozen runs keep every tool result in the run's tool record (next to the model cache);
+    with `cache_mode` REPLAY tool calls are answered from it (see `replay`)."""
+    with run_lock(run.path):  # a second drarena in this folder is refused, naming this one
+        return _execute(config, run, options)
+
+
+def _execute(config: TournamentConfig, run: RunDir, options: RunOptions) -> RunResult:
+    """The checks before anything is written (the folder, the config a resumed run was
+    begun with, the log a placement reads), the prepare stage, then the play (`_play`)."""
+    header_extra, newcomer = options.header_extra, options.newcomer
+    web = options.web or web_mode(config, capture_as=config.name, now=options.now)
     config = web.config  # as played: a live run's with its live block
     old = run.header()
     if old is None and REPLAY_MARK not in (header_extra or {}):  # (prepare_replay_target's)
@@ -222,52 +221,58 @@ def _execute(
     if old is not None:
         finished_matches(run, config.agent_names())
     config = check_config(config, web=web)
-    if prepare:  # a replay reads the derived files the run read: never rebuilt
+    if options.prepare:  # a replay reads the derived files the run read: never rebuilt
         prepare_stage(config, web)
-    with open_run(
-        config,
-        cache_path=cache_path or run.cache_path,
-        cache_mode=cache_mode,
-        serve=serve,
-        model=model,
-        fixed_roles=fixed_roles,
-        web=web,
-        replay_tools=replay_tools,
-        backend=backend,
-        private=(run.path,),
-    ) as ctx:
+    with open_run(config, options.opening(run, web)) as ctx:
         header = _start_header(ctx, old, header_extra, resumed=newcomer is None)
-        if examiner_check_pairs > 0 and newcomer is None:  # the Examiner's figures first
-            from drarena.runs.examinercheck import tournament_check
-
-            header.examiner_check = tournament_check(
-                ctx, header, examiner_check_pairs, paraphrase=config.examiner_check.paraphrase
-            )
-        run.write_header(header)
-        tournament = ctx.tournament(run)
-        proxied = web.frozen_proxy and any(a.kind == "command" for a in config.agents)
-        if proxied:  # what this run's command agents do through the frozen-web proxy
-            from drarena.webproxy.proxy import TALLY  # (aiohttp: imported only for them)
-
-            proxy_before = TALLY.copy()
-        try:
-            with ctx.guard(), frozen_heap():
-                web.check_roots(ctx.trees)
-                if newcomer is None:
-                    log = asyncio.run(tournament.play())
-                else:
-                    log = asyncio.run(tournament.place(newcomer, prior))
-        finally:  # a live run's capture is written even when the run is interrupted
-            web.finish(header, run.write_header)
+        log = _play(ctx, run, header, options, prior)
         client = ctx.client
-        header.usage = dict(client.usage())
-        header.model_calls = client.model_calls
-        if proxied:
-            header.web_proxy = TALLY.minus(proxy_before).to_dict()
-        run.write_header(header)
     md = finish(run, config, log)
     misses = list(client.replay_misses)  # the tool record's misses included
     return RunResult(run, log, client.model_calls, md, misses, config)
+
+
+def _play(
+    ctx: RunContext,
+    run: RunDir,
+    header: RunHeader,
+    options: RunOptions,
+    prior: list[MatchRecord],
+) -> list[MatchRecord]:
+    """The tournament played (or the newcomer placed against `prior`) under the network
+    guard, run.json written before the first match and again after the last with the usage
+    and model calls; returns the log. A live run's capture is written even when the run is
+    interrupted (web.finish)."""
+    config, web, newcomer = ctx.config, ctx.web, options.newcomer
+    if options.examiner_check_pairs > 0 and newcomer is None:  # the Examiner's figures first
+        from drarena.runs.examinercheck import tournament_check
+
+        header.examiner_check = tournament_check(
+            ctx, header, options.examiner_check_pairs, paraphrase=config.examiner_check.paraphrase
+        )
+    run.write_header(header)
+    tournament = ctx.tournament(run)
+    proxied = web.frozen_proxy and any(a.kind == "command" for a in config.agents)
+    if proxied:  # what this run's command agents do through the frozen-web proxy
+        from drarena.webproxy.proxy import TALLY  # (aiohttp: imported only for them)
+
+        proxy_before = TALLY.copy()
+    try:
+        with ctx.guard(), frozen_heap():
+            web.check_roots(ctx.trees)
+            if newcomer is None:
+                log = asyncio.run(tournament.play())
+            else:
+                log = asyncio.run(tournament.place(newcomer, prior))
+    finally:  # a live run's capture is written even when the run is interrupted
+        web.finish(header, run.write_header)
+    client = ctx.client
+    header.usage = dict(client.usage())
+    header.model_calls = client.model_calls
+    if proxied:
+        header.web_proxy = TALLY.minus(proxy_before).to_dict()
+    run.write_header(header)
+    return log
 
 
 class NoModelBackend:
@@ -370,15 +375,17 @@ def replay(
         result = execute(
             config,
             out,
-            serve=False,
-            cache_mode=CacheMode.REPLAY,
-            cache_path=run.cache_path,
-            fixed_roles=header.bound_role_dicts(),
-            prepare=False,
-            web=web,
-            replay_tools=header.tool_record is not None,
-            backend=NoModelBackend(),
-            header_extra={REPLAY_MARK: str(run.path.resolve())},
+            RunOptions(
+                serve=False,
+                cache_mode=CacheMode.REPLAY,
+                cache_path=run.cache_path,
+                fixed_roles=header.bound_role_dicts(),
+                prepare=False,
+                web=web,
+                replay_tools=header.tool_record is not None,
+                backend=NoModelBackend(),
+                header_extra={REPLAY_MARK: str(run.path.resolve())},
+            ),
         )
     if result.replay_misses:
         more = len(result.replay_misses) - 1

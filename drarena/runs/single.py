@@ -94,7 +94,7 @@ def print_round(r: RoundRecord) -> None:
 
 
 def run_single_match(args: argparse.Namespace) -> int:
-    from drarena.runs.context import check_config, open_run
+    from drarena.runs.context import OpenOptions, check_config, open_run
     from drarena.runs.prepare import prepare
     from drarena.runs.webmode import web_mode
 
@@ -118,14 +118,16 @@ def run_single_match(args: argparse.Namespace) -> int:
         prepare(config, web)
     with open_run(
         config,
-        cache_path=cache,
-        cache_mode=mode,
-        serve=not args.replay,
-        fixed_roles=fixed_roles,
-        web=web,
-        replay_tools=replay_tools,
-        on_endpoint=lambda base, model: server.update(api_base=base, model=model),
-        private=(out,),
+        OpenOptions(
+            cache_path=cache,
+            cache_mode=mode,
+            serve=not args.replay,
+            fixed_roles=fixed_roles,
+            web=web,
+            replay_tools=replay_tools,
+            on_endpoint=lambda base, model: server.update(api_base=base, model=model),
+            private=(out,),
+        ),
     ) as ctx:
         if args.tree not in ctx.trees:
             raise DrarenaError(f"--tree: no tree {args.tree!r}")

@@ -300,54 +300,77 @@ def lead_passages(passages: list[Passage], per_doc: int | None) -> list[Passage]
     return out
 
 
-def build_dense(
-    layout: IndexLayout,
-    state: SourceState,
-    model: str = embed.DEFAULT_MODEL,
-    precision: embed.Precision | None = None,
-    hnsw_threshold: int = HNSW_THRESHOLD,
-    per_doc: int | None = None,
-    index_kind: str = "auto",
-    recall_floor: float = RECALL_FLOOR,
-    max_tokens: int | None = None,
-    threads: int | None = None,
-    batch_size: int | None = None,
-    force: bool = False,
-) -> StageResult:
-    """Embeds the passages and writes `index` (FAISS), `docid` and manifest.json.
+@dataclasses.dataclass(frozen=True)
+class DenseSettings:
+    """How the dense index is built (`drarena search index`'s dense flags).
 
-    per_doc keeps only each page's first passages (as BrowseComp-Plus embeds the first 512
-    tokens of a page): on 2 CPU cores the encoder, not FAISS, is what takes time. max_tokens
-    truncates passages and queries to fewer word pieces than the model allows; threads is
+    `per_doc` keeps only each page's first passages (as BrowseComp-Plus embeds the first 512
+    tokens of a page): on 2 CPU cores the encoder, not FAISS, is what takes time. `max_tokens`
+    truncates passages and queries to fewer word pieces than the model allows; `threads` is
     torch's (ONNX Runtime's, OpenVINO's) thread count while encoding (it does not change the
-    vectors, only the speed). precision None is `embed.default_precision()` (bf16 on OpenVINO where
-    the CPU has AMX or AVX512-BF16, else fp32); int8 and bf16 export the model to ONNX into the
-    index folder first (see embed.export_int8, embed.export_fp32) and encode with that file.
-    batch_size None: embed.OPENVINO_BATCH for bf16, 32 (sentence-transformers' own) otherwise.
-    index_kind "auto": flat below hnsw_threshold passages, IVF-SQ8 from it up (search.ann);
-    an approximate index is tuned to recall@10 >= recall_floor against exact search on the
-    diagnostic queries, or refused (DrarenaError, nothing written).
-    """
-    import faiss
+    vectors, only the speed). `precision` None is `embed.default_precision()` (bf16 on OpenVINO
+    where the CPU has AMX or AVX512-BF16, else fp32); int8 and bf16 export the model to ONNX
+    into the index folder first (see embed.export_int8, embed.export_fp32) and encode with that
+    file. `batch_size` None: embed.OPENVINO_BATCH for bf16, 32 (sentence-transformers' own)
+    otherwise. `index_kind` "auto": flat below `hnsw_threshold` passages, IVF-SQ8 from it up
+    (search.ann); an approximate index is tuned to recall@10 >= `recall_floor` against exact
+    search on the diagnostic queries, or refused (DrarenaError, nothing written)."""
 
-    precision = embed.check_precision(precision or embed.default_precision())
-    folder = layout.dense(embed.model_slug(model))
-    path = embed.model_path(model)
+    model: str = embed.DEFAULT_MODEL
+    precision: embed.Precision | None = None
+    hnsw_threshold: int = HNSW_THRESHOLD
+    per_doc: int | None = None
+    index_kind: str = "auto"
+    recall_floor: float = RECALL_FLOOR
+    max_tokens: int | None = None
+    threads: int | None = None
+    batch_size: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Encoding:
+    """The encoder as one build uses it: its model's folder, the precision resolved, the
+    batch size chosen."""
+
+    encoder: Any
+    model_path: str
+    precision: embed.Precision
+    batch: int
+    max_tokens: int | None
+    threads: int | None
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        return embed.encode(
+            self.encoder, texts, self.precision, self.batch, self.max_tokens, self.threads
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Built:
+    """What the manifest says of an ANN index as built and tuned."""
+
+    plan: ann.IndexPlan
+    sample: ann.TrainSample | None
+    recall: float | None
+    queries: list[str]
+
+
+def build_dense(
+    layout: IndexLayout, state: SourceState, settings: DenseSettings, *, force: bool = False
+) -> StageResult:
+    """Embeds the passages and writes `index` (FAISS), `docid` and manifest.json, unless an
+    index built from the same source with the same settings is there (`force`: always, and
+    no encoded chunk of an interrupted build is reused). DenseSettings says what each
+    setting does."""
+    precision = embed.check_precision(settings.precision or embed.default_precision())
+    folder = layout.dense(embed.model_slug(settings.model))
+    path = embed.model_path(settings.model)
     old = read_manifest(folder, DenseManifest, strict=False)
-    if (
-        old is not None
-        and not force
-        and old.same_source(state)
-        and old.model_path == str(path)
-        and old.precision == precision
-        and old.passages_per_doc == per_doc
-        and old.max_tokens_arg == max_tokens
-        and (index_kind == "auto" or old.faiss == index_kind)
-    ):
+    if old is not None and not force and _up_to_date(old, state, str(path), precision, settings):
         return StageResult("dense", folder, False, 0.0, old.passage_count)
-    passages = lead_passages(load_passages(layout), per_doc)
+    passages = lead_passages(load_passages(layout), settings.per_doc)
     start = time.perf_counter()
-    batch = batch_size or (embed.OPENVINO_BATCH if precision == "bf16" else 32)
+    batch = settings.batch_size or (embed.OPENVINO_BATCH if precision == "bf16" else 32)
     texts = [p.indexed_text(state.passages) for p in passages]
     saved = checkpoint.DenseCheckpoint(
         folder.with_name(f"{folder.name}.partial"),
@@ -356,80 +379,142 @@ def build_dense(
             "passages": checkpoint.texts_digest([p.id for p in passages], texts),
             "model_path": str(path),
             "precision": precision,
-            "max_tokens": max_tokens,
+            "max_tokens": settings.max_tokens,
             "batch": batch,
             "libraries": checkpoint.library_versions(),
             "cpu": checkpoint.cpu_name(),
         },
     )
     with saved:  # held until the index is in place: one build of this index at a time
-        encoder: Any = embed.load_encoder(model)
         tmp = _tmp_for(folder)
         try:
-            if precision == "int8":
-                embed.export_int8(encoder, tmp / embed.ONNX_FILE)
-                encoder = embed.OnnxEncoder(encoder, tmp / embed.ONNX_FILE, threads)
-            elif precision == "bf16":
-                embed.export_fp32(encoder, tmp / embed.ONNX_FP32_FILE)
-                encoder = embed.OnnxEncoder(
-                    encoder, tmp / embed.ONNX_FP32_FILE, threads, "openvino"
-                )
+            encoding = _Encoding(
+                _encoder(settings, precision, tmp),
+                str(path),
+                precision,
+                batch,
+                settings.max_tokens,
+                settings.threads,
+            )
             vectors = _encode_saved(
                 saved,
                 texts,
-                embed.dimension(encoder),
-                lambda chunk: embed.encode(encoder, chunk, precision, batch, max_tokens, threads),
+                embed.dimension(encoding.encoder),
+                encoding,
                 f"dense {folder.name} ({precision})",
                 reuse=not force,
             )
-            plan = ann.plan_index(len(vectors), hnsw_threshold, index_kind)
-            index, sample = ann.build_index(vectors, plan)
-            recall: float | None = None
-            queries = diagnostic_queries(passages, state)
-            if plan.kind != "flat":
-                qvec = embed.encode(encoder, queries, precision, batch, max_tokens, threads)
-                exact = ann.exact_neighbours(vectors, qvec)
-                plan, recall = ann.tune(index, plan, qvec, exact, recall_floor)
-            faiss.write_index(index, str(tmp / "index"))
-            del index
-            hnsw = plan.kind == "hnsw"
-            (tmp / "docid").write_text("".join(p.id + "\n" for p in passages), encoding="utf-8")
-            write_manifest(
-                tmp,
-                DenseManifest(
-                    **state.model_dump(),
-                    doc_count=len({p.doc_id for p in passages}),
-                    passage_count=len(passages),
-                    passages_per_doc=per_doc,
-                    model=model,
-                    model_path=str(path),
-                    max_tokens_arg=max_tokens,
-                    max_tokens=min(
-                        max_tokens or embed.max_tokens_of(encoder), embed.max_tokens_of(encoder)
-                    ),
-                    dimension=int(vectors.shape[1]),
-                    precision=precision,
-                    backend=embed.backend_of(precision),
-                    faiss=plan.kind,
-                    hnsw_m=plan.hnsw_m if hnsw else None,
-                    hnsw_ef_search=plan.ef_search if hnsw else None,
-                    ivf_nlist=plan.nlist,
-                    ivf_nprobe=plan.nprobe if plan.kind == "ivf-sq8" else None,
-                    train_seed=sample.seed if sample else None,
-                    train_size=sample.size if sample else None,
-                    train_rows_sha256=sample.rows_sha256 if sample else None,
-                    recall_at_10=recall,
-                    recall_floor=recall_floor if recall is not None else None,
-                    recall_queries=len(queries) if recall is not None else None,
-                    recall_queries_sha256=_texts_sha256(queries) if recall is not None else None,
-                ),
-            )
+            built = _write_index(tmp, vectors, passages, state, encoding, settings)
+            _write_dense_manifest(tmp, built, passages, vectors.shape[1], encoding, state, settings)
             replace_folder(tmp, folder)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         saved.finish()  # the index is in place: its chunks are no longer needed
     return StageResult("dense", folder, True, time.perf_counter() - start, len(passages))
+
+
+def _up_to_date(
+    old: DenseManifest,
+    state: SourceState,
+    model_path: str,
+    precision: embed.Precision,
+    settings: DenseSettings,
+) -> bool:
+    """Whether the index on disk was built from the same source with the same settings
+    (threads and batch size only change the speed; `auto` accepts the kind it chose)."""
+    return (
+        old.same_source(state)
+        and old.model_path == model_path
+        and old.precision == precision
+        and old.passages_per_doc == settings.per_doc
+        and old.max_tokens_arg == settings.max_tokens
+        and (settings.index_kind == "auto" or old.faiss == settings.index_kind)
+    )
+
+
+def _encoder(settings: DenseSettings, precision: embed.Precision, tmp: Path) -> Any:
+    """The model's encoder; for int8 and bf16 first exported to ONNX into `tmp` (the new
+    index folder: the file stays with the index) and encoding through that file."""
+    encoder: Any = embed.load_encoder(settings.model)
+    if precision == "int8":
+        embed.export_int8(encoder, tmp / embed.ONNX_FILE)
+        return embed.OnnxEncoder(encoder, tmp / embed.ONNX_FILE, settings.threads)
+    if precision == "bf16":
+        embed.export_fp32(encoder, tmp / embed.ONNX_FP32_FILE)
+        return embed.OnnxEncoder(encoder, tmp / embed.ONNX_FP32_FILE, settings.threads, "openvino")
+    return encoder
+
+
+def _write_index(
+    tmp: Path,
+    vectors: np.ndarray,
+    passages: list[Passage],
+    state: SourceState,
+    encode: _Encoding,
+    settings: DenseSettings,
+) -> _Built:
+    """The FAISS index the plan chooses written into `tmp`; an approximate one tuned first
+    against exact search on the diagnostic queries (ann.tune refuses one below the recall
+    floor). The index is not kept: only what the manifest says of it."""
+    import faiss
+
+    plan = ann.plan_index(len(vectors), settings.hnsw_threshold, settings.index_kind)
+    index, sample = ann.build_index(vectors, plan)
+    recall: float | None = None
+    queries = diagnostic_queries(passages, state)
+    if plan.kind != "flat":
+        qvec = encode(queries)
+        exact = ann.exact_neighbours(vectors, qvec)
+        plan, recall = ann.tune(index, plan, qvec, exact, settings.recall_floor)
+    faiss.write_index(index, str(tmp / "index"))
+    return _Built(plan, sample, recall, queries)
+
+
+def _write_dense_manifest(
+    tmp: Path,
+    built: _Built,
+    passages: list[Passage],
+    dimension: int,
+    encoding: _Encoding,
+    state: SourceState,
+    settings: DenseSettings,
+) -> None:
+    """docid and manifest.json written into `tmp` (the folder before it is put in place)."""
+    plan, sample, recall, queries = built.plan, built.sample, built.recall, built.queries
+    hnsw = plan.kind == "hnsw"
+    encoder, max_tokens = encoding.encoder, settings.max_tokens
+    (tmp / "docid").write_text("".join(p.id + "\n" for p in passages), encoding="utf-8")
+    write_manifest(
+        tmp,
+        DenseManifest(
+            **state.model_dump(),
+            doc_count=len({p.doc_id for p in passages}),
+            passage_count=len(passages),
+            passages_per_doc=settings.per_doc,
+            model=settings.model,
+            model_path=encoding.model_path,
+            max_tokens_arg=max_tokens,
+            max_tokens=min(
+                max_tokens or embed.max_tokens_of(encoder), embed.max_tokens_of(encoder)
+            ),
+            dimension=int(dimension),
+            precision=encoding.precision,
+            backend=embed.backend_of(encoding.precision),
+            faiss=plan.kind,
+            hnsw_m=plan.hnsw_m if hnsw else None,
+            hnsw_ef_search=plan.ef_search if hnsw else None,
+            ivf_nlist=plan.nlist,
+            ivf_nprobe=plan.nprobe if plan.kind == "ivf-sq8" else None,
+            train_seed=sample.seed if sample else None,
+            train_size=sample.size if sample else None,
+            train_rows_sha256=sample.rows_sha256 if sample else None,
+            recall_at_10=recall,
+            recall_floor=settings.recall_floor if recall is not None else None,
+            recall_queries=len(queries) if recall is not None else None,
+            recall_queries_sha256=_texts_sha256(queries) if recall is not None else None,
+        ),
+    )
 
 
 DIAGNOSTIC_QUERIES = 200
@@ -515,5 +600,7 @@ def build_indexes(
     passages, state = build_passages(layout, PassageSettings(), force=force)
     results = [passages, build_bm25(layout, state, force=force)]
     if dense:
-        results.append(build_dense(layout, state, per_doc=dense_per_doc, force=force))
+        results.append(
+            build_dense(layout, state, DenseSettings(per_doc=dense_per_doc), force=force)
+        )
     return results

@@ -237,19 +237,21 @@ def cmd_index(args: argparse.Namespace) -> int:
             build.build_dense(
                 layout,
                 state,
-                model=args.dense_model or embed.DEFAULT_MODEL,
-                precision=args.precision,
-                per_doc=args.dense_per_doc,
-                force=args.force,
-                max_tokens=args.max_tokens,
-                threads=args.encode_threads,
-                hnsw_threshold=args.hnsw_threshold or build.HNSW_THRESHOLD,
-                index_kind=args.dense_index,
-                recall_floor=(
-                    args.dense_recall_floor
-                    if args.dense_recall_floor is not None
-                    else build.RECALL_FLOOR
+                build.DenseSettings(
+                    model=args.dense_model or embed.DEFAULT_MODEL,
+                    precision=args.precision,
+                    per_doc=args.dense_per_doc,
+                    max_tokens=args.max_tokens,
+                    threads=args.encode_threads,
+                    hnsw_threshold=args.hnsw_threshold or build.HNSW_THRESHOLD,
+                    index_kind=args.dense_index,
+                    recall_floor=(
+                        args.dense_recall_floor
+                        if args.dense_recall_floor is not None
+                        else build.RECALL_FLOOR
+                    ),
                 ),
+                force=args.force,
             )
         )
     for r in results:

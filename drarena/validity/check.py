@@ -32,7 +32,8 @@ from drarena.examiner.judges import (
     reads_evidence,
 )
 from drarena.examiner.taskcheck import Task
-from drarena.examiner.taskgens import TaskCall, TaskGenerator, TaskRequest, TaskRules, build_taskgen
+from drarena.examiner.taskgen import TaskCall, TaskRequest, TaskRules
+from drarena.examiner.taskgens import TaskGenerator, build_taskgen
 from drarena.examiner.verdicts import Judgment, reconcile
 from drarena.models.client import ModelClient
 from drarena.models.structured import complete_json

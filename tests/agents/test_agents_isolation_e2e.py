@@ -19,7 +19,7 @@ from drarena.agents import sandbox
 from drarena.config.tournament import parse_config
 from drarena.ledger.folder import RunDir
 from drarena.models.config import CacheMode
-from drarena.runs.execute import execute
+from drarena.runs.execute import RunOptions, execute
 
 NETNS = sandbox.probe()
 
@@ -119,10 +119,12 @@ def test_frozen_tournament_runs_command_agents_in_a_namespace(
     execute(
         config,
         run,
-        serve=False,
-        cache_mode=CacheMode.READ_WRITE,
-        prepare=False,
-        backend=scripted_models({"fact number": 3}),
+        RunOptions(
+            serve=False,
+            cache_mode=CacheMode.READ_WRITE,
+            prepare=False,
+            backend=scripted_models({"fact number": 3}),
+        ),
     )
     header = json.loads(run.header_path.read_text())
     assert header["agent_isolation"] == NETNS.describe()

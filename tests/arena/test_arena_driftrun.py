@@ -18,8 +18,8 @@ from drarena.ledger.folder import RunDir
 from drarena.ledger.leaderboard import LeaderboardRow
 from drarena.models.config import CacheMode
 from drarena.runs.driftcompare import Change, agent_moves, change, rank_correlation
-from drarena.runs.driftrun import REPORT_JSON, drift_run
-from drarena.runs.execute import execute
+from drarena.runs.driftrun import REPORT_JSON, DriftOptions, drift_run
+from drarena.runs.execute import RunOptions, execute
 
 
 @pytest.mark.parametrize(
@@ -117,10 +117,12 @@ def test_drift_run_flips_when_the_pages_changed_and_replays(
     frozen = execute(
         config,
         run,
-        serve=False,
-        cache_mode=CacheMode.READ_WRITE,
-        prepare=False,
-        backend=scripted_models(STRENGTH),
+        RunOptions(
+            serve=False,
+            cache_mode=CacheMode.READ_WRITE,
+            prepare=False,
+            backend=scripted_models(STRENGTH),
+        ),
     )
     [match] = frozen.log
     assert match.score.points_a != match.score.points_b  # decided on the frozen web
@@ -129,16 +131,18 @@ def test_drift_run_flips_when_the_pages_changed_and_replays(
         site.edit(node, f"EDITED: page {node} was rewritten since the snapshot. " * 12)
     out = tmp_path / "drift"
     with pytest.raises(DrarenaError, match="no finished drift-run to replay"):
-        drift_run(run.path, out, replay=True)
+        drift_run(run.path, out, DriftOptions(replay=True))
     provider = {"kind": "searxng", "args": {"url": site.base}}
     result = drift_run(
         run.path,
         out,
-        provider=provider,
-        web=live_web_settings(),
-        serve=False,
-        now=lambda: NOW,
-        backend=scripted_models(STRENGTH),
+        DriftOptions(
+            provider=provider,
+            web=live_web_settings(),
+            serve=False,
+            now=lambda: NOW,
+            backend=scripted_models(STRENGTH),
+        ),
     )
     report = result.report
     assert report.summary.rounds == report.summary.compared == 1
@@ -156,10 +160,12 @@ def test_drift_run_flips_when_the_pages_changed_and_replays(
     assert header["model_calls"] == result.model_calls > 0
 
     with pytest.raises(DrarenaError, match="exists: replay it with --replay"):
-        drift_run(run.path, out, provider=provider, web=live_web_settings(), serve=False)
+        drift_run(
+            run.path, out, DriftOptions(provider=provider, web=live_web_settings(), serve=False)
+        )
 
     site.stop()  # the replay needs neither the web nor a model
-    again = drift_run(run.path, out, replay=True, serve=False)
+    again = drift_run(run.path, out, DriftOptions(replay=True, serve=False))
     assert again.identical is True and again.model_calls == 0
 
 
@@ -182,20 +188,19 @@ def test_a_drift_run_header_over_the_limit_is_one_line(
 
 def test_drift_run_refuses_what_it_cannot_compare(site: LiveSiteForTests, tmp_path: Path) -> None:
     with pytest.raises(DrarenaError, match=r"no run\.json"):
-        drift_run(tmp_path, tmp_path / "out")
+        drift_run(tmp_path, tmp_path / "out", DriftOptions())
     snapshot = freeze(site, tmp_path / "frozen")
     data = config_data(tmp_path, snapshot, {"kind": "searxng", "args": {"url": site.base}})
     live_run = RunDir(tmp_path / "runs" / "live")
     execute(
         parse_config(data, "test").as_live(),
         live_run,
-        serve=False,
-        cache_mode=CacheMode.READ_WRITE,
-        prepare=False,
-        backend=scripted_models(),
+        RunOptions(
+            serve=False, cache_mode=CacheMode.READ_WRITE, prepare=False, backend=scripted_models()
+        ),
     )
     with pytest.raises(DrarenaError, match="a live run; drift-run compares a frozen run"):
-        drift_run(live_run.path, tmp_path / "out", serve=False)
+        drift_run(live_run.path, tmp_path / "out", DriftOptions(serve=False))
 
 
 @pytest.mark.parametrize(

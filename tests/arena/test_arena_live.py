@@ -22,7 +22,7 @@ from drarena.errors import DrarenaError
 from drarena.ledger.folder import RunDir
 from drarena.ledger.records import MatchRecord
 from drarena.models.config import CacheMode
-from drarena.runs.execute import execute, replay
+from drarena.runs.execute import RunOptions, execute, replay
 from drarena.web.warc.snapshot import Snapshot
 
 NOW = datetime(2026, 11, 29, 15, 0, 0, tzinfo=UTC)
@@ -81,11 +81,13 @@ def test_live_run_searches_reads_today_captures_and_replays_offline(
     result = execute(
         config,
         run,
-        serve=False,
-        cache_mode=CacheMode.READ_WRITE,
-        prepare=False,
-        now=lambda: NOW,
-        backend=backend,
+        RunOptions(
+            serve=False,
+            cache_mode=CacheMode.READ_WRITE,
+            prepare=False,
+            now=lambda: NOW,
+            backend=backend,
+        ),
     )
     assert result.model_calls > 0 and len(result.log) == 1
 
@@ -143,11 +145,13 @@ def test_live_tree_expansion_crawls_into_the_capture(
     execute(
         config,
         run,
-        serve=False,
-        cache_mode=CacheMode.READ_WRITE,
-        prepare=False,
-        now=lambda: NOW,
-        backend=backend,
+        RunOptions(
+            serve=False,
+            cache_mode=CacheMode.READ_WRITE,
+            prepare=False,
+            now=lambda: NOW,
+            backend=backend,
+        ),
     )
     [match] = run.finished().values()
     rnd = match.rounds[0]
@@ -175,11 +179,13 @@ def test_replay_of_a_live_run_without_its_capture_is_one_line(
     execute(
         config,
         run,
-        serve=False,
-        cache_mode=CacheMode.READ_WRITE,
-        prepare=False,
-        now=lambda: NOW,
-        backend=scripted_models(),
+        RunOptions(
+            serve=False,
+            cache_mode=CacheMode.READ_WRITE,
+            prepare=False,
+            now=lambda: NOW,
+            backend=scripted_models(),
+        ),
     )
     header = run.header()
     assert header is not None
@@ -202,11 +208,13 @@ def test_interrupted_live_run_keeps_its_capture_and_resumes_into_a_new_one(
         execute(
             config,
             run,
-            serve=False,
-            cache_mode=CacheMode.READ_WRITE,
-            prepare=False,
-            now=lambda: NOW,
-            backend=scripted_models(interrupt_at=7),
+            RunOptions(
+                serve=False,
+                cache_mode=CacheMode.READ_WRITE,
+                prepare=False,
+                now=lambda: NOW,
+                backend=scripted_models(interrupt_at=7),
+            ),
         )
     header = run.header()
     assert header is not None
@@ -219,11 +227,13 @@ def test_interrupted_live_run_keeps_its_capture_and_resumes_into_a_new_one(
     execute(
         config,
         run,
-        serve=False,
-        cache_mode=CacheMode.READ_WRITE,
-        prepare=False,
-        now=lambda: later,
-        backend=scripted_models(),
+        RunOptions(
+            serve=False,
+            cache_mode=CacheMode.READ_WRITE,
+            prepare=False,
+            now=lambda: later,
+            backend=scripted_models(),
+        ),
     )
     header = run.header()
     assert header is not None

@@ -17,7 +17,7 @@ from drarena.config.tournament import parse_config
 from drarena.ledger.folder import RunDir
 from drarena.models.config import CacheMode
 from drarena.report.run import write_report
-from drarena.runs.execute import execute
+from drarena.runs.execute import RunOptions, execute
 
 STRENGTH = {"fact number": 3}
 
@@ -63,10 +63,12 @@ def play(tmp: Path, snapshot: Path, name: str, judge: dict[str, Any] | None) -> 
     result = execute(
         config,
         run,
-        serve=False,
-        cache_mode=CacheMode.READ_WRITE,
-        prepare=False,
-        backend=scripted_models(STRENGTH),
+        RunOptions(
+            serve=False,
+            cache_mode=CacheMode.READ_WRITE,
+            prepare=False,
+            backend=scripted_models(STRENGTH),
+        ),
     )
     write_report(run, config, result.log)
     return run

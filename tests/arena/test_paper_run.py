@@ -15,7 +15,7 @@ from drarena.config.tournament import PAPER_MATCH, parse_config
 from drarena.ledger.folder import RunDir
 from drarena.models.config import CacheMode
 from drarena.report.run import write_report
-from drarena.runs.execute import execute
+from drarena.runs.execute import RunOptions, execute
 from drarena.runs.session import load_trees
 
 # four trees: one more than a config's default trees.count of 3
@@ -60,10 +60,12 @@ def test_a_paper_run_records_every_switch_and_replays_identically(
     result = execute(
         config,
         run,
-        serve=False,
-        cache_mode=CacheMode.READ_WRITE,
-        prepare=False,
-        backend=scripted_models({"fact number": 3}),
+        RunOptions(
+            serve=False,
+            cache_mode=CacheMode.READ_WRITE,
+            prepare=False,
+            backend=scripted_models({"fact number": 3}),
+        ),
     )
     write_report(run, config, result.log)
     header = run.header()

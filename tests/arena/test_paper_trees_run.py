@@ -22,7 +22,7 @@ from drarena.ledger.folder import RunDir
 from drarena.models.config import CacheMode
 from drarena.report.run import write_report
 from drarena.runs.ablate import cut_log
-from drarena.runs.execute import execute
+from drarena.runs.execute import RunOptions, execute
 
 
 @pytest.fixture(scope="module")
@@ -59,10 +59,12 @@ def test_a_paper_run_on_imported_trees_replays_identically(
     result = execute(
         config,
         run,
-        serve=False,
-        cache_mode=CacheMode.READ_WRITE,
-        prepare=True,  # extract, trees, indexes as `drarena tournament` does
-        backend=backend,
+        RunOptions(
+            serve=False,
+            cache_mode=CacheMode.READ_WRITE,
+            prepare=True,  # extract, trees, indexes as `drarena tournament` does
+            backend=backend,
+        ),
     )
     write_report(run, config, result.log)
     # the tournament's preparation left the imported trees as they were

@@ -7,6 +7,7 @@ tournament, report and replay); only the model is the scripted backend (control 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -22,7 +23,7 @@ from drarena.config.tournament import parse_config
 from drarena.errors import DrarenaError
 from drarena.ledger.folder import RunDir
 from drarena.models.config import CacheMode
-from drarena.runs.execute import execute
+from drarena.runs.execute import RunOptions, execute
 
 STRENGTH = {"fact number": 3}
 
@@ -61,10 +62,12 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     execute(
         config,
         run,
-        serve=False,
-        cache_mode=CacheMode.READ_WRITE,
-        prepare=False,
-        backend=scripted_models(STRENGTH),
+        RunOptions(
+            serve=False,
+            cache_mode=CacheMode.READ_WRITE,
+            prepare=False,
+            backend=scripted_models(STRENGTH),
+        ),
     )
     return snapshot, run.path
 
@@ -274,10 +277,12 @@ def test_a_bad_agent_arg_writes_nothing_and_the_fixed_config_then_runs(
         execute(
             parse_config(data, "test"),
             run,
-            serve=False,
-            cache_mode=CacheMode.READ_WRITE,
-            prepare=False,
-            backend=scripted_models(STRENGTH),
+            RunOptions(
+                serve=False,
+                cache_mode=CacheMode.READ_WRITE,
+                prepare=False,
+                backend=scripted_models(STRENGTH),
+            ),
         )
     assert not run.path.exists()  # no run.json claiming the folder for the wrong config
     assert re.search(rf"agents\.second.*{field}", str(caught.value))
@@ -286,10 +291,12 @@ def test_a_bad_agent_arg_writes_nothing_and_the_fixed_config_then_runs(
     result = execute(
         parse_config(data, "test"),
         run,
-        serve=False,
-        cache_mode=CacheMode.READ_WRITE,
-        prepare=False,
-        backend=scripted_models(STRENGTH),
+        RunOptions(
+            serve=False,
+            cache_mode=CacheMode.READ_WRITE,
+            prepare=False,
+            backend=scripted_models(STRENGTH),
+        ),
     )
     assert len(result.log) == 1 and (run.path / "leaderboard.md").is_file()
 
@@ -323,9 +330,9 @@ def add_agent(
     flow only) in place of litellm."""
     import drarena.runs.execute as execute_module
 
-    def scripted(*args: Any, **kw: Any) -> Any:
-        kw.update(backend=scripted_models(STRENGTH, interrupt_at=interrupt_at), prepare=False)
-        return execute(*args, **kw)
+    def scripted(config: Any, run: RunDir, options: RunOptions) -> Any:
+        backend = scripted_models(STRENGTH, interrupt_at=interrupt_at)
+        return execute(config, run, dataclasses.replace(options, backend=backend, prepare=False))
 
     monkeypatch.setattr(execute_module, "execute", scripted)
     argv = ["run", "add-agent", str(run), "--name", "newbie", "--kind", "closed_book"]
@@ -377,10 +384,12 @@ def scripted_execute(data: dict[str, Any], folder: Path) -> Any:
     return execute(
         parse_config(data, "test"),
         RunDir(folder),
-        serve=False,
-        cache_mode=CacheMode.READ_WRITE,
-        prepare=False,
-        backend=scripted_models(STRENGTH),
+        RunOptions(
+            serve=False,
+            cache_mode=CacheMode.READ_WRITE,
+            prepare=False,
+            backend=scripted_models(STRENGTH),
+        ),
     )
 
 
@@ -409,11 +418,13 @@ def test_a_tournament_interrupted_before_its_run_json_resumes(
         return execute(
             config,
             run,
-            serve=False,
-            cache_mode=CacheMode.READ_WRITE,
-            prepare=False,
-            backend=scripted_models(STRENGTH, interrupt_at=interrupt_at),
-            examiner_check_pairs=1,
+            RunOptions(
+                serve=False,
+                cache_mode=CacheMode.READ_WRITE,
+                prepare=False,
+                backend=scripted_models(STRENGTH, interrupt_at=interrupt_at),
+                examiner_check_pairs=1,
+            ),
         )
 
     with pytest.raises(KeyboardInterrupt):  # Ctrl-C in the examiner-check, before run.json
@@ -536,10 +547,12 @@ def test_a_second_tournament_in_a_held_run_folder_is_refused_naming_the_holder(
             execute(
                 config,
                 RunDir(demo),
-                serve=False,
-                cache_mode=CacheMode.READ_WRITE,
-                prepare=False,
-                backend=scripted_models(STRENGTH),
+                RunOptions(
+                    serve=False,
+                    cache_mode=CacheMode.READ_WRITE,
+                    prepare=False,
+                    backend=scripted_models(STRENGTH),
+                ),
             )
         message = str(err.value)
         assert "\n" not in message and message.startswith(f"{demo}: another drarena is running")
@@ -550,10 +563,12 @@ def test_a_second_tournament_in_a_held_run_folder_is_refused_naming_the_holder(
     result = execute(  # the holder is gone (its lock went with it): the run resumes
         config,
         RunDir(demo),
-        serve=False,
-        cache_mode=CacheMode.READ_WRITE,
-        prepare=False,
-        backend=scripted_models(STRENGTH),
+        RunOptions(
+            serve=False,
+            cache_mode=CacheMode.READ_WRITE,
+            prepare=False,
+            backend=scripted_models(STRENGTH),
+        ),
     )
     assert result.log and not (demo / "run.lock").exists()
 

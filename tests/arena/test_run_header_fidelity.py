@@ -14,7 +14,7 @@ from arena_live_site import LiveSiteForTests, freeze, scripted_models
 from drarena.config.tournament import PAPER_MATCH, parse_config
 from drarena.ledger.folder import RunDir
 from drarena.models.config import CacheMode
-from drarena.runs.execute import execute, replay
+from drarena.runs.execute import RunOptions, execute, replay
 
 
 @pytest.fixture(scope="module")
@@ -55,10 +55,12 @@ def test_header_records_protocol_switches_ablations_and_stage_roles(
     execute(
         config,
         run,
-        serve=False,
-        cache_mode=CacheMode.READ_WRITE,
-        prepare=False,
-        backend=scripted_models({"fact number": 3}),
+        RunOptions(
+            serve=False,
+            cache_mode=CacheMode.READ_WRITE,
+            prepare=False,
+            backend=scripted_models({"fact number": 3}),
+        ),
     )
     header = json.loads((run.path / "run.json").read_text(encoding="utf-8"))
     match = header["config"]["match"]

@@ -11,7 +11,8 @@ import json
 from drarena.corpus.records import TreePage
 from drarena.corpus.terms import UNIFORM, TermStats
 from drarena.examiner import extractive
-from drarena.examiner.taskgens import TaskCall, TaskRequest, TaskRules, build_taskgen
+from drarena.examiner.taskgen import TaskCall, TaskRequest, TaskRules
+from drarena.examiner.taskgens import build_taskgen
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelsConfig
 from drarena.models.scripted import ScriptedBackendForTests, reply

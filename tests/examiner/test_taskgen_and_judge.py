@@ -8,7 +8,7 @@ import pytest
 
 from drarena.corpus.records import TreePage
 from drarena.examiner.judge import AnswerForJudge, judge_pair, judge_prompt
-from drarena.examiner.taskgen import generate_task
+from drarena.examiner.taskgen import TaskCall, TaskRequest, TaskRules, generate_task
 from drarena.examiner.verdicts import FailureType, TieQuality, Verdict
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelsConfig
@@ -75,15 +75,16 @@ async def test_task_retries_with_reasons_then_succeeds() -> None:
     good = task_json("Which two modules handle delimited text and INI-style settings?")
     c, backend = client([reply(leaky), reply(good)])
     out = await generate_task(
-        c,
-        "examiner",
-        root=ROOT,
-        chain=CHAIN,
-        targets=TARGETS,
-        depth=2,
-        earlier_questions=[],
-        tree_urls=URLS,
-        page_budget_chars=3000,
+        TaskCall(c, "examiner"),
+        TaskRequest(
+            root=ROOT,
+            chain=tuple(CHAIN),
+            targets=tuple(TARGETS),
+            depth=2,
+            earlier_questions=(),
+            tree_urls=tuple(URLS),
+        ),
+        TaskRules(page_budget_chars=3000),
     )
     assert out.task is not None and out.task.question.startswith("Which two")
     assert out.task.word_limit == (220, 320)  # W=2, depth 2: the reference's D = 3
@@ -105,14 +106,16 @@ async def test_a_hostile_root_title_stays_one_cut_defanged_line() -> None:
     target = TreePage("t1", TARGETS[0].url, hostile, "csv text", 2, "subtopic", "csv")
     c, backend = client([reply(task_json("Which module reads delimited text?"))])
     await generate_task(
-        c,
-        "examiner",
-        root=root,
-        chain=[],
-        targets=[target],
-        depth=1,
-        earlier_questions=[],
-        tree_urls=[root.url, target.url],
+        TaskCall(c, "examiner"),
+        TaskRequest(
+            root=root,
+            chain=(),
+            targets=(target,),
+            depth=1,
+            earlier_questions=(),
+            tree_urls=(root.url, target.url),
+        ),
+        TaskRules(),
     )
     prompt = backend.requests[0]["messages"][0]["content"]
     (topic,) = [line for line in prompt.splitlines() if line.startswith("OVERALL TOPIC:")]
@@ -127,15 +130,16 @@ async def test_task_skipped_after_max_attempts() -> None:
     c, _ = client([reply(bad), reply(bad)])
     outside = [u for u in URLS if u != TARGETS[0].url]  # source 2 is no longer in the tree
     out = await generate_task(
-        c,
-        "examiner",
-        root=ROOT,
-        chain=CHAIN,
-        targets=TARGETS,
-        depth=1,
-        earlier_questions=[],
-        tree_urls=outside,
-        page_budget_chars=2000,
+        TaskCall(c, "examiner"),
+        TaskRequest(
+            root=ROOT,
+            chain=tuple(CHAIN),
+            targets=tuple(TARGETS),
+            depth=1,
+            earlier_questions=(),
+            tree_urls=tuple(outside),
+        ),
+        TaskRules(page_budget_chars=2000),
     )
     assert out.task is None and "not a page of the tree" in out.error
     assert len(out.attempts) == 2
@@ -144,15 +148,16 @@ async def test_task_skipped_after_max_attempts() -> None:
 async def test_task_model_failure_is_reported_not_raised() -> None:
     c, _ = client([reply("not json")] * 3)
     out = await generate_task(
-        c,
-        "examiner",
-        root=ROOT,
-        chain=CHAIN,
-        targets=TARGETS,
-        depth=1,
-        earlier_questions=[],
-        tree_urls=URLS,
-        page_budget_chars=2000,
+        TaskCall(c, "examiner"),
+        TaskRequest(
+            root=ROOT,
+            chain=tuple(CHAIN),
+            targets=tuple(TARGETS),
+            depth=1,
+            earlier_questions=(),
+            tree_urls=tuple(URLS),
+        ),
+        TaskRules(page_budget_chars=2000),
     )
     assert out.task is None and "no valid JSON" in out.error
 
@@ -173,15 +178,16 @@ def verdict(v: str, q: str = "NA", f: str = "NONE") -> str:
 async def make_task():
     c, _ = client([reply(task_json("Which two modules handle delimited text and settings?"))])
     out = await generate_task(
-        c,
-        "examiner",
-        root=ROOT,
-        chain=CHAIN,
-        targets=TARGETS,
-        depth=1,
-        earlier_questions=[],
-        tree_urls=URLS,
-        page_budget_chars=2000,
+        TaskCall(c, "examiner"),
+        TaskRequest(
+            root=ROOT,
+            chain=tuple(CHAIN),
+            targets=tuple(TARGETS),
+            depth=1,
+            earlier_questions=(),
+            tree_urls=tuple(URLS),
+        ),
+        TaskRules(page_budget_chars=2000),
     )
     assert out.task is not None
     return out.task
@@ -245,16 +251,16 @@ async def test_a_question_naming_a_targets_module_is_retried(forbid: bool) -> No
     good = task_json("Which two modules handle delimited text and INI-style settings?")
     c, _ = client([reply(named), reply(good)])
     out = await generate_task(
-        c,
-        "examiner",
-        root=ROOT,
-        chain=CHAIN,
-        targets=TARGETS,
-        depth=2,
-        earlier_questions=[],
-        tree_urls=URLS,
-        page_budget_chars=3000,
-        forbid_entity_names=forbid,
+        TaskCall(c, "examiner"),
+        TaskRequest(
+            root=ROOT,
+            chain=tuple(CHAIN),
+            targets=tuple(TARGETS),
+            depth=2,
+            earlier_questions=(),
+            tree_urls=tuple(URLS),
+        ),
+        TaskRules(page_budget_chars=3000, forbid_entity_names=forbid),
     )
     assert out.task is not None
     if forbid:

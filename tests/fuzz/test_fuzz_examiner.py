@@ -30,7 +30,13 @@ from drarena.examiner.judgeparse import (
     parse_judgment,
 )
 from drarena.examiner.taskcheck import ChecklistItem, Task, check_task, task_schema
-from drarena.examiner.taskgen import TaskOutcome, generate_task
+from drarena.examiner.taskgen import (
+    TaskCall,
+    TaskOutcome,
+    TaskRequest,
+    TaskRules,
+    generate_task,
+)
 from drarena.models.backend import BackendReply
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelsConfig
@@ -146,15 +152,16 @@ def test_judge_reply_text(text: str) -> None:
 def test_task_reply_text(text: str) -> None:
     outcome = asyncio.run(
         generate_task(
-            _client(text),
-            "examiner",
-            root=ROOT,
-            chain=[],
-            targets=TARGETS,
-            depth=1,
-            earlier_questions=["An earlier question?"],
-            tree_urls=URLS,
-            page_budget_chars=600,
+            TaskCall(_client(text), "examiner"),
+            TaskRequest(
+                root=ROOT,
+                chain=(),
+                targets=tuple(TARGETS),
+                depth=1,
+                earlier_questions=("An earlier question?",),
+                tree_urls=tuple(URLS),
+            ),
+            TaskRules(page_budget_chars=600),
         )
     )
     assert isinstance(outcome, TaskOutcome)

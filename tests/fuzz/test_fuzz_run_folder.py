@@ -46,7 +46,7 @@ from drarena.files import write_atomic
 from drarena.ledger.folder import REPLAY_FILES, RunDir
 from drarena.ledger.records import AnswerTiming
 from drarena.models.config import CacheMode
-from drarena.runs.execute import execute, legacy_judging, replay
+from drarena.runs.execute import RunOptions, execute, legacy_judging, replay
 from drarena.runs.session import config_digest
 from drarena.web.warc.snapshot import Snapshot
 
@@ -239,7 +239,9 @@ def _resume(work: Path, run: Path, name: str) -> bool:
     seed_header = json.loads((work / "seed" / "run.json").read_text(encoding="utf-8"))
     config = parse_config(seed_header["config"], "seed")
     return _guarded(
-        lambda: execute(config, RunDir(run), serve=False, cache_mode=CacheMode.READ_WRITE),
+        lambda: execute(
+            config, RunDir(run), RunOptions(serve=False, cache_mode=CacheMode.READ_WRITE)
+        ),
         name,
         [run],
     )

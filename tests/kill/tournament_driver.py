@@ -49,7 +49,7 @@ def main(argv: Sequence[str]) -> int:
     from drarena.errors import DrarenaError
     from drarena.ledger.folder import RunDir
     from drarena.models.config import CacheMode
-    from drarena.runs.execute import execute
+    from drarena.runs.execute import RunOptions, execute
 
     snapshot, runs_root = Path(argv[0]), Path(argv[1])
     backend = scripted_models(STRENGTH)
@@ -65,10 +65,9 @@ def main(argv: Sequence[str]) -> int:
         result = execute(
             config,
             RunDir(runs_root / config.name),
-            serve=False,
-            cache_mode=CacheMode.READ_WRITE,
-            prepare=False,
-            backend=backend,
+            RunOptions(
+                serve=False, cache_mode=CacheMode.READ_WRITE, prepare=False, backend=backend
+            ),
         )
     except DrarenaError as exc:
         print(f"drarena: error: {exc}", file=sys.stderr)

@@ -202,7 +202,7 @@ def test_an_interrupted_build_resumes_and_gives_the_same_index(
     folder = layout.dense(embed.model_slug(embed.DEFAULT_MODEL))
     stop_at_third = True
     with pytest.raises(KeyboardInterrupt):
-        build.build_dense(layout, state, per_doc=1)
+        build.build_dense(layout, state, build.DenseSettings(per_doc=1))
     partial = folder.with_name(folder.name + ".partial")
     assert sorted(p.name for p in partial.glob("chunk-*")) == [
         "chunk-000000.npy",
@@ -213,7 +213,7 @@ def test_an_interrupted_build_resumes_and_gives_the_same_index(
 
     stop_at_third, calls[:] = False, []
     capsys.readouterr()
-    result = build.build_dense(layout, state, per_doc=1)
+    result = build.build_dense(layout, state, build.DenseSettings(per_doc=1))
     total = result.count
     assert f"dense: resuming, 128 of {total} passages already encoded" in capsys.readouterr().err
     assert calls == [min(64, total - i) for i in range(128, total, 64)]  # only the rest
@@ -221,7 +221,7 @@ def test_an_interrupted_build_resumes_and_gives_the_same_index(
 
     other, other_state = layout_at(tmp_path / "fresh")
     calls[:] = []
-    build.build_dense(other, other_state, per_doc=1)
+    build.build_dense(other, other_state, build.DenseSettings(per_doc=1))
     assert len(calls) == math.ceil(total / 64)
     resumed = faiss.read_index(str(folder / "index")).reconstruct_n(0, total)
     fresh_folder = other.dense(embed.model_slug(embed.DEFAULT_MODEL))
