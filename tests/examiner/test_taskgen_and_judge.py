@@ -70,20 +70,27 @@ def task_json(question: str, source: int = 2) -> str:
     )
 
 
+def std_request(
+    depth: int, *, earlier: tuple[str, ...] = (), urls: list[str] | None = None
+) -> TaskRequest:
+    """The tree of this file (ROOT, CHAIN, TARGETS) asked at `depth`."""
+    return TaskRequest(
+        root=ROOT,
+        chain=tuple(CHAIN),
+        targets=tuple(TARGETS),
+        depth=depth,
+        earlier_questions=earlier,
+        tree_urls=tuple(URLS if urls is None else urls),
+    )
+
+
 async def test_task_retries_with_reasons_then_succeeds() -> None:
     leaky = task_json("What does the page csv.html say about dialects?")
     good = task_json("Which two modules handle delimited text and INI-style settings?")
     c, backend = client([reply(leaky), reply(good)])
     out = await generate_task(
         TaskCall(c, "examiner"),
-        TaskRequest(
-            root=ROOT,
-            chain=tuple(CHAIN),
-            targets=tuple(TARGETS),
-            depth=2,
-            earlier_questions=(),
-            tree_urls=tuple(URLS),
-        ),
+        std_request(2),
         TaskRules(page_budget_chars=3000),
     )
     assert out.task is not None and out.task.question.startswith("Which two")
@@ -131,14 +138,7 @@ async def test_task_skipped_after_max_attempts() -> None:
     outside = [u for u in URLS if u != TARGETS[0].url]  # source 2 is no longer in the tree
     out = await generate_task(
         TaskCall(c, "examiner"),
-        TaskRequest(
-            root=ROOT,
-            chain=tuple(CHAIN),
-            targets=tuple(TARGETS),
-            depth=1,
-            earlier_questions=(),
-            tree_urls=tuple(outside),
-        ),
+        std_request(1, urls=outside),
         TaskRules(page_budget_chars=2000),
     )
     assert out.task is None and "not a page of the tree" in out.error
@@ -149,14 +149,7 @@ async def test_task_model_failure_is_reported_not_raised() -> None:
     c, _ = client([reply("not json")] * 3)
     out = await generate_task(
         TaskCall(c, "examiner"),
-        TaskRequest(
-            root=ROOT,
-            chain=tuple(CHAIN),
-            targets=tuple(TARGETS),
-            depth=1,
-            earlier_questions=(),
-            tree_urls=tuple(URLS),
-        ),
+        std_request(1),
         TaskRules(page_budget_chars=2000),
     )
     assert out.task is None and "no valid JSON" in out.error
@@ -179,14 +172,7 @@ async def make_task():
     c, _ = client([reply(task_json("Which two modules handle delimited text and settings?"))])
     out = await generate_task(
         TaskCall(c, "examiner"),
-        TaskRequest(
-            root=ROOT,
-            chain=tuple(CHAIN),
-            targets=tuple(TARGETS),
-            depth=1,
-            earlier_questions=(),
-            tree_urls=tuple(URLS),
-        ),
+        std_request(1),
         TaskRules(page_budget_chars=2000),
     )
     assert out.task is not None
@@ -252,14 +238,7 @@ async def test_a_question_naming_a_targets_module_is_retried(forbid: bool) -> No
     c, _ = client([reply(named), reply(good)])
     out = await generate_task(
         TaskCall(c, "examiner"),
-        TaskRequest(
-            root=ROOT,
-            chain=tuple(CHAIN),
-            targets=tuple(TARGETS),
-            depth=2,
-            earlier_questions=(),
-            tree_urls=tuple(URLS),
-        ),
+        std_request(2),
         TaskRules(page_budget_chars=3000, forbid_entity_names=forbid),
     )
     assert out.task is not None
