@@ -42,13 +42,15 @@ LADDER = LADDERS["full"]  # the known-order ladder of bench_validity
 KNOWN = [a["name"] for a in LADDER]
 
 
-def bench_config(base: Path, snapshot: Path, taskgen: str | None, name: str) -> Any:
+def bench_config(
+    base: Path, snapshot: Path, taskgen: str | None, name: str, agents: Sequence[str] = ()
+) -> Any:
     from drarena.config.tournament import parse_config
 
     data = yaml.safe_load(base.read_text(encoding="utf-8"))
     data["name"] = name
     data["snapshot"] = str(snapshot)
-    data["agents"] = LADDER
+    data["agents"] = [a for a in LADDER if not agents or a["name"] in agents]
     data["trees"] = {"count": 6, "seed": 1}  # tasks drawn over several trees
     match = dict(data.get("match") or {})
     if taskgen is not None:
@@ -99,7 +101,12 @@ def collect(args: argparse.Namespace) -> int:
 
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
-    config = bench_config(args.config, args.snapshot, args.taskgen, out.name[:64])
+    agents = [a for a in (args.agents or "").split(",") if a]
+    unknown = sorted(set(agents) - set(KNOWN))
+    if unknown:
+        print(f"--agents: {', '.join(unknown)} not in the ladder ({', '.join(KNOWN)})")
+        return 2
+    config = bench_config(args.config, args.snapshot, args.taskgen, out.name[:64], agents)
     done_path = out / "answers.jsonl"
     done = {json.loads(line)["index"] for line in done_path.open()} if done_path.exists() else set()
     started = time.perf_counter()
@@ -405,6 +412,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument("--tasks", type=int, default=12)
     c.add_argument("--seed", type=int, default=7)
     c.add_argument("--model", default=None, help="serve this model (e.g. qwen1.5b-cpu)")
+    c.add_argument(
+        "--agents", default=None, help="comma-separated ladder agents (default: all four)"
+    )
     c.add_argument("--out", type=Path, required=True)
     g = sub.add_parser("grade")
     g.add_argument("--out", type=Path, required=True)
