@@ -230,7 +230,7 @@ def grade(args: argparse.Namespace) -> int:
             gx, gy = graded.get((line["index"], x)), graded.get((line["index"], y))
             if gx is None or gy is None:
                 continue
-            signed = decide(gx, gy, eargs.cite_tiebreak).verdict.signed
+            signed = decide(gx, gy, eargs).verdict.signed
             score = 1.0 if signed > 0 else (0.0 if signed < 0 else 0.5)
             scores.append(score)
             wins[x] += score

@@ -98,6 +98,13 @@ class EvidenceArgs(BaseModel):
     cite_tiebreak: bool = Field(
         True, description="equal items: more items cited to a page that holds them wins"
     )
+    nuance_min: float | None = Field(
+        None,
+        gt=0,
+        description="equal items and citations: the answer holding at least this much more "
+        "of its missed items' key terms (summed recall) wins, the paper's 'nuance winner'; "
+        "None: off",
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,6 +153,17 @@ class AnswerEvidence(Record):
 
     def cited(self) -> int:
         return sum(1 for i in self.items if i.verified and i.cited)
+
+    def nuance(self) -> float:
+        """How much of the facts it missed an answer still holds: the summed recall of its
+        unsatisfied items' key terms (0 for a guarded answer, whose items all count for
+        nothing). The paper's judge prefers, between two answers that both fail an item,
+        the one whose failure is "less catastrophic" and that "synthesised related useful
+        information" (appendix A, the pairwise prompt); this is that, read off the page
+        evidence instead of asked of a model."""
+        if self.guard:
+            return 0.0
+        return round(sum(i.recall for i in self.items if not i.verified), 4)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -334,16 +352,26 @@ def _page(grounding: Grounding, url: str) -> str | None:
     return grounding.pages.get(url) or grounding.page_text(url)
 
 
-def decide(a: AnswerEvidence, b: AnswerEvidence, cite_tiebreak: bool = True) -> Judgment:
-    """`derive`'s verdict from the satisfied items; equal items go to the answer with more
-    items cited to a page that holds them (BETTER, loser failure NONE)."""
+def decide(a: AnswerEvidence, b: AnswerEvidence, args: EvidenceArgs | None = None) -> Judgment:
+    """`derive`'s verdict from the satisfied items. Equal items go to the answer with more
+    items cited to a page that holds them (`cite_tiebreak`), then, with `nuance_min` set, to
+    the answer that holds clearly more of the facts both missed (`AnswerEvidence.nuance`);
+    either way BETTER, the loser's failure NONE (it failed no item the winner satisfied)."""
+    opts = args or EvidenceArgs()
     judged = derive(a, b)
-    if judged.verdict != Verdict.TIE or not cite_tiebreak:
+    if judged.verdict != Verdict.TIE:
         return judged
-    ca, cb = a.cited(), b.cited()
-    if ca == cb:
-        return judged
-    return Judgment(Verdict.A_BETTER if ca > cb else Verdict.B_BETTER, None, FailureType.NONE)
+    if opts.cite_tiebreak and a.cited() != b.cited():
+        return _better(a.cited() > b.cited())
+    if opts.nuance_min is not None:
+        gap = a.nuance() - b.nuance()
+        if abs(gap) >= opts.nuance_min:
+            return _better(gap > 0)
+    return judged
+
+
+def _better(a_wins: bool) -> Judgment:
+    return Judgment(Verdict.A_BETTER if a_wins else Verdict.B_BETTER, None, FailureType.NONE)
 
 
 def judge_evidence(
@@ -357,4 +385,4 @@ def judge_evidence(
     opts = args or EvidenceArgs()
     ga = grade_answer(task, a[0], a[1], grounding, opts)
     gb = grade_answer(task, b[0], b[1], grounding, opts)
-    return EvidenceJudgment(ga, gb, decide(ga, gb, opts.cite_tiebreak))
+    return EvidenceJudgment(ga, gb, decide(ga, gb, opts))

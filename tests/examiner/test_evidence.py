@@ -167,7 +167,7 @@ def test_a_right_fact_cited_to_a_page_that_lacks_it_is_not_cited() -> None:
     # equal items: the answer whose citations hold the evidence wins, loser failure NONE
     judged = decide(here, elsewhere)
     assert (judged.verdict, judged.loser_failure_type) == (Verdict.A_BETTER, FailureType.NONE)
-    assert decide(here, elsewhere, cite_tiebreak=False).verdict == Verdict.TIE
+    assert decide(here, elsewhere, EvidenceArgs(cite_tiebreak=False)).verdict == Verdict.TIE
 
 
 def test_too_long_an_answer_satisfies_nothing() -> None:
@@ -198,3 +198,42 @@ def test_the_recall_threshold_is_an_argument(threshold: float) -> None:
     partial = "By default maxlen is 0 [1]."
     got = grade_answer(TASK, partial, (CGI,), GROUNDING, EvidenceArgs(recall_min=threshold))
     assert got.items[0].verified == (got.items[0].recall >= threshold)
+
+
+NEAR_MISS = (
+    "There is a global setting for this in the cgi module, and the old module is expected "
+    "to be deprecated at some point."
+)
+
+
+def test_a_near_miss_beats_a_refusal_only_with_nuance_on() -> None:
+    """Both fail every item; the answer holding part of the facts' terms wins when
+    `nuance_min` is set (the paper's 'nuance winner'), BETTER, the loser's failure NONE."""
+    near = grade_answer(TASK, NEAR_MISS, (), GROUNDING, ARGS)
+    refusal = grade_answer(TASK, "I don't know.", (), GROUNDING, ARGS)
+    assert not any(i.verified for i in (*near.items, *refusal.items))
+    assert near.nuance() > 0 and refusal.nuance() == 0
+    assert decide(near, refusal).verdict == Verdict.TIE  # off by default
+    on = EvidenceArgs(nuance_min=near.nuance())
+    judged = decide(refusal, near, on)
+    assert (judged.verdict, judged.loser_failure_type) == (Verdict.B_BETTER, FailureType.NONE)
+    assert decide(near, refusal, EvidenceArgs(nuance_min=near.nuance() + 0.01)).verdict == (
+        Verdict.TIE
+    )
+
+
+def test_a_guarded_answer_holds_no_nuance() -> None:
+    stuffed = grade_answer(
+        TASK, "maxlen global variable default deprecated cgi " * 3, (), GROUNDING, ARGS
+    )
+    assert stuffed.guard == "stuffed" and max(i.recall for i in stuffed.items) > 0
+    assert stuffed.nuance() == 0
+    refusal = grade_answer(TASK, "I don't know.", (), GROUNDING, ARGS)
+    assert decide(stuffed, refusal, EvidenceArgs(nuance_min=0.01)).verdict == Verdict.TIE
+
+
+def test_nuance_counts_only_the_items_an_answer_missed() -> None:
+    """Equal satisfied items: the missed ones decide, not how well the met ones are met."""
+    right = grade_answer(TASK, RIGHT, (), GROUNDING, ARGS)
+    assert right.nuance() == 0 and all(i.recall > 0 for i in right.items)
+    assert decide(right, right, EvidenceArgs(nuance_min=0.01)).verdict == Verdict.TIE
