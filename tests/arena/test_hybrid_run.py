@@ -88,6 +88,7 @@ def test_a_hybrid_run_shows_the_second_opinion_and_replays_identically(
     html = (run.path / "report.html").read_text(encoding="utf-8")
     assert "Second opinion: the LLM judge against the evidence" in html
     assert "evidence judge:" in html and "<blockquote class=muted>" in html  # items' evidence
+    assert " stated, " in html and " cited, nuance " in html  # what decided each verdict
 
     assert main(["run", "rank", str(run.path), "--json"]) == 0
     ranked = json.loads(capsys.readouterr().out)

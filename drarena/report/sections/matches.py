@@ -82,6 +82,25 @@ def _item(kind: str, n: int, item: ChecklistItem, graded: EvidenceJudgment | Non
     )
 
 
+def _evidence_line(graded: EvidenceJudgment) -> str:
+    """The evidence judge's verdict with what decided it, in its order: items stated, then
+    items cited to a page holding them (the citation tie-break), then nuance, the missed
+    facts' key terms an answer still holds (the nuance tie-break, when the run sets it)."""
+    sides = (("A", graded.a), ("B", graded.b))
+    guards = [f"{side}: {g.guard}" for side, g in sides if g.guard]
+    figures = "; ".join(
+        f"{side} {sum(i.verified for i in g.items)} of {len(g.items)} stated, {g.cited()} "
+        f"cited, nuance {g.nuance():.2f}"
+        for side, g in sides
+    )
+    return (
+        f"<p><b>evidence judge:</b> {esc(graded.derived.verdict.value)} "
+        f"<span class=muted>({esc(figures)})</span>"
+        + (f" (guards: {esc(', '.join(guards))})" if guards else "")
+        + "</p>"
+    )
+
+
 def _round(m: MatchRecord, r: RoundRecord, anchor: str = "") -> str:
     """`anchor`: the round's id (m<match's place in the log>r<round index>, numbers only),
     which the human audit section links to."""
@@ -106,12 +125,7 @@ def _round(m: MatchRecord, r: RoundRecord, anchor: str = "") -> str:
         f"{_answer(r.answer_b, 'B: ' + m.b)}</div>"
     )
     if graded is not None:
-        guards = [f"{side}: {g.guard}" for side, g in (("A", graded.a), ("B", graded.b)) if g.guard]
-        out.append(
-            f"<p><b>evidence judge:</b> {esc(graded.derived.verdict.value)}"
-            + (f" (guards: {esc(', '.join(guards))})" if guards else "")
-            + "</p>"
-        )
+        out.append(_evidence_line(graded))
     if r.judgment is not None:
         rec = r.judgment.reconciled
         if r.judgment.panel is not None:
