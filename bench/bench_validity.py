@@ -22,6 +22,7 @@ finished one replays from its cache.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import random
@@ -171,10 +172,7 @@ def main() -> int:
     )
     args = parser.parse_args()
 
-    from drarena.config.tournament import load_config
-    from drarena.ledger.folder import RunDir
-    from drarena.models.config import CacheMode
-    from drarena.runs.execute import RunOptions, execute
+    import drarena
 
     label = (args.model or "smollm2").replace("/", "_")
     base_path = args.base or REPO / (
@@ -189,29 +187,29 @@ def main() -> int:
     config_path = REPO / "runs" / f"{name}.yaml"
     config_path.parent.mkdir(parents=True, exist_ok=True)
     config_path.write_text(yaml.safe_dump(config_data, sort_keys=False), encoding="utf-8")
-    config = load_config(config_path)
-    run = RunDir(config.runs_root / config.name)
-    started = time.perf_counter()
-    result = execute(
-        config, run, RunOptions(serve=True, cache_mode=CacheMode.READ_WRITE, model=args.model)
+    config = drarena.load_config(config_path)
+    # `drarena tournament`'s options without its examiner-check (the ladder is the measure)
+    options = dataclasses.replace(
+        drarena.tournament_options(config), model=args.model, examiner_check_pairs=0
     )
+    started = time.perf_counter()
+    run = drarena.run_tournament(config, options)  # played, ranked, report.html written
     wall = time.perf_counter() - started
 
     known = [a["name"] for a in LADDERS[args.ladder]]
-    board = json.loads((run.path / "leaderboard.json").read_text(encoding="utf-8"))
-    rating = {row["agent"]: float(row["rating"]) for row in board}
+    rating = {row.agent: row.rating for row in run.leaderboard}
     recovered = sorted(known, key=lambda a: (-rating[a], known.index(a)))
     rho, tau = order_agreement(known, rating)
     print(
         f"model: {args.model or 'smollm2-135m (vLLM CPU)'}; ladder {args.ladder}; "
-        f"snapshot {where}; judge {config.match.judge_spec().kind}; {len(result.log)} matches, "
-        f"{result.model_calls} model calls, wall {wall:.0f} s"
+        f"snapshot {where}; judge {config.match.judge_spec().kind}; {len(run.matches)} matches, "
+        f"{run.header.model_calls} model calls, wall {wall:.0f} s"
     )
     print("known order:     " + " > ".join(known))
     print("recovered order: " + " > ".join(f"{a} ({rating[a]:.0f})" for a in recovered))
     note = " (nan: all ratings equal)" if math.isnan(rho) else ""
     print(f"Spearman rho {rho:.3f}, Kendall tau-b {tau:.3f}{note}")
-    scores = round_scores(result.log)
+    scores = round_scores(run.matches)
     print("pair (known better first): score rate over scored rounds [95% bootstrap], W/T/L")
     for i, x in enumerate(known):
         for y in known[i + 1 :]:

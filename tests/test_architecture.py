@@ -5,7 +5,8 @@ import each other):
 
   base (drarena/*.py: errors, records, registry, quoting, ...)
   -> web.warc -> web.crawling | web.serving -> corpus -> live -> search -> webproxy -> models
-  -> agents | examiner -> ledger -> validity -> drift -> arena -> runs -> report
+  -> agents | examiner -> ledger -> validity -> drift -> arena -> config -> runs -> report
+  -> api (the Python API that `import drarena` exports: above every room, imported by none)
 
 A room is a package of drarena/, except in `web`, whose subpackages are its rooms (WARC I/O,
 crawling, serving): drarena/web/ itself holds only them, its `__init__.py` and its shell.
@@ -40,6 +41,7 @@ ORDER = [
     "config",
     "runs",
     "report",
+    "api",
 ]
 SIBLINGS = {"examiner": "agents", "web.serving": "web.crawling"}  # same rank, never each other
 RANK = {room: i for i, room in enumerate(ORDER)} | {a: ORDER.index(b) for a, b in SIBLINGS.items()}
@@ -104,8 +106,9 @@ def violations() -> tuple[list[str], list[str]]:
     upward, private = [], []
     for path in sorted(PACKAGE.rglob("*.py")):
         here = module_name(path)
-        # drarena/__init__.py is the package's public face: its lazy exports (read_run) reach
-        # the top room the way a shell does; the rooms read only __version__ from it
+        # drarena/__init__.py is the package's public face: its lazy exports (drarena.api,
+        # read_run) reach the top rooms the way a shell does; the rooms read only
+        # __version__ from it
         src = SHELL if here == "drarena" else room_of(here)
         for line, module, names in imports(path):
             targets = {target_module(module, n) for n in names} or {module}

@@ -4,18 +4,16 @@ byte for byte with zero model calls. Scripted backend: control flow only."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import pytest
 from arena_live_site import LiveSiteForTests, freeze, scripted_models
 
+import drarena
 from drarena.cli import main
-from drarena.config.tournament import PAPER_MATCH, parse_config
-from drarena.ledger.folder import RunDir
-from drarena.models.config import CacheMode
-from drarena.report.run import write_report
-from drarena.runs.execute import RunOptions, execute
+from drarena.config.tournament import PAPER_MATCH
 from drarena.runs.session import load_trees
 
 # four trees: one more than a config's default trees.count of 3
@@ -55,30 +53,25 @@ def config_data(tmp: Path, snapshot: Path) -> dict[str, Any]:
 def test_a_paper_run_records_every_switch_and_replays_identically(
     snapshot: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = parse_config(config_data(tmp_path, snapshot), "test")
-    run = RunDir(tmp_path / "runs" / "paper")
-    result = execute(
-        config,
-        run,
-        RunOptions(
-            serve=False,
-            cache_mode=CacheMode.READ_WRITE,
-            prepare=False,
-            backend=scripted_models({"fact number": 3}),
-        ),
+    config = drarena.load_config(config_data(tmp_path, snapshot))
+    options = dataclasses.replace(  # the command's, with the scripted models
+        drarena.tournament_options(config),
+        serve=False,
+        prepare=False,
+        backend=scripted_models({"fact number": 3}),
+        examiner_check_pairs=0,
     )
-    write_report(run, config, result.log)
-    header = run.header()
-    assert header is not None
-    stored: dict[str, Any] = header.config
+    run = drarena.run_tournament(config, options)
+    assert run.path == tmp_path / "runs" / "paper"
+    stored: dict[str, Any] = run.header.config
     assert stored["protocol"] == "paper" and stored["trees"]["count"] is None
     for key, value in PAPER_MATCH.items():
         if key != "max_rounds":
             assert stored["match"][key] == value, key
     trees = load_trees(config)  # every tree of the snapshot, not the default 3 of them
     assert sorted(trees) == list(TREES)
-    assert sorted(m.tree for m in result.log) == sorted(trees)
-    for m in result.log:  # one order for the whole match: B first on an odd tree
+    assert sorted(m.tree for m in run.matches) == sorted(trees)
+    for m in run.matches:  # one order for the whole match: B first on an odd tree
         judged = [r.judgment for r in m.rounds if r.judgment is not None]
         swapped = m.tree in ("tree_0001", "tree_0003")  # tournament_cli.py 202
         assert judged and all(
