@@ -38,16 +38,13 @@ KNOWN: set[tuple[str, str]] = {
     ("lines", "validity/check.py:examiner_check"),
     ("lines", "corpus/papertrees.py:import_trees"),
     ("lines", "ledger/analysis.py:analyse"),
-    ("lines", "corpus/extract.py:_write_records"),
     ("lines", "models/client.py:ModelClient.complete"),
     ("lines", "runs/rejudge.py:rejudge"),
     ("lines", "web/warc/warcfile.py:iter_plain"),
     ("lines", "web/warc/wacz.py:export_wacz"),
     ("lines", "models/guard.py:NetworkGuard._install"),
-    ("lines", "corpus/extract.py:extract_responses"),
     ("lines", "drift/commands.py:cmd_drift"),
     ("lines", "agents/baselines.py:single_answer"),
-    ("params", "corpus/extract.py:extract_responses"),
     ("params", "runs/rejudge.py:rejudge"),
 }
 
