@@ -39,13 +39,11 @@ KNOWN: set[tuple[str, str]] = {
     ("lines", "corpus/papertrees.py:import_trees"),
     ("lines", "ledger/analysis.py:analyse"),
     ("lines", "models/client.py:ModelClient.complete"),
-    ("lines", "runs/rejudge.py:rejudge"),
     ("lines", "web/warc/warcfile.py:iter_plain"),
     ("lines", "web/warc/wacz.py:export_wacz"),
     ("lines", "models/guard.py:NetworkGuard._install"),
     ("lines", "drift/commands.py:cmd_drift"),
     ("lines", "agents/baselines.py:single_answer"),
-    ("params", "runs/rejudge.py:rejudge"),
 }
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
