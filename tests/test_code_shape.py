@@ -42,8 +42,6 @@ KNOWN: set[tuple[str, str]] = {
     ("lines", "web/warc/warcfile.py:iter_plain"),
     ("lines", "web/warc/wacz.py:export_wacz"),
     ("lines", "models/guard.py:NetworkGuard._install"),
-    ("lines", "drift/commands.py:cmd_drift"),
-    ("lines", "agents/baselines.py:single_answer"),
 }
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
