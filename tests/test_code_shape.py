@@ -40,8 +40,6 @@ KNOWN: set[tuple[str, str]] = {
     ("lines", "ledger/analysis.py:analyse"),
     ("lines", "models/client.py:ModelClient.complete"),
     ("lines", "web/warc/warcfile.py:iter_plain"),
-    ("lines", "web/warc/wacz.py:export_wacz"),
-    ("lines", "models/guard.py:NetworkGuard._install"),
 }
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
