@@ -39,7 +39,6 @@ KNOWN: set[tuple[str, str]] = {
     ("lines", "corpus/papertrees.py:import_trees"),
     ("lines", "ledger/analysis.py:analyse"),
     ("lines", "models/client.py:ModelClient.complete"),
-    ("lines", "web/warc/warcfile.py:iter_plain"),
 }
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
