@@ -37,7 +37,6 @@ KNOWN: set[tuple[str, str]] = {
     ("lines", "web/warc/importfile.py:_rewrite"),
     ("lines", "validity/check.py:examiner_check"),
     ("lines", "corpus/papertrees.py:import_trees"),
-    ("lines", "ledger/analysis.py:analyse"),
     ("lines", "models/client.py:ModelClient.complete"),
 }
 
