@@ -28,6 +28,7 @@ sys.path.insert(0, str(REPO))
 
 from drarena.corpus.extract import (  # noqa: E402
     MAX_PAGE_BYTES,
+    ExtractOptions,
     Job,
     _extract_job,
     _pool_context,
@@ -136,7 +137,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         extract_responses(
-            pages, out, name=name, fingerprint=fingerprint, workers=cores, progress=False
+            pages,
+            out,
+            name=name,
+            fingerprint=fingerprint,
+            options=ExtractOptions(workers=cores, progress=False),
         )
         t0 = time.perf_counter()
         docs, links = load_docs(out), load_links(out)

@@ -69,13 +69,13 @@ urls.canonicalize_url = urls.canonicalize_url.__wrapped__
 
 def child_drarena(paths: list[str], out: str, jobs: int) -> dict[str, float]:
     from drarena.web.warc import urls
-    from drarena.web.warc.importer import import_archives
+    from drarena.web.warc.importer import ImportOptions, import_archives
 
     if hasattr(urls.canonicalize_url, "cache_info"):
         raise SystemExit("the URL cache is on: run through main(), which turns it off")
     start = time.perf_counter()
     result = import_archives(
-        "bench", [Path(p) for p in paths], Path(out), progress=False, jobs=jobs
+        "bench", [Path(p) for p in paths], Path(out), ImportOptions(progress=False, jobs=jobs)
     )
     return {"seconds": time.perf_counter() - start, "records": result.manifest.counts.records}
 

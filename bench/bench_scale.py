@@ -94,17 +94,19 @@ def child(stage: str, a: dict[str, Any]) -> dict[str, Any]:
     if stage == "import":
         from datetime import UTC, datetime
 
-        from drarena.web.warc.importer import import_archives
+        from drarena.web.warc.importer import ImportOptions, import_archives
 
         warcs = sorted(Path(a["warc"]).glob("*.warc.gz"))
         result = import_archives(
             "synth",
             warcs,
             Path(a["out"]),
-            progress=False,
-            jobs=a["workers"],
-            engine=a["engine"],
-            clock=lambda: datetime(2026, 1, 1, tzinfo=UTC),
+            ImportOptions(
+                progress=False,
+                jobs=a["workers"],
+                engine=a["engine"],
+                clock=lambda: datetime(2026, 1, 1, tzinfo=UTC),
+            ),
         )
         out = Path(a["out"])
         return {

@@ -37,21 +37,7 @@ KNOWN: set[tuple[str, str]] = {
     ("lines", "web/warc/importfile.py:_rewrite"),
     ("lines", "validity/check.py:examiner_check"),
     ("lines", "corpus/papertrees.py:import_trees"),
-    ("lines", "ledger/analysis.py:analyse"),
-    ("lines", "corpus/extract.py:_write_records"),
     ("lines", "models/client.py:ModelClient.complete"),
-    ("lines", "runs/rejudge.py:rejudge"),
-    ("lines", "web/warc/importer.py:_run"),
-    ("lines", "web/warc/warcfile.py:iter_plain"),
-    ("lines", "web/warc/wacz.py:export_wacz"),
-    ("lines", "models/guard.py:NetworkGuard._install"),
-    ("lines", "corpus/extract.py:extract_responses"),
-    ("lines", "drift/commands.py:cmd_drift"),
-    ("lines", "agents/baselines.py:single_answer"),
-    ("params", "web/warc/importer.py:_run"),
-    ("params", "corpus/extract.py:extract_responses"),
-    ("params", "web/warc/importer.py:import_archives"),
-    ("params", "runs/rejudge.py:rejudge"),
 }
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef

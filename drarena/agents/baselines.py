@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from drarena.agents import citations as cite
-from drarena.agents.base import Answer, Conversation, SourcePage, model_call_error
+from drarena.agents.base import Answer, Conversation, ModelCall, SourcePage, model_call_error
 from drarena.agents.common import (
     CITE_RULE,
     CUT_NOTE,
@@ -42,6 +42,7 @@ from drarena.agents.registry import AgentContext, parse_agent_args
 from drarena.corpus.terms import content_stems
 from drarena.errors import DrarenaError
 from drarena.models.client import ModelClient
+from drarena.models.types import Completion
 from drarena.quoting import fit_evenly
 from drarena.registry import ComponentSpec
 
@@ -208,23 +209,15 @@ async def single_answer(
             break
         model = rec.model(completion)
         unwrapped = unwrap_text_calls(completion, ("answer",))
-        if unwrapped is not completion:
-            note_text = TEXT_CALL_NOTE
-            completion = unwrapped
-        else:
-            note_text = ""
+        note_text = TEXT_CALL_NOTE if unwrapped is not completion else ""
+        completion = unwrapped
         if completion.text.strip():
             text, finish = completion.text.strip(), completion.finish_reason
         call = next((c for c in completion.tool_calls if c.name == "answer"), None)
-        salvaged = cut_answer_in_text(completion.text, completion.finish_reason)
-        if call is None and salvaged is not None:
-            rec.step(model, note=CUT_NOTE)
-            return rec.finish(salvaged, salvage_citations(completion.text))
-        if call is None and text_answers and completion.text.strip():
-            rec.step(model, note="report written as text, taken as the answer")
-            body, refs = answer_from_text(completion.text, completion.finish_reason)
-            return rec.finish(body, refs or cite.shown_by_marker(body, shown))
         if call is None:
+            taken = _answer_as_text(completion, rec, model, text_answers, shown)
+            if taken is not None:
+                return taken
             error = no_call_error("no answer call in the reply", completion.text)
             rec.step(model, error=error)
             messages += [
@@ -252,13 +245,42 @@ async def single_answer(
             [tool_event(call.id, call.name, call.arguments, called, rec.now())],
             note="; ".join(n for n in (note_text, note) if n),
         )
-        if not urls:
-            report, urls = cite.split_references(report)
-        if not urls and text_answers:
-            urls = cite.shown_by_marker(report, shown)
-        return rec.finish(report, urls)
+        return rec.finish(*_references(report, urls, text_answers, shown))
     body, refs = answer_from_text(text, finish)
     return rec.finish(body, refs, error=error)
+
+
+def _answer_as_text(
+    completion: Completion,
+    rec: Recorder,
+    model: ModelCall,
+    text_answers: bool,
+    shown: Sequence[str],
+) -> Answer | None:
+    """The answer of a reply with no answer call, when its text holds one: an answer call
+    the token limit cut (salvaged), or with `text_answers` a report written as text; None
+    when it must be asked again."""
+    salvaged = cut_answer_in_text(completion.text, completion.finish_reason)
+    if salvaged is not None:
+        rec.step(model, note=CUT_NOTE)
+        return rec.finish(salvaged, salvage_citations(completion.text))
+    if text_answers and completion.text.strip():
+        rec.step(model, note="report written as text, taken as the answer")
+        body, refs = answer_from_text(completion.text, completion.finish_reason)
+        return rec.finish(body, refs or cite.shown_by_marker(body, shown))
+    return None
+
+
+def _references(
+    report: str, urls: list[str], text_answers: bool, shown: Sequence[str]
+) -> tuple[str, list[str]]:
+    """An answer call's report and citations; with none given, its trailing '[n]: URL'
+    lines, else (`text_answers`) the shown pages its [n] markers number."""
+    if not urls:
+        report, urls = cite.split_references(report)
+    if not urls and text_answers:
+        urls = cite.shown_by_marker(report, shown)
+    return report, urls
 
 
 def evidence_text(

@@ -24,6 +24,7 @@ import sys
 import tempfile
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from itertools import islice
@@ -330,93 +331,119 @@ def _write_records(
     dup = next(dups, None)
     tally: Counter[str] = Counter()
     skipped_links: Counter[str] = Counter()
-
-    def flag(name: str, item: Any) -> None:
-        spill.add_report(name, item)
-        tally[name] += 1
-
     with atomic_output(out / DOCS_FILE) as docs_fh, atomic_output(out / LINKS_FILE) as links_fh:
         for rank, meta, page in spill.pages_in_order():
-            record_id, payload_digest, warc_date, response_truncated, digest = meta
-            page_id = doc_id(page.url)
-            near_empty = len(page.text) < NEAR_EMPTY_CHARS
             duplicate_of = None
             if dup is not None and dup[0] == rank:
                 duplicate_of, dup = dup[1], next(dups, None)
-            truncated = page.truncated or response_truncated
-            doc = Doc(
-                id=page_id,
-                url=page.url,
-                title=page.title,
-                contents=page.text,
-                record_id=record_id,
-                payload_digest=payload_digest,
-                digest=digest,
-                chars=len(page.text),
-                link_chars=page.link_chars,
-                description=page.description,
-                lang=page.lang,
-                warc_date=warc_date,
-                encoding=page.encoding,
-                extractor=page.extractor,
-                near_empty=near_empty,
-                duplicate_of=duplicate_of,
-                truncated=truncated,
-                aliases=tuple(sorted(aliases_of.get(page.url, ()))),
-            )
+            doc = _page_doc(page, meta, duplicate_of, tuple(sorted(aliases_of.get(page.url, ()))))
             docs_fh.write(doc.to_json())
             docs_fh.write("\n")
             tally["pages"] += 1
             tally["content_pages"] += doc.is_content
-            if near_empty:
-                flag("near_empty", page.url)
-            if duplicate_of:
-                flag("duplicates", {"url": page.url, "duplicate_of": duplicate_of})
-            if page.error:
-                flag("unparsable", {"url": page.url, "error": page.error})
-            elif page.extractor == "fallback":
-                flag("fallback_text", page.url)
-            if truncated:
-                flag("truncated", page.url)
+            for name, item in _page_flags(page, doc):
+                spill.add_report(name, item)
+                tally[name] += 1
             skipped_links.update(page.skipped_links)
-            tally["self_links"] += page.self_links
             targets = [aliases.get(raw.target_url, raw.target_url) for raw in page.links]
+            # a link that redirects back to the page itself is a self link, not written
+            tally["self_links"] += page.self_links + targets.count(page.url)
             in_snapshot = spill.pages_among(set(targets))
-            for raw, target_url in zip(page.links, targets, strict=True):
-                if target_url == page.url:  # a redirect back to the page itself
-                    tally["self_links"] += 1
-                    continue
-                repeat = (target_url, normalize_anchor(raw.anchor)) in repeated
-                reason = raw.furniture or ("repeated" if repeat else "")
-                inside = target_url in in_snapshot
-                link = Link(
-                    source=page_id,
-                    source_url=page.url,
-                    target_url=target_url,
-                    target=doc_id(target_url) if inside else None,
-                    anchor=raw.anchor,
-                    context=raw.context,
-                    ordinal=raw.ordinal,
-                    in_snapshot=inside,
-                    is_nav=bool(reason),
-                    nav_reason=reason,
-                    fragment=raw.fragment,
-                    in_list=raw.in_list,
-                    hint=raw.hint,
-                )
+            for link in _page_links(page, doc.id, targets, in_snapshot, repeated):
                 links_fh.write(link.to_json())
                 links_fh.write("\n")
                 tally["links"] += 1
                 tally["nav_links"] += link.is_nav
-                tally["in_snapshot_links"] += inside
-                tally["content_links_in_snapshot"] += inside and not link.is_nav
+                tally["in_snapshot_links"] += link.in_snapshot
+                tally["content_links_in_snapshot"] += link.in_snapshot and not link.is_nav
+    return _counts(plan, tally, skipped_links)
+
+
+def _page_doc(
+    page: PageExtract, meta: Sequence[Any], duplicate_of: str | None, aliases: tuple[str, ...]
+) -> Doc:
+    """A page's docs.jsonl record; `meta` is what the spill kept of its response."""
+    record_id, payload_digest, warc_date, response_truncated, digest = meta
+    return Doc(
+        id=doc_id(page.url),
+        url=page.url,
+        title=page.title,
+        contents=page.text,
+        record_id=record_id,
+        payload_digest=payload_digest,
+        digest=digest,
+        chars=len(page.text),
+        link_chars=page.link_chars,
+        description=page.description,
+        lang=page.lang,
+        warc_date=warc_date,
+        encoding=page.encoding,
+        extractor=page.extractor,
+        near_empty=len(page.text) < NEAR_EMPTY_CHARS,
+        duplicate_of=duplicate_of,
+        truncated=page.truncated or response_truncated,
+        aliases=aliases,
+    )
+
+
+def _page_flags(page: PageExtract, doc: Doc) -> Iterator[tuple[str, Any]]:
+    """The manifest's list entries for a page (REPORT_LISTS), in the order they are filed."""
+    if doc.near_empty:
+        yield "near_empty", page.url
+    if doc.duplicate_of:
+        yield "duplicates", {"url": page.url, "duplicate_of": doc.duplicate_of}
+    if page.error:
+        yield "unparsable", {"url": page.url, "error": page.error}
+    elif page.extractor == "fallback":
+        yield "fallback_text", page.url
+    if doc.truncated:
+        yield "truncated", page.url
+
+
+def _page_links(
+    page: PageExtract,
+    page_id: str,
+    targets: Sequence[str],
+    in_snapshot: AbstractSet[str],
+    repeated: frozenset[tuple[str, str]],
+) -> Iterator[Link]:
+    """A page's links.jsonl records: `targets` are its links' targets through redirects, a
+    link back to the page itself left out; navigation by the link's own furniture, else by
+    repeating across pages (`repeated`)."""
+    for raw, target_url in zip(page.links, targets, strict=True):
+        if target_url == page.url:
+            continue
+        repeat = (target_url, normalize_anchor(raw.anchor)) in repeated
+        reason = raw.furniture or ("repeated" if repeat else "")
+        inside = target_url in in_snapshot
+        yield Link(
+            source=page_id,
+            source_url=page.url,
+            target_url=target_url,
+            target=doc_id(target_url) if inside else None,
+            anchor=raw.anchor,
+            context=raw.context,
+            ordinal=raw.ordinal,
+            in_snapshot=inside,
+            is_nav=bool(reason),
+            nav_reason=reason,
+            fragment=raw.fragment,
+            in_list=raw.in_list,
+            hint=raw.hint,
+        )
+
+
+def _counts(
+    plan: PagePlan, tally: Mapping[str, int], skipped_links: Mapping[str, int]
+) -> dict[str, Any]:
+    """The manifest's counts, in the order they have always been written."""
     return {
         "responses": plan.responses,
         "pages": tally["pages"],
         "content_pages": tally["content_pages"],
         **{name: tally[name] for name in REPORT_LISTS[:4]},
         "truncated": tally["truncated"],
-        "redirect_aliases": len(aliases),
+        "redirect_aliases": len(plan.aliases),
         "links": tally["links"],
         "nav_links": tally["nav_links"],
         "in_snapshot_links": tally["in_snapshot_links"],
@@ -522,25 +549,35 @@ def _result(out: Path, manifest: dict[str, Any], up_to_date: bool) -> ExtractRes
     )
 
 
+@dataclass(frozen=True, slots=True)
+class ExtractOptions:
+    """How the extract stage runs. `workers`: processes (None: one per core). `force`:
+    extract again even when the outputs match the snapshot. `progress`: a progress bar on
+    stderr. `max_page_bytes`: how much of a body is read (a page cut there is flagged
+    truncated). `engine` "ray": pages in shards as Ray tasks (on the cluster at `address`,
+    else a local Ray of `workers` CPUs), resumable from the shards a killed run finished
+    (corpus.shards); the outputs are the same bytes as the local engine's."""
+
+    workers: int | None = None
+    force: bool = False
+    progress: bool = True
+    max_page_bytes: int = MAX_PAGE_BYTES
+    engine: str = "local"
+    address: str | None = None
+
+
 def extract_responses(
     responses: Iterable[ResponseLike],
     out: Path,
     *,
     name: str,
     fingerprint: str,
-    workers: int | None = None,
-    force: bool = False,
-    progress: bool = True,
-    max_page_bytes: int = MAX_PAGE_BYTES,
     decode_limit: int | None = None,
-    engine: str = "local",
-    address: str | None = None,
+    options: ExtractOptions | None = None,
 ) -> ExtractResult:
-    """The stage body over any source of responses; writes into `out`. `decode_limit`: the
-    cap the responses' bodies were decoded with (a page cut there is flagged truncated).
-    `engine` "ray": pages in shards as Ray tasks (on the cluster at `address`, else a local
-    Ray of `workers` CPUs), resumable from the shards a killed run finished (corpus.shards);
-    the outputs are the same bytes as the local engine's.
+    """The stage body over any source of responses; writes into `out`, as `options` say
+    (default: ExtractOptions()). `decode_limit`: the cap the responses' bodies were decoded
+    with (a page cut there is flagged truncated).
 
     Memory is bounded by the stage, not by the snapshot: `responses` is read twice, pass
     one for which responses are pages and in what order (no body kept), pass two for the
@@ -553,16 +590,16 @@ def extract_responses(
     resolve to a page (~370 bytes each) and the repeated-navigation candidates (navlinks)."""
     from drarena.rayrun import check_engine
 
-    check_engine(engine)
-    params = _params(max_page_bytes, decode_limit)
-    if not force and (manifest := _up_to_date(out, fingerprint, params)) is not None:
+    options = options or ExtractOptions()
+    check_engine(options.engine)
+    params = _params(options.max_page_bytes, decode_limit)
+    if not options.force and (manifest := _up_to_date(out, fingerprint, params)) is not None:
         return _result(out, manifest, up_to_date=True)
     if not os.access(out, os.W_OK):
         raise DrarenaError(f"{out}: folder is not writable; docs.jsonl and links.jsonl go there")
     if iter(responses) is responses:  # a one-shot iterator: it cannot be read twice
         responses = list(responses)
-    n_workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
-    cache = ShardCache(out / CACHE_DIR) if engine == "ray" else None
+    cache = ShardCache(out / CACHE_DIR) if options.engine == "ray" else None
     try:
         spill = ExtractSpill(out)
     except OSError as exc:
@@ -570,16 +607,9 @@ def extract_responses(
     try:
         with spill:
             plan = plan_pages(responses, spill)
-
-            def run(jobs: Iterable[Job]) -> Iterator[PageExtract]:
-                if cache is not None:
-                    return _extract_on_ray(
-                        jobs, plan.pages, cache, params, n_workers, address, progress
-                    )
-                return iter_extraction(jobs, n_workers, progress, total=plan.pages)
-
+            engine = _engine(plan, params, cache, options)
             repeat = RepeatCounter(RepeatRule())
-            _extract_pass(responses, spill, plan, run, max_page_bytes, repeat)
+            _extract_pass(responses, spill, plan, engine, options.max_page_bytes, repeat)
             if repeat.needs_count():
                 for links in spill.links_of_pages():
                     repeat.count(_pairs(links, plan.aliases))
@@ -607,6 +637,23 @@ def extract_responses(
     if cache is not None:
         cache.clear()  # docs.jsonl is in place: the finished shards are no longer needed
     return _result(out, manifest, up_to_date=False)
+
+
+def _engine(
+    plan: PagePlan, params: dict[str, Any], cache: ShardCache | None, options: ExtractOptions
+) -> Engine:
+    """What extracts pass two's pages: worker processes here, or Ray tasks over the shard
+    `cache` (the ray engine)."""
+    workers = max(1, options.workers if options.workers is not None else (os.cpu_count() or 1))
+
+    def run(jobs: Iterable[Job]) -> Iterator[PageExtract]:
+        if cache is not None:
+            return _extract_on_ray(
+                jobs, plan.pages, cache, params, workers, options.address, options.progress
+            )
+        return iter_extraction(jobs, workers, options.progress, total=plan.pages)
+
+    return run
 
 
 def _extract_on_ray(
@@ -671,13 +718,15 @@ def extract_snapshot(
             Path(snap.path),
             name=snap.name,
             fingerprint=snap.fingerprint,
-            workers=workers,
-            force=force,
-            progress=progress,
-            max_page_bytes=max_page_bytes,
             decode_limit=snap.decode_limit,
-            engine=engine,
-            address=address,
+            options=ExtractOptions(
+                workers=workers,
+                force=force,
+                progress=progress,
+                max_page_bytes=max_page_bytes,
+                engine=engine,
+                address=address,
+            ),
         )
 
 

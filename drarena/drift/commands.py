@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from drarena.errors import DrarenaError
+
+if TYPE_CHECKING:
+    from drarena.drift.report import DriftReport
 
 
 def register(subparsers: Any) -> None:
@@ -117,7 +120,7 @@ def _drift_page(path: Path) -> bool:
 
 def cmd_drift(args: argparse.Namespace) -> int:
     from drarena.drift.compare import DriftRequest, live_defaults, run_drift
-    from drarena.drift.report import render_page, render_table, write_json
+    from drarena.drift.report import render_table
     from drarena.web.warc.manifest import load_manifest
 
     for name in ("concurrency", "per_host_concurrency", "timeout", "limit", "workers"):
@@ -145,19 +148,7 @@ def cmd_drift(args: argparse.Namespace) -> int:
         )
     # output paths are checked before the fetching, which can take minutes
     if args.json_out is not None:
-        if args.json_out.is_dir():
-            raise DrarenaError(f"--json {args.json_out}: a folder; give a file name (OUT.json)")
-        if args.json_out.suffix.lower() == ".html":  # the page goes beside it as OUT's stem.html
-            raise DrarenaError(
-                f"--json {args.json_out}: the HTML page is written beside the JSON as "
-                f"{args.json_out.stem}.html; give the JSON a name of its own (OUT.json)"
-            )
-        page = args.json_out.with_name(args.json_out.stem + ".html")
-        if page.exists() and not _drift_page(page):  # e.g. --json runs/x/report.json
-            raise DrarenaError(
-                f"--json {args.json_out}: the HTML page would replace {page}, which drift did "
-                "not write; give the JSON another name"
-            )
+        _check_json_out(args.json_out)
     if args.capture is not None and args.capture.exists() and not args.capture.is_dir():
         raise DrarenaError(f"--capture {args.capture}: exists and is not a folder")
     request = DriftRequest(
@@ -173,20 +164,47 @@ def cmd_drift(args: argparse.Namespace) -> int:
     )
     report = run_drift(request)
     print(render_table(report))
-    from drarena.drift.report import drift_section, splice_section
+    for path in _write_drift(report, args.json_out, args.run):
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def _check_json_out(json_out: Path) -> None:
+    """--json OUT.json names a file drift may write, and its page OUT.html beside it one
+    that is drift's or new."""
+    if json_out.is_dir():
+        raise DrarenaError(f"--json {json_out}: a folder; give a file name (OUT.json)")
+    if json_out.suffix.lower() == ".html":  # the page goes beside it as OUT's stem.html
+        raise DrarenaError(
+            f"--json {json_out}: the HTML page is written beside the JSON as "
+            f"{json_out.stem}.html; give the JSON a name of its own (OUT.json)"
+        )
+    page = json_out.with_name(json_out.stem + ".html")
+    if page.exists() and not _drift_page(page):  # e.g. --json runs/x/report.json
+        raise DrarenaError(
+            f"--json {json_out}: the HTML page would replace {page}, which drift did "
+            "not write; give the JSON another name"
+        )
+
+
+def _write_drift(report: DriftReport, json_out: Path | None, run: Path | None) -> list[Path]:
+    """The report as JSON and an HTML page beside it, at --json and in the --run folder
+    (drift.json), and its section spliced into the run's report.html; returns what was
+    written."""
+    from drarena.drift.report import drift_section, render_page, splice_section, write_json
     from drarena.files import write_atomic
     from drarena.ledger.folder import read_text
 
     # the run's report.html is read before anything is written: one that cannot be read
     # (not UTF-8, too large) is refused with nothing half done
-    report_html = args.run / "report.html" if args.run is not None else None
+    report_html = run / "report.html" if run is not None else None
     old_page = read_text(report_html) if report_html and report_html.is_file() else None
     written = []
     outs = []
-    if args.json_out is not None:
-        outs.append(args.json_out)
-    if args.run is not None:
-        outs.append(args.run / "drift.json")
+    if json_out is not None:
+        outs.append(json_out)
+    if run is not None:
+        outs.append(run / "drift.json")
     for out in outs:
         write_json(report, out)
         page = out.with_name(out.stem + ".html")
@@ -195,6 +213,4 @@ def cmd_drift(args: argparse.Namespace) -> int:
     if report_html is not None and old_page is not None:
         write_atomic(report_html, splice_section(old_page, drift_section(report)))
         written.append(report_html)
-    for path in written:
-        print(f"wrote {path}", file=sys.stderr)
-    return 0
+    return written

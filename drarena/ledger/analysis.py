@@ -181,31 +181,8 @@ def analyse(
     in the price map (a self-hosted or served one: its cost is shown as seconds)."""
     models = models or {}
     prices = prices or {}
-    verdicts = dict.fromkeys(VERDICT_KINDS, 0)
-    failures = dict.fromkeys(FAILURE_KINDS, 0)
-    both = exact = direction = 0
-    depths: list[int] = []
-    widths: list[int] = []
-    for m in matches:
-        last: RoundRecord | None = None
-        for rnd in m.rounds:
-            if not judged(rnd) or rnd.judgment is None:
-                continue
-            last = rnd
-            rec = rnd.judgment.reconciled
-            verdicts[verdict_kind(rec.verdict, rec.tie_quality)] += 1
-            failures["TIE" if rec.verdict == Verdict.TIE else rec.loser_failure_type.value] += 1
-            ab, ba = rnd.judgment.ab, rnd.judgment.ba
-            if ab is not None and ba is not None:
-                both += 1
-                v1 = ab.raw.judgment.verdict.signed
-                v2 = -ba.raw.judgment.verdict.signed  # the BA order mapped back to (A, B)
-                exact += v1 == v2
-                direction += (v1 > 0) - (v1 < 0) == (v2 > 0) - (v2 < 0)
-        if last is not None:
-            depths.append(last.depth)
-            widths.append(last.width)
-    total = sum(verdicts.values())
+    j = _judged_rounds(matches)
+    total = sum(j.verdicts.values())
     pairs = pair_rounds(matches, ratings)
     corr = pearson([p.rating_gap for p in pairs], [p.mean_rounds for p in pairs])
 
@@ -213,6 +190,74 @@ def analyse(
     for t in timings:
         model_s, wall_s = seconds.get((t.match_id, t.agent), (0.0, 0.0))
         seconds[(t.match_id, t.agent)] = (model_s + t.model_s, wall_s + t.wall_s)
+    match_costs, agent_tokens = _match_costs(matches, prices, seconds)
+    agent_costs = _agent_costs(agent_tokens, seconds, models, prices)
+    both = j.both
+    return Analyses(
+        judged_rounds=total,
+        verdict_counts=j.verdicts,
+        verdict_shares=_shares(j.verdicts, total),
+        failure_counts=j.failures,
+        failure_shares=_shares(j.failures, total),
+        pairs=tuple(pairs),
+        rounds_gap_pearson_r=None if corr is None else round(corr[0], 4),
+        rounds_gap_p_value=None if corr is None else round(corr[1], 4),
+        depth_histogram=_histogram(j.depths),
+        width_histogram=_histogram(j.widths),
+        match_costs=tuple(match_costs),
+        agent_costs=tuple(agent_costs),
+        both_orders_rounds=both,
+        position_agree_exact=round(j.exact / both, 4) if both else None,
+        position_agree_direction=round(j.direction / both, 4) if both else None,
+    )
+
+
+@dataclasses.dataclass
+class _JudgedRounds:
+    """Tallies over the judged rounds: verdict kinds, failure types, the rounds judged in
+    both orders and how often the two orders agreed (exactly, in direction), and each
+    match's last judged round's depth and width."""
+
+    verdicts: dict[str, int]
+    failures: dict[str, int]
+    both: int = 0
+    exact: int = 0
+    direction: int = 0
+    depths: list[int] = dataclasses.field(default_factory=list)
+    widths: list[int] = dataclasses.field(default_factory=list)
+
+
+def _judged_rounds(matches: Sequence[MatchRecord]) -> _JudgedRounds:
+    out = _JudgedRounds(dict.fromkeys(VERDICT_KINDS, 0), dict.fromkeys(FAILURE_KINDS, 0))
+    for m in matches:
+        last: RoundRecord | None = None
+        for rnd in m.rounds:
+            if not judged(rnd) or rnd.judgment is None:
+                continue
+            last = rnd
+            rec = rnd.judgment.reconciled
+            out.verdicts[verdict_kind(rec.verdict, rec.tie_quality)] += 1
+            out.failures["TIE" if rec.verdict == Verdict.TIE else rec.loser_failure_type.value] += 1
+            ab, ba = rnd.judgment.ab, rnd.judgment.ba
+            if ab is not None and ba is not None:
+                out.both += 1
+                v1 = ab.raw.judgment.verdict.signed
+                v2 = -ba.raw.judgment.verdict.signed  # the BA order mapped back to (A, B)
+                out.exact += v1 == v2
+                out.direction += (v1 > 0) - (v1 < 0) == (v2 > 0) - (v2 < 0)
+        if last is not None:
+            out.depths.append(last.depth)
+            out.widths.append(last.width)
+    return out
+
+
+def _match_costs(
+    matches: Sequence[MatchRecord],
+    prices: Mapping[str, Price | None],
+    seconds: Mapping[tuple[str, str], tuple[float, float]],
+) -> tuple[list[MatchCost], dict[str, list[int]]]:
+    """Each match's tokens, cost (None when a side's model has no price) and model seconds
+    (None when a side's are unknown); and per agent [answers, prompt, completion tokens]."""
     agent_tokens: dict[str, list[int]] = {}
     match_costs = []
     for m in matches:
@@ -245,6 +290,16 @@ def analyse(
                 None if msec is None else round(msec, 3),
             )
         )
+    return match_costs, agent_tokens
+
+
+def _agent_costs(
+    agent_tokens: Mapping[str, list[int]],
+    seconds: Mapping[tuple[str, str], tuple[float, float]],
+    models: Mapping[str, str],
+    prices: Mapping[str, Price | None],
+) -> list[AgentCost]:
+    """Per agent, by name: its answers, tokens, cost and model and wall seconds."""
     agent_costs = []
     for agent in sorted(agent_tokens):
         answers, p, c = agent_tokens[agent]
@@ -261,23 +316,7 @@ def analyse(
                 wall_seconds=round(sum(s[1] for s in mine), 3) if mine else None,
             )
         )
-    return Analyses(
-        judged_rounds=total,
-        verdict_counts=verdicts,
-        verdict_shares=_shares(verdicts, total),
-        failure_counts=failures,
-        failure_shares=_shares(failures, total),
-        pairs=tuple(pairs),
-        rounds_gap_pearson_r=None if corr is None else round(corr[0], 4),
-        rounds_gap_p_value=None if corr is None else round(corr[1], 4),
-        depth_histogram=_histogram(depths),
-        width_histogram=_histogram(widths),
-        match_costs=tuple(match_costs),
-        agent_costs=tuple(agent_costs),
-        both_orders_rounds=both,
-        position_agree_exact=round(exact / both, 4) if both else None,
-        position_agree_direction=round(direction / both, 4) if both else None,
-    )
+    return agent_costs
 
 
 def agent_models(header: RunHeader | None) -> dict[str, str]:

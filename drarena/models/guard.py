@@ -111,13 +111,23 @@ class NetworkGuard:
             "gethostbyname": socket.gethostbyname,
             "gethostbyname_ex": socket.gethostbyname_ex,
         }
+        sock, lookups = cls._socket_patches(), cls._lookup_patches()
+        socket.socket.connect = sock["connect"]  # type: ignore[method-assign]
+        socket.socket.connect_ex = sock["connect_ex"]  # type: ignore[method-assign]
+        socket.socket.sendto = sock["sendto"]  # type: ignore[method-assign]
+        socket.socket.sendmsg = sock["sendmsg"]  # type: ignore[method-assign]
+        socket.getaddrinfo = lookups["getaddrinfo"]
+        socket.gethostbyname = lookups["gethostbyname"]
+        socket.gethostbyname_ex = lookups["gethostbyname_ex"]
+
+    @classmethod
+    def _socket_patches(cls) -> dict[str, Any]:
+        """socket.socket's connect, connect_ex, sendto and sendmsg, each refusing an address
+        the current guard does not allow before calling the original (`_originals`)."""
         real_connect = cls._originals["connect"]
         real_connect_ex = cls._originals["connect_ex"]
         real_sendto = cls._originals["sendto"]
         real_sendmsg = cls._originals["sendmsg"]
-        real_getaddrinfo = cls._originals["getaddrinfo"]
-        real_gethostbyname = cls._originals["gethostbyname"]
-        real_gethostbyname_ex = cls._originals["gethostbyname_ex"]
 
         def check(sock: socket.socket, address: Any, what: str = "connect to") -> None:
             guard = cls._current()
@@ -150,6 +160,22 @@ class NetworkGuard:
             result: int = real_sendmsg(self, buffers, *args)
             return result
 
+        return {
+            "connect": connect,
+            "connect_ex": connect_ex,
+            "sendto": sendto,
+            "sendmsg": sendmsg,
+        }
+
+    @classmethod
+    def _lookup_patches(cls) -> dict[str, Any]:
+        """socket's getaddrinfo, gethostbyname and gethostbyname_ex, each refusing a name
+        the current guard does not allow before calling the original (`_originals`); the
+        addresses an allowed name resolves to become allowed too."""
+        real_getaddrinfo = cls._originals["getaddrinfo"]
+        real_gethostbyname = cls._originals["gethostbyname"]
+        real_gethostbyname_ex = cls._originals["gethostbyname_ex"]
+
         def lookup(name: str) -> None:
             guard = cls._current()
             if guard is not None and not guard.allows(name):
@@ -175,13 +201,11 @@ class NetworkGuard:
                 return infos
             raise guard._refuse(f"name lookup of {name}")
 
-        socket.socket.connect = connect  # type: ignore[method-assign,assignment]
-        socket.socket.connect_ex = connect_ex  # type: ignore[method-assign,assignment]
-        socket.socket.sendto = sendto  # type: ignore[method-assign,assignment]
-        socket.socket.sendmsg = sendmsg  # type: ignore[method-assign,assignment]
-        socket.getaddrinfo = getaddrinfo
-        socket.gethostbyname = gethostbyname
-        socket.gethostbyname_ex = gethostbyname_ex
+        return {
+            "getaddrinfo": getaddrinfo,
+            "gethostbyname": gethostbyname,
+            "gethostbyname_ex": gethostbyname_ex,
+        }
 
     @classmethod
     def _uninstall(cls) -> None:

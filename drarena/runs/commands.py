@@ -451,7 +451,7 @@ def _judge_arg(text: str | None) -> dict[str, Any] | None:
 
 
 def cmd_rejudge(args: argparse.Namespace) -> int:
-    from drarena.runs.rejudge import JudgeSpec, rejudge
+    from drarena.runs.rejudge import JudgeSpec, RejudgeOptions, rejudge
 
     out: Path = args.write or args.out or beside(args.run, "-rejudge")
     spec = JudgeSpec(
@@ -464,7 +464,9 @@ def cmd_rejudge(args: argparse.Namespace) -> int:
         judge=_judge_arg(args.judge),
     )
     started = time.perf_counter()
-    result = rejudge(args.run, out, spec, write=args.write is not None, serve=not args.no_serve)
+    result = rejudge(
+        args.run, out, spec, RejudgeOptions(write=args.write is not None, serve=not args.no_serve)
+    )
     print(result.markdown)
     if result.leaderboard_md is not None:
         from drarena.ledger.folder import RunDir

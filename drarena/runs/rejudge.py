@@ -51,6 +51,7 @@ from drarena.files import write_atomic
 from drarena.ledger.agreement import Agreement, collapse, measure
 from drarena.ledger.agreement import to_markdown as agreement_markdown
 from drarena.ledger.folder import RunDir, read_text, remove_own_files
+from drarena.ledger.header import RunHeader
 from drarena.ledger.records import MatchRecord, RoundRecord
 from drarena.models.client import ModelClient
 from drarena.models.config import CacheMode, ModelRole, ModelsConfig, Sampling
@@ -413,20 +414,83 @@ def judge_client(
         )
 
 
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RejudgeOptions:
+    """How `rejudge` runs. `write`: the output folder is also a run folder (run.json,
+    matches.jsonl with the rescored matches, the leaderboard). `serve`: start a model server
+    for a `served` judge. `resamples`, `seed`: the agreement bootstrap's (default: the run's
+    rating settings). `backend`: the model backend (tests inject a scripted one). `now`: the
+    clock that dates the written run.json."""
+
+    write: bool = False
+    serve: bool = True
+    resamples: int | None = None
+    seed: int | None = None
+    backend: Any = None
+    now: Callable[[], datetime] = _now
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Source:
+    """The run being rejudged, as read: its header, the rules it was played by, its
+    matches and how many rounds they store."""
+
+    header: RunHeader
+    config: TournamentConfig
+    log: list[MatchRecord]
+    stored: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Judging:
+    """What the new judge did: each judgeable round's judgment (or error), the judge as the
+    report names it, the prompt templates it read, its model calls and their usage."""
+
+    judged: dict[tuple[str, int], PairJudgment | str]
+    info: dict[str, Any]
+    prompt_hashes: dict[str, str]
+    calls: int
+    usage: dict[str, Any]
+
+
 def rejudge(
-    source_path: Path,
-    out_path: Path,
-    spec: JudgeSpec,
-    *,
-    write: bool = False,
-    serve: bool = True,
-    resamples: int | None = None,
-    seed: int | None = None,
-    backend: Any = None,
-    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    source_path: Path, out_path: Path, spec: JudgeSpec, options: RejudgeOptions | None = None
 ) -> RejudgeResult:
-    """Judge `source_path`'s stored rounds again into `out_path` (see the module doc). The
-    bootstrap's `resamples` and `seed` default to the run's rating settings."""
+    """Judge `source_path`'s stored rounds again into `out_path` (see the module doc), as
+    `options` say (default: RejudgeOptions())."""
+    options = options or RejudgeOptions()
+    src = _read_source(source_path)
+    component = model_free_judge(spec.judge) if spec.judge is not None else None
+    origin, judge = ("", ModelRole(model=SERVED)) if component else resolve_judge(src.config, spec)
+    prepare_out(source_path, out_path)
+    out = RunDir(out_path)
+    out_path.mkdir(parents=True, exist_ok=True)
+    mark = {"schema_version": SCHEMA_VERSION, MARK: str(source_path.resolve()), "finished": False}
+    write_atomic(out_path / REPORT_JSON, json.dumps(mark) + "\n")  # a crash resumes here
+    if component is not None:
+        judging = _grade_again(src, component)
+    else:
+        judging = _judge_again(src, judge, origin, out.cache_path, options)
+    report = _report(source_path, src, judging, options)
+    leaderboard_md = None
+    rescored: list[MatchRecord] = []
+    if options.write:
+        max_void = src.config.match.max_void_rounds
+        rescored = [rescore(m, judging.judged, max_void) for m in src.log]
+        leaderboard_md = _write_run(out, src, report, judging, rescored, options.now)
+    markdown = to_markdown(report)
+    write_atomic(out_path / REPORT_MD, markdown)
+    write_atomic(out_path / REPORT_JSON, report.to_json() + "\n")
+    return RejudgeResult(report, markdown, leaderboard_md, rescored, src.config)
+
+
+def _read_source(source_path: Path) -> _Source:
+    """The run folder read, with the rules it was played by; refused when it holds no round
+    the new judge could see."""
     source = RunDir(source_path)
     header = source.header()
     if header is None:
@@ -441,34 +505,47 @@ def rejudge(
             f"{source.log_path}: no round holds a task and two judgeable answers "
             f"({stored} rounds stored); nothing to rejudge"
         )
-    bound_roles = header.bound_role_dicts()
-    component = model_free_judge(spec.judge) if spec.judge is not None else None
-    origin, judge = ("", ModelRole(model=SERVED)) if component else resolve_judge(config, spec)
-    options = config.match.judge_options
-    prepare_out(source_path, out_path)
-    out = RunDir(out_path)
-    out_path.mkdir(parents=True, exist_ok=True)
-    mark = {"schema_version": SCHEMA_VERSION, MARK: str(source_path.resolve()), "finished": False}
-    write_atomic(out_path / REPORT_JSON, json.dumps(mark) + "\n")  # a crash resumes here
-    if component is not None:
-        judged = asyncio.run(grade_rounds(log, component, round_grounding(config)))
-        judge_info: dict[str, Any] = {"from": "--judge", **component.spec.model_dump()}
-        calls, usage = 0, {}
-    else:
-        with judge_client(config, judge, out.cache_path, serve=serve, backend=backend) as client:
-            judged = asyncio.run(judge_rounds(log, client, options))
-            judge_info = judge_record(client.role(ROLE), origin)
-            calls = client.model_calls
-            usage = {k: v.to_dict() for k, v in client.usage().items()}
-    rows = compare(log, judged)
+    return _Source(header, config, log, stored)
+
+
+def _grade_again(src: _Source, component: Judge) -> _Judging:
+    """The rounds graded by a judge component that calls no model (--judge)."""
+    judged = asyncio.run(grade_rounds(src.log, component, round_grounding(src.config)))
+    info: dict[str, Any] = {"from": "--judge", **component.spec.model_dump()}
+    return _Judging(judged, info, {}, 0, {})
+
+
+def _judge_again(
+    src: _Source, judge: ModelRole, origin: str, cache_path: Path, options: RejudgeOptions
+) -> _Judging:
+    """The rounds judged by the `judge` model with the run's judging options, its calls
+    cached in `cache_path`."""
+    judge_options = src.config.match.judge_options
+    with judge_client(
+        src.config, judge, cache_path, serve=options.serve, backend=options.backend
+    ) as client:
+        judged = asyncio.run(judge_rounds(src.log, client, judge_options))
+        info = judge_record(client.role(ROLE), origin)
+        calls = client.model_calls
+        usage = {k: v.to_dict() for k, v in client.usage().items()}
+    hashes = used_hashes(judge_options(0, 0).template_specs())
+    return _Judging(judged, info, hashes, calls, usage)
+
+
+def _report(
+    source_path: Path, src: _Source, judging: _Judging, options: RejudgeOptions
+) -> RejudgeReport:
+    """The comparison of the two judges, round by round and as agreement figures."""
+    config = src.config
+    rows = compare(src.log, judging.judged)
     verdict, direction, failure_type = agreements(
         rows,
-        resamples=config.rating.resamples if resamples is None else resamples,
-        seed=config.rating.seed if seed is None else seed,
+        resamples=config.rating.resamples if options.resamples is None else options.resamples,
+        seed=config.rating.seed if options.seed is None else options.seed,
     )
     source_name = config.match.judge_role
-    source_role = bound_roles.get(source_name, {})
-    report = RejudgeReport(
+    source_role = src.header.bound_role_dicts().get(source_name, {})
+    return RejudgeReport(
         SCHEMA_VERSION,
         str(source_path.resolve()),
         {
@@ -476,10 +553,10 @@ def rejudge(
             "model": source_role.get("model", "unknown"),
             "sampling": source_role.get("sampling", {}),
         },
-        judge_info,
-        {} if component is not None else used_hashes(options(0, 0).template_specs()),
-        dict(header.prompt_hashes),
-        stored,
+        judging.info,
+        judging.prompt_hashes,
+        dict(src.header.prompt_hashes),
+        src.stored,
         len(rows),
         sum(r.original is not None and r.new is not None for r in rows),
         sum(r.new is None for r in rows),
@@ -487,29 +564,33 @@ def rejudge(
         direction,
         failure_type,
         tuple(rows),
-        calls,
-        write,
+        judging.calls,
+        options.write,
     )
-    leaderboard_md = None
-    rescored: list[MatchRecord] = []
-    if write:
-        rescored = [rescore(m, judged, config.match.max_void_rounds) for m in log]
-        new_header: dict[str, Any] = {
-            k: v for k, v in header.as_json().items() if k not in ("replay_of", MARK, "rejudge")
-        }
-        new_header.update(
-            created=now().isoformat(timespec="seconds"),
-            model_calls=calls,
-            usage=usage,
-            **{MARK: report.rejudge_of},
-            rejudge={"judge": report.judge, "prompt_hashes": report.prompt_hashes},
-        )
-        out.write_header(new_header)
-        for m in rescored:
-            out.save_match(m)
-        out.write_log(rescored)
-        leaderboard_md = finish(out, config, rescored)
-    markdown = to_markdown(report)
-    write_atomic(out_path / REPORT_MD, markdown)
-    write_atomic(out_path / REPORT_JSON, report.to_json() + "\n")
-    return RejudgeResult(report, markdown, leaderboard_md, rescored, config)
+
+
+def _write_run(
+    out: RunDir,
+    src: _Source,
+    report: RejudgeReport,
+    judging: _Judging,
+    rescored: list[MatchRecord],
+    now: Callable[[], datetime],
+) -> str:
+    """The output folder as a run folder: the source's run.json naming the rejudge, the
+    rescored matches, the leaderboard (whose markdown is returned)."""
+    new_header: dict[str, Any] = {
+        k: v for k, v in src.header.as_json().items() if k not in ("replay_of", MARK, "rejudge")
+    }
+    new_header.update(
+        created=now().isoformat(timespec="seconds"),
+        model_calls=judging.calls,
+        usage=judging.usage,
+        **{MARK: report.rejudge_of},
+        rejudge={"judge": report.judge, "prompt_hashes": report.prompt_hashes},
+    )
+    out.write_header(new_header)
+    for m in rescored:
+        out.save_match(m)
+    out.write_log(rescored)
+    return finish(out, src.config, rescored)

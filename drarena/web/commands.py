@@ -267,7 +267,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from drarena.errors import DrarenaError
-    from drarena.web.warc.importer import import_archives
+    from drarena.web.warc.importer import ImportOptions, import_archives
     from drarena.web.warc.scope import ImportScope
 
     if len(args.args) < 2:
@@ -306,12 +306,14 @@ def cmd_import(args: argparse.Namespace) -> int:
         name,
         [Path(i) for i in inputs],
         args.out,
-        keep=args.keep or "auto",
-        scope=scope,
-        progress=not args.no_progress,
-        jobs=args.jobs,
-        engine=getattr(args, "engine", "local"),
-        address=getattr(args, "address", None),
+        ImportOptions(
+            keep=args.keep or "auto",
+            scope=scope,
+            progress=not args.no_progress,
+            jobs=args.jobs,
+            engine=getattr(args, "engine", "local"),
+            address=getattr(args, "address", None),
+        ),
     )
     print(result.summary())
     for item in result.files:

@@ -25,7 +25,7 @@ from drarena.models.backend import BackendReply
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelsConfig
 from drarena.models.scripted import ScriptedBackendForTests, reply
-from drarena.runs.rejudge import JudgeSpec, prepare_out, rejudge
+from drarena.runs.rejudge import JudgeSpec, RejudgeOptions, prepare_out, rejudge
 
 STRENGTHS = {"s1": 1, "s2": 2, "s3": 3, "s4": 4}
 CONFIG = {
@@ -112,7 +112,7 @@ def test_the_same_judge_agrees_perfectly_and_a_second_rejudge_is_free(
     before = digests(recorded)
     out = tmp_path / "rejudged"
     backend = judge_only(strength_examiner())
-    first = rejudge(recorded, out, JudgeSpec(), backend=backend).report
+    first = rejudge(recorded, out, JudgeSpec(), RejudgeOptions(backend=backend)).report
     n = played_rounds(recorded)
     assert n >= 4 and first.rounds_compared == first.rounds_rejudged == n
     assert first.model_calls == 2 * n == len(backend.requests)  # both orders per round
@@ -126,7 +126,7 @@ def test_the_same_judge_agrees_perfectly_and_a_second_rejudge_is_free(
     assert digests(recorded) == before  # the source run is only read
 
     silent = ScriptedBackendForTests([])  # any model call would fail the test
-    second = rejudge(recorded, out, JudgeSpec(), backend=silent).report
+    second = rejudge(recorded, out, JudgeSpec(), RejudgeOptions(backend=silent)).report
     assert second.model_calls == 0 and silent.requests == []
     assert second.rounds == first.rounds and second.verdict == first.verdict
     saved = json.loads((out / "rejudge.json").read_text(encoding="utf-8"))
@@ -138,7 +138,9 @@ def test_a_contrary_judge_and_the_written_run_it_ranks(recorded: Path, tmp_path:
     before = digests(recorded)
     out = tmp_path / "contrary"
     spec = JudgeSpec(model="openai/contrary", temperature=0.5, seed=7)
-    result = rejudge(recorded, out, spec, write=True, backend=judge_only(weakness_examiner()))
+    result = rejudge(
+        recorded, out, spec, RejudgeOptions(write=True, backend=judge_only(weakness_examiner()))
+    )
     report = result.report
     assert report.direction.agreement == 0.0
     assert report.direction.kappa is not None and report.direction.kappa < 0
@@ -175,7 +177,10 @@ def test_a_failing_judge_voids_rounds_it_could_not_judge(recorded: Path, tmp_pat
         raise ValueError("judge down")
 
     result = rejudge(
-        recorded, tmp_path / "down", JudgeSpec(), write=True, backend=judge_only(broken)
+        recorded,
+        tmp_path / "down",
+        JudgeSpec(),
+        RejudgeOptions(write=True, backend=judge_only(broken)),
     )
     report = result.report
     assert report.rounds_compared == 0 and report.rounds_new_judge_failed == report.rounds_rejudged
@@ -195,18 +200,25 @@ def test_the_output_folder_is_never_the_run_nor_someone_elses(
     other.mkdir()
     (other / "notes.txt").write_text("mine")
     with pytest.raises(DrarenaError, match="nothing was deleted"):
-        rejudge(recorded, other, JudgeSpec(), backend=judge_only(strength_examiner()))
+        rejudge(
+            recorded, other, JudgeSpec(), RejudgeOptions(backend=judge_only(strength_examiner()))
+        )
     assert (other / "notes.txt").read_text() == "mine"
 
 
 def test_unknown_role_and_an_unjudgeable_run_are_one_line(recorded: Path, tmp_path: Path) -> None:
     with pytest.raises(DrarenaError, match="no role 'nobody'"):
-        rejudge(recorded, tmp_path / "x", JudgeSpec(role="nobody"), backend=judge_only(None))
+        rejudge(
+            recorded,
+            tmp_path / "x",
+            JudgeSpec(role="nobody"),
+            RejudgeOptions(backend=judge_only(None)),
+        )
     log = RunDir(recorded).read_log()
     bare = [m.__class__.from_dict({**m.to_dict(), "rounds": []}) for m in log]
     RunDir(recorded).write_log(bare)
     with pytest.raises(DrarenaError, match="nothing to rejudge"):
-        rejudge(recorded, tmp_path / "y", JudgeSpec(), backend=judge_only(None))
+        rejudge(recorded, tmp_path / "y", JudgeSpec(), RejudgeOptions(backend=judge_only(None)))
     assert main(["run", "rejudge", str(tmp_path / "missing")]) == 2
 
 
@@ -216,13 +228,18 @@ def test_the_run_s_judging_options_are_used_again(recorded: Path, tmp_path: Path
     config = parse_config({**CONFIG, "match": {"max_rounds": 2, "judge_orders": 1}}, "test")
     RunDir(recorded).write_header({**header.as_json(), "config": config.model_dump(mode="json")})
     backend = judge_only(strength_examiner())
-    once = rejudge(recorded, tmp_path / "once", JudgeSpec(), backend=backend).report
+    once = rejudge(recorded, tmp_path / "once", JudgeSpec(), RejudgeOptions(backend=backend)).report
     assert once.model_calls == once.rounds_rejudged == played_rounds(recorded)  # one order
     assert once.direction.kappa == 1.0
     # a run recorded before judging was configurable (its stored config has neither
     # judge_prompt nor taskgen_role): the Examiner's role judges again, with the v1 prompt
     RunDir(recorded).write_header({**header.as_json(), "config": CONFIG})
-    old = rejudge(recorded, tmp_path / "old", JudgeSpec(), backend=judge_only(strength_examiner()))
+    old = rejudge(
+        recorded,
+        tmp_path / "old",
+        JudgeSpec(),
+        RejudgeOptions(backend=judge_only(strength_examiner())),
+    )
     assert list(old.report.prompt_hashes) == ["judge"]
     assert old.report.source_judge["role"] == "examiner"
     assert old.report.judge["from"] == "the run's config, role examiner"

@@ -23,7 +23,7 @@ from drarena.corpus.extract import (
 )
 from drarena.corpus.shards import ShardCache, local_mapper, run_sharded, shard_key
 from drarena.errors import DrarenaError
-from drarena.web.warc.importer import import_archives
+from drarena.web.warc.importer import ImportOptions, import_archives
 from drarena.web.warc.snapshot import Snapshot
 from drarena.web.warc.synth import SynthSpec, write_web
 
@@ -33,7 +33,9 @@ PARAMS = {"extract_version": "test"}
 
 def _jobs(tmp_path: Path) -> list[Job]:
     snap = tmp_path / "snap"
-    import_archives("synth", write_web(SPEC, tmp_path / "warc"), snap, progress=False)
+    import_archives(
+        "synth", write_web(SPEC, tmp_path / "warc"), snap, ImportOptions(progress=False)
+    )
     with Snapshot.open(snap) as opened:
         sel = select_pages(opened.iter_responses())
     return [(r.body, r.canonical_url, full_content_type(r), 1 << 20) for r in sel.pages]
@@ -83,7 +85,7 @@ def test_a_killed_extraction_resumes_from_finished_shards(tmp_path: Path) -> Non
 
 def test_unknown_engine_is_refused(tmp_path: Path) -> None:
     with pytest.raises(DrarenaError, match="expected one of local, ray"):
-        import_archives("x", [], tmp_path / "x", engine="spark")
+        import_archives("x", [], tmp_path / "x", ImportOptions(engine="spark"))
 
 
 CLOCK = datetime(2026, 1, 2, tzinfo=UTC)
@@ -97,7 +99,10 @@ def test_ray_engine_writes_the_same_bytes(tmp_path: Path) -> None:
     for engine in ("local", "ray"):
         snap = tmp_path / engine
         import_archives(
-            "synth", warcs, snap, progress=False, jobs=2, engine=engine, clock=lambda: CLOCK
+            "synth",
+            warcs,
+            snap,
+            ImportOptions(progress=False, jobs=2, engine=engine, clock=lambda: CLOCK),
         )
         extract_snapshot(snap, workers=2, progress=False, engine=engine)
         snaps[engine] = snap
@@ -115,7 +120,7 @@ def test_ray_engine_on_a_two_node_cluster_writes_the_same_bytes(tmp_path: Path) 
 
     warcs = write_web(SPEC, tmp_path / "warc")
     local = tmp_path / "local"
-    import_archives("synth", warcs, local, progress=False, clock=lambda: CLOCK)
+    import_archives("synth", warcs, local, ImportOptions(progress=False, clock=lambda: CLOCK))
     extract_snapshot(local, workers=1, progress=False)
     cluster = Cluster(
         initialize_head=True,
@@ -129,11 +134,9 @@ def test_ray_engine_on_a_two_node_cluster_writes_the_same_bytes(tmp_path: Path) 
             "synth",
             warcs,
             remote,
-            progress=False,
-            jobs=2,
-            engine="ray",
-            address=cluster.address,
-            clock=lambda: CLOCK,
+            ImportOptions(
+                progress=False, jobs=2, engine="ray", address=cluster.address, clock=lambda: CLOCK
+            ),
         )
         extract_snapshot(remote, progress=False, engine="ray", address=cluster.address)
     finally:

@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import drarena.corpus.extract as extract
-from drarena.corpus.extract import Job, extract_responses, load_docs, load_links
+from drarena.corpus.extract import ExtractOptions, Job, extract_responses, load_docs, load_links
 from drarena.corpus.page import PageExtract, RawLink
 from drarena.corpus.shards import ShardRun, local_mapper
 from drarena.corpus.spill import ExtractSpill
@@ -111,7 +111,9 @@ def fake_pages(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _extract(source: Source, out: Path) -> extract.ExtractResult:
     out.mkdir()
-    return extract_responses(source, out, name="fake", fingerprint="f", workers=1, progress=False)
+    return extract_responses(
+        source, out, name="fake", fingerprint="f", options=ExtractOptions(workers=1, progress=False)
+    )
 
 
 def test_responses_are_let_go_and_pages_extracted_as_their_turn_comes(
@@ -158,7 +160,11 @@ def test_a_one_shot_iterator_is_still_extracted(tmp_path: Path, fake_pages: None
     out = tmp_path / "once"
     out.mkdir()
     result = extract_responses(
-        iter(Source(40)), out, name="fake", fingerprint="f", workers=1, progress=False
+        iter(Source(40)),
+        out,
+        name="fake",
+        fingerprint="f",
+        options=ExtractOptions(workers=1, progress=False),
     )
     assert result.docs == 40
 

@@ -26,7 +26,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from drarena.errors import DrarenaError
-from drarena.web.warc.importer import import_archives
+from drarena.web.warc.importer import ImportOptions, import_archives
 from drarena.web.warc.manifest import CDXJ_NAME, load_manifest, write_manifest
 from drarena.web.warc.snapshot import Snapshot, StoredResponse
 from drarena.web.warc.wacz import export_wacz
@@ -157,7 +157,7 @@ def _import(work: Path, warc: bytes, suffix: str, plain: bytes | None = None) ->
     shutil.rmtree(out, ignore_errors=True)
     src.write_bytes(warc)
     try:
-        result = import_archives("fuzz", [src], out, progress=False, jobs=1)
+        result = import_archives("fuzz", [src], out, ImportOptions(progress=False, jobs=1))
     except DrarenaError:
         assert not out.exists()  # a refused import leaves nothing half-made
         return

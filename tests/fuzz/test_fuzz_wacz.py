@@ -22,7 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from drarena.errors import DrarenaError
-from drarena.web.warc.importer import import_archives
+from drarena.web.warc.importer import ImportOptions, import_archives
 from drarena.web.warc.snapshot import Snapshot
 from drarena.web.warc.wacz import WaczPackage, export_wacz
 
@@ -56,7 +56,7 @@ def _import(path: Path, work: Path) -> None:
     out = work / "imported"
     shutil.rmtree(out, ignore_errors=True)
     try:
-        result = import_archives("wacz", [path], out, progress=False, jobs=1)
+        result = import_archives("wacz", [path], out, ImportOptions(progress=False, jobs=1))
     except DrarenaError:
         assert not out.exists()
         return

@@ -12,7 +12,7 @@ from drarena.search import bm25
 from drarena.search.build import build_bm25, build_passages
 from drarena.search.manifest import Bm25Manifest, IndexLayout, read_manifest
 from drarena.search.passages import PassageSettings
-from drarena.web.warc.importer import import_archives
+from drarena.web.warc.importer import ImportOptions, import_archives
 from drarena.web.warc.synth import SynthSpec, write_web
 
 
@@ -20,7 +20,9 @@ from drarena.web.warc.synth import SynthSpec, write_web
 def test_multi_threaded_index_ranks_as_one_thread(tmp_path: Path) -> None:
     spec = SynthSpec(pages=200, seed=11, shard_pages=100, site_pages=50)
     snap = tmp_path / "synth"
-    import_archives("synth", write_web(spec, tmp_path / "warc"), snap, progress=False)
+    import_archives(
+        "synth", write_web(spec, tmp_path / "warc"), snap, ImportOptions(progress=False)
+    )
     extract_snapshot(snap, workers=1, progress=False)
     queries = [d.title.split(" | ")[0] for d in load_docs(snap)[:40]]
     rankings = []

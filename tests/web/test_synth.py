@@ -11,7 +11,7 @@ import pytest
 
 from drarena.corpus.extract import extract_snapshot, load_docs, load_links
 from drarena.errors import DrarenaError
-from drarena.web.warc.importer import import_archives
+from drarena.web.warc.importer import ImportOptions, import_archives
 from drarena.web.warc.synth import SynthSpec, SynthWeb, write_web
 
 SPEC = SynthSpec(pages=300, seed=7, shard_pages=100, site_pages=60)
@@ -51,7 +51,7 @@ def test_pages_vary_and_share_topic_words() -> None:
 def test_imported_and_extracted_as_a_crawl(tmp_path: Path) -> None:
     paths = write_web(SPEC, tmp_path / "warc")
     snap = tmp_path / "snap"
-    result = import_archives("synth", paths, snap, progress=False)
+    result = import_archives("synth", paths, snap, ImportOptions(progress=False))
     assert result.manifest.counts.pages == SPEC.pages
     extracted = extract_snapshot(snap, workers=1, progress=False)
     docs = load_docs(snap)

@@ -41,7 +41,7 @@ from drarena.errors import DrarenaError
 from drarena.web.crawling.crawl import Crawler
 from drarena.web.crawling.spec import parse_spec
 from drarena.web.serving.serve import replay_app, serving
-from drarena.web.warc.importer import import_archives
+from drarena.web.warc.importer import ImportOptions, import_archives
 from drarena.web.warc.manifest import load_manifest
 from drarena.web.warc.snapshot import Snapshot
 from drarena.web.warc.wacz import MAX_DATAPACKAGE_BYTES, WaczPackage
@@ -208,7 +208,7 @@ def nested(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ],
     )
     assert warc.stat().st_size < 16_000
-    import_archives("nested", [warc], folder / "snap", progress=False)
+    import_archives("nested", [warc], folder / "snap", ImportOptions(progress=False))
     return folder / "snap"
 
 
@@ -236,7 +236,7 @@ def test_extract_of_many_bombs_holds_no_more_than_honest_pages(tmp_path: Path) -
     warc = write_warc(
         tmp_path / "many.warc.gz", [(f"http://bomb.example/{i}.html", entity) for i in range(24)]
     )
-    import_archives("many", [warc], tmp_path / "snap", progress=False)
+    import_archives("many", [warc], tmp_path / "snap", ImportOptions(progress=False))
     with peak_memory() as peak:
         extract_snapshot(tmp_path / "snap", workers=1, progress=False)
     assert peak[0] < PEAK, f"peak {peak[0] >> 20} MB"
@@ -266,7 +266,9 @@ def test_a_warc_member_that_expands_hugely_is_damage_named_by_offset(tmp_path: P
         BOMB,
         (("http://bomb.example/plain.html", http_block(PAGE, "identity")),),
     )
-    import_archives("member", [warc], tmp_path / "snap", progress=False)  # streamed: fine
+    import_archives(
+        "member", [warc], tmp_path / "snap", ImportOptions(progress=False)
+    )  # streamed: fine
     with peak_memory() as peak, Snapshot.open(tmp_path / "snap") as snap:
         pages = [r.url for r in snap.iter_responses()]
         skipped = snap.skipped
@@ -290,7 +292,7 @@ def test_import_of_a_whole_file_gzip_skips_a_huge_record_as_damage(tmp_path: Pat
     warc = write_whole_file_bomb(tmp_path / "whole.warc.gz", BOMB)
     assert warc.stat().st_size < 1_000_000
     with peak_memory() as peak:
-        result = import_archives("whole", [warc], tmp_path / "snap", progress=False)
+        result = import_archives("whole", [warc], tmp_path / "snap", ImportOptions(progress=False))
     assert peak[0] < PEAK, f"peak {peak[0] >> 20} MB"
     (source,) = result.files
     assert source["kept"] == "rewritten-per-record" and source["damaged_records"] == 1
@@ -315,7 +317,7 @@ def test_wacz_datapackage_bomb_is_refused_in_one_line(tmp_path: Path) -> None:
 def test_wacz_member_bomb_is_refused_before_anything_is_written(tmp_path: Path) -> None:
     package = wacz_member_bomb(tmp_path / "member.wacz", BOMB)
     with pytest.raises(DrarenaError) as err:
-        import_archives("w", [package], tmp_path / "snap", progress=False)
+        import_archives("w", [package], tmp_path / "snap", ImportOptions(progress=False))
     message = str(err.value)
     assert "\n" not in message and message.startswith(f"{package}: archive/a.warc: ")
     assert "decompression bomb" in message

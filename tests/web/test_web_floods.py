@@ -190,7 +190,7 @@ def test_a_warc_of_damaged_members_is_read_once(counted: Counted) -> None:
 
 
 def test_import_of_a_flood_lists_a_few_damaged_stretches_and_counts_all(tmp_path: Path) -> None:
-    from drarena.web.warc.importer import import_archives
+    from drarena.web.warc.importer import ImportOptions, import_archives
     from drarena.web.warc.importfile import DAMAGE_LISTED
 
     warc = write_warc(
@@ -198,7 +198,9 @@ def test_import_of_a_flood_lists_a_few_damaged_stretches_and_counts_all(tmp_path
     )
     with warc.open("ab") as out:
         out.write(EMPTY * 5000)
-    result = import_archives("flood", [warc], tmp_path / "out", progress=False, jobs=1)
+    result = import_archives(
+        "flood", [warc], tmp_path / "out", ImportOptions(progress=False, jobs=1)
+    )
     (item,) = result.files
     assert item["damaged_records"] == 5000
     assert len(item["damage"]) == DAMAGE_LISTED

@@ -21,7 +21,7 @@ import pytest
 
 from drarena.cli import main
 from drarena.errors import DrarenaError
-from drarena.web.warc.importer import import_archives
+from drarena.web.warc.importer import ImportOptions, import_archives
 from drarena.web.warc.manifest import Counts
 from drarena.web.warc.scope import ImportScope
 from drarena.web.warc.snapshot import Snapshot
@@ -185,8 +185,10 @@ def test_uncompressed_wget_warc_is_kept_and_read(
     wget_plain: Path, wget_gz: Path, tmp_path: Path
 ) -> None:
     assert wget_plain.read_bytes().startswith(b"WARC/1.")
-    plain = import_archives("plain", [wget_plain], tmp_path / "plain", progress=False)
-    gz = import_archives("gz", [wget_gz], tmp_path / "gz", progress=False)
+    plain = import_archives(
+        "plain", [wget_plain], tmp_path / "plain", ImportOptions(progress=False)
+    )
+    gz = import_archives("gz", [wget_gz], tmp_path / "gz", ImportOptions(progress=False))
     assert plain.files[0]["kept"] == "hardlink" and plain.files[0]["as"] == ["plain.warc"]
     assert _bodies(tmp_path / "plain") == _bodies(tmp_path / "gz")
     assert plain.manifest.counts.pages == gz.manifest.counts.pages
@@ -203,10 +205,10 @@ def test_whole_file_gzip_is_rewritten_one_member_per_record(
 ) -> None:
     whole = tmp_path / "whole.warc.gz"
     whole.write_bytes(gzip.compress(wget_plain.read_bytes()))
-    result = import_archives("whole", [whole], tmp_path / "whole", progress=False)
+    result = import_archives("whole", [whole], tmp_path / "whole", ImportOptions(progress=False))
     assert result.files[0]["kept"] == "rewritten-per-record"
     assert result.files[0]["as"] == ["whole-00000.warc.gz"]
-    import_archives("gz", [wget_gz], tmp_path / "gz", progress=False)
+    import_archives("gz", [wget_gz], tmp_path / "gz", ImportOptions(progress=False))
     assert _bodies(tmp_path / "whole") == _bodies(tmp_path / "gz")
     data = (tmp_path / "whole" / "whole-00000.warc.gz").read_bytes()
     records = [r for r in iter_file(tmp_path / "whole" / "whole-00000.warc.gz")]
@@ -218,7 +220,7 @@ def test_whole_file_gzip_is_rewritten_one_member_per_record(
 
     cut = tmp_path / "cut.warc.gz"  # truncated: the records before the cut are kept
     cut.write_bytes(whole.read_bytes()[: whole.stat().st_size * 2 // 3])
-    damaged = import_archives("cut", [cut], tmp_path / "cut", progress=False)
+    damaged = import_archives("cut", [cut], tmp_path / "cut", ImportOptions(progress=False))
     assert damaged.files[0]["kept"] == "rewritten-per-record"
     assert damaged.manifest.counts.skipped["damaged"] == 1
     kept = _bodies(tmp_path / "cut")
@@ -239,7 +241,7 @@ def test_reimport_of_committed_snapshot_gives_same_fingerprint_and_docs(
     fixture = repo_root / "snapshots" / "pydocs"
     out = tmp_path / "again"
     result = import_archives(
-        "again", [fixture / "pydocs-00000.warc.gz"], out, keep="copy", progress=False
+        "again", [fixture / "pydocs-00000.warc.gz"], out, ImportOptions(keep="copy", progress=False)
     )
     original = Snapshot.open(fixture).manifest
     assert result.manifest.fingerprint == original.fingerprint
@@ -247,15 +249,16 @@ def test_reimport_of_committed_snapshot_gives_same_fingerprint_and_docs(
     assert (out / "index.cdxj").read_bytes() == (fixture / "index.cdxj").read_bytes()
     assert main(["extract", str(out), "--no-progress"]) == 0
     assert (out / "docs.jsonl").read_bytes() == (pydocs_extracted / "docs.jsonl").read_bytes()
-    again = import_archives("again", [fixture / "pydocs-00000.warc.gz"], out, progress=False)
+    again = import_archives(
+        "again", [fixture / "pydocs-00000.warc.gz"], out, ImportOptions(progress=False)
+    )
     assert again.up_to_date
     with pytest.raises(DrarenaError, match="different snapshot"):
         import_archives(
             "again",
             [fixture / "pydocs-00000.warc.gz"],
             out,
-            progress=False,
-            scope=ImportScope(statuses=("200",)),
+            ImportOptions(progress=False, scope=ImportScope(statuses=("200",))),
         )
 
 
@@ -338,8 +341,7 @@ def test_scope_keeps_the_original_of_a_kept_revisit(tmp_path: Path) -> None:
         "cut",
         [warc],
         tmp_path / "cut",
-        progress=False,
-        scope=ImportScope(prefixes=("http://example.org/b/",)),
+        ImportOptions(progress=False, scope=ImportScope(prefixes=("http://example.org/b/",))),
     )
     assert result.files[0]["as"] == ["cut-00000.warc.gz", "cut-00000-originals.warc.gz"]
     with Snapshot.open(tmp_path / "cut") as snap:
@@ -396,7 +398,7 @@ def test_truncated_uncompressed_warc_keeps_good_records(wget_plain: Path, tmp_pa
     short.write_bytes(data[: len(data) * 2 // 3])
     items = list(iter_file(short))
     assert isinstance(items[-1], Damage)
-    result = import_archives("short", [short], tmp_path / "short", progress=False)
+    result = import_archives("short", [short], tmp_path / "short", ImportOptions(progress=False))
     assert result.manifest.counts.skipped["damaged"] == 1
     assert result.files[0]["kept"] == "copied-without-damage"
     assert _bodies(tmp_path / "short")
@@ -426,10 +428,10 @@ def test_nothing_importable_and_empty_folder(wget_gz: Path, tmp_path: Path) -> N
     only_info = tmp_path / "info.warc.gz"
     only_info.write_bytes(wget_gz.read_bytes()[: first.length])
     with pytest.raises(DrarenaError, match=r"info.warc.gz: nothing importable: 1 records"):
-        import_archives("x", [only_info], tmp_path / "x", progress=False)
+        import_archives("x", [only_info], tmp_path / "x", ImportOptions(progress=False))
     (tmp_path / "empty").mkdir()
     with pytest.raises(DrarenaError, match=r"no \.warc, \.warc\.gz or \.wacz file"):
-        import_archives("x", [tmp_path / "empty"], tmp_path / "x", progress=False)
+        import_archives("x", [tmp_path / "empty"], tmp_path / "x", ImportOptions(progress=False))
     assert not (tmp_path / "x").exists()
 
 
@@ -441,7 +443,7 @@ def test_folder_of_archives_imports_each_file(
     shutil.copy(wget_gz, folder / "a.warc.gz")
     shutil.copy(wget_plain, folder / "sub" / "a.warc")
     (folder / "notes.txt").write_text("ignored: not a WARC name")
-    result = import_archives("both", [folder], tmp_path / "both", progress=False)
+    result = import_archives("both", [folder], tmp_path / "both", ImportOptions(progress=False))
     assert [f["as"] for f in result.files] == [["a.warc.gz"], ["a.warc"]]  # sorted paths
     assert (
         main(
@@ -478,7 +480,9 @@ _FIXED = datetime(2026, 3, 4, tzinfo=UTC)
 
 
 def _snapshot_bytes(inputs: list[Path], out: Path, jobs: int) -> tuple[bytes, bytes]:
-    import_archives("one", inputs, out, progress=False, jobs=jobs, clock=lambda: _FIXED)
+    import_archives(
+        "one", inputs, out, ImportOptions(progress=False, jobs=jobs, clock=lambda: _FIXED)
+    )
     with Snapshot.open(out) as snap:
         assert snap.verify().ok
     return (out / "index.cdxj").read_bytes(), (out / "manifest.json").read_bytes()
@@ -526,7 +530,7 @@ def test_one_file_in_ranges_matches_one_process(tmp_path: Path, split_small: lis
     assert manifest["counts"]["revisits"] == 1
     assert manifest["spec"]["import"]["sources"][0]["kept"] == "hardlink"
     copied = import_archives(
-        "one", [warc], tmp_path / "copy", progress=False, jobs=2, keep="copy"
+        "one", [warc], tmp_path / "copy", ImportOptions(progress=False, jobs=2, keep="copy")
     )  # the parent copies (and hashes) while workers index
     assert copied.files[0]["kept"] == "copy" and split_small == []
     assert (tmp_path / "copy" / "index.cdxj").read_bytes() == first[0]
@@ -595,10 +599,10 @@ def test_wacz_round_trip_and_wrong_hash(
     wget_gz: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     pytest.importorskip("drarena.web.warc.wacz")
-    first = import_archives("wg", [wget_gz], tmp_path / "wg", progress=False)
+    first = import_archives("wg", [wget_gz], tmp_path / "wg", ImportOptions(progress=False))
     package = tmp_path / "wg.wacz"
     assert main(["snapshot", "export", str(tmp_path / "wg"), "--wacz", str(package)]) == 0
-    back = import_archives("back", [package], tmp_path / "back", progress=False)
+    back = import_archives("back", [package], tmp_path / "back", ImportOptions(progress=False))
     assert back.manifest.fingerprint == first.manifest.fingerprint
     assert back.files[0]["kept"] == "moved"
     assert back.files[0]["path"] == f"{package.resolve()}#archive/{wget_gz.name}"
@@ -610,7 +614,10 @@ def test_wacz_round_trip_and_wrong_hash(
         ["index.cdxj", "manifest.json", wget_gz.name]
     )
     cut = import_archives(
-        "cut", [package], tmp_path / "cut", progress=False, scope=ImportScope(statuses=("404",))
+        "cut",
+        [package],
+        tmp_path / "cut",
+        ImportOptions(progress=False, scope=ImportScope(statuses=("404",))),
     )
     assert cut.files[0]["kept"] == "filtered" and cut.manifest.counts.statuses.keys() == {"404"}
     assert sorted(p.name for p in (tmp_path / "cut").iterdir()) == [
@@ -658,10 +665,10 @@ def test_a_whole_file_gzip_with_odd_record_separators_is_rewritten_readable(
     assert plain.count(b"\r\n\r\nWARC/1.") > 2
     whole = tmp_path / "odd.warc.gz"
     whole.write_bytes(gzip.compress(plain.replace(b"\r\n\r\nWARC/1.", b"\n\nWARC/1.")))
-    result = import_archives("odd", [whole], tmp_path / "odd", progress=False)
+    result = import_archives("odd", [whole], tmp_path / "odd", ImportOptions(progress=False))
     assert result.files[0]["kept"] == "rewritten-per-record"
     assert result.manifest.counts.skipped.get("damaged", 0) == 0
-    import_archives("plain", [wget_plain], tmp_path / "plain", progress=False)
+    import_archives("plain", [wget_plain], tmp_path / "plain", ImportOptions(progress=False))
     assert _bodies(tmp_path / "odd") == _bodies(tmp_path / "plain")
 
 
@@ -712,7 +719,9 @@ def test_a_whole_file_gzip_rewrite_streams_a_large_record(tmp_path: Path) -> Non
     for label, source in (("per-record", per_record), ("whole", whole)):
         tracemalloc.start()
         try:
-            result = import_archives(label, [source], tmp_path / label, progress=False)
+            result = import_archives(
+                label, [source], tmp_path / label, ImportOptions(progress=False)
+            )
             peaks[label] = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
@@ -738,9 +747,7 @@ def test_a_scoped_import_copies_a_large_record_without_holding_it(tmp_path: Path
                 "big",
                 [warc],
                 tmp_path / f"out-{scope is None}",
-                keep="copy",
-                scope=scope,
-                progress=False,
+                ImportOptions(keep="copy", scope=scope or ImportScope(), progress=False),
             )
             peaks[scope is None] = tracemalloc.get_traced_memory()[1]
         finally:

@@ -411,12 +411,12 @@ def test_importing_a_changed_wacz_again_is_refused_not_up_to_date(
     """A WACZ source is recorded per member (package.wacz#archive/...): a package replaced by
     another one declaring other member hashes is a different snapshot, as a changed WARC is
     (before, any source with a '#' passed the check, and the stale snapshot stayed)."""
-    from drarena.web.warc.importer import import_archives
+    from drarena.web.warc.importer import ImportOptions, import_archives
 
     wacz = Path(shutil.copy(exported, tmp_path / "pkg.wacz"))
     out = tmp_path / "st"
-    assert not import_archives("st", [wacz], out, progress=False).up_to_date
-    assert import_archives("st", [wacz], out, progress=False).up_to_date
+    assert not import_archives("st", [wacz], out, ImportOptions(progress=False)).up_to_date
+    assert import_archives("st", [wacz], out, ImportOptions(progress=False)).up_to_date
     with zipfile.ZipFile(wacz) as zf:
         package = json.loads(zf.read("datapackage.json"))
     for resource in package["resources"]:
@@ -427,4 +427,4 @@ def test_importing_a_changed_wacz_again_is_refused_not_up_to_date(
     )
     changed.replace(wacz)
     with pytest.raises(DrarenaError, match="already holds a different snapshot"):
-        import_archives("st", [wacz], out, progress=False)
+        import_archives("st", [wacz], out, ImportOptions(progress=False))

@@ -19,7 +19,7 @@ import threading
 import zlib
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -382,37 +382,44 @@ class ImportResult:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class ImportOptions:
+    """How `import_archives` imports. `keep`: how a kept WARC file reaches the snapshot
+    (KEEP_MODES: "auto" hard-links, else copies). `scope`: which captures are indexed (an
+    active scope rewrites the files). `progress`: a progress bar on stderr. `jobs` > 1: that
+    many files (or byte ranges of one large file) at once in worker processes (same result);
+    `engine` "ray" runs each as a Ray task instead (drarena.rayrun, on the cluster at
+    `address`; same result). `clock`: what names the import's start and end (tests fix it)."""
+
+    keep: str = "auto"
+    scope: ImportScope = field(default_factory=ImportScope)
+    progress: bool = True
+    jobs: int = 1
+    clock: Callable[[], datetime] = utc_now
+    engine: str = "local"
+    address: str | None = None
+
+
 def import_archives(
-    name: str,
-    inputs: Sequence[Path],
-    out: Path | None = None,
-    *,
-    keep: str = "auto",
-    scope: ImportScope | None = None,
-    progress: bool = True,
-    jobs: int = 1,
-    clock: Callable[[], datetime] = utc_now,
-    engine: str = "local",
-    address: str | None = None,
+    name: str, inputs: Sequence[Path], out: Path | None = None, options: ImportOptions | None = None
 ) -> ImportResult:
-    """Build snapshot `out` (default snapshots/NAME) from WARC files, folders and WACZ files;
-    `jobs` > 1 imports that many files at once in worker processes (same result); `engine`
-    "ray" runs each file as a Ray task instead (drarena.rayrun; same result)."""
+    """Build snapshot `out` (default snapshots/NAME) from WARC files, folders and WACZ files,
+    as `options` say (default: ImportOptions())."""
     from drarena.rayrun import check_engine
 
-    check_engine(engine)
+    options = options or ImportOptions()
+    check_engine(options.engine)
     safe_file_name(name, "snapshot name")
-    if keep not in KEEP_MODES:
-        raise DrarenaError(f"keep mode {keep!r}: expected one of {', '.join(KEEP_MODES)}")
-    scope = scope or ImportScope()
+    if options.keep not in KEEP_MODES:
+        raise DrarenaError(f"keep mode {options.keep!r}: expected one of {', '.join(KEEP_MODES)}")
     out = Path(out) if out is not None else Path("snapshots") / name
     files = expand_inputs(inputs)
     plain = [f for f in files if not f.name.lower().endswith(".wacz")]
     for path in plain:
         sniff(path)
-    started = warc_date(clock())
+    started = warc_date(options.clock())
     if (out / MANIFEST_NAME).is_file():
-        return _up_to_date(out, name, files, scope)
+        return _up_to_date(out, name, files, options.scope)
     if out.exists():
         raise DrarenaError(f"{out}: exists and is not a snapshot; remove it or pass --out")
     build = out.with_name(f".{out.name}.importing")
@@ -428,9 +435,7 @@ def import_archives(
     mark.touch()
     try:
         sources = _sources(files, build)
-        manifest, results = _run(
-            name, sources, build, scope, keep, progress, started, clock, jobs, engine, address
-        )
+        manifest, results = _run(name, sources, build, options, started)
         mark.unlink()
         os.replace(build, out)
     except BaseException as exc:
@@ -479,49 +484,20 @@ def _sources(files: list[Path], build: Path) -> list[Source]:
 
 
 def _run(
-    name: str,
-    sources: list[Source],
-    build: Path,
-    scope: ImportScope,
-    keep: str,
-    progress: bool,
-    started: str,
-    clock: Callable[[], datetime],
-    jobs: int,
-    engine: str = "local",
-    address: str | None = None,
+    name: str, sources: list[Source], build: Path, options: ImportOptions, started: str
 ) -> tuple[Manifest, list[FileResult]]:
-    total = sum(s.path.stat().st_size for s in sources)
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(
-            total=total,
-            desc=f"import {name}",
-            unit="B",
-            unit_scale=True,
-            unit_divisor=1000,
-            file=sys.stderr,
-            mininterval=0.5,
-        )
+    """Import `sources` into `build`: the files placed, the CDXJ index and the manifest
+    written."""
+    bar = _progress_bar(name, sources) if options.progress else None
     names = plan_names(name, sources)
     staging = Staging(build / ".staging.sqlite")
     counts = Counts()
     splits: dict[int, _Split] = {}
     try:
-        tasks: list[_Task] = []
-        for i, src in enumerate(sources):
-            task = _Task(build, scope, keep, src, i, names[i])
-            bounds = split_points(src, jobs) if not scope.active else []
-            if not bounds:
-                tasks.append(task)
-                continue
-            split = splits[i] = _Split(task, bounds, *place(src, build / names[i]["keep"], keep))
-            tasks.extend(split.tasks())
-        done = _run_tasks(tasks, jobs, bar, engine, address)
+        tasks = _plan_tasks(sources, build, names, options, splits)
+        done = _run_tasks(tasks, options.jobs, bar, options.engine, options.address)
         results, counts = _merge(tasks, done, splits, staging, bar)
-        if scope.active:
+        if options.scope.active:
             counts = add_originals(staging, counts, build, sources, names, results)
         unresolved = staging.unresolved()  # no longer revisits (nor responses): skipped
         counts = counts.plus(
@@ -549,30 +525,81 @@ def _run(
             f"{counts.records} records, none an HTTP capture in scope "
             f"({skipped or 'no records'})"
         )
+    index = FileDigest(
+        name=CDXJ_NAME, sha256=sha256_file(cdxj), size=cdxj.stat().st_size, records=lines
+    )
+    manifest = _manifest(name, options, started, results, counts, index)
+    write_manifest(build, manifest)
+    return manifest, results
+
+
+def _progress_bar(name: str, sources: list[Source]) -> Any:
+    """A tqdm bar over the sources' bytes, on stderr."""
+    from tqdm import tqdm
+
+    return tqdm(
+        total=sum(s.path.stat().st_size for s in sources),
+        desc=f"import {name}",
+        unit="B",
+        unit_scale=True,
+        unit_divisor=1000,
+        file=sys.stderr,
+        mininterval=0.5,
+    )
+
+
+def _plan_tasks(
+    sources: list[Source],
+    build: Path,
+    names: list[dict[str, str]],
+    options: ImportOptions,
+    splits: dict[int, _Split],
+) -> list[_Task]:
+    """One task per source, or one per byte range of a large kept file, whose split is filed
+    in `splits` as it is made (so the caller joins its hasher however the import ends)."""
+    tasks: list[_Task] = []
+    for i, src in enumerate(sources):
+        task = _Task(build, options.scope, options.keep, src, i, names[i])
+        bounds = split_points(src, options.jobs) if not options.scope.active else []
+        if not bounds:
+            tasks.append(task)
+            continue
+        placed = place(src, build / names[i]["keep"], options.keep)
+        split = splits[i] = _Split(task, bounds, *placed)
+        tasks.extend(split.tasks())
+    return tasks
+
+
+def _manifest(
+    name: str,
+    options: ImportOptions,
+    started: str,
+    results: list[FileResult],
+    counts: Counts,
+    index: FileDigest,
+) -> Manifest:
+    """The import's manifest: its sources and scope, its WARC files, the CDXJ `index`."""
     warc_files = tuple(d for r in results for d in r.outputs)
+    scope = options.scope
     spec = {
         "import": {
             "sources": [r.record() for r in results],
             "scope": scope.model_dump(mode="json") if scope.active else None,
-            "keep": keep,
+            "keep": options.keep,
         }
     }
-    manifest = Manifest(
+    return Manifest(
         name=name,
         complete=True,
         spec=spec,
         software={"drarena": __version__, "python": sys.version.split()[0]},
         started_at=started,
-        ended_at=warc_date(clock()),
+        ended_at=warc_date(options.clock()),
         warc_files=warc_files,
-        cdxj=FileDigest(
-            name=CDXJ_NAME, sha256=sha256_file(cdxj), size=cdxj.stat().st_size, records=lines
-        ),
+        cdxj=index,
         counts=counts,
         fingerprint=fingerprint(warc_files),
     )
-    write_manifest(build, manifest)
-    return manifest, results
 
 
 def _wacz_member_same(source: str, sha256: str, declared: dict[str, dict[str, str]]) -> bool:

@@ -43,7 +43,7 @@ from typing import IO, TYPE_CHECKING, Any
 from drarena import __version__
 from drarena.errors import DrarenaError
 from drarena.files import FULL_ERRNOS, atomic_output, open_input, read_bounded, write_error
-from drarena.web.warc.manifest import CDXJ_NAME
+from drarena.web.warc.manifest import CDXJ_NAME, Manifest
 from drarena.web.warc.urls import surt
 
 if TYPE_CHECKING:
@@ -162,27 +162,7 @@ def export_wacz(snapshot_dir: Path, out: Path, *, title: str | None = None) -> W
                 resources.append(
                     _resource(PAGES_PATH, hashlib.sha256(pages_bytes).hexdigest(), len(pages_bytes))
                 )
-                main = _main_page(pages, manifest.spec.get("seeds"))
-                package: dict[str, Any] = {
-                    "profile": "data-package",
-                    "wacz_version": WACZ_VERSION,
-                    "title": title or manifest.name,
-                    "description": (
-                        f"drarena snapshot {manifest.name}: {len(pages)} pages, "
-                        f"fingerprint {manifest.fingerprint}"
-                    ),
-                    "created": manifest.ended_at,
-                    "software": f"drarena {__version__}",
-                    **({"mainPageUrl": main.url, "mainPageDate": main.ts} if main else {}),
-                    "drarena": {
-                        "snapshot": manifest.name,
-                        "fingerprint": manifest.fingerprint,
-                        "started_at": manifest.started_at,
-                        "ended_at": manifest.ended_at,
-                    },
-                    "resources": resources,
-                }
-                package_bytes = (json.dumps(package, indent=2, ensure_ascii=False) + "\n").encode()
+                package_bytes = _datapackage(manifest, pages, title, resources)
                 digest = {
                     "path": DATAPACKAGE,
                     "hash": "sha256:" + hashlib.sha256(package_bytes).hexdigest(),
@@ -208,6 +188,34 @@ def export_wacz(snapshot_dir: Path, out: Path, *, title: str | None = None) -> W
             len(pages),
             out.stat().st_size,
         )
+
+
+def _datapackage(
+    manifest: Manifest, pages: list[WaczPage], title: str | None, resources: list[dict[str, Any]]
+) -> bytes:
+    """datapackage.json's bytes: the package's title and main page, the snapshot it holds
+    (drarena's own fields) and its `resources`."""
+    main = _main_page(pages, manifest.spec.get("seeds"))
+    package: dict[str, Any] = {
+        "profile": "data-package",
+        "wacz_version": WACZ_VERSION,
+        "title": title or manifest.name,
+        "description": (
+            f"drarena snapshot {manifest.name}: {len(pages)} pages, "
+            f"fingerprint {manifest.fingerprint}"
+        ),
+        "created": manifest.ended_at,
+        "software": f"drarena {__version__}",
+        **({"mainPageUrl": main.url, "mainPageDate": main.ts} if main else {}),
+        "drarena": {
+            "snapshot": manifest.name,
+            "fingerprint": manifest.fingerprint,
+            "started_at": manifest.started_at,
+            "ended_at": manifest.ended_at,
+        },
+        "resources": resources,
+    }
+    return (json.dumps(package, indent=2, ensure_ascii=False) + "\n").encode()
 
 
 def _refuse_existing(out: Path) -> None:

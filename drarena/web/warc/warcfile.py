@@ -726,31 +726,9 @@ def iter_plain(
                 )
             )
         if full and not oversized:
-            record_bytes = win.get(pos, head.end)
-            complete = len(record_bytes) == head.end
-            if complete and head.digest is not None:
-                head.digest.update(record_bytes[head.entity_start :])
-            if complete:
-                block = bytes(record_bytes[head.block_start :])
-            del record_bytes
+            complete, block = _read_whole(win, pos, head)
         else:
-            at = pos + head.entity_start
-            if write is not None:
-                write(win.get(pos, head.entity_start))
-            elif head.digest is None and not oversized:  # jump (an oversized one: 1 MB steps)
-                at = end - 1
-                win.release(at)
-            while at < end:
-                piece = win.get(at, min(_READ, end - at))
-                if not piece:
-                    break
-                if head.digest is not None and not oversized:
-                    head.digest.update(piece)
-                if write is not None:
-                    write(piece)
-                at += len(piece)
-                win.release(at)
-            complete = at >= end
+            complete = _read_through(win, pos, head, write, oversized)
         if not complete:
             yield Damage(name, pos, 1, "WARC record runs past the end of the file")
             return
@@ -769,6 +747,47 @@ def iter_plain(
         else:
             yield _finish(head, name, pos, nxt - pos)
         pos = nxt
+
+
+def _read_whole(win: Window, pos: int, head: _Head) -> tuple[bool, bytes]:
+    """(complete, block) of the record at `pos`, read whole, its digest fed its entity; the
+    block is b"" when the file ends inside the record."""
+    record_bytes = win.get(pos, head.end)
+    if len(record_bytes) != head.end:
+        return False, b""
+    if head.digest is not None:
+        head.digest.update(record_bytes[head.entity_start :])
+    return True, bytes(record_bytes[head.block_start :])
+
+
+def _read_through(
+    win: Window,
+    pos: int,
+    head: _Head,
+    write: Callable[[memoryview], object] | None,
+    oversized: bool,
+) -> bool:
+    """The record at `pos` read a piece at a time, each piece handed to `write` (its WARC
+    head first) and fed to the digest (not an oversized record's), the window released
+    behind it; jumped over when neither needs its bytes. Whether it was complete."""
+    end = pos + head.end
+    at = pos + head.entity_start
+    if write is not None:
+        write(win.get(pos, head.entity_start))
+    elif head.digest is None and not oversized:  # jump (an oversized one: 1 MB steps)
+        at = end - 1
+        win.release(at)
+    while at < end:
+        piece = win.get(at, min(_READ, end - at))
+        if not piece:
+            break
+        if head.digest is not None and not oversized:
+            head.digest.update(piece)
+        if write is not None:
+            write(piece)
+        at += len(piece)
+        win.release(at)
+    return at >= end
 
 
 # --- split points, for importing one file in parallel ----------------------------------------
