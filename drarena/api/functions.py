@@ -163,11 +163,13 @@ def rejudge(
     own verdicts in `.report`. `judge`: which one (`JudgeSpec(judge={"kind": "evidence"})`
     calls no model). `write`: `out` also becomes a run folder ranked by the new judgments,
     its leaderboard and report.html written. `backend`: the model backend, for tests."""
+    from drarena.runs.rejudge import RejudgeOptions
     from drarena.runs.rejudge import rejudge as rejudge_run
 
     source = Path(path)
     folder = Path(out) if out is not None else beside(source, "-rejudge")
-    result = rejudge_run(source, folder, judge, write=write, serve=serve, backend=backend)
+    options = RejudgeOptions(write=write, serve=serve, backend=backend)
+    result = rejudge_run(source, folder, judge, options)
     if result.leaderboard_md is not None:
         finish_run(RunDir(folder), result.config, result.log, show=())
     return result
