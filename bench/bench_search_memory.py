@@ -9,9 +9,10 @@ list, what SearchData held before), on one generated snapshot, in the same run.
   memory   a fresh child per row: `lucene` opens only the Lucene searcher and answers the
            queries' passage searches (the JVM and Python floor both rows share), `disk` and
            `dict` build the retriever, answer Q title queries (k=10) and open each query's
-           top page (4,000 characters). Each prints seconds to open, RSS after opening, and
-           peak RSS (VmHWM) at the end. With --heap, the same two again under tracemalloc:
-           the Python heap the retriever holds after opening, and its peak.
+           top page (4,000 characters). Each prints seconds to open, RSS after opening,
+           peak RSS (VmHWM) and private memory (RssAnon) at the end. With --heap, the same
+           two again under tracemalloc: the Python heap the retriever holds after opening,
+           and its peak.
   latency  one child holds both, over one Lucene searcher: each query is asked of `disk`
            and of `dict` in turn (the order alternating, the snippet cache emptied before
            each call so neither warms it for the other), after two untimed passes; p50 and
@@ -60,7 +61,8 @@ def load() -> str:
 
 
 def status_mb(field: str) -> float:
-    """VmRSS or VmHWM of this process, in MB."""
+    """VmRSS, VmHWM or RssAnon (private memory: RSS less the mapped files the kernel may
+    share and evict, Lucene's index, offsets.npy) of this process, in MB."""
     status = Path("/proc/self/status").read_text()
     return int(status.split(f"{field}:")[1].split()[0]) * 1024 / 1e6
 
@@ -158,7 +160,7 @@ def memory_child(a: dict[str, Any]) -> dict[str, Any]:
                 retriever.open(hits[0].docid, 0, 4000)
     if a["heap"]:
         out["heap_mb"], out["heap_peak_mb"] = (v / 1e6 for v in tracemalloc.get_traced_memory())
-    out.update(rss_mb=status_mb("VmRSS"), hwm_mb=status_mb("VmHWM"))
+    out.update(rss_mb=status_mb("VmRSS"), hwm_mb=status_mb("VmHWM"), anon_mb=status_mb("RssAnon"))
     return out
 
 
@@ -222,13 +224,13 @@ def run(kind: str, args: dict[str, Any]) -> dict[str, Any]:
 
 def memory_rows(base: dict[str, Any], passages: int, heap: bool) -> dict[str, Any]:
     rows: dict[str, Any] = {}
-    print(f"\n{'row':<14} {'open':>7} {'RSS open':>10} {'peak RSS':>10}   load")
+    print(f"\n{'row':<14} {'open':>7} {'RSS open':>10} {'peak RSS':>10} {'anon end':>10}   load")
     for mode in ("lucene", "disk", "dict"):
         before = load()
         r = rows[mode] = run("memory", {**base, "mode": mode, "heap": False})
         print(
             f"{mode:<14} {r['open_s']:>6.1f}s {r['open_rss_mb']:>7.0f} MB {r['hwm_mb']:>7.0f} MB"
-            f"   {before}",
+            f" {r['anon_mb']:>7.0f} MB   {before}",
             flush=True,
         )
     extra = rows["dict"]["hwm_mb"] - rows["disk"]["hwm_mb"]

@@ -77,9 +77,11 @@ class KeyTable:
 
     def candidates(self, text: str) -> list[int]:
         """The rows whose key may be `text` (its digest's), in ascending order."""
-        key = np.uint64(key_of(text))
-        lo = int(np.searchsorted(self.keys, key, "left"))
-        hi = int(np.searchsorted(self.keys, key, "right"))
+        key = key_of(text)
+        keys, hi = self.keys, int(np.searchsorted(self.keys, np.uint64(key)))
+        lo = hi
+        while hi < len(keys) and int(keys[hi]) == key:  # one row but for a collision
+            hi += 1
         if self.rows is None:
             return list(range(lo, hi))
         return [int(r) for r in self.rows[lo:hi]]
