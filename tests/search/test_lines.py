@@ -19,6 +19,12 @@ def test_key_of_is_stable_and_takes_any_string() -> None:
     assert key_of("abc#0") == 0xA3878565CFDB3939
     assert 0 <= key_of("\ud800") < 2**64  # a lone surrogate is still a key
     assert keys_of(["a", "b"]).dtype == np.uint64
+    assert keys_of(["a", "\ud800", "é#1"]).tolist() == [
+        key_of("a"),
+        key_of("\ud800"),
+        key_of("é#1"),
+    ]
+    assert keys_of([]).tolist() == []
 
 
 def test_key_table_finds_rows_and_shared_digests() -> None:
@@ -31,7 +37,7 @@ def test_key_table_finds_rows_and_shared_digests() -> None:
 
 
 def test_key_table_candidates_and_holds_use_the_digest(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lines, "key_of", len)
+    monkeypatch.setattr(lines, "_digest", lambda raw: len(raw).to_bytes(8, "little"))
     table = KeyTable(np.array([1, 2, 2, 4], dtype=np.uint64))  # rows: positions
     assert table.candidates("xy") == [1, 2] and table.candidates("abc") == []
     assert table.holds(["a", "abc", "abcd", "zzzzz"]) == [True, False, True, False]

@@ -13,7 +13,7 @@ import pytest
 
 from drarena.corpus.records import Doc
 from drarena.errors import DrarenaError
-from drarena.search import lines, passagestore
+from drarena.search import lines
 from drarena.search.base import SearchData, rank_pages, search_pages
 from drarena.search.build import build_passages, load_passages
 from drarena.search.docstore import clean_query, load_source_docs
@@ -111,11 +111,10 @@ def test_colliding_digests_still_answer_exactly(
     candidate and compare ids, and a ranking whose best passage is an absent id with a
     present digest ranks again without it: the dict's answers."""
 
-    def weak(text: str) -> int:
-        return len(text)
+    def weak(raw: bytes) -> bytes:
+        return len(raw).to_bytes(8, "little")
 
-    monkeypatch.setattr(lines, "key_of", weak)
-    monkeypatch.setattr(passagestore, "key_of", weak)
+    monkeypatch.setattr(lines, "_digest", weak)
     passages = [
         Passage(f"d{d}#{n}", f"d{d}", f"http://h/{d}", f"T{d}", f"text {d} {n}", 0, 5)
         for d in range(5)
