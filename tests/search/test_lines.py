@@ -10,7 +10,7 @@ import pytest
 
 from drarena.errors import DrarenaError
 from drarena.search import lines
-from drarena.search.lines import KeyTable, LineList, LineReader, key_of, keys_of
+from drarena.search.lines import KeyTable, LineList, LineReader, PackedStrings, key_of, keys_of
 
 
 def test_key_of_is_stable_and_takes_any_string() -> None:
@@ -84,3 +84,13 @@ def test_line_reader_reads_ranges_and_refuses_past_the_end(tmp_path: Path) -> No
         reader.read(8, 3)
     with pytest.raises(DrarenaError, match="cannot read the test file"):
         LineReader(tmp_path / "missing", "test file")
+
+
+def test_packed_strings_by_position_in_any_order() -> None:
+    texts = ["b#0", "", "é#12", "\ud800x", "a" * 300]
+    packed = PackedStrings(len(texts) + 1)
+    for i in (3, 0, 4, 2, 1):
+        packed.put(i, texts[i])
+    packed.freeze()
+    assert len(packed) == 6 and list(packed) == [*texts, ""]  # never put: ""
+    assert packed[-2] == texts[-1] and packed[1:3] == texts[1:3]
