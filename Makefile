@@ -250,6 +250,13 @@ diagnose-retrievers: index
 bench-search: setup
 	$(BIN)/python bench/bench_search.py
 
+## bench-search-memory: the BM25 retriever's memory and latency reading passages from disk vs
+## holding them all, on MEMORY_PAGES generated pages (issue 39; docs/big-web.md#memory)
+.PHONY: bench-search-memory
+MEMORY_PAGES ?= 30000
+bench-search-memory: setup
+	$(BIN)/python bench/bench_search_memory.py --pages $(MEMORY_PAGES) --heap
+
 # --- import (issue 10) ------------------------------------------------------------------
 ## setup-scale: Ray for `--engine ray` (the `scale` extra; not part of `make setup`)
 ## bench-scale: bench/bench_scale.py: corpus stages at 10K and 100K generated pages, single

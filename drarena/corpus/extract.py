@@ -730,45 +730,63 @@ def extract_snapshot(
         )
 
 
-def _iter_jsonl(path: Path, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
+def _iter_jsonl(path: Path, what: str) -> Iterator[tuple[int, int, int, Any]]:
+    """(line number, byte offset, byte length, parsed JSON) of each line of a JSON-lines file."""
     if not path.is_file():
         raise DrarenaError(f"{path} not found: run `drarena snapshot extract {path.parent}` first")
+    offset = 0
     with open_input(path) as fh:  # bytes: a line that is not UTF-8 is named by its number
         for lineno, line in enumerate(iter(lambda: fh.readline(MAX_JSONL_LINE + 1), b""), 1):
             if len(line) > MAX_JSONL_LINE:  # a file of zeros, or no newlines: never read whole
                 raise DrarenaError(f"{path}:{lineno}: line longer than {MAX_JSONL_LINE} bytes")
-            try:
-                text = line.decode("utf-8")
-                data = json.loads(text)
-            except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
-                # RecursionError: valid JSON nested deeper than Python's recursion limit
-                raise DrarenaError(
-                    f"{path}:{lineno}: not a JSON {what} line ({one_line(exc)})"
-                ) from None
-            if lone_surrogate(text, data):
-                raise DrarenaError(
-                    f"{path}:{lineno}: not a JSON {what} line (lone surrogate in a string)"
-                )
-            yield lineno, data
+            yield lineno, offset, len(line), _parse_line(line, f"{path}:{lineno}", what)
+            offset += len(line)
+
+
+def _parse_line(line: bytes, where: str, what: str) -> Any:
+    try:
+        text = line.decode("utf-8")
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        # RecursionError: valid JSON nested deeper than Python's recursion limit
+        raise DrarenaError(f"{where}: not a JSON {what} line ({one_line(exc)})") from None
+    if lone_surrogate(text, data):
+        raise DrarenaError(f"{where}: not a JSON {what} line (lone surrogate in a string)")
+    return data
+
+
+def _doc_record(data: Any, where: str) -> Doc:
+    try:
+        return Doc.from_dict(data)
+    except (TypeError, ValueError) as exc:
+        raise DrarenaError(f"{where}: bad doc record ({one_line(exc)})") from None
 
 
 def load_docs(snapshot_dir: Path) -> list[Doc]:
     """Every page of docs.jsonl, flags included (filter on `Doc.is_content` for unique
     pages with real text)."""
+    return [doc for _, _, doc in doc_lines(snapshot_dir)]
+
+
+def doc_lines(snapshot_dir: Path) -> Iterator[tuple[int, int, Doc]]:
+    """(byte offset, byte length with the newline, page) of each line of docs.jsonl, checked
+    as load_docs checks them, one page in memory at a time: for readers that keep only where
+    each page lies and read it again when asked (search.docstore, parse_doc_line)."""
     path = Path(snapshot_dir) / DOCS_FILE
-    docs = []
-    for lineno, data in _iter_jsonl(path, "doc"):
-        try:
-            docs.append(Doc.from_dict(data))
-        except (TypeError, ValueError) as exc:
-            raise DrarenaError(f"{path}:{lineno}: bad doc record ({one_line(exc)})") from None
-    return docs
+    for lineno, offset, length, data in _iter_jsonl(path, "doc"):
+        yield offset, length, _doc_record(data, f"{path}:{lineno}")
+
+
+def parse_doc_line(line: bytes, where: str) -> Doc:
+    """One docs.jsonl line read back (doc_lines said where it lies), checked as load_docs
+    checks it; `where` names it in an error (`PATH at byte N`)."""
+    return _doc_record(_parse_line(line, where, "doc"), where)
 
 
 def load_links(snapshot_dir: Path) -> list[Link]:
     path = Path(snapshot_dir) / LINKS_FILE
     links = []
-    for lineno, data in _iter_jsonl(path, "link"):
+    for lineno, _, _, data in _iter_jsonl(path, "link"):
         try:
             links.append(Link.from_dict(data))
         except (TypeError, ValueError) as exc:

@@ -9,7 +9,7 @@ their own args; heavy imports (Lucene, torch) happen only when a kind is built.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -24,7 +24,7 @@ from drarena.search.manifest import IndexLayout, PassagesManifest, require_fresh
 from drarena.search.passages import Passage, PassageSettings
 
 SNIPPET_CHARS = 320
-SNIPPET_CACHE = 1 << 15  # passages whose snippet is remembered (a few MB at most)
+SNIPPET_CACHE = 1 << 12  # passages whose snippet is remembered (their texts too: ~6 MB)
 MAX_K = 1000
 
 
@@ -93,8 +93,9 @@ def passage_snippet(text: str) -> str:
     """snippet(text), remembered per passage text.
 
     Why: folding a 160-word passage's whitespace was half of page ranking's Python time (about
-    6 us a hit, 10 hits a query), and the same passages come back query after query; the cache
-    holds references to texts the index already keeps, plus the short snippets.
+    6 us a hit, 10 hits a query), and the same passages come back query after query. The
+    cache holds the texts it was asked about (read from disk per query: PassageStore), so it
+    is kept to SNIPPET_CACHE of them, a few MB whatever the corpus.
     """
     return snippet(text)
 
@@ -104,7 +105,7 @@ def search_pages(
     query: str,
     k: int,
     depth: int,
-    passages: dict[str, Passage],
+    passages: Mapping[str, Passage],
     total: int,
 ) -> list[Hit]:
     """The k best pages by their best passage, fetching deeper while fewer than k pages came
@@ -119,18 +120,32 @@ def search_pages(
 
 
 def rank_pages(
-    scored: Iterable[tuple[str, float]], passages: dict[str, Passage], k: int
+    scored: Iterable[tuple[str, float]], passages: Mapping[str, Passage], k: int
 ) -> list[Hit]:
-    """Best passage per page (MaxP), sorted by score then docid, ranks from 1."""
-    best: dict[str, tuple[float, str]] = {}
-    for pid, score in sorted(scored, key=lambda item: (-item[1], item[0])):
-        passage = passages.get(pid)
-        if passage is not None and passage.doc_id not in best:
-            best[passage.doc_id] = (score, pid)
-    order = sorted(best.items(), key=lambda item: (-item[1][0], item[0]))[:k]
+    """Best passage per page (MaxP), sorted by score then docid, ranks from 1.
+
+    Only the k passages returned are read from a PassageStore: the others' pages come from
+    their ids (`pages_of`, digests only). A returned passage that is not there after all (an
+    id whose digest another passage has) is dropped and the pages ranked again, so the
+    result is the one every passage read would give."""
+    ranked = sorted(scored, key=lambda item: (-item[1], item[0]))
+    pages = _pages_of(passages, [pid for pid, _ in ranked])
+    while True:
+        best: dict[str, tuple[float, str]] = {}
+        for (pid, score), page in zip(ranked, pages, strict=True):
+            if page is not None and page not in best:
+                best[page] = (score, pid)
+        order = sorted(best.items(), key=lambda item: (-item[1][0], item[0]))[:k]
+        records = [passages.get(pid) for _, (_, pid) in order]
+        missing = {pid for (_, (_, pid)), p in zip(order, records, strict=True) if p is None}
+        if not missing:
+            break
+        pages = [
+            None if pid in missing else page for (pid, _), page in zip(ranked, pages, strict=True)
+        ]
     hits = []
-    for rank, (doc_id, (score, pid)) in enumerate(order, 1):
-        p = passages[pid]
+    for rank, ((doc_id, (score, _)), p) in enumerate(zip(order, records, strict=True), 1):
+        assert p is not None
         hits.append(
             Hit(
                 docid=doc_id,
@@ -144,17 +159,30 @@ def rank_pages(
     return hits
 
 
+def _pages_of(passages: Mapping[str, Passage], pids: list[str]) -> list[str | None]:
+    """Each passage's page, None for an id not there: from the store's digests, or from the
+    records of an in-memory mapping."""
+    from drarena.search.passagestore import PassageStore  # numpy: only once a store exists
+
+    if isinstance(passages, PassageStore):
+        return passages.pages_of(pids)
+    records = [passages.get(pid) for pid in pids]
+    return [None if p is None else p.doc_id for p in records]
+
+
 class SearchData:
     """The pages and passages one index folder answers from, shared by all retrievers.
 
     Why shared: a hybrid retriever holds a BM25 and a dense retriever over the same passages;
-    they load docs.jsonl and passages.jsonl once per process.
+    they open docs.jsonl and passages.jsonl once per process. Neither is held: both are read
+    a line at a time by id (DocStore.from_snapshot, PassageStore), so a retriever's memory is
+    a few words a page and a passage, not the corpus (2.9 GB at 333,607 passages before).
     """
 
     _cache: ClassVar[dict[tuple[str, str], SearchData]] = {}
 
     def __init__(
-        self, docs: DocStore, passages: dict[str, Passage], settings: PassageSettings
+        self, docs: DocStore, passages: Mapping[str, Passage], settings: PassageSettings
     ) -> None:
         self.docs = docs
         self.passages = passages
@@ -170,7 +198,7 @@ class SearchData:
 
     @classmethod
     def load(cls, layout: IndexLayout) -> SearchData:
-        from drarena.search.build import load_passages
+        from drarena.search.passagestore import PassageStore
 
         manifest = require_fresh(
             layout.passages, PassagesManifest, layout.snapshot_dir, layout, "passages"
@@ -178,5 +206,6 @@ class SearchData:
         key = (str(layout.passages.resolve()), manifest.passages_sha256)
         if key not in cls._cache:
             docs = DocStore.from_snapshot(layout.snapshot_dir)
-            cls._cache[key] = cls(docs, {p.id: p for p in load_passages(layout)}, manifest.passages)
+            passages = PassageStore.open(layout, manifest)
+            cls._cache[key] = cls(docs, passages, manifest.passages)
         return cls._cache[key]

@@ -35,13 +35,18 @@ from drarena.search.manifest import (
     write_manifest,
 )
 from drarena.search.passages import Passage, PassageSettings, split_docs
+from drarena.search.passagestore import (
+    OFFSETS_FILE,
+    PASSAGES_FILE,
+    OffsetsWriter,
+    iter_passages,
+)
 
 HNSW_THRESHOLD = ann.FLAT_MAX  # the old name: flat below it, approximate from it up
 RECALL_FLOOR = ann.RECALL_FLOOR
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 200
 HNSW_EF_SEARCH = 128
-PASSAGES_FILE = "passages.jsonl"
 BM25_BATCH = 500
 
 
@@ -85,7 +90,10 @@ def _alive(pid: int) -> bool:
 def build_passages(
     layout: IndexLayout, settings: PassageSettings, force: bool = False
 ) -> tuple[StageResult, SourceState]:
-    """Cuts docs.jsonl into passages.jsonl (the JsonCollection both indexes read)."""
+    """Cuts docs.jsonl into passages.jsonl (the JsonCollection both indexes read) and writes
+    offsets.npy beside it (each passage's line by id: passagestore.py). Passages built before
+    offsets.npy existed (no offsets_sha256 in their manifest) are built again: the same
+    passages.jsonl, so the BM25 and dense indexes built from it stay up to date."""
     state = current_state(layout.snapshot_dir, settings)
     old = read_manifest(layout.passages, PassagesManifest, strict=False)
     if (
@@ -93,6 +101,7 @@ def build_passages(
         and not force
         and old.same_source(state)
         and _same_bytes(layout.passages / PASSAGES_FILE, old.passages_sha256)
+        and _same_bytes(layout.passages / OFFSETS_FILE, old.offsets_sha256)
     ):
         return StageResult("passages", layout.passages, False, 0.0, old.passage_count), state
     start = time.perf_counter()
@@ -102,17 +111,20 @@ def build_passages(
             f"{docs_file(layout.snapshot_dir)} holds no pages with text: nothing to index"
         )
     tmp = _tmp_for(layout.passages)
-    count = 0
+    offsets = OffsetsWriter()
     try:
-        with (tmp / PASSAGES_FILE).open("w", encoding="utf-8") as fh:
+        with (tmp / PASSAGES_FILE).open("wb") as fh:
             for passage in split_docs(
                 tqdm(docs, desc="passages", unit="doc", file=sys.stderr), settings
             ):
-                fh.write(passage.to_json() + "\n")
-                count += 1
+                line = (passage.to_json() + "\n").encode("utf-8")
+                fh.write(line)
+                offsets.add(passage.id, line)
+        offsets.write(tmp / OFFSETS_FILE)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    count = len(offsets)
     write_manifest(
         tmp,
         PassagesManifest(
@@ -120,37 +132,23 @@ def build_passages(
             doc_count=sum(d.indexed for d in docs),
             passage_count=count,
             passages_sha256=file_sha256(tmp / PASSAGES_FILE),
+            offsets_sha256=file_sha256(tmp / OFFSETS_FILE),
         ),
     )
     replace_folder(tmp, layout.passages)
     return StageResult("passages", layout.passages, True, time.perf_counter() - start, count), state
 
 
-def _same_bytes(path: Path, sha256: str) -> bool:
-    """Whether the passages file is still the one its manifest recorded: one read of a file
-    the size of docs.jsonl (hashed anyway), and a damaged or edited file is rebuilt without
-    --force."""
-    return path.is_file() and file_sha256(path) == sha256
+def _same_bytes(path: Path, sha256: str | None) -> bool:
+    """Whether the file is still the one its manifest recorded (None: none was): one read of
+    a file the size of docs.jsonl (hashed anyway), and a damaged or edited file is rebuilt
+    without --force."""
+    return sha256 is not None and path.is_file() and file_sha256(path) == sha256
 
 
 def load_passages(layout: IndexLayout) -> list[Passage]:
-    path = layout.passages / PASSAGES_FILE
-    if not path.is_file():
-        raise DrarenaError(f"{path} is missing: build it with {layout.rebuild_hint()}")
-    passages = []
-    with path.open("rb") as fh:  # bytes: a line that is not UTF-8 is named by its number
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                passages.append(Passage.from_json(line.decode("utf-8")))
-            except (ValueError, TypeError) as exc:
-                first = str(exc).splitlines()[0][:200]
-                raise DrarenaError(
-                    f"{path}:{lineno}: not a passage line ({first}); rebuild it with "
-                    f"{layout.rebuild_hint('--force')}"
-                ) from None
-    return passages
+    """Every passage in memory: for the index builds, which read them all."""
+    return list(iter_passages(layout))
 
 
 def build_bm25(

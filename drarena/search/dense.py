@@ -14,6 +14,7 @@ from drarena.records import Hit
 from drarena.search import ann, embed
 from drarena.search.base import SearchData, check_k, parse_args, search_pages
 from drarena.search.docstore import DEFAULT_PAGE_CHARS, PageText, clean_query
+from drarena.search.lines import LineList
 from drarena.search.manifest import DenseManifest, IndexLayout, require_fresh
 
 # Every FAISS index file starts with its type (fourcc), dimension and vector count.
@@ -94,7 +95,8 @@ class DenseRetriever:
         check_faiss_file(folder / "index", self.manifest, hint)
         try:
             self._index = ann.open_index(folder / "index", plan_of(self.manifest))
-            self._ids = (folder / "docid").read_text(encoding="utf-8").splitlines()
+            # the ids memory-mapped, 8 bytes a passage held (a list of strings was ~80)
+            self._ids = LineList(folder / "docid", "dense index's passage ids")
         except (RuntimeError, MemoryError, OSError, ValueError) as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[-1]
             raise DrarenaError(

@@ -7,10 +7,13 @@ model's context, with offsets the agent can follow.
 
 from __future__ import annotations
 
+import array
 import dataclasses
 import json
 import unicodedata
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urldefrag
 
 from drarena import digests
@@ -19,6 +22,12 @@ from drarena.files import read_bounded
 from drarena.records import Record
 from drarena.search.passages import SourceDoc, doc_id_of
 from drarena.web.warc.manifest import MAX_MANIFEST_BYTES
+
+if TYPE_CHECKING:  # numpy is imported when a store is made: PageText's importers need none
+    import numpy as np
+
+    from drarena.corpus.records import Doc
+    from drarena.search.lines import KeyTable
 
 DEFAULT_PAGE_CHARS = 4000
 MAX_PAGE_CHARS = 20000
@@ -88,17 +97,19 @@ def load_source_docs(snapshot_dir: Path) -> list[SourceDoc]:
     from drarena.corpus.extract import load_docs
 
     docs_file(snapshot_dir)
-    return [
-        SourceDoc(
-            id=d.id,
-            url=d.url,
-            title=d.title,
-            contents=d.contents,
-            aliases=tuple(d.aliases),
-            indexed=d.is_content,
-        )
-        for d in load_docs(snapshot_dir)
-    ]
+    return [source_doc(d) for d in load_docs(snapshot_dir)]
+
+
+def source_doc(d: Doc) -> SourceDoc:
+    """What search needs of a docs.jsonl page."""
+    return SourceDoc(
+        id=d.id,
+        url=d.url,
+        title=d.title,
+        contents=d.contents,
+        aliases=tuple(d.aliases),
+        indexed=d.is_content,
+    )
 
 
 def clean_query(query: str, max_chars: int = MAX_QUERY_CHARS) -> str:
@@ -119,36 +130,87 @@ def clean_query(query: str, max_chars: int = MAX_QUERY_CHARS) -> str:
 
 
 class DocStore:
-    """All pages of one docs.jsonl, by id and by URL."""
+    """All pages of one docs.jsonl, by id and by URL.
 
-    def __init__(self, docs: list[SourceDoc], name: str = "snapshot") -> None:
+    Held as key tables (search.lines): the digests of each page's id and of its URLs'
+    lookup variants, beside the page's row. A row is a page of a list (the constructor:
+    tests, a few pages) or a line of docs.jsonl read again when asked (from_snapshot), so a
+    snapshot's store costs a few words a page, not its text (a tournament's retrievers held
+    every page twice over before). Lookups read the candidate pages and compare, so they
+    answer exactly as dicts of every page did: by id the last page with that id, by URL the
+    indexed page first, then the smallest id."""
+
+    def __init__(self, docs: Sequence[SourceDoc], name: str = "snapshot") -> None:
+        pages = list(docs)
+        self._setup(name, _DocKeys.of(enumerate(pages)), pages.__getitem__)
+
+    def _setup(self, name: str, keys: _DocKeys, read: Callable[[int], SourceDoc]) -> None:
         self.name = name
-        self._by_id = {doc.id: doc for doc in docs}
-        self._by_url: dict[str, str] = {}
-        for doc in sorted(docs, key=lambda d: (not d.indexed, d.id)):
-            for url in (doc.url, *doc.aliases):
-                for key in _url_keys(url):
-                    self._by_url.setdefault(key, doc.id)
+        self._ids, self._urls = keys.tables()
+        self._read = read
+        # distinct ids: the digests, plus the ids of a shared digest past the first
+        shared = [{read(row).id for row in rows} for rows in self._ids.shared()]
+        self._count = self._ids.distinct() + sum(len(ids) - 1 for ids in shared)
 
     @classmethod
     def from_snapshot(cls, snapshot_dir: Path) -> DocStore:
-        return cls(load_source_docs(snapshot_dir), snapshot_dir.name)
+        """docs.jsonl read once through (each line checked as load_source_docs checks it),
+        keeping where each page lies; pages are read again from it when asked."""
+        from drarena.corpus.extract import doc_lines
+
+        path = docs_file(snapshot_dir)
+        offsets, lengths = array.array("Q"), array.array("Q")
+
+        def rows() -> Iterator[tuple[int, SourceDoc]]:
+            for row, (offset, length, doc) in enumerate(doc_lines(snapshot_dir)):
+                offsets.append(offset)
+                lengths.append(length)
+                yield row, source_doc(doc)
+
+        keys = _DocKeys.of(rows())
+        store = cls.__new__(cls)
+        store._setup(snapshot_dir.name, keys, _DocLines(path, offsets, lengths))
+        return store
 
     def __len__(self) -> int:
-        return len(self._by_id)
+        return self._count
 
     def ids(self) -> list[str]:
-        return sorted(self._by_id)
+        """Every page id, sorted (reads every page of a store on disk)."""
+        rows = self._ids.rows
+        assert rows is not None
+        return sorted({self._read(int(row)).id for row in rows})
 
     def get(self, url_or_docid: str) -> SourceDoc:
         key = str(url_or_docid).strip()
-        doc = self._by_id.get(key) or self._by_id.get(doc_id_of(key))
-        if doc is None:
-            for variant in _url_keys(key):
-                if variant in self._by_url:
-                    return self._by_id[self._by_url[variant]]
-            raise DrarenaError(f"unknown docid or URL {key[:200]!r} in snapshot {self.name}")
-        return doc
+        doc = self._by_id(key) or self._by_id(doc_id_of(key))
+        if doc is not None:
+            return doc
+        for variant in _url_keys(key):
+            doc = self._by_url(variant)
+            if doc is not None:
+                return doc
+        raise DrarenaError(f"unknown docid or URL {key[:200]!r} in snapshot {self.name}")
+
+    def _by_id(self, doc_id: str) -> SourceDoc | None:
+        """The last page with this id (as a dict of pages by id kept the last)."""
+        for row in reversed(self._ids.candidates(doc_id)):
+            doc = self._read(row)
+            if doc.id == doc_id:
+                return doc
+        return None
+
+    def _by_url(self, key: str) -> SourceDoc | None:
+        """The page a URL variant names: of the pages it is a variant of a URL or alias of,
+        an indexed one first, then the smallest id (then that id's page, as _by_id)."""
+        best: SourceDoc | None = None
+        for row in self._urls.candidates(key):
+            doc = self._read(row)
+            if not any(key in _url_keys(url) for url in (doc.url, *doc.aliases)):
+                continue  # another key with the same digest
+            if best is None or (not doc.indexed, doc.id) < (not best.indexed, best.id):
+                best = doc
+        return None if best is None else self._by_id(best.id)
 
     def open(
         self, url_or_docid: str, offset: int = 0, max_chars: int = DEFAULT_PAGE_CHARS
@@ -169,6 +231,62 @@ class DocStore:
             end if end < total else None,
             total,
         )
+
+
+class _DocKeys:
+    """The digests of pages' ids and URL variants with their rows, gathered a page at a time
+    (a few machine words each), then sorted into key tables."""
+
+    def __init__(self) -> None:
+        self.ids, self.id_rows = array.array("Q"), array.array("Q")
+        self.urls, self.url_rows = array.array("Q"), array.array("Q")
+
+    @classmethod
+    def of(cls, pages: Iterable[tuple[int, SourceDoc]]) -> _DocKeys:
+        from drarena.search.lines import key_of
+
+        keys = cls()
+        for row, doc in pages:
+            keys.ids.append(key_of(doc.id))
+            keys.id_rows.append(row)
+            variants = {k for url in (doc.url, *doc.aliases) for k in _url_keys(url)}
+            for variant in sorted(variants):
+                keys.urls.append(key_of(variant))
+                keys.url_rows.append(row)
+        return keys
+
+    def tables(self) -> tuple[KeyTable, KeyTable]:
+        from drarena.search.lines import KeyTable
+
+        def table(keys: array.array[int], rows: array.array[int]) -> KeyTable:
+            return KeyTable.build(_u64(keys), _u64(rows))
+
+        return table(self.ids, self.id_rows), table(self.urls, self.url_rows)
+
+
+def _u64(values: array.array[int]) -> np.ndarray:
+    import numpy as np
+
+    return np.frombuffer(values, dtype=np.uint64) if len(values) else np.zeros(0, np.uint64)
+
+
+class _DocLines:
+    """Pages read again from docs.jsonl by row: each line's offset and length, one pread."""
+
+    def __init__(self, path: Path, offsets: array.array[int], lengths: array.array[int]) -> None:
+        from drarena.search.lines import LineReader
+
+        self.path = path
+        self._offsets = _u64(offsets)
+        self._lengths = _u64(lengths)
+        self._file = LineReader(path, "pages file")
+
+    def __call__(self, row: int) -> SourceDoc:
+        from drarena.corpus.extract import parse_doc_line
+
+        offset = int(self._offsets[row])
+        line = self._file.read(offset, int(self._lengths[row]))
+        return source_doc(parse_doc_line(line, f"{self.path} at byte {offset}"))
 
 
 def page_end(text: str, offset: int, max_chars: int) -> int:

@@ -21,9 +21,12 @@ import os
 import subprocess
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from drarena.errors import DrarenaError
+
+if TYPE_CHECKING:
+    from drarena.search.lines import PackedStrings
 
 MIN_JAVA = 21
 _VECTOR_OPTION = "jdk.incubator.vector"
@@ -138,8 +141,8 @@ class BulkSearcher:
     ms a hit, 15-30 ms for the 50-200 passages a page ranking needs, where Lucene itself takes
     under 1 ms. Here Lucene's `TopDocs` is written to one JSON string by the Jackson
     `ObjectMapper` inside the Anserini jar (one crossing), Lucene doc numbers map to passage
-    ids through a list read once when the index opens, and SimpleSearcher's ordering and score
-    rounding are redone in Python:
+    ids read once when the index opens (packed: lines.PackedStrings), and SimpleSearcher's
+    ordering and score rounding are redone in Python:
 
     - the query is the same (`BagOfWordsQueryGenerator` on field `contents` with
       `IndexCollection.DEFAULT_ANALYZER`, BM25Similarity(k1, b));
@@ -158,8 +161,6 @@ class BulkSearcher:
     def __init__(self, index_dir: Path, k1: float, b: float) -> None:
         import json
 
-        import numpy as np
-
         reader = autoclass("io.anserini.index.IndexReaderUtils").getReader(str(index_dir))
         if "lucene.version=9" not in reader.toString():  # SimpleSearcher's Lucene 8 path differs
             raise DrarenaError(
@@ -177,17 +178,17 @@ class BulkSearcher:
         self._json = json.loads
         self.max_doc = int(reader.maxDoc())
         self.ids = self._read_ids()
-        order = sorted(range(self.max_doc), key=lambda d: self.ids[d])
-        self._id_rank = np.empty(self.max_doc, dtype=np.int64)
-        self._id_rank[order] = np.arange(self.max_doc, dtype=np.int64)
 
-    def _read_ids(self) -> list[str]:
+    def _read_ids(self) -> PackedStrings:
         """The `id` of every Lucene doc number, in chunks of all documents in doc order
-        (Anserini's `ScoredDocs.fromTopDocs` reads the ids in Java; arrays come back whole)."""
+        (Anserini's `ScoredDocs.fromTopDocs` reads the ids in Java; arrays come back whole),
+        packed: a list of str held ~90 bytes a passage."""
+        from drarena.search.lines import PackedStrings
+
         scored_docs = autoclass("io.anserini.search.ScoredDocs")
         score_doc = autoclass("org.apache.lucene.search.ScoreDoc")
         match_all = autoclass("org.apache.lucene.search.MatchAllDocsQuery")()
-        ids: list[str] = [""] * self.max_doc
+        ids = PackedStrings(self.max_doc)
         seen = 0
         last = -1
         while seen < self.max_doc:
@@ -200,10 +201,10 @@ class BulkSearcher:
             if not numbers:
                 break
             for number, pid in zip(numbers, chunk.docids, strict=True):
-                ids[number] = str(pid)
+                ids.put(number, str(pid))
             seen += len(numbers)
             last = numbers[-1]
-        return ids
+        return ids.freeze()
 
     def search(self, query: str, n: int) -> list[tuple[str, float]]:
         """(passage id, score) of the top n, exactly as SimpleSearcher.search(query, n)."""
@@ -221,13 +222,13 @@ class BulkSearcher:
             want = min(want * 2, self.max_doc)
         if not top:
             return []
-        docs = np.fromiter((h["doc"] for h in top), dtype=np.int64, count=len(top))
         scores = np.fromiter((h["score"] for h in top), dtype=np.float32, count=len(top))
-        order = np.lexsort((self._id_rank[docs], -scores))[:n]
-        ids = self.ids
-        return list(
-            zip([ids[d] for d in docs[order].tolist()], anserini_scores(scores[order]), strict=True)
-        )
+        ids = [self.ids[h["doc"]] for h in top]
+        # score (float32) descending, then id: a stable sort keeps Lucene's doc order for
+        # equal ids, as ranking every id once at start did (a rank per passage, 8 bytes each)
+        keys = (-scores).tolist()
+        order = sorted(range(len(top)), key=lambda i: (keys[i], ids[i]))[:n]
+        return list(zip([ids[i] for i in order], anserini_scores(scores[order]), strict=True))
 
 
 def anserini_scores(scores: Any) -> list[float]:

@@ -50,6 +50,11 @@ class PassagesManifest(SourceState):
     doc_count: int
     passage_count: int
     passages_sha256: str
+    offsets_sha256: str | None = Field(
+        default=None,
+        description="sha256 of offsets.npy, the passages' byte offsets by id (None: passages "
+        "built before the file existed, which a retriever asks to rebuild)",
+    )
     drarena_version: str = __version__
 
 
