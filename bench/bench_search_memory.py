@@ -77,7 +77,7 @@ def make_corpus(pages: int, seed: int, work: Path) -> tuple[Path, Path, dict[str
     from drarena.search.build import build_bm25, build_passages
     from drarena.search.manifest import IndexLayout
     from drarena.search.passages import PassageSettings
-    from drarena.web.warc.importer import import_archives
+    from drarena.web.warc.importer import ImportOptions, import_archives
     from drarena.web.warc.synth import SynthSpec, write_web
 
     snap, root = work / f"synth-{pages}", work / f"index-{pages}"
@@ -87,7 +87,10 @@ def make_corpus(pages: int, seed: int, work: Path) -> tuple[Path, Path, dict[str
         start = time.perf_counter()
         warcs = write_web(SynthSpec(pages, seed=seed, shard_pages=1000), work / f"warc-{pages}")
         import_archives(
-            "synth", warcs, snap, progress=False, clock=lambda: datetime(2026, 1, 1, tzinfo=UTC)
+            "synth",
+            warcs,
+            snap,
+            ImportOptions(progress=False, clock=lambda: datetime(2026, 1, 1, tzinfo=UTC)),
         )
         extract_snapshot(snap, workers=1, progress=False)
         shutil.rmtree(work / f"warc-{pages}", ignore_errors=True)
