@@ -165,10 +165,21 @@ def candidates(page: TreePage, terms: TermStats) -> list[Nugget]:
     return []
 
 
+def clauses(sentence: str) -> list[str]:
+    """A sentence's independent clauses, each one fact: "A does X; however, B does Y." is
+    "A does X." and "however, B does Y." (which `is_prose` then refuses as leaning on the
+    first). Why: a question asks for one fact, and an item holding two is missed by every
+    answer that gives the one asked for (docs/models.md, run M)."""
+    parts = [p.strip() for p in sentence.split("; ")]
+    if len(parts) == 1:
+        return parts
+    return [p if i == len(parts) - 1 else p.rstrip(",;:") + "." for i, p in enumerate(parts)]
+
+
 def _candidates(url: str, text: str, terms: TermStats) -> list[Nugget]:
     out = []
     seen: set[str] = set()
-    for sentence in sentences(text):
+    for sentence in (c for s in sentences(text) for c in clauses(s)):
         n = len(sentence.split())
         if not NUGGET_MIN_WORDS <= n <= NUGGET_MAX_WORDS or sentence in seen:
             continue

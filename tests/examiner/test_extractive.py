@@ -355,3 +355,18 @@ async def test_an_identity_always_named_gives_way_to_a_sentence_that_may_name_it
     (depth,) = outcome.task.checklist_depth
     assert depth.item.startswith("The bisect module keeps a list")
     assert "(1) What does the bisect module do to a list?" in outcome.task.question
+
+
+def test_a_fact_is_one_clause_not_two_joined_by_a_semicolon() -> None:
+    joined = (
+        "Internally, those three types of queues use locks to temporarily block competing "
+        "threads; however, they are not designed to handle reentrancy within a thread."
+    )
+    first, second = extractive.clauses(joined)
+    assert first.endswith("competing threads.") and second.startswith("however,")
+    assert extractive.clauses("One plain sentence without a semicolon.") == [
+        "One plain sentence without a semicolon."
+    ]
+    # the page's nugget is the first clause; the second leans on it and is no candidate
+    found = extractive.candidates(page("q", "http://docs.test/queue.html", joined), UNIFORM)
+    assert [n.text for n in found] == [first]
