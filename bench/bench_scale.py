@@ -58,15 +58,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from drarena.search.checkpoint import cpu_name  # noqa: E402
+
 SHARD_PAGES = 1000
 QUERIES = 300
-
-
-def cpu_name() -> str:
-    for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor()
 
 
 def load() -> str:

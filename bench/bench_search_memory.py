@@ -32,7 +32,6 @@ import copy
 import functools
 import json
 import os
-import platform
 import random
 import shutil
 import statistics
@@ -47,15 +46,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from drarena.search.checkpoint import cpu_name  # noqa: E402
+
 WARMUP = 2
 JVM_HEAP = "512m"  # Lucene's heap in every child (fixed_jvm_heap): searching needs little
-
-
-def cpu_name() -> str:
-    for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor()
 
 
 def load() -> str:
