@@ -4,38 +4,42 @@ Each function does what one command does (`drarena tournament`, `run rank`, `run
 `run rejudge`, `examiner-check`), through the same library calls, and returns typed values
 instead of printing: a finished run comes back as a `StoredRun` (drarena.report.run), read
 from what was just written, so a script sees the figures report.html shows. Options are the
-library's own objects (`RunOptions` for a tournament, `JudgeSpec` for a rejudge) or, where a
-command had only flags, one dataclass here (`CheckOptions`), so no function takes a long
-parameter list. Progress lines go to stderr, as the commands' do; nothing goes to stdout.
+library's own objects (`RunOptions` for a tournament, `JudgeSpec` for a rejudge,
+`CheckOptions` for the examiner-check, whose fields are the command's flags), so no function
+takes a long parameter list. Progress lines go to stderr, as the commands' do; nothing goes
+to stdout.
 
 Why a room of its own, above the report room: a function here plays a run (the runs room)
 and finishes it as the commands do (drarena.report.finish.finish_run): the runs room may
 not import the report room above it, and the report room may not import the runs room, whose
 commands import the report room (two packages importing each other).
-The command-line shell (drarena/*/commands.py) cannot be imported by a room, so the few lines
-of it repeated here (the default folders, the examiner-check's defaults) are kept the same.
+What a command and its function share lives below, once, and both call it: the options and
+the play (drarena.runs.execute.tournament_options, play), the default output folders
+(replay_folder, rejudge_folder), ranking (drarena.report.finish.rank_run) and the
+examiner-check's plan and run (drarena.runs.checkcommands); a command module cannot be
+imported by a room, and this room by none.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from drarena.config.tournament import TournamentConfig, config_of, parse_config
-from drarena.errors import DrarenaError
 from drarena.ledger.folder import RunDir
-from drarena.ledger.header import RunHeader
-from drarena.ledger.leaderboard import check_agents
 from drarena.ledger.records import MatchRecord
-from drarena.report.finish import finish_run
+from drarena.report.finish import Finished, finish_run, rank_run
 from drarena.report.run import StoredRun
 
-# the runs room (the engine, the model client, the agents) is imported by the functions that
-# play, replay or rejudge: `drarena.load_config` or `drarena.rank` alone do not load it
+# the examiner-check's options are the command's (the module's imports are the standard
+# library's); the rest of the runs room (the engine, the model client, the agents) is imported
+# by the functions that play, replay or rejudge: `drarena.load_config` or `drarena.rank` alone
+# do not load it
+from drarena.runs.checkcommands import CheckOptions
+
 if TYPE_CHECKING:
     from drarena.runs.execute import RunOptions
     from drarena.runs.rejudge import JudgeSpec, RejudgeResult
@@ -70,14 +74,9 @@ def tournament_options(config: TournamentConfig) -> RunOptions:
     with model `served`, the run's model cache read and written, and the config's
     examiner-check (`examiner_check.tasks`) before the first match. Change a field with
     `dataclasses.replace`, e.g. `model="qwen1.5b-cpu"` to serve that model."""
-    from drarena.models.config import CacheMode
-    from drarena.runs.execute import RunOptions
+    from drarena.runs.execute import tournament_options as options_of
 
-    return RunOptions(
-        serve=True,
-        cache_mode=CacheMode.READ_WRITE,
-        examiner_check_pairs=max(config.examiner_check.tasks, 0),
-    )
+    return options_of(config)
 
 
 def run_tournament(
@@ -88,13 +87,10 @@ def run_tournament(
     `tournament_options(config)`, the command's. `live` (or `offline: false` in the config):
     agents search the live web through `live.provider` and every read is captured, as
     `drarena tournament --live` does."""
-    from drarena.runs.execute import execute
+    from drarena.runs.execute import play
 
-    if live or not config.offline:
-        config = config.as_live()
-    run = RunDir(config.runs_root / config.name)
-    result = execute(config, run, options or tournament_options(config))
-    return _finished(run, result.config or config, result.log)
+    result = play(config, options or tournament_options(config), live=live)
+    return _finished(result.run, result.config, result.log)
 
 
 def rank(path: Path | str) -> StoredRun:
@@ -102,17 +98,8 @@ def rank(path: Path | str) -> StoredRun:
     files and report.html are rewritten from the log, and the run is returned as ranked now.
     Every input is read before anything is written; an empty log is refused (an empty table
     would overwrite the real one)."""
-    run = RunDir(Path(path))
-    header = _header(run)
-    config = config_of(header, f"{run.header_path}: config")
-    log = run.read_log()
-    if not log:
-        raise DrarenaError(
-            f"{run.log_path}: no matches in the log; nothing ranked, the leaderboard and "
-            "report are left as they are"
-        )
-    check_agents(config.agent_names(), log, f"{run.log_path} (config: {run.header_path})")
-    return _finished(run, config, log)
+    run, log, done = rank_run(Path(path), show=())
+    return _stored(run, log, done)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -139,14 +126,14 @@ def replay(
     the run's snapshot is on this machine, when not at the path its config names. A replay
     that would need a model call, or of an unfinished run, is one DrarenaError."""
     from drarena.runs.execute import replay as replay_run
+    from drarena.runs.execute import replay_folder
 
     source = Path(path)
-    target = RunDir(Path(out) if out is not None else beside(source, "-replay"))
+    target = RunDir(replay_folder(source, None if out is None else Path(out)))
     result, differ = replay_run(
         RunDir(source), target, snapshot=None if snapshot is None else Path(snapshot)
     )
-    config = result.config or config_of(_header(target), f"{target.header_path}: config")
-    return Replayed(_finished(target, config, result.log), tuple(differ), result.model_calls)
+    return Replayed(_finished(target, result.config, result.log), tuple(differ), result.model_calls)
 
 
 def rejudge(
@@ -163,42 +150,16 @@ def rejudge(
     own verdicts in `.report`. `judge`: which one (`JudgeSpec(judge={"kind": "evidence"})`
     calls no model). `write`: `out` also becomes a run folder ranked by the new judgments,
     its leaderboard and report.html written. `backend`: the model backend, for tests."""
-    from drarena.runs.rejudge import RejudgeOptions
+    from drarena.runs.rejudge import RejudgeOptions, rejudge_folder
     from drarena.runs.rejudge import rejudge as rejudge_run
 
     source = Path(path)
-    folder = Path(out) if out is not None else beside(source, "-rejudge")
+    folder = rejudge_folder(source, None if out is None else Path(out))
     options = RejudgeOptions(write=write, serve=serve, backend=backend)
     result = rejudge_run(source, folder, judge, options)
     if result.leaderboard_md is not None:
         finish_run(RunDir(folder), result.config, result.log, show=())
     return result
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class CheckOptions:
-    """How `examiner_check` runs; each field is a flag of `drarena examiner-check`.
-
-    `pairs`: tasks (each gives one answer pair per kind); `seed`: default the config's, 0
-    without one; `judges`: judge kinds to compare on the same pairs (default: the config's
-    judge); `paraphrase` False skips the paraphrased pair (one task-model call a task);
-    `out`: the folder (default runs/examiner-check-<snapshot name>); `replay`: answer every
-    call from `out`'s cache and check the report comes out identical; `serve` and `model`:
-    as for a tournament; `labels`: a run folder whose rounds people labelled
-    (`drarena run audit`), judged too as known-answer pairs; `index_root`: the indexes'
-    folder when no config is given; `backend`: the model backend, for tests."""
-
-    pairs: int = 3
-    seed: int | None = None
-    judges: tuple[str, ...] = ()
-    paraphrase: bool = True
-    out: Path | None = None
-    replay: bool = False
-    serve: bool = True
-    model: str | None = None
-    labels: Path | None = None
-    index_root: Path = Path("index")
-    backend: Any = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -234,67 +195,23 @@ def examiner_check(
     Information Trees (`drarena examiner-check`): can it rank? `config`: take the models,
     match settings and seed from it (its snapshot replaced by `snapshot`); without one the
     Examiner is the locally served model, greedy."""
-    from drarena.runs.checkcommands import REPORT_FILE, default_config, run_check
-    from drarena.validity.check import CheckSettings, check_judges
+    from drarena.runs.checkcommands import plan_check, report_text, run_planned
 
-    o = options or CheckOptions()
-    if o.pairs < 1:
-        raise DrarenaError("pairs: at least 1")
-    where = Path(snapshot)
-    if config is not None:
-        config = config.model_copy(update={"snapshot": where})
-    else:
-        config = default_config(where, Path(o.index_root), o.seed or 0)
-    judges = tuple(o.judges) or (config.match.judge_spec().kind,)
-    check_judges(judges)
-    settings = CheckSettings(
-        pairs=o.pairs,
-        seed=config.seed if o.seed is None else o.seed,
-        judges=judges,
-        paraphrase=o.paraphrase,
-    )
-    out = Path(o.out) if o.out is not None else Path("runs") / f"examiner-check-{where.name}"
-    human: Sequence[Any] = ()
-    if o.labels is not None:
-        from drarena.runs.humanpairs import human_pairs
-
-        human = human_pairs(Path(o.labels))  # a bad labels file fails before any model starts
-    report, calls = run_check(
-        config,
-        out,
-        settings,
-        replay=o.replay,
-        serve=o.serve,
-        model=o.model,
-        backend=o.backend,
-        human=human,
-    )
-    path = out / REPORT_FILE
-    text = json.dumps(report, indent=2, sort_keys=True) + "\n"  # the file's bytes
-    identical = path.read_text(encoding="utf-8") == text if o.replay else None
-    return CheckResult(json.loads(text), calls, path, identical)
-
-
-def beside(run: Path, suffix: str) -> Path:
-    """The default output folder <run><suffix>, next to the run folder (as the commands name
-    it): built from the absolute path, since `.` or `runs/demo/..` name their folder only
-    there."""
-    folder = Path(os.path.normpath(run.absolute()))
-    return folder.with_name(folder.name + suffix)
-
-
-def _header(run: RunDir) -> RunHeader:
-    header = run.header()
-    if header is None:
-        raise DrarenaError(f"{run.path}: no run.json (not a run folder)")
-    return header
+    plan = plan_check(Path(snapshot), config, options or CheckOptions())
+    report, calls, identical = run_planned(plan)
+    # the report as its file holds it (keys sorted), the bytes run_planned compared
+    return CheckResult(json.loads(report_text(report)), calls, plan.path, identical)
 
 
 def _finished(run: RunDir, config: TournamentConfig, log: Sequence[MatchRecord]) -> StoredRun:
     """The commands' last step with nothing shown (report.html and the leaderboard files
-    written from one computation of the figures), and the run as `read_run` gives it, built
-    from that same computation instead of a second one."""
-    done = finish_run(run, config, log, show=())
-    header = _header(run)
+    written from one computation of the figures), and the run as `read_run` gives it."""
+    return _stored(run, log, finish_run(run, config, log, show=()))
+
+
+def _stored(run: RunDir, log: Sequence[MatchRecord], done: Finished) -> StoredRun:
+    """The run as `read_run` gives it, built from finish_run's computation of the figures
+    (`done`) instead of a second one."""
+    header = run.require_header()
     stored = config_of(header, f"{run.header_path}: config")
     return StoredRun(run.path, header, stored, tuple(log), done.analyses)

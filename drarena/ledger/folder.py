@@ -198,6 +198,14 @@ class RunDir:
             check_schema(value.get(key, supported), supported, str(where), key)
         return typed_header(value, str(where))  # a field of the wrong type: one line, here
 
+    def require_header(self) -> RunHeader:
+        """`header()` of a folder that must be a run: one without run.json is one line,
+        `<folder>: no run.json (not a run folder)`."""
+        header = self.header()
+        if header is None:
+            raise DrarenaError(f"{self.path}: no run.json (not a run folder)")
+        return header
+
     def write_header(self, header: RunHeader | dict[str, Any]) -> None:
         """Write run.json through the RunHeader model (a dict is validated first)."""
         typed = (
@@ -376,6 +384,15 @@ def _holder(path: Path) -> str:
 
 def _unheaded(name: str) -> bool:
     return name in UNHEADED_FILES or is_temp_of("run.json", name)
+
+
+def beside(run: Path, suffix: str) -> Path:
+    """The default output folder <run><suffix> of a command that reads a run folder and
+    writes its own (`run replay`: -replay, `run rejudge`: -rejudge, `drift run`: -drift), next
+    to the run folder. Built from the absolute path: `.` or `runs/demo/..` name their folder
+    only there (Path('.').name is empty)."""
+    folder = Path(os.path.normpath(run.absolute()))
+    return folder.with_name(folder.name + suffix)
 
 
 def check_new_run_folder(folder: Path) -> None:

@@ -97,9 +97,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.seed < 0:  # numpy's generator takes none
         raise DrarenaError(f"--seed: must be 0 or more, got {args.seed}")
     run = RunDir(args.run)
-    header = run.header()
-    if header is None:
-        raise DrarenaError(f"{args.run}: no run.json (not a run folder)")
+    header = run.require_header()
     theirs = read_scores(args.against)  # a bad file fails before anything is computed
     config = config_of(header, f"{run.header_path}: config")
     log = run.read_log()
@@ -154,8 +152,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if args.n < 1:
         raise DrarenaError(f"--n: 1 or more rounds, got {args.n}")
     run = RunDir(args.run)
-    if run.header() is None:
-        raise DrarenaError(f"{args.run}: no run.json (not a run folder)")
+    run.require_header()
     path = labels_path(args.run)
     rounds = labelled_rounds(run.read_log())
     known = read_labels(path, rounds)

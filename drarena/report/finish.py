@@ -21,6 +21,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from drarena.config.stored import read_finished
 from drarena.config.tournament import TournamentConfig
 from drarena.files import write_atomic
 from drarena.ledger.folder import RunDir
@@ -98,6 +99,20 @@ def finish_run(
     for line in done.lines(show, notes() if callable(notes) else notes):
         say(line)
     return done
+
+
+def rank_run(
+    path: Path, *, show: Iterable[str] = ("table",)
+) -> tuple[RunDir, list[MatchRecord], Finished]:
+    """`drarena run rank` (and `drarena.rank`): a finished run ranked again from its
+    matches.jsonl, the leaderboard files and report.html rewritten (finish_run, showing
+    `show`); returns the run, its log and what finish_run computed. An empty log is refused:
+    an empty table would overwrite the real one. Every input is read before anything is
+    written: a damaged one (a timings.jsonl that is not UTF-8) overwrites nothing."""
+    run, config, log = read_finished(
+        path, "nothing ranked, the leaderboard and report are left as they are"
+    )
+    return run, log, finish_run(run, config, log, show=show)
 
 
 def check_lines(header: RunHeader | None) -> list[str]:

@@ -1,15 +1,25 @@
 """CLI: `drarena examiner-check SNAPSHOT`: can this Examiner rank? It builds the run context
 as a tournament does and calls drarena.validity.check, so it lives in the runs room (above
-validity), not in validity, which must not import the runs room."""
+validity), not in validity, which must not import the runs room.
+
+The check itself (`CheckOptions`, `plan_check`, `run_planned`) is also what
+`drarena.examiner_check` runs (drarena.api, which exports `CheckOptions`): the command only
+turns its flags into options and prints."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the command's imports stay light: `drarena --help` loads none of these
+    from drarena.config.tournament import TournamentConfig
+    from drarena.validity.check import CheckSettings, HumanPair
 
 REPORT_FILE = "examiner-check.json"
 ROLES_FILE = "roles.json"
@@ -186,54 +196,146 @@ def run_check(
         calls = ctx.client.model_calls
         bound = {k: {"model": r.model, "api_base": r.api_base} for k, r in ctx.bound.roles.items()}
     if not replay:
-        write_atomic(out / REPORT_FILE, json.dumps(report, indent=2, sort_keys=True) + "\n")
+        write_atomic(out / REPORT_FILE, report_text(report))
         write_atomic(out / ROLES_FILE, json.dumps(bound, indent=2, sort_keys=True) + "\n")
     return report, calls
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CheckOptions:
+    """How an examiner-check runs (`drarena.CheckOptions`); each field is a flag of
+    `drarena examiner-check`.
+
+    `pairs`: tasks (each gives one answer pair per kind); `seed`: default the config's, 0
+    without one; `judges`: judge kinds to compare on the same pairs (default: the config's
+    judge); `paraphrase` False skips the paraphrased pair (one task-model call a task);
+    `out`: the folder (default runs/examiner-check-<snapshot name>); `replay`: answer every
+    call from `out`'s cache and check the report comes out identical; `serve` and `model`:
+    as for a tournament; `labels`: a run folder whose rounds people labelled
+    (`drarena run audit`), judged too as known-answer pairs; `index_root`: the indexes'
+    folder when no config is given; `backend`: the model backend, for tests."""
+
+    pairs: int = 3
+    seed: int | None = None
+    judges: tuple[str, ...] = ()
+    paraphrase: bool = True
+    out: Path | None = None
+    replay: bool = False
+    serve: bool = True
+    model: str | None = None
+    labels: Path | None = None
+    index_root: Path = Path("index")
+    backend: Any = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CheckPlan:
+    """An examiner-check ready to run (`plan_check`): the config whose Examiner is measured,
+    the settings, the folder, the labelled pairs and the options it was planned from."""
+
+    config: TournamentConfig
+    settings: CheckSettings
+    out: Path
+    human: Sequence[HumanPair]
+    options: CheckOptions
+
+    @property
+    def path(self) -> Path:
+        """The report's file, examiner-check.json in the folder."""
+        return self.out / REPORT_FILE
+
+
+def plan_check(snapshot: Path, config: TournamentConfig | None, options: CheckOptions) -> CheckPlan:
+    """An examiner-check of `snapshot`'s trees up to its first model call: `config` with its
+    snapshot replaced (without one, default_config: the Examiner served, greedy), the judge
+    kinds (default: the config's judge) checked, the settings, the folder (default
+    runs/examiner-check-<snapshot name>) and the labelled pairs read. A bad option or labels
+    file is one DrarenaError before any model starts."""
+    from drarena.errors import DrarenaError
+    from drarena.validity.check import CheckSettings, check_judges
+
+    if options.pairs < 1:
+        raise DrarenaError("pairs: at least 1")
+    if config is not None:
+        config = config.model_copy(update={"snapshot": snapshot})
+    else:
+        config = default_config(snapshot, Path(options.index_root), options.seed or 0)
+    judges = tuple(options.judges) or (config.match.judge_spec().kind,)
+    check_judges(judges)
+    settings = CheckSettings(
+        pairs=options.pairs,
+        seed=config.seed if options.seed is None else options.seed,
+        judges=judges,
+        paraphrase=options.paraphrase,
+    )
+    out = Path("runs") / f"examiner-check-{snapshot.name}" if options.out is None else options.out
+    human: Sequence[HumanPair] = ()
+    if options.labels is not None:
+        from drarena.runs.humanpairs import human_pairs
+
+        human = human_pairs(Path(options.labels))  # a bad labels file fails before any model
+    return CheckPlan(config, settings, Path(out), human, options)
+
+
+def run_planned(plan: CheckPlan) -> tuple[dict[str, Any], int, bool | None]:
+    """Run (or, with `replay`, replay) the planned check (run_check); returns the report, the
+    model calls made and, for a replay, whether the report came out identical to the file
+    (None otherwise)."""
+    o = plan.options
+    report, calls = run_check(
+        plan.config,
+        plan.out,
+        plan.settings,
+        replay=o.replay,
+        serve=o.serve,
+        model=o.model,
+        backend=o.backend,
+        human=plan.human,
+    )
+    identical = plan.path.read_text(encoding="utf-8") == report_text(report) if o.replay else None
+    return report, calls, identical
+
+
+def report_text(report: dict[str, Any]) -> str:
+    """examiner-check.json's bytes for `report`."""
+    return json.dumps(report, indent=2, sort_keys=True) + "\n"
 
 
 def cmd_examiner_check(args: argparse.Namespace) -> int:
     from drarena.config.tournament import load_config
     from drarena.errors import DrarenaError
-    from drarena.validity.check import CheckSettings, check_judges, table
+    from drarena.validity.check import check_judges, table
 
     if args.pairs < 1:
         raise DrarenaError("--pairs: at least 1")
-    if args.config is not None:
-        config = load_config(args.config).model_copy(update={"snapshot": args.snapshot})
-    else:
-        config = default_config(args.snapshot, args.index_root, args.seed or 0)
-    written = args.judges if args.judges is not None else config.match.judge_spec().kind
-    judges = tuple(m.strip() for m in written.split(",") if m.strip())
-    check_judges(judges)
-    seed = config.seed if args.seed is None else args.seed
-    settings = CheckSettings(
-        pairs=args.pairs, seed=seed, judges=judges, paraphrase=not args.no_paraphrase
-    )
-    out: Path = args.out or Path("runs") / f"examiner-check-{args.snapshot.name}"
-    human: Any = ()
-    if args.labels is not None:
-        from drarena.runs.humanpairs import human_pairs
-
-        human = human_pairs(args.labels)  # a bad labels file fails before any model starts
-        print(f"{len(human)} rounds people agreed on in {args.labels}: known-answer pairs")
-    started = time.perf_counter()
-    report, calls = run_check(
-        config,
-        out,
-        settings,
+    config = None if args.config is None else load_config(args.config)
+    judges: tuple[str, ...] = ()
+    if args.judges is not None:
+        judges = tuple(m.strip() for m in args.judges.split(",") if m.strip())
+        if not judges:  # `--judges ,` is refused, not read as CheckOptions' () (the config's)
+            check_judges(judges)
+    options = CheckOptions(
+        pairs=args.pairs,
+        seed=args.seed,
+        judges=judges,
+        paraphrase=not args.no_paraphrase,
+        out=args.out,
         replay=args.replay,
         serve=not args.no_serve,
         model=args.model,
-        human=human,
+        labels=args.labels,
+        index_root=args.index_root,
     )
-    print(f"Examiner {report['examiner_model']} on {args.snapshot}, seed {seed}")
+    plan = plan_check(args.snapshot, config, options)
+    if args.labels is not None:
+        print(f"{len(plan.human)} rounds people agreed on in {args.labels}: known-answer pairs")
+    started = time.perf_counter()
+    report, calls, identical = run_planned(plan)
+    print(f"Examiner {report['examiner_model']} on {args.snapshot}, seed {plan.settings.seed}")
     print(table(report))
     print(f"{calls} model calls, {time.perf_counter() - started:.0f} s")
-    path = out / REPORT_FILE
-    if args.replay:
-        text = json.dumps(report, indent=2, sort_keys=True) + "\n"
-        same = path.read_text(encoding="utf-8") == text
-        print("replay: " + ("identical " if same else "DIFFERENT ") + str(path))
-        return 0 if same else 1
-    print(f"report: {path}")
+    if identical is not None:
+        print("replay: " + ("identical " if identical else "DIFFERENT ") + str(plan.path))
+        return 0 if identical else 1
+    print(f"report: {plan.path}")
     return 0

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # the commands import their modules lazily: `drarena --help` stays fast
-    from drarena.config.tournament import TournamentConfig
-    from drarena.ledger.folder import RunDir
-    from drarena.ledger.records import MatchRecord
+# the commands import their modules lazily: `drarena --help` stays fast. What a command shares
+# with its function in the Python API (drarena.api) lives in the rooms below, and both call it.
 
 
 def register(subparsers: Any) -> None:
@@ -208,45 +205,23 @@ def register(subparsers: Any) -> None:
     m.set_defaults(func=cmd_match)
 
 
-def beside(run: Path, suffix: str) -> Path:
-    """The default output folder <run><suffix>, next to the run folder. Built from the absolute
-    path: `.` or `runs/demo/..` name their folder only there (Path('.').name is empty)."""
-    folder = Path(os.path.normpath(run.absolute()))
-    return folder.with_name(folder.name + suffix)
-
-
 def cmd_tournament(args: argparse.Namespace) -> int:
     from drarena.config.tournament import load_config
-    from drarena.ledger.folder import RunDir
-    from drarena.models.config import CacheMode
     from drarena.report.finish import finish_run
-    from drarena.runs.execute import RunOptions, execute
+    from drarena.runs.execute import play, tournament_options
 
     config = load_config(args.config)
-    if args.live or not config.offline:
-        config = config.as_live()
-    run = RunDir(config.runs_root / config.name)
-    started = time.perf_counter()
-    result = execute(
+    options = tournament_options(
         config,
-        run,
-        RunOptions(
-            serve=not args.no_serve,
-            cache_mode=CacheMode.READ_WRITE,
-            model=args.model,
-            examiner_check_pairs=0
-            if args.no_examiner_check
-            else max(
-                config.examiner_check.tasks
-                if args.examiner_check_pairs is None
-                else args.examiner_check_pairs,
-                0,
-            ),
-        ),
+        serve=not args.no_serve,
+        model=args.model,
+        check_pairs=0 if args.no_examiner_check else args.examiner_check_pairs,
     )
+    started = time.perf_counter()
+    result = play(config, options, live=args.live)
     finish_run(
-        run,
-        result.config or config,
+        result.run,
+        result.config,
         result.log,
         show=("check", "table", "timing", "report", "live"),
         notes=lambda: [
@@ -257,42 +232,15 @@ def cmd_tournament(args: argparse.Namespace) -> int:
     return 0
 
 
-def read_finished(path: Path, empty: str) -> tuple[RunDir, TournamentConfig, list[MatchRecord]]:
-    """A finished run folder's RunDir, config and match log, checked: a folder without
-    run.json, an empty log (`empty` says what is then not done) and a log naming agents its
-    config lacks are one-line errors naming the file (either may be the damaged one, so a
-    disagreement names both)."""
-    from drarena.config.tournament import config_of
-    from drarena.errors import DrarenaError
-    from drarena.ledger.folder import RunDir
-    from drarena.ledger.leaderboard import check_agents
-
-    run = RunDir(path)
-    header = run.header()
-    if header is None:
-        raise DrarenaError(f"{path}: no run.json (not a run folder)")
-    config = config_of(header, f"{run.header_path}: config")
-    log = run.read_log()
-    if not log:
-        raise DrarenaError(f"{run.log_path}: no matches in the log; {empty}")
-    check_agents(config.agent_names(), log, f"{run.log_path} (config: {run.header_path})")
-    return run, config, log
-
-
 def cmd_rank(args: argparse.Namespace) -> int:
-    from drarena.report.finish import finish_run
+    from drarena.report.finish import rank_run
 
-    # an empty log: an empty table would overwrite the real one
-    run, config, log = read_finished(
-        args.run, "nothing ranked, the leaderboard and report are left as they are"
-    )
-    # every input is read before anything is written: a damaged one (a timings.jsonl that is
-    # not UTF-8) overwrites nothing
-    finish_run(run, config, log, show=("json",) if args.json else ("table",))
+    rank_run(args.run, show=("json",) if args.json else ("table",))
     return 0
 
 
 def cmd_ablate(args: argparse.Namespace) -> int:
+    from drarena.config.stored import read_finished
     from drarena.ledger.leaderboard import build_leaderboard, to_markdown
     from drarena.runs.ablate import cut_log
     from drarena.runs.driftcompare import rank_correlation
@@ -323,7 +271,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     from drarena.ledger.folder import RunDir
     from drarena.report.finish import finish_run, live_lines
-    from drarena.runs.execute import replay
+    from drarena.runs.execute import replay, replay_folder
 
     if not (args.run / "run.json").is_file() and (args.run / "manifest.json").is_file():
         from drarena.web.commands import cmd_replay as serve_snapshot
@@ -331,11 +279,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
         args.snapshot = args.run
         return serve_snapshot(args)
 
-    out = RunDir(args.out or beside(args.run, "-replay"))
+    out = RunDir(replay_folder(args.run, args.out))
     started = time.perf_counter()
     result, differ = replay(RunDir(args.run), out)
-    if result.config is not None:
-        finish_run(out, result.config, result.log, show=())
+    finish_run(out, result.config, result.log, show=())
     print(
         f"replayed {len(result.log)} matches into {out.path} in "
         f"{time.perf_counter() - started:.1f} s with {result.model_calls} model calls"
@@ -358,9 +305,7 @@ def cmd_add_agent(args: argparse.Namespace) -> int:
     from drarena.runs.execute import RunOptions, execute
 
     run = RunDir(args.run)
-    header = run.header()
-    if header is None:
-        raise DrarenaError(f"{args.run}: no run.json (not a run folder)")
+    header = run.require_header()
     try:
         agent_args = json.loads(args.args)
     except ValueError as exc:
@@ -391,7 +336,7 @@ def cmd_add_agent(args: argparse.Namespace) -> int:
         run,
         RunOptions(serve=not args.no_serve, cache_mode=CacheMode.READ_WRITE, newcomer=args.name),
     )
-    finish_run(run, result.config or config, result.log)
+    finish_run(run, result.config, result.log)
     return 0
 
 
@@ -410,6 +355,7 @@ def _json_arg(text: str | None, flag: str) -> Any:
 
 
 def cmd_drift_run(args: argparse.Namespace) -> int:
+    from drarena.ledger.folder import beside
     from drarena.runs.driftrun import REPORT_JSON, DriftOptions, drift_run
 
     out: Path = args.out or beside(args.run, "-drift")
@@ -451,9 +397,9 @@ def _judge_arg(text: str | None) -> dict[str, Any] | None:
 
 
 def cmd_rejudge(args: argparse.Namespace) -> int:
-    from drarena.runs.rejudge import JudgeSpec, RejudgeOptions, rejudge
+    from drarena.runs.rejudge import JudgeSpec, RejudgeOptions, rejudge, rejudge_folder
 
-    out: Path = args.write or args.out or beside(args.run, "-rejudge")
+    out = rejudge_folder(args.run, args.write or args.out)
     spec = JudgeSpec(
         model=args.model,
         api_base=args.api_base,

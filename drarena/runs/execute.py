@@ -17,6 +17,7 @@ from drarena.errors import DrarenaError
 from drarena.ledger.folder import (
     REPLAY_MARK,
     RunDir,
+    beside,
     check_new_run_folder,
     prepare_replay_target,
     run_lock,
@@ -43,8 +44,8 @@ class RunResult:
     log: list[MatchRecord]
     model_calls: int
     leaderboard_md: str
+    config: TournamentConfig  # as played (a live run's with its live block)
     replay_misses: list[str] = dataclasses.field(default_factory=list)
-    config: TournamentConfig | None = None  # as played (a live run's with its live block)
 
 
 # objects allocated (net) between two collections of the youngest generation while a
@@ -187,6 +188,34 @@ class RunOptions:
         )
 
 
+def tournament_options(
+    config: TournamentConfig,
+    *,
+    serve: bool = True,
+    model: str | None = None,
+    check_pairs: int | None = None,
+) -> RunOptions:
+    """What `drarena tournament` (and `drarena.run_tournament`) plays `config` with: the
+    model cache read and written, the models served locally for roles with model `served`
+    (`serve`; `model`: which one), and an examiner-check of `check_pairs` tasks before the
+    first match (default: the config's `examiner_check.tasks`; 0 or less: none)."""
+    pairs = config.examiner_check.tasks if check_pairs is None else check_pairs
+    return RunOptions(
+        serve=serve,
+        cache_mode=CacheMode.READ_WRITE,
+        model=model,
+        examiner_check_pairs=max(pairs, 0),
+    )
+
+
+def play(config: TournamentConfig, options: RunOptions, *, live: bool = False) -> RunResult:
+    """Play (or resume) the tournament of `config` into <runs_root>/<name>, as `drarena
+    tournament` does: `live` (or `offline: false` in the config) plays it on the live web."""
+    if live or not config.offline:
+        config = config.as_live()
+    return execute(config, RunDir(config.runs_root / config.name), options)
+
+
 def execute(config: TournamentConfig, run: RunDir, options: RunOptions) -> RunResult:
     """Play (or resume) the tournament of `config` into `run` (RunOptions says how).
 
@@ -229,7 +258,7 @@ def _execute(config: TournamentConfig, run: RunDir, options: RunOptions) -> RunR
         client = ctx.client
     md = finish(run, config, log)
     misses = list(client.replay_misses)  # the tool record's misses included
-    return RunResult(run, log, client.model_calls, md, misses, config)
+    return RunResult(run, log, client.model_calls, md, config, misses)
 
 
 def _play(
@@ -342,15 +371,18 @@ def _rename_in(value: Any, renamed: dict[str, str]) -> Any:
     return value
 
 
+def replay_folder(run: Path, out: Path | None = None) -> Path:
+    """Where a replay of the run at `run` goes: `out`, else <run>-replay beside the run."""
+    return out if out is not None else beside(run, "-replay")
+
+
 def replay(
     run: RunDir, out: RunDir, *, snapshot: Path | None = None
 ) -> tuple[RunResult, list[str]]:
     """Re-execute `run` into `out` from its record alone (model cache and tool record: no
     model, index, JVM or encoder); returns the files that differ. `snapshot`: where the run's
     snapshot is on this machine (default: the path in its config)."""
-    header = run.header()
-    if header is None:
-        raise DrarenaError(f"{run.path}: no run.json (not a run folder)")
+    header = run.require_header()
     if not run.cache_path.is_file():
         raise DrarenaError(f"{run.cache_path}: no model cache to replay from")
     if not header.bound_roles:  # the cache is keyed by the models the roles were bound to

@@ -50,7 +50,7 @@ from drarena.examiner.verdicts import Judgment
 from drarena.files import write_atomic
 from drarena.ledger.agreement import Agreement, collapse, measure
 from drarena.ledger.agreement import to_markdown as agreement_markdown
-from drarena.ledger.folder import RunDir, read_text, remove_own_files
+from drarena.ledger.folder import RunDir, beside, read_text, remove_own_files
 from drarena.ledger.header import RunHeader
 from drarena.ledger.records import MatchRecord, RoundRecord
 from drarena.models.client import ModelClient
@@ -457,6 +457,11 @@ class _Judging:
     usage: dict[str, Any]
 
 
+def rejudge_folder(run: Path, out: Path | None = None) -> Path:
+    """Where a rejudge of the run at `run` goes: `out`, else <run>-rejudge beside the run."""
+    return out if out is not None else beside(run, "-rejudge")
+
+
 def rejudge(
     source_path: Path, out_path: Path, spec: JudgeSpec, options: RejudgeOptions | None = None
 ) -> RejudgeResult:
@@ -492,9 +497,7 @@ def _read_source(source_path: Path) -> _Source:
     """The run folder read, with the rules it was played by; refused when it holds no round
     the new judge could see."""
     source = RunDir(source_path)
-    header = source.header()
-    if header is None:
-        raise DrarenaError(f"{source_path}: no run.json (not a run folder)")
+    header = source.require_header()
     # the rules the run was played by (older drarenas: the Examiner judged, v1 prompt)
     rules = legacy_match(legacy_judging(header.config, header.prompt_hashes))
     config = parse_config(rules, f"{source.header_path}: config")
