@@ -14,6 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "arena"))
 from arena_live_site import LiveSiteForTests, freeze, scripted_models
+from runconfig import scripted_config
 
 from drarena.agents import sandbox
 from drarena.config.tournament import parse_config
@@ -88,33 +89,16 @@ def test_frozen_tournament_runs_command_agents_in_a_namespace(
         "files": [str(f) for f in private_files],
         "folders": [str(snapshot), str(run_path)],
     }
-    role = {"model": "openai/scripted-for-tests"}
-    config = parse_config(
-        {
-            "name": "iso",
-            "snapshot": str(snapshot),
-            "runs_root": str(tmp_path / "runs"),
-            "index_root": str(tmp_path / "index"),
-            "seed": 1,
-            "swiss_rounds": 1,
-            "trees": {"count": 1},
-            "match": {"max_rounds": 1},
-            "rating": {"resamples": 20},
-            "models": {"retry": {"max_attempts": 1}, "roles": {"examiner": role, "agent": role}},
-            "agents": [
-                {"name": "oracle", "kind": "oracle"},
-                {
-                    "name": "probe",
-                    "kind": "command",
-                    "args": {
-                        "command": [sys.executable, "-c", AGENT],
-                        "env": {"PROBE_OUT": str(probe_out), "PRIVATE": json.dumps(private)},
-                    },
-                },
-            ],
+    probe = {
+        "name": "probe",
+        "kind": "command",
+        "args": {
+            "command": [sys.executable, "-c", AGENT],
+            "env": {"PROBE_OUT": str(probe_out), "PRIVATE": json.dumps(private)},
         },
-        "test",
-    )
+    }
+    agents = [{"name": "oracle", "kind": "oracle"}, probe]
+    config = parse_config(scripted_config(tmp_path, snapshot, "iso", agents=agents), "test")
     run = RunDir(run_path)
     execute(
         config,

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from arena_live_site import scripted_models
+from runconfig import scripted_config
 
 import drarena
 
@@ -16,23 +17,9 @@ STRENGTH = {"fact number": 3}
 
 def config_data(tmp: Path, snapshot: Path, name: str = "api") -> dict[str, Any]:
     """Two agents, one Swiss round, matches of at most 2 rounds, the default (hybrid) judge."""
-    role = {"model": "openai/scripted-for-tests"}
-    return {
-        "name": name,
-        "snapshot": str(snapshot),
-        "runs_root": str(tmp / "runs"),
-        "index_root": str(tmp / "index"),
-        "seed": 1,
-        "swiss_rounds": 1,
-        "trees": {"count": 1},
-        "match": {"max_rounds": 2, "gap_to_stop": 9},
-        "rating": {"resamples": 50},
-        "models": {"retry": {"max_attempts": 1}, "roles": {"examiner": role, "agent": role}},
-        "agents": [
-            {"name": "oracle", "kind": "oracle"},
-            {"name": "closed_book", "kind": "closed_book"},
-        ],
-    }
+    return scripted_config(
+        tmp, snapshot, name, match={"max_rounds": 2, "gap_to_stop": 9}, rating={"resamples": 50}
+    )
 
 
 def scripted(config: drarena.TournamentConfig, check: int = 0) -> drarena.RunOptions:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from arena_live_site import LiveSiteForTests, freeze, live_web_settings, scripted_models
+from runconfig import scripted_config
 from test_arena_live import NOW, config_data
 
 from drarena.config.tournament import parse_config
@@ -94,25 +95,7 @@ def test_drift_run_flips_when_the_pages_changed_and_replays(
     site: LiveSiteForTests, tmp_path: Path
 ) -> None:
     snapshot = freeze(site, tmp_path / "frozen")
-    role = {"model": "openai/scripted-for-tests"}
-    config = parse_config(
-        {
-            "name": "frozen",
-            "snapshot": str(snapshot),
-            "runs_root": str(tmp_path / "runs"),
-            "seed": 1,
-            "swiss_rounds": 1,
-            "trees": {"count": 1},
-            "match": {"max_rounds": 1},
-            "rating": {"resamples": 20},
-            "models": {"retry": {"max_attempts": 1}, "roles": {"examiner": role, "agent": role}},
-            "agents": [
-                {"name": "oracle", "kind": "oracle"},
-                {"name": "closed_book", "kind": "closed_book"},
-            ],
-        },
-        "test",
-    )
+    config = parse_config(scripted_config(tmp_path, snapshot, "frozen"), "test")
     run = RunDir(tmp_path / "runs" / "frozen")
     frozen = execute(
         config,

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from arena_live_site import LiveSiteForTests, freeze, scripted_models
+from runconfig import scripted_config
 
 from drarena.cli import main
 from drarena.config.tournament import parse_config
@@ -29,23 +30,7 @@ STRENGTH = {"fact number": 3}
 
 
 def config_data(tmp: Path, snapshot: Path, name: str = "demo") -> dict[str, Any]:
-    role = {"model": "openai/scripted-for-tests"}
-    return {
-        "name": name,
-        "snapshot": str(snapshot),
-        "runs_root": str(tmp / "runs"),
-        "index_root": str(tmp / "index"),
-        "seed": 1,
-        "swiss_rounds": 1,
-        "trees": {"count": 1},
-        "match": {"max_rounds": 1},
-        "rating": {"resamples": 20},
-        "models": {"retry": {"max_attempts": 1}, "roles": {"examiner": role, "agent": role}},
-        "agents": [
-            {"name": "oracle", "kind": "oracle"},
-            {"name": "closed_book", "kind": "closed_book"},
-        ],
-    }
+    return scripted_config(tmp, snapshot, name)
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from arena_live_site import LiveSiteForTests, freeze, scripted_models
+from runconfig import scripted_config
 
 from drarena.config.tournament import PAPER_MATCH, parse_config
 from drarena.ledger.folder import RunDir
@@ -31,26 +32,15 @@ def test_header_records_protocol_switches_ablations_and_stage_roles(
     snapshot: Path, tmp_path: Path
 ) -> None:
     role = {"model": "openai/scripted-for-tests", "sampling": {"temperature": 0.0}}
-    config = parse_config(
-        {
-            "name": "fid",
-            "snapshot": str(snapshot),
-            "runs_root": str(tmp_path / "runs"),
-            "index_root": str(tmp_path / "index"),
-            "seed": 1,
-            "swiss_rounds": 1,
-            "trees": {"count": 1},
-            "protocol": "paper",
-            "match": {"first_round_only": True, "flat_context": True},
-            "rating": {"resamples": 20},
-            "models": {"retry": {"max_attempts": 1}, "roles": {"examiner": role, "agent": role}},
-            "agents": [
-                {"name": "oracle", "kind": "oracle"},
-                {"name": "closed_book", "kind": "closed_book"},
-            ],
-        },
-        "test",
+    data = scripted_config(
+        tmp_path,
+        snapshot,
+        "fid",
+        role,
+        protocol="paper",
+        match={"first_round_only": True, "flat_context": True},
     )
+    config = parse_config(data, "test")
     run = RunDir(tmp_path / "runs" / "fid")
     execute(
         config,
