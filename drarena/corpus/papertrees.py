@@ -413,28 +413,52 @@ def import_trees(source: Path, name: str, out: Path) -> ImportResult:
     """Read and check every tree file first (nothing is written on a bad one), then write the
     snapshot, extract it, and write the trees over its pages."""
     from drarena.corpus.extract import extract_snapshot, load_docs
-    from drarena.web.warc.manifest import Counts
-    from drarena.web.warc.writer import Exchange, SnapshotWriter
 
     safe_file_name(name, "snapshot name")
-    folder = tree_folder(Path(source))
+    folder, trees = _read_trees(Path(source))
+    summary = read_summary(Path(source), folder)
+    pages, differing = choose_pages(trees)
+    bodies = _page_bodies(folder, trees, pages)
+    _claim(out)
+    spec = _snapshot_spec(trees, pages, summary)
+    fingerprint = _write_pages(out, name, spec, _capture_date(summary), bodies)
+    extracted = extract_snapshot(out, workers=1, progress=False, force=True)
+    docs = {d.url: d for d in load_docs(out)}
+    inputs = {"docs": file_sha256(extracted.docs_path), "snapshot_fingerprint": fingerprint}
+    written, nodes, repeats = _write_trees(out, trees, docs, summary, inputs)
+    return ImportResult(out, tuple(written), len(pages), nodes, repeats, differing, fingerprint)
+
+
+def _read_trees(source: Path) -> tuple[Path, list[RefTree]]:
+    """The folder of the tree files and every tree in it, each read and checked: a bad one
+    stops the import before anything is written."""
+    folder = tree_folder(source)
     files = _tree_files(folder)
     if len(files) > MAX_TREE_FILES:
         raise DrarenaError(f"{folder}: {len(files)} tree files, past {MAX_TREE_FILES}")
-    trees = [read_reference_tree(p) for p in files]
-    summary = read_summary(Path(source), folder)
-    pages, differing = choose_pages(trees)
+    return folder, [read_reference_tree(p) for p in files]
+
+
+def _page_bodies(folder: Path, trees: list[RefTree], pages: dict[str, RefNode]) -> dict[str, bytes]:
+    """Each page's stored body by URL, checked against MAX_PAGE_BYTES as stored: escaped JSON
+    can outgrow the text, so the node's own length is not enough."""
     bodies = {url: page_body(node) for url, node in pages.items()}
-    for url, body in bodies.items():  # escaped JSON can outgrow the text: checked as stored
+    for url, body in bodies.items():
         if len(body) > MAX_PAGE_BYTES:
             file = next(t.file for t in trees for n, _ in t.breadth_first() if n is pages[url])
             raise DrarenaError(
                 f"{folder / file}: field {pages[url].where}: the page is {len(body)} bytes "
                 f"as stored, past the {MAX_PAGE_BYTES} a page may be"
             )
-    _claim(out)
+    return bodies
 
-    spec = {
+
+def _snapshot_spec(
+    trees: list[RefTree], pages: dict[str, RefNode], summary: dict[str, Any]
+) -> dict[str, Any]:
+    """The manifest's `spec`: what was imported from where, and that its pages are text only
+    (a reader of the snapshot must not expect HTML)."""
+    return {
         "kind": KIND,
         "reference": REFERENCE,
         "pages": f"text only: each page is the reference's extracted text as a "
@@ -443,10 +467,25 @@ def import_trees(source: Path, name: str, out: Path) -> ImportResult:
         "media_type": TEXT_PAGE_TYPE,
         "text_only_pages": len(pages),
         "failed_in_reference": sum(1 for p in pages.values() if p.error and not p.content),
-        "trees": [{"id": t.id, "file": t.file, "sha256": t.sha256} for t in trees],
+        "trees": _tree_files_spec(trees),
         "summary": {k: summary[k] for k in ("file", "sha256") if k in summary},
     }
-    date = _capture_date(summary)
+
+
+def _tree_files_spec(trees: list[RefTree]) -> list[dict[str, str]]:
+    """The tree files imported (id, file, digest): the manifest's spec and the trees index
+    both name them."""
+    return [{"id": t.id, "file": t.file, "sha256": t.sha256} for t in trees]
+
+
+def _write_pages(
+    out: Path, name: str, spec: dict[str, Any], date: datetime, bodies: dict[str, bytes]
+) -> str:
+    """Write the pages as the snapshot's WARC, CDXJ and manifest; its fingerprint. Record ids
+    and dates are derived, not drawn, so the same files give the same fingerprint."""
+    from drarena.web.warc.manifest import Counts
+    from drarena.web.warc.writer import Exchange, SnapshotWriter
+
     made = [0]
 
     def record_id() -> str:
@@ -482,19 +521,28 @@ def import_trees(source: Path, name: str, out: Path) -> ImportResult:
             )
         done = True
     finally:  # an interrupted import leaves an incomplete snapshot, said so in its manifest
+        pages = len(bodies)
         manifest = writer.close(
             complete=done,
-            counts=Counts(
-                pages=len(pages), responses=len(pages), statuses={"200": len(pages)}, bytes=total
-            ),
+            counts=Counts(pages=pages, responses=pages, statuses={"200": pages}, bytes=total),
         )
-    extracted = extract_snapshot(out, workers=1, progress=False, force=True)
-    docs = {d.url: d for d in load_docs(out)}
+    return manifest.fingerprint
+
+
+def _write_trees(
+    out: Path,
+    trees: list[RefTree],
+    docs: dict[str, Any],
+    summary: dict[str, Any],
+    inputs: dict[str, str],
+) -> tuple[list[Path], int, int]:
+    """Write each tree over the extracted pages, and the trees index; the paths written, the
+    nodes and the repeated nodes. `inputs` (docs digest, snapshot fingerprint) names the
+    pages they were written over, in every tree's meta and in the index, as built trees do."""
     written, nodes, repeats = [], 0, 0
     tree_dir = out / TREES_DIR
     tree_dir.mkdir(exist_ok=True)
     entries = []
-    docs_digest = file_sha256(extracted.docs_path)
     for ref in trees:
         tree, repeated = convert_tree(ref, docs, summary.get("trees", {}).get(ref.id, {}))
         tree = Tree(
@@ -504,8 +552,8 @@ def import_trees(source: Path, name: str, out: Path) -> ImportResult:
             edges=tree.edges,
             meta={
                 **tree.meta,
-                "snapshot_fingerprint": manifest.fingerprint,
-                "docs_digest": docs_digest,
+                "snapshot_fingerprint": inputs["snapshot_fingerprint"],
+                "docs_digest": inputs["docs"],
             },
         )
         nodes += len(tree.nodes)
@@ -515,17 +563,15 @@ def import_trees(source: Path, name: str, out: Path) -> ImportResult:
         written.append(path)
     index = {
         "tree_version": TREE_VERSION,
-        "imported": {"kind": KIND, "reference": REFERENCE, "files": spec["trees"]},
-        "inputs": {"docs": docs_digest, "snapshot_fingerprint": manifest.fingerprint},
+        "imported": {"kind": KIND, "reference": REFERENCE, "files": _tree_files_spec(trees)},
+        "inputs": inputs,
         "candidates": len(entries),
         "trees": entries,
     }
     write_atomic(
         tree_dir / TREES_INDEX, json.dumps(index, indent=1, sort_keys=True, ensure_ascii=False)
     )
-    return ImportResult(
-        out, tuple(written), len(pages), nodes, repeats, differing, manifest.fingerprint
-    )
+    return written, nodes, repeats
 
 
 def convert_tree(ref: RefTree, docs: dict[str, Any], about: dict[str, Any]) -> tuple[Tree, int]:

@@ -73,6 +73,63 @@ def _preview(messages: Sequence[Mapping[str, Any]], limit: int = 80) -> str:
     return content if len(content) <= limit else content[: limit - 3] + "..."
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Call:
+    """What a call asks, as keyed and sent: one value to pass, not four."""
+
+    messages: Sequence[Mapping[str, Any]]
+    tools: Sequence[Mapping[str, Any]] | None
+    tool_choice: Any
+    response_format: Mapping[str, Any] | None
+
+
+def _keyed(model: str, sampling: Mapping[str, Any], call: _Call) -> tuple[_Call, str]:
+    """The call and its cache key; a call holding a lone surrogate (no UTF-8 bytes to hash)
+    comes back with it replaced by U+FFFD, sent and keyed so."""
+    for attempt in (1, 2):
+        try:
+            key = request_key(
+                model=model,
+                messages=call.messages,
+                sampling=sampling,
+                tools=call.tools,
+                tool_choice=call.tool_choice,
+                response_format=call.response_format,
+            )
+            break
+        except UnicodeEncodeError:  # a lone surrogate: sent (and keyed) as U+FFFD instead
+            if attempt == 2:
+                raise
+            call = dataclasses.replace(
+                call,
+                messages=without_lone_surrogates(call.messages),
+                tools=without_lone_surrogates(call.tools),
+                response_format=without_lone_surrogates(call.response_format),
+            )
+    return call, key
+
+
+def _request(spec: ModelRole, sampling: Mapping[str, Any], call: _Call) -> dict[str, Any]:
+    """The backend request of a call, the same for every attempt (each attempt adds its
+    endpoint: _call_with_retries chooses it)."""
+    request: dict[str, Any] = {
+        "model": spec.model,
+        "messages": list(call.messages),
+        **sampling,
+        "timeout": spec.timeout_s,
+    }
+    # api_base is chosen per attempt in _call_with_retries (one of the role's endpoints).
+    if spec.api_key_env:
+        request["api_key"] = os.environ.get(spec.api_key_env, "")
+    if call.tools:
+        request["tools"] = list(call.tools)
+    if call.tool_choice is not None:
+        request["tool_choice"] = call.tool_choice
+    if call.response_format is not None:
+        request["response_format"] = dict(call.response_format)
+    return request
+
+
 class ModelClient:
     """Async calls by role, under one concurrency limit, with retries and a call cache."""
 
@@ -171,65 +228,70 @@ class ModelClient:
     ) -> Completion:
         spec = self.role(role)
         sampling = spec.sampling.as_params()
-        for attempt in (1, 2):
-            try:
-                key = request_key(
-                    model=spec.model,
-                    messages=messages,
-                    sampling=sampling,
-                    tools=tools,
-                    tool_choice=tool_choice,
-                    response_format=response_format,
-                )
-                break
-            except UnicodeEncodeError:  # a lone surrogate: sent (and keyed) as U+FFFD instead
-                if attempt == 2:
-                    raise
-                messages = without_lone_surrogates(messages)
-                tools = without_lone_surrogates(tools)
-                response_format = without_lone_surrogates(response_format)
+        call, key = _keyed(
+            spec.model, sampling, _Call(messages, tools, tool_choice, response_format)
+        )
         started = self._clock()
         if self._cache is not None:
-            try:
-                done = self._cached(key, role, True, lambda: self._clock() - started)
-            except DrarenaError as exc:  # a damaged entry: reported, never answered from
-                if self._mode is CacheMode.REPLAY:
-                    self.replay_misses.append(str(exc))  # callers may catch it, as a miss
-                raise
+            done = self._from_cache(key, role, spec, call.messages, started)
             if done is not None:
-                self._add(role, calls=1, cached_calls=1)
                 return done
-            if self._mode is CacheMode.REPLAY:
-                miss = (
-                    f"replay: no cached answer for role {role!r} ({spec.model}), key "
-                    f"{key[:16]}, last message {_preview(messages)!r}"
-                )
-                self.replay_misses.append(miss)  # callers may catch it; the run still knows
-                raise ReplayMissError(miss)
-        request: dict[str, Any] = {
-            "model": spec.model,
-            "messages": list(messages),
-            **sampling,
-            "timeout": spec.timeout_s,
-        }
-        # api_base is chosen per attempt in _call_with_retries (one of the role's endpoints).
-        if spec.api_key_env:
-            request["api_key"] = os.environ.get(spec.api_key_env, "")
-        if tools:
-            request["tools"] = list(tools)
-        if tool_choice is not None:
-            request["tool_choice"] = tool_choice
-        if response_format is not None:
-            request["response_format"] = dict(response_format)
+        request = _request(spec, sampling, call)
         reply = await self._call_with_retries(role, spec, request)
-        # Servers draw tool-call ids at random (vLLM: chatcmpl-tool-<random>); the ids go back
-        # into the conversation and so into every later cache key. Ids derived from the
-        # request make a re-run of the same requests produce the same keys and records.
+        completion = self._completion(role, key, reply, started)
+        if self._cache is not None and self._mode is CacheMode.READ_WRITE:
+            completion = self._store(key, role, spec.model, request, completion)
+        self._add(
+            role,
+            calls=1,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+            latency_s=completion.latency_s,
+            cost_usd=reply.cost_usd or 0.0,
+            cost_unknown_calls=int(reply.cost_usd is None),
+        )
+        return completion
+
+    def _from_cache(
+        self,
+        key: str,
+        role: str,
+        spec: ModelRole,
+        messages: Sequence[Mapping[str, Any]],
+        started: float,
+    ) -> Completion | None:
+        """The cached answer (counted as a call), or None to call the model; in replay a miss
+        or a damaged entry raises, and is listed in `replay_misses` first so the run knows of
+        it even when a caller catches it."""
+        try:
+            done = self._cached(key, role, True, lambda: self._clock() - started)
+        except DrarenaError as exc:  # a damaged entry: reported, never answered from
+            if self._mode is CacheMode.REPLAY:
+                self.replay_misses.append(str(exc))  # callers may catch it, as a miss
+            raise
+        if done is not None:
+            self._add(role, calls=1, cached_calls=1)
+            return done
+        if self._mode is CacheMode.REPLAY:
+            miss = (
+                f"replay: no cached answer for role {role!r} ({spec.model}), key "
+                f"{key[:16]}, last message {_preview(messages)!r}"
+            )
+            self.replay_misses.append(miss)  # callers may catch it; the run still knows
+            raise ReplayMissError(miss)
+        return None
+
+    def _completion(self, role: str, key: str, reply: BackendReply, started: float) -> Completion:
+        """The backend's reply as a Completion, its tool-call ids derived from the key.
+
+        Why: servers draw tool-call ids at random (vLLM: chatcmpl-tool-<random>); the ids go
+        back into the conversation and so into every later cache key. Ids derived from the
+        request make a re-run of the same requests produce the same keys and records."""
         tool_calls = tuple(
             dataclasses.replace(call, id=f"call-{key[:16]}-{i}")
             for i, call in enumerate(reply.tool_calls)
         )
-        completion = Completion(
+        return Completion(
             role=role,
             model=reply.model,
             text=reply.text,
@@ -242,27 +304,22 @@ class ModelClient:
             cached=False,
             key=key,
         )
-        if self._cache is not None and self._mode is CacheMode.READ_WRITE:
-            stored = {
-                k: v for k, v in request.items() if k not in ("timeout", "api_base", "api_key")
-            }
-            content = {**completion.content, "recorded_latency_s": completion.latency_s}
-            if not self._cache.put(key, spec.model, stored, content):
-                # A concurrent identical call stored its answer first; use that one, so this
-                # run returns exactly what a replay of it will.
-                latency = completion.latency_s
-                first = self._cached(key, role, False, lambda: latency)
-                if first is not None:
-                    completion = first
-        self._add(
-            role,
-            calls=1,
-            prompt_tokens=reply.prompt_tokens,
-            completion_tokens=reply.completion_tokens,
-            latency_s=completion.latency_s,
-            cost_usd=reply.cost_usd or 0.0,
-            cost_unknown_calls=int(reply.cost_usd is None),
-        )
+
+    def _store(
+        self, key: str, role: str, model: str, request: Mapping[str, Any], completion: Completion
+    ) -> Completion:
+        """Record the answer (its request less timeout, endpoint and key); the answer to return.
+
+        Why another answer may come back: a concurrent identical call stored its answer first;
+        using that one makes this run return exactly what a replay of it will."""
+        assert self._cache is not None
+        stored = {k: v for k, v in request.items() if k not in ("timeout", "api_base", "api_key")}
+        content = {**completion.content, "recorded_latency_s": completion.latency_s}
+        if not self._cache.put(key, model, stored, content):
+            latency = completion.latency_s
+            first = self._cached(key, role, False, lambda: latency)
+            if first is not None:
+                return first
         return completion
 
     def _pick_endpoint(self, endpoints: Sequence[str], failed: str | None) -> str:

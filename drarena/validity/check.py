@@ -417,83 +417,21 @@ async def examiner_check(
     tasks, failures = await make_tasks(
         run, settings, lambda made, wanted: say(f"examiner-check: {made} of {wanted} task(s)")
     )
-    pages = run.pages.values()
-    known = {d.url for d in pages} | {a for d in pages for a in d.aliases}
-    weights = run.terms()
-    pairs: list[tuple[MadeTask, Pair]] = [
-        (m, pair)
-        for m in tasks
-        for pair in build_pairs(m.check.index, m.task, m.shown, m.distractor, known, weights)
-    ]
-    if settings.paraphrase and tasks:
-        refs = [(m, p.reference) for m, p in pairs if p.kind == Kind.EQUAL]
-        made = await gather_settled(*(paraphrase_pair(run, m.check.index, r) for m, r in refs))
-        for (m, _), (pair, error) in zip(refs, made, strict=True):
-            if pair is None:
-                failures.append(error)
-            else:
-                pairs.append((m, pair))
-        say(f"examiner-check: {sum(p is not None for p, _ in made)} paraphrase(s) written")
-    order = list(Kind)
-    pairs.sort(key=lambda mp: (mp[1].task_index, order.index(mp[1].kind)))
+    pairs = await _known_pairs(run, settings, tasks, failures, say)
     results: dict[str, Any] = {}
     outcomes_all: list[PairOutcome] = []
     human_all: list[HumanOutcome] = []
     for kind in settings.judges:
-        judge = judge_of_kind(kind, run.judge)
-        calls = {
-            m.check.index: JudgeCall(
-                run.client,
-                run.judge_role,
-                False,
-                grounding_for_pages(judge, m.shown, run.terms, run.page_text),
-            )
-            for m in tasks
-        }
-        outcomes = list(
-            await gather_settled(
-                *(
-                    judge_known_pair(judge, calls[m.check.index], m.task, pair, kind)
-                    for m, pair in pairs
-                )
-            )
+        results[kind], outcomes, judged = await _judge_kind(
+            run, settings, kind, tasks, pairs, human
         )
         outcomes_all += outcomes
-        figs = figures(outcomes, settings.resamples, settings.seed)
-        ok, line = can_rank(figs)
-        shown = {k: v.to_dict() for k, v in figs.items()}
-        if human:
-            call = JudgeCall(
-                run.client,
-                run.judge_role,
-                False,
-                Grounding(run.terms(), {}, run.page_text) if reads_evidence(judge) else Grounding(),
-            )
-            judged = list(
-                await gather_settled(*(judge_human_pair(judge, call, p, kind) for p in human))
-            )
-            human_all += judged
-            shown |= human_figures(judged, settings.resamples, settings.seed)
-        results[kind] = {
-            "judge": judge.spec.model_dump(mode="json"),
-            "figures": shown,
-            "can_rank": ok,
-            "verdict": line,
-            "judged": sum(o.reconciled is not None for o in outcomes),
-            "failed": sum(o.reconciled is None for o in outcomes),
-        }
+        human_all += judged
         say(f"examiner-check: {kind} judged {len(outcomes)} pair(s)")
     leak = figure([int(bool(m.check.leaks)) for m in tasks], settings.resamples, settings.seed)
     first = results[settings.judges[0]]
-    extra: dict[str, Any] = {}
-    if human:  # a check without labels keeps its bytes
-        extra = {
-            "human_pairs": [
-                {"match_id": p.match_id, "round": p.round, "tie": p.tie, "labels": p.labels}
-                for p in human
-            ],
-            "human_outcomes": [o.to_dict() for o in human_all],
-        }
+    # a check without labels keeps its bytes
+    extra = _human_block(human, human_all) if human else {}
     return extra | {
         "schema_version": SCHEMA_VERSION,
         "settings": settings.to_dict(),
@@ -513,6 +451,109 @@ async def examiner_check(
         "can_rank": first["can_rank"],
         "verdict": first["verdict"],
         "outcomes": [o.to_dict() for o in outcomes_all],
+    }
+
+
+async def _known_pairs(
+    run: CheckRun,
+    settings: CheckSettings,
+    tasks: list[MadeTask],
+    failures: list[str],
+    say: Callable[[str], None],
+) -> list[tuple[MadeTask, Pair]]:
+    """Every task's known-preference pairs, with its paraphrased pair when asked (a failed
+    paraphrase goes to `failures`), sorted by task, then kind: every judge kind is then
+    judged, and reported, in one order."""
+    pages = run.pages.values()
+    known = {d.url for d in pages} | {a for d in pages for a in d.aliases}
+    weights = run.terms()
+    pairs: list[tuple[MadeTask, Pair]] = [
+        (m, pair)
+        for m in tasks
+        for pair in build_pairs(m.check.index, m.task, m.shown, m.distractor, known, weights)
+    ]
+    if settings.paraphrase and tasks:
+        refs = [(m, p.reference) for m, p in pairs if p.kind == Kind.EQUAL]
+        made = await gather_settled(*(paraphrase_pair(run, m.check.index, r) for m, r in refs))
+        for (m, _), (pair, error) in zip(refs, made, strict=True):
+            if pair is None:
+                failures.append(error)
+            else:
+                pairs.append((m, pair))
+        say(f"examiner-check: {sum(p is not None for p, _ in made)} paraphrase(s) written")
+    order = list(Kind)
+    pairs.sort(key=lambda mp: (mp[1].task_index, order.index(mp[1].kind)))
+    return pairs
+
+
+async def _judge_kind(
+    run: CheckRun,
+    settings: CheckSettings,
+    kind: str,
+    tasks: list[MadeTask],
+    pairs: list[tuple[MadeTask, Pair]],
+    human: Sequence[HumanPair],
+) -> tuple[dict[str, Any], list[PairOutcome], list[HumanOutcome]]:
+    """One judge kind on every pair, and on the labelled ones: its block of the report's
+    `results`, its outcomes and its labelled outcomes (the report lists them all)."""
+    judge = judge_of_kind(kind, run.judge)
+    calls = {
+        m.check.index: JudgeCall(
+            run.client,
+            run.judge_role,
+            False,
+            grounding_for_pages(judge, m.shown, run.terms, run.page_text),
+        )
+        for m in tasks
+    }
+    outcomes = list(
+        await gather_settled(
+            *(
+                judge_known_pair(judge, calls[m.check.index], m.task, pair, kind)
+                for m, pair in pairs
+            )
+        )
+    )
+    figs = figures(outcomes, settings.resamples, settings.seed)
+    ok, line = can_rank(figs)
+    shown = {k: v.to_dict() for k, v in figs.items()}
+    judged: list[HumanOutcome] = []
+    if human:
+        judged = await _judge_human_pairs(run, judge, kind, human)
+        shown |= human_figures(judged, settings.resamples, settings.seed)
+    result: dict[str, Any] = {
+        "judge": judge.spec.model_dump(mode="json"),
+        "figures": shown,
+        "can_rank": ok,
+        "verdict": line,
+        "judged": sum(o.reconciled is not None for o in outcomes),
+        "failed": sum(o.reconciled is None for o in outcomes),
+    }
+    return result, outcomes, judged
+
+
+async def _judge_human_pairs(
+    run: CheckRun, judge: Judge, kind: str, human: Sequence[HumanPair]
+) -> list[HumanOutcome]:
+    """The labelled pairs judged by `judge`, all with one call: they hold no pages drawn
+    here, so an evidence judge looks its pages up in the snapshot (`run.page_text`)."""
+    call = JudgeCall(
+        run.client,
+        run.judge_role,
+        False,
+        Grounding(run.terms(), {}, run.page_text) if reads_evidence(judge) else Grounding(),
+    )
+    return list(await gather_settled(*(judge_human_pair(judge, call, p, kind) for p in human)))
+
+
+def _human_block(human: Sequence[HumanPair], outcomes: list[HumanOutcome]) -> dict[str, Any]:
+    """The report's labelled pairs and their outcomes (only a check with labels has them)."""
+    return {
+        "human_pairs": [
+            {"match_id": p.match_id, "round": p.round, "tie": p.tie, "labels": p.labels}
+            for p in human
+        ],
+        "human_outcomes": [o.to_dict() for o in outcomes],
     }
 
 

@@ -607,109 +607,12 @@ def _rewrite(job: FileJob, src: Source, index: int) -> FileResult:
     scope decision."""
     name = job.names["rewrite"]
     target = job.build / name
-    local = Counts()
-    pairer: _Pairer[bytes] = _Pairer()  # a request waits as its rewritten member
-    damage: list[str] = []
-    damaged = records = written = 0
-    scope = job.scope
-
     with src.path.open("rb") as raw, target.open("xb") as out:
-        stream = GzipStream(raw)  # linear in the file, however many members (not GzipFile)
-        last = 0
-        current: _Streamed | None = None  # the record being streamed, once its head is read
-
-        def write(member: bytes) -> int:
-            nonlocal written
-            at = out.tell()
-            out.write(member)
-            written += 1
-            return at
-
-        def keeps(found: Capture | str, head: RecordHead) -> bool:
-            return (
-                not scope.active
-                or found == "warcinfo"
-                or (isinstance(found, Capture) and _in_scope(scope, head, found))
-            )
-
-        def begin(head: RecordHead) -> Callable[[memoryview], object] | None:
-            """Where the record of `head` goes: decided from its head alone (the digest,
-            which classify also reads, is not part of any scope decision)."""
-            nonlocal current
-            found = classify(head)
-            if found == "request" and scope.active:
-                current = _Streamed(io.BytesIO(), out.tell(), 0, request=True)
-            elif keeps(found, head):
-                mark = out.tell()
-                waiting = pairer.response_kept(head)
-                for request in waiting:
-                    write(request)
-                current = _Streamed(out, mark, len(waiting))
-            else:
-                current = None
-                return None
-            return current.write
-
-        def cut_off() -> None:
-            """The record being streamed is damaged: the output goes back to before it (and
-            the requests written for it, counted as dropped)."""
-            nonlocal current, written
-            if current is not None and not current.request:
-                out.seek(current.mark)
-                out.truncate()
-                written -= current.requests
-                pairer.dropped += current.requests
-            current = None
-
-        reader = _UntilDamage(stream)
-        win = Window(reader)  # type: ignore[arg-type]
-        last_damaged = False
-        try:
-            for item in iter_plain(win, name, sink=begin):
-                last_damaged = isinstance(item, Damage)
-                job.progress.advance(raw.tell() - last)
-                last = raw.tell()
-                if isinstance(item, Damage):
-                    cut_off()
-                    damaged += item.records
-                    if len(damage) < DAMAGE_LISTED:
-                        damage.append(f"stream offset {item.offset}: {item.reason}")
-                    continue
-                assert isinstance(item, RecordHead)
-                records += 1
-                job.progress.records += 1
-                found = classify(item)
-                streamed, current = current, None
-                if streamed is None:  # not kept
-                    local = local.plus(
-                        skipped("out-of-scope" if isinstance(found, Capture) else str(found))
-                    )
-                    continue
-                member = streamed.finish()
-                if streamed.request:
-                    if pairer.request(item, member):
-                        write(member)
-                    continue
-                written += 1
-                if isinstance(found, Capture):
-                    local = local.plus(capture_counts(found))
-                    at, length = streamed.start, out.tell() - streamed.start
-                    job.staging.add(
-                        index, cdxj_line(found, name, at, length), found.digest, found.revisit
-                    )
-                elif found != "request":
-                    local = local.plus(skipped(found))
-        except _STREAM_ERRORS as exc:
-            cut_off()
-            reader.error, last_damaged = exc, False
-        if reader.error is not None:  # the record cut there was counted when it ended early
-            damaged += 0 if last_damaged else 1
-            damage.append(f"gzip stream unreadable after byte {raw.tell()}: {reader.error}")
-    local = local.plus(skipped("out-of-scope-request", pairer.finish()))
-    local = local.plus(skipped("damaged", damaged))
-    job.counts = job.counts.plus(local.plus(Counts(records=records)))
+        rewriter = _Rewriter(job, index, name, out)
+        rewriter.read(raw)
+    job.counts = job.counts.plus(rewriter.counts())
     out_digest = FileDigest(
-        name=name, sha256=sha256_file(target), size=target.stat().st_size, records=written
+        name=name, sha256=sha256_file(target), size=target.stat().st_size, records=rewriter.written
     )
     return FileResult(
         src,
@@ -717,9 +620,133 @@ def _rewrite(job: FileJob, src: Source, index: int) -> FileResult:
         src.path.stat().st_size,
         "rewritten-per-record",
         [out_digest],
-        damaged,
-        damage,
+        rewriter.damaged,
+        rewriter.damage,
     )
+
+
+class _Rewriter:
+    """One file being rewritten (`_rewrite`): the output, the record being streamed, the
+    requests waiting and what was counted, each step a method (they share that state)."""
+
+    def __init__(self, job: FileJob, index: int, name: str, out: BinaryIO) -> None:
+        self.job, self.index, self.name, self.out = job, index, name, out
+        self.local = Counts()
+        self.pairer: _Pairer[bytes] = _Pairer()  # a request waits as its rewritten member
+        self.damage: list[str] = []
+        self.damaged = self.records = self.written = 0
+        self.current: _Streamed | None = None  # the record being streamed, once its head is read
+
+    def read(self, raw: BinaryIO) -> None:
+        """Stream the file through: each record rewritten, or counted as skipped or damaged;
+        an unreadable rest of the gzip stream ends it as one damaged record."""
+        stream = GzipStream(raw)  # linear in the file, however many members (not GzipFile)
+        last = 0
+        reader = _UntilDamage(stream)
+        win = Window(reader)  # type: ignore[arg-type]
+        last_damaged = False
+        try:
+            for item in iter_plain(win, self.name, sink=self.begin):
+                last_damaged = isinstance(item, Damage)
+                self.job.progress.advance(raw.tell() - last)
+                last = raw.tell()
+                if isinstance(item, Damage):
+                    self.damaged_record(item)
+                    continue
+                assert isinstance(item, RecordHead)
+                self.record(item)
+        except _STREAM_ERRORS as exc:
+            self.cut_off()
+            reader.error, last_damaged = exc, False
+        if reader.error is not None:  # the record cut there was counted when it ended early
+            self.damaged += 0 if last_damaged else 1
+            self.damage.append(f"gzip stream unreadable after byte {raw.tell()}: {reader.error}")
+
+    def write(self, member: bytes) -> int:
+        """Append a whole member (a request that waited) to the output; where it starts."""
+        at = self.out.tell()
+        self.out.write(member)
+        self.written += 1
+        return at
+
+    def keeps(self, found: Capture | str, head: RecordHead) -> bool:
+        """Whether the record goes to the output (a request under a scope waits instead, see
+        `begin`): every record without a scope, else warcinfo and the captures in scope."""
+        scope = self.job.scope
+        return (
+            not scope.active
+            or found == "warcinfo"
+            or (isinstance(found, Capture) and _in_scope(scope, head, found))
+        )
+
+    def begin(self, head: RecordHead) -> Callable[[memoryview], object] | None:
+        """Where the record of `head` goes: decided from its head alone (the digest,
+        which classify also reads, is not part of any scope decision)."""
+        found = classify(head)
+        if found == "request" and self.job.scope.active:
+            self.current = _Streamed(io.BytesIO(), self.out.tell(), 0, request=True)
+        elif self.keeps(found, head):
+            mark = self.out.tell()
+            waiting = self.pairer.response_kept(head)
+            for request in waiting:
+                self.write(request)
+            self.current = _Streamed(self.out, mark, len(waiting))
+        else:
+            self.current = None
+            return None
+        return self.current.write
+
+    def cut_off(self) -> None:
+        """The record being streamed is damaged: the output goes back to before it (and
+        the requests written for it, counted as dropped)."""
+        current = self.current
+        if current is not None and not current.request:
+            self.out.seek(current.mark)
+            self.out.truncate()
+            self.written -= current.requests
+            self.pairer.dropped += current.requests
+        self.current = None
+
+    def damaged_record(self, item: Damage) -> None:
+        """A damaged stretch: cut off what of it was written, count it, list the first few."""
+        self.cut_off()
+        self.damaged += item.records
+        if len(self.damage) < DAMAGE_LISTED:
+            self.damage.append(f"stream offset {item.offset}: {item.reason}")
+
+    def record(self, item: RecordHead) -> None:
+        """A record streamed to its end: finish its member (a request waits for its
+        response), stage its CDXJ line or count it as skipped."""
+        self.records += 1
+        self.job.progress.records += 1
+        found = classify(item)
+        streamed, self.current = self.current, None
+        if streamed is None:  # not kept
+            self.local = self.local.plus(
+                skipped("out-of-scope" if isinstance(found, Capture) else str(found))
+            )
+            return
+        member = streamed.finish()
+        if streamed.request:
+            if self.pairer.request(item, member):
+                self.write(member)
+            return
+        self.written += 1
+        if isinstance(found, Capture):
+            self.local = self.local.plus(capture_counts(found))
+            at, length = streamed.start, self.out.tell() - streamed.start
+            self.job.staging.add(
+                self.index, cdxj_line(found, self.name, at, length), found.digest, found.revisit
+            )
+        elif found != "request":
+            self.local = self.local.plus(skipped(found))
+
+    def counts(self) -> Counts:
+        """What the file adds to the import's counts, the requests still waiting (their
+        response never kept) counted as dropped."""
+        local = self.local.plus(skipped("out-of-scope-request", self.pairer.finish()))
+        local = local.plus(skipped("damaged", self.damaged))
+        return local.plus(Counts(records=self.records))
 
 
 class _Streamed:
