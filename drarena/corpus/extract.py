@@ -730,8 +730,11 @@ def extract_snapshot(
         )
 
 
-def _iter_jsonl(path: Path, what: str) -> Iterator[tuple[int, int, int, Any]]:
-    """(line number, byte offset, byte length, parsed JSON) of each line of a JSON-lines file."""
+def _iter_jsonl(
+    path: Path, what: str, seen: Callable[[bytes], object] | None = None
+) -> Iterator[tuple[int, int, int, Any]]:
+    """(line number, byte offset, byte length, parsed JSON) of each line of a JSON-lines file;
+    `seen` is given every line's bytes, newline included, before it is parsed."""
     if not path.is_file():
         raise DrarenaError(f"{path} not found: run `drarena snapshot extract {path.parent}` first")
     offset = 0
@@ -739,6 +742,8 @@ def _iter_jsonl(path: Path, what: str) -> Iterator[tuple[int, int, int, Any]]:
         for lineno, line in enumerate(iter(lambda: fh.readline(MAX_JSONL_LINE + 1), b""), 1):
             if len(line) > MAX_JSONL_LINE:  # a file of zeros, or no newlines: never read whole
                 raise DrarenaError(f"{path}:{lineno}: line longer than {MAX_JSONL_LINE} bytes")
+            if seen is not None:
+                seen(line)
             yield lineno, offset, len(line), _parse_line(line, f"{path}:{lineno}", what)
             offset += len(line)
 
@@ -768,12 +773,15 @@ def load_docs(snapshot_dir: Path) -> list[Doc]:
     return [doc for _, _, doc in doc_lines(snapshot_dir)]
 
 
-def doc_lines(snapshot_dir: Path) -> Iterator[tuple[int, int, Doc]]:
+def doc_lines(
+    snapshot_dir: Path, seen: Callable[[bytes], object] | None = None
+) -> Iterator[tuple[int, int, Doc]]:
     """(byte offset, byte length with the newline, page) of each line of docs.jsonl, checked
     as load_docs checks them, one page in memory at a time: for readers that keep only where
-    each page lies and read it again when asked (search.docstore, parse_doc_line)."""
+    each page lies and read it again when asked (search.docstore, parse_doc_line). `seen` is
+    given each line's bytes (a hash of exactly the bytes read: search.doctables)."""
     path = Path(snapshot_dir) / DOCS_FILE
-    for lineno, offset, length, data in _iter_jsonl(path, "doc"):
+    for lineno, offset, length, data in _iter_jsonl(path, "doc", seen):
         yield offset, length, _doc_record(data, f"{path}:{lineno}")
 
 

@@ -177,6 +177,8 @@ class SearchData:
     they open docs.jsonl and passages.jsonl once per process. Neither is held: both are read
     a line at a time by id (DocStore.from_snapshot, PassageStore), so a retriever's memory is
     a few words a page and a passage, not the corpus (2.9 GB at 333,607 passages before).
+    Opening maps the tables kept in the index folder (search.doctables) and hashes no file
+    the stamps say is unchanged (search.stamps), so it reads neither file through.
     """
 
     _cache: ClassVar[dict[tuple[str, str], SearchData]] = {}
@@ -205,7 +207,10 @@ class SearchData:
         )
         key = (str(layout.passages.resolve()), manifest.passages_sha256)
         if key not in cls._cache:
-            docs = DocStore.from_snapshot(layout.snapshot_dir)
+            # the docs.jsonl require_fresh just verified: its tables are mapped, not rebuilt
+            docs = DocStore.from_snapshot(
+                layout.snapshot_dir, layout.doctables, manifest.docs_sha256
+            )
             passages = PassageStore.open(layout, manifest)
             cls._cache[key] = cls(docs, passages, manifest.passages)
         return cls._cache[key]

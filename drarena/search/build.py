@@ -22,7 +22,7 @@ from tqdm import tqdm
 from drarena.errors import DrarenaError
 from drarena.search import ann, checkpoint, embed
 from drarena.search.diagnose import clean_title
-from drarena.search.docstore import docs_file, file_sha256, load_source_docs
+from drarena.search.docstore import DocStore, docs_file, file_sha256, load_source_docs
 from drarena.search.manifest import (
     Bm25Manifest,
     DenseManifest,
@@ -41,6 +41,7 @@ from drarena.search.passagestore import (
     OffsetsWriter,
     iter_passages,
 )
+from drarena.search.stamps import verified_sha256
 
 HNSW_THRESHOLD = ann.FLAT_MAX  # the old name: flat below it, approximate from it up
 RECALL_FLOOR = ann.RECALL_FLOOR
@@ -93,15 +94,25 @@ def build_passages(
     """Cuts docs.jsonl into passages.jsonl (the JsonCollection both indexes read) and writes
     offsets.npy beside it (each passage's line by id: passagestore.py). Passages built before
     offsets.npy existed (no offsets_sha256 in their manifest) are built again: the same
-    passages.jsonl, so the BM25 and dense indexes built from it stay up to date."""
-    state = current_state(layout.snapshot_dir, settings)
+    passages.jsonl, so the BM25 and dense indexes built from it stay up to date. Then the
+    DocStore's tables are kept in doctables/ (search.doctables; left alone when they are of
+    this docs.jsonl), so a retriever's first open maps them too."""
+    result, state = _passages(layout, settings, force)
+    DocStore.from_snapshot(layout.snapshot_dir, layout.doctables, state.docs_sha256)
+    return result, state
+
+
+def _passages(
+    layout: IndexLayout, settings: PassageSettings, force: bool
+) -> tuple[StageResult, SourceState]:
+    state = current_state(layout.snapshot_dir, settings, layout.root)
     old = read_manifest(layout.passages, PassagesManifest, strict=False)
     if (
         old is not None
         and not force
         and old.same_source(state)
-        and _same_bytes(layout.passages / PASSAGES_FILE, old.passages_sha256)
-        and _same_bytes(layout.passages / OFFSETS_FILE, old.offsets_sha256)
+        and _same_bytes(layout, PASSAGES_FILE, old.passages_sha256)
+        and _same_bytes(layout, OFFSETS_FILE, old.offsets_sha256)
     ):
         return StageResult("passages", layout.passages, False, 0.0, old.passage_count), state
     start = time.perf_counter()
@@ -139,11 +150,12 @@ def build_passages(
     return StageResult("passages", layout.passages, True, time.perf_counter() - start, count), state
 
 
-def _same_bytes(path: Path, sha256: str | None) -> bool:
-    """Whether the file is still the one its manifest recorded (None: none was): one read of
-    a file the size of docs.jsonl (hashed anyway), and a damaged or edited file is rebuilt
-    without --force."""
-    return sha256 is not None and path.is_file() and file_sha256(path) == sha256
+def _same_bytes(layout: IndexLayout, name: str, sha256: str | None) -> bool:
+    """Whether passages/<name> is still the file its manifest recorded (None: none was): one
+    read of a file the size of docs.jsonl unless the stamps say it was not written since it
+    was last hashed (search.stamps), and a damaged or edited file is rebuilt without --force."""
+    path = layout.passages / name
+    return sha256 is not None and path.is_file() and verified_sha256(path, layout.root) == sha256
 
 
 def load_passages(layout: IndexLayout) -> list[Passage]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import array
 import dataclasses
+import hashlib
 import json
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -21,13 +22,14 @@ from drarena.errors import DrarenaError
 from drarena.files import read_bounded
 from drarena.records import Record
 from drarena.search.passages import SourceDoc, doc_id_of
+from drarena.search.stamps import verified_sha256
 from drarena.web.warc.manifest import MAX_MANIFEST_BYTES
 
 if TYPE_CHECKING:  # numpy is imported when a store is made: PageText's importers need none
     import numpy as np
 
     from drarena.corpus.records import Doc
-    from drarena.search.lines import KeyTable
+    from drarena.search.lines import KeyTable, LineReader
 
 DEFAULT_PAGE_CHARS = 4000
 MAX_PAGE_CHARS = 20000
@@ -134,42 +136,66 @@ class DocStore:
 
     Held as key tables (search.lines): the digests of each page's id and of its URLs'
     lookup variants, beside the page's row. A row is a page of a list (the constructor:
-    tests, a few pages) or a line of docs.jsonl read again when asked (from_snapshot), so a
-    snapshot's store costs a few words a page, not its text (a tournament's retrievers held
-    every page twice over before). Lookups read the candidate pages and compare, so they
-    answer exactly as dicts of every page did: by id the last page with that id, by URL the
-    indexed page first, then the smallest id."""
+    tests, a few pages) or a line of docs.jsonl read again when asked (from_snapshot, whose
+    tables an index folder keeps: search.doctables), so a snapshot's store costs a few words
+    a page, not its text (a tournament's retrievers held every page twice over before).
+    Lookups read the candidate pages and compare, so they answer exactly as dicts of every
+    page did: by id the last page with that id, by URL the indexed page first, then the
+    smallest id."""
 
     def __init__(self, docs: Sequence[SourceDoc], name: str = "snapshot") -> None:
         pages = list(docs)
-        self._setup(name, _DocKeys.of(enumerate(pages)), pages.__getitem__)
+        self._setup(name, *_DocKeys.of(enumerate(pages)).tables(), pages.__getitem__)
 
-    def _setup(self, name: str, keys: _DocKeys, read: Callable[[int], SourceDoc]) -> None:
+    def _setup(
+        self,
+        name: str,
+        ids: KeyTable,
+        urls: KeyTable,
+        read: Callable[[int], SourceDoc],
+        count: int | None = None,
+    ) -> None:
         self.name = name
-        self._ids, self._urls = keys.tables()
+        self._ids, self._urls = ids, urls
         self._read = read
-        # distinct ids: the digests, plus the ids of a shared digest past the first
-        shared = [{read(row).id for row in rows} for rows in self._ids.shared()]
-        self._count = self._ids.distinct() + sum(len(ids) - 1 for ids in shared)
+        if count is None:
+            # distinct ids: the digests, plus the ids of a shared digest past the first
+            shared = [{read(row).id for row in rows} for rows in ids.shared()]
+            count = ids.distinct() + sum(len(ids) - 1 for ids in shared)
+        self._count = count
 
     @classmethod
-    def from_snapshot(cls, snapshot_dir: Path) -> DocStore:
+    def from_snapshot(
+        cls, snapshot_dir: Path, tables: Path | None = None, docs_sha256: str | None = None
+    ) -> DocStore:
         """docs.jsonl read once through (each line checked as load_source_docs checks it),
-        keeping where each page lies; pages are read again from it when asked."""
-        from drarena.corpus.extract import doc_lines
+        keeping where each page lies; pages are read again from it when asked.
+
+        With `tables` (index/<snapshot>/doctables: search.doctables), the tables kept there
+        are memory-mapped instead when they were built from the docs.jsonl of `docs_sha256`
+        (the sha256 the caller verified it has; None: taken here, through search.stamps);
+        otherwise docs.jsonl is read through as without, and the tables kept for next time."""
+        from drarena.search import doctables
+        from drarena.search.lines import LineReader
 
         path = docs_file(snapshot_dir)
-        offsets, lengths = array.array("Q"), array.array("Q")
-
-        def rows() -> Iterator[tuple[int, SourceDoc]]:
-            for row, (offset, length, doc) in enumerate(doc_lines(snapshot_dir)):
-                offsets.append(offset)
-                lengths.append(length)
-                yield row, source_doc(doc)
-
-        keys = _DocKeys.of(rows())
         store = cls.__new__(cls)
-        store._setup(snapshot_dir.name, keys, _DocLines(path, offsets, lengths))
+        if tables is not None:
+            reader = LineReader(path, "pages file")
+            if docs_sha256 is None:
+                docs_sha256 = verified_sha256(path, tables.parent)
+            kept = doctables.load(tables, docs_sha256, reader.size)
+            if kept is not None:
+                lines = _DocLines(reader, kept.offsets, kept.lengths)
+                store._setup(snapshot_dir.name, kept.ids, kept.urls, lines, kept.distinct_ids)
+                return store
+        digest = hashlib.sha256()
+        ids, urls, offsets, lengths = _read_through(snapshot_dir, digest.update)
+        lines = _DocLines(LineReader(path, "pages file"), offsets, lengths)
+        store._setup(snapshot_dir.name, ids, urls, lines)
+        if tables is not None:
+            built = doctables.DocTables(ids, urls, offsets, lengths, store._count)
+            doctables.save(tables, built, digest.hexdigest(), int(lengths.sum()))
         return store
 
     def __len__(self) -> int:
@@ -270,16 +296,33 @@ def _u64(values: array.array[int]) -> np.ndarray:
     return np.frombuffer(values, dtype=np.uint64) if len(values) else np.zeros(0, np.uint64)
 
 
+def _read_through(
+    snapshot_dir: Path, seen: Callable[[bytes], object]
+) -> tuple[KeyTable, KeyTable, np.ndarray, np.ndarray]:
+    """docs.jsonl parsed line by line (`seen` given each line's bytes): the id and URL key
+    tables, and each line's offset and length."""
+    from drarena.corpus.extract import doc_lines
+
+    offsets, lengths = array.array("Q"), array.array("Q")
+
+    def rows() -> Iterator[tuple[int, SourceDoc]]:
+        for row, (offset, length, doc) in enumerate(doc_lines(snapshot_dir, seen)):
+            offsets.append(offset)
+            lengths.append(length)
+            yield row, source_doc(doc)
+
+    ids, urls = _DocKeys.of(rows()).tables()
+    return ids, urls, _u64(offsets), _u64(lengths)
+
+
 class _DocLines:
     """Pages read again from docs.jsonl by row: each line's offset and length, one pread."""
 
-    def __init__(self, path: Path, offsets: array.array[int], lengths: array.array[int]) -> None:
-        from drarena.search.lines import LineReader
-
-        self.path = path
-        self._offsets = _u64(offsets)
-        self._lengths = _u64(lengths)
-        self._file = LineReader(path, "pages file")
+    def __init__(self, file: LineReader, offsets: np.ndarray, lengths: np.ndarray) -> None:
+        self.path = file.path
+        self._offsets = offsets
+        self._lengths = lengths
+        self._file = file
 
     def __call__(self, row: int) -> SourceDoc:
         from drarena.corpus.extract import parse_doc_line

@@ -18,8 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from drarena import __version__
 from drarena.errors import DrarenaError
 from drarena.files import read_bounded, write_atomic
-from drarena.search.docstore import docs_file, file_sha256, snapshot_fingerprint
+from drarena.search.docstore import docs_file, snapshot_fingerprint
 from drarena.search.passages import PassageSettings
+from drarena.search.stamps import verified_sha256
 
 MANIFEST = "manifest.json"
 # An index folder may be copied from someone else or damaged, so its manifest is read bounded.
@@ -106,13 +107,16 @@ class DenseManifest(SourceState):
 
 
 class IndexLayout:
-    """index/<name>/{passages,bm25,dense-<model>}/ for one snapshot."""
+    """index/<name>/{passages,bm25,dense-<model>}/ for one snapshot, and beside them
+    doctables/ (the DocStore's tables: search.doctables) and the stamps of the files last
+    hashed (search.stamps)."""
 
     def __init__(self, index_root: Path, snapshot_dir: Path) -> None:
         self.snapshot_dir = snapshot_dir
         self.root = Path(index_root) / snapshot_dir.name
         self.passages = self.root / "passages"
         self.bm25 = self.root / "bm25"
+        self.doctables = self.root / "doctables"
 
     def dense(self, slug: str) -> Path:
         return self.root / f"dense-{slug}"
@@ -124,11 +128,15 @@ class IndexLayout:
         return f"`drarena search index {self.snapshot_dir}{option}{extra}`"
 
 
-def current_state(snapshot_dir: Path, settings: PassageSettings) -> SourceState:
+def current_state(
+    snapshot_dir: Path, settings: PassageSettings, stamps: Path | None = None
+) -> SourceState:
+    """The snapshot's inputs as they are now; docs.jsonl's sha256 taken from the stamps in
+    folder `stamps` when its stat is unchanged (search.stamps; None: hashed)."""
     return SourceState(
         snapshot=snapshot_dir.name,
         snapshot_fingerprint=snapshot_fingerprint(snapshot_dir),
-        docs_sha256=file_sha256(docs_file(snapshot_dir)),
+        docs_sha256=verified_sha256(docs_file(snapshot_dir), stamps),
         passages=settings,
     )
 
@@ -161,11 +169,13 @@ def write_manifest(folder: Path, manifest: BaseModel) -> None:
 def require_fresh(
     folder: Path, model: type[M], snapshot_dir: Path, layout: IndexLayout, what: str
 ) -> M:
-    """The manifest of an index that matches the snapshot as it is now, else a clear error."""
+    """The manifest of an index that matches the snapshot as it is now, else a clear error.
+    docs.jsonl is hashed unless the index folder's stamps say it is unchanged since it was
+    (search.stamps): an edited or replaced docs.jsonl is hashed, and refused, as before."""
     manifest = read_manifest(folder, model)
     if manifest is None:
         raise DrarenaError(f"no {what} index at {folder}: build it with {layout.rebuild_hint()}")
-    now = current_state(snapshot_dir, manifest.passages)
+    now = current_state(snapshot_dir, manifest.passages, layout.root)
     if manifest.snapshot_fingerprint != now.snapshot_fingerprint:
         raise DrarenaError(
             f"{what} index {folder} is stale: built from snapshot fingerprint "

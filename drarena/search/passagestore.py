@@ -5,9 +5,10 @@ a query reads ten (the hits' titles, URLs and snippets). `drarena search index` 
 `offsets.npy` beside passages.jsonl: a (3, n) little-endian uint64 array, row 0 the passage
 ids' 64-bit digests sorted ascending (lines.key_of), row 1 each line's byte offset, row 2 its
 length with the newline. The manifest records its sha256, checked when a retriever opens it
-(24 bytes a passage: 8 MB at 333,607); the array is memory-mapped, so the search processes of
-a tournament share one copy in the page cache. Every line read is checked to hold the id it
-was read for, so a wrong offset is an error, never another passage.
+(not read again while its stat says it was not written since: search.stamps); 24 bytes a
+passage, 8 MB at 333,607. The array is memory-mapped, so the search processes of a tournament
+share one copy in the page cache. Every line read is checked to hold the id it was read for,
+so a wrong offset is an error, never another passage.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from pathlib import Path
 import numpy as np
 
 from drarena.errors import DrarenaError
-from drarena.search.docstore import file_sha256
 from drarena.search.lines import KeyTable, LineReader, key_of
 from drarena.search.manifest import IndexLayout, PassagesManifest
 from drarena.search.passages import Passage, doc_id_of
+from drarena.search.stamps import verified_sha256
 
 PASSAGES_FILE = "passages.jsonl"
 OFFSETS_FILE = "offsets.npy"
@@ -72,7 +73,7 @@ def open_offsets(layout: IndexLayout, manifest: PassagesManifest) -> np.ndarray:
             f"{path} is missing (passages built by an older drarena): rebuild it with {hint}"
         )
     try:
-        digest = file_sha256(path)
+        digest = verified_sha256(path, layout.root)
     except OSError as exc:
         raise DrarenaError(f"{path}: cannot read the passage offsets ({exc.strerror})") from None
     if digest != manifest.offsets_sha256:
@@ -120,13 +121,14 @@ def iter_passages(layout: IndexLayout) -> Iterator[Passage]:
 def check_passages(layout: IndexLayout, manifest: PassagesManifest) -> None:
     """passages.jsonl must be the file its manifest recorded: offsets.npy points into it.
 
-    Why hashed on every open: a line edited or cut short would otherwise surface mid-search,
-    or as another passage's bytes; hashing reads the file at disk speed (require_fresh hashes
-    docs.jsonl, as large, on every open too) and holds nothing. A file that differs is read
-    through for its first line that is not a passage, so the error names the line, as when
-    every passage was loaded; one whose lines are all passages is named as changed."""
+    Why checked on every open: a line edited or cut short would otherwise surface mid-search,
+    or as another passage's bytes. The file is hashed in full (at disk speed, holding
+    nothing) unless its stat is the one recorded when it was last hashed (search.stamps: not
+    written since), as require_fresh checks docs.jsonl. A file that differs is read through
+    for its first line that is not a passage, so the error names the line, as when every
+    passage was loaded; one whose lines are all passages is named as changed."""
     path = layout.passages / PASSAGES_FILE
-    if file_sha256(path) == manifest.passages_sha256:
+    if verified_sha256(path, layout.root) == manifest.passages_sha256:
         return
     for _ in iter_passages(layout):
         pass
