@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from arena_live_site import LiveSiteForTests, freeze, scripted_models
+from runconfig import scripted_config
 
 import drarena
 from drarena.cli import main
@@ -24,26 +25,10 @@ STRENGTH = {"fact number": 3}
 def config_data(
     tmp: Path, snapshot: Path, name: str, judge: dict[str, Any] | None
 ) -> dict[str, Any]:
-    role = {"model": "openai/scripted-for-tests"}
     match: dict[str, Any] = {"max_rounds": 2, "gap_to_stop": 9}
     if judge is not None:
         match["judge"] = judge
-    return {
-        "name": name,
-        "snapshot": str(snapshot),
-        "runs_root": str(tmp / "runs"),
-        "index_root": str(tmp / "index"),
-        "seed": 1,
-        "swiss_rounds": 1,
-        "trees": {"count": 1},
-        "match": match,
-        "rating": {"resamples": 50},
-        "models": {"retry": {"max_attempts": 1}, "roles": {"examiner": role, "agent": role}},
-        "agents": [
-            {"name": "oracle", "kind": "oracle"},
-            {"name": "closed_book", "kind": "closed_book"},
-        ],
-    }
+    return scripted_config(tmp, snapshot, name, match=match, rating={"resamples": 50})
 
 
 @pytest.fixture(scope="module")
