@@ -535,7 +535,6 @@ class OracleAgent(_PagesAgent):
             return dataclasses.replace(answer, error="the oracle was given no target pages")
         return answer
 
-
     def _page_for(self, pages: list[SourcePage]) -> Callable[[int, str], Sources]:
         """A part's sources: the target whose share of the budget (what the oracle reads of
         each page when it reads them all) shares the most words with the part, read alone
