@@ -234,6 +234,33 @@ async def test_answer_parts_asks_one_call_a_part_and_cites_each_part() -> None:
     assert answer.error is None
 
 
+async def test_oracle_page_per_part_reads_each_part_over_its_own_target() -> None:
+    """page_per_part: each part's prompt holds only the target sharing the most words with
+    it (run Q: the 1.5B oracle answered a part worse with every target in its context);
+    a part sharing no word with any target reads them all."""
+    json_url = "http://site.test/json"
+    context, backend = scripted_context(
+        [reply("The event loop."), reply("The json module."), reply("No idea.")]
+    )
+    targets = (
+        SourcePage(ASYNCIO, "asyncio", "The event loop runs coroutines and callbacks."),
+        SourcePage(json_url, "json", "The json module encodes and decodes JSON documents."),
+    )
+    question = (
+        "Answer each part: (1) What runs coroutines? (2) What encodes JSON documents? "
+        "(3) Why zebras?"
+    )
+    args = {"answer_parts": True, "page_per_part": True}
+    agent = build_agent({"kind": "oracle", "args": args}, context)
+    answer = await agent.answer(Conversation(question, targets=targets), (10, 50))
+    first, second, third = (r["messages"][-1]["content"] for r in backend.requests)
+    assert ASYNCIO in first and json_url not in first
+    assert json_url in second and ASYNCIO not in second
+    assert ASYNCIO in third and json_url in third
+    assert answer.cited_urls() == [ASYNCIO, json_url]
+    assert answer.error is None
+
+
 async def test_answer_parts_falls_back_to_one_call_for_an_unnumbered_question() -> None:
     context, backend = scripted_context([tool("answer", ANSWER)])
     targets = (SourcePage(ASYNCIO, "asyncio", "about the event loop"),)
