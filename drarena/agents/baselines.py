@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -127,9 +127,18 @@ class _PagesArgs(_PartsArgs):
     cite_shown: bool = Field(True, description=CITE_SHOWN)
 
 
+SEARCH = (
+    "with answer_parts: 'part' (the default) searches once per part, each part read over "
+    "its own results; 'question' searches once for the whole question and reads every part "
+    "over those k pages (textbook one-shot RAG: a width question's other pages are found "
+    "only if the one search ranks them in its top k)"
+)
+
+
 class RagArgs(_PagesArgs):
     retriever: ComponentSpec = Field(default_factory=lambda: ComponentSpec(kind="bm25"))
     k: int = Field(3, ge=1, le=20, description="pages put in context")
+    search: Literal["part", "question"] = Field("part", description=SEARCH)
 
 
 class OracleArgs(_PagesArgs):
@@ -412,7 +421,8 @@ class ClosedBookAgent(_SingleCallAgent):
 
 class RagAgent(_PagesAgent):
     """One retrieval on the question, the top k pages in context, one answer (with
-    `answer_parts`: one retrieval and one call per part)."""
+    `answer_parts`: one call per part, after one retrieval per part or, `search: question`,
+    one for the whole question)."""
 
     args: RagArgs
 
@@ -424,13 +434,15 @@ class RagAgent(_PagesAgent):
         word_limit = check_word_limit(word_limit)
         rec = Recorder(self.name, self._context.clock, self._context.url_checker)
         parts = question_parts(conversation.question) if self.args.answer_parts else []
-        if parts:
+        if parts and self.args.search == "part":
             # each part its own search: one query for three parts on three pages found
             # none of them (issue 33's demo: errors.html and cmath.html for zipfile and
             # tempfile questions)
             return await self.by_parts(
                 conversation, parts, rec, lambda i, part: self.retrieve(rec, part, f"p{i}-")
             )
+        # one search for the whole question (with answer_parts and `search: question`, its
+        # pages read for every part: from_pages splits the question)
         pages, evidence = self.retrieve(rec, conversation.question)
         return await self.from_pages(
             conversation, word_limit, rec, list(pages), evidence or "(the search found no pages)"

@@ -314,3 +314,29 @@ async def test_rag_answer_parts_searches_each_part() -> None:
     assert answer.cited_urls() == [json_url, ASYNCIO]
     tools = [t.id for step in answer.trajectory.steps for t in step.tools]
     assert tools == ["rag-p1-search", "rag-p1-open-0", "rag-p2-search", "rag-p2-open-0"]
+
+
+async def test_rag_search_question_reads_one_search_for_every_part() -> None:
+    """`search: question` (the demo's one-shot RAG): one search for the whole question, its
+    k pages read for every part, so a part whose page that search did not rank goes
+    unread; the parts are still one call each."""
+    retriever = MemoryRetrieverForTests()
+    context, backend = scripted_context(
+        [reply("JSON documents are encoded."), reply("I do not know.")], retriever=retriever
+    )
+    args = {"answer_parts": True, "k": 1, "search": "question"}
+    agent = build_agent({"kind": "rag", "args": args}, context)
+    question = "Answer each part: (1) What encodes JSON documents? (2) What is asyncio for?"
+    answer = await agent.answer(Conversation(question), (10, 50))
+    assert retriever.queries == [question]
+    first, second = (r["messages"][-1]["content"] for r in backend.requests)
+    assert first.count("<<<BEGIN page") == 1 and second.count("<<<BEGIN page") == 1
+    assert first.split("Question:")[0] == second.split("Question:")[0]
+    tools = [t.id for step in answer.trajectory.steps for t in step.tools]
+    assert tools == ["rag-search", "rag-open-0"]
+
+
+def test_rag_search_must_be_part_or_question() -> None:
+    context, _ = scripted_context([])
+    with pytest.raises(DrarenaError, match="search"):
+        build_agent({"kind": "rag", "args": {"search": "page"}}, context)

@@ -86,12 +86,18 @@ def same_answers(store: DocStore, docs: list[SourceDoc]) -> None:
     assert store.ids() == sorted({d.id for d in docs})
 
 
-@pytest.fixture
-def snapshot(tmp_path: Path) -> Path:
+def records_snapshot(tmp_path: Path) -> Path:
+    """A snapshot folder under `tmp_path` holding RECORDS as its docs.jsonl (shared with
+    test_doctables)."""
     folder = tmp_path / "snap"
     folder.mkdir()
     (folder / "docs.jsonl").write_text("".join(r.to_json() + "\n" for r in RECORDS), "utf-8")
     return folder
+
+
+@pytest.fixture
+def snapshot(tmp_path: Path) -> Path:
+    return records_snapshot(tmp_path)
 
 
 def test_on_disk_and_in_memory_stores_answer_as_the_dicts_did(snapshot: Path) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_docstore import RECORDS, lookups, record, same_answers
+from test_docstore import RECORDS, lookups, record, records_snapshot, same_answers
 from test_stamps import rewrite_in_place
 
 from drarena.corpus import extract
@@ -28,10 +28,7 @@ NAMES = [f"{name}.npy" for name in ARRAYS]
 
 @pytest.fixture
 def snapshot(tmp_path: Path) -> Path:
-    folder = tmp_path / "snap"
-    folder.mkdir()
-    (folder / "docs.jsonl").write_text("".join(r.to_json() + "\n" for r in RECORDS), "utf-8")
-    return folder
+    return records_snapshot(tmp_path)
 
 
 @pytest.fixture
