@@ -149,6 +149,13 @@ class OracleArgs(_PagesArgs):
         description="with answer_parts: each part read over the one target page sharing the "
         "most words with it (the whole budget for it), not all the targets together",
     )
+    part_chars: int | None = Field(
+        None,
+        ge=500,
+        description="with page_per_part: characters read of the part's page (default: "
+        "context_chars); the demo reads 2,000, the lead the extractive generator draws its "
+        "facts from and what rag reads of its page: a third of the prompt to prefill a part",
+    )
 
 
 def question_parts(question: str) -> list[str]:
@@ -550,14 +557,14 @@ class OracleAgent(_PagesAgent):
     def _page_for(self, pages: list[SourcePage]) -> Callable[[int, str], Sources]:
         """A part's sources: the target whose share of the budget (what the oracle reads of
         each page when it reads them all) shares the most words with the part, read alone
-        with the whole budget; all targets when none shares a word. Why: on the 1.5B demo
-        (docs/models.md, run Q) the oracle, every target in its context, answered a part
-        worse than rag with the one page its search found; picking among the targets is
-        still the oracle's knowledge (it is told which pages the round is about), and equal
-        leads keep a long page from winning on length."""
+        with the whole budget (or `part_chars`); all targets when none shares a word. Why:
+        on the 1.5B demo (docs/models.md, run Q) the oracle, every target in its context,
+        answered a part worse than rag with the one page its search found; picking among the
+        targets is still the oracle's knowledge (it is told which pages the round is about),
+        and equal leads keep a long page from winning on length."""
         share = max(1, self.args.context_chars // len(pages))
         leads = [SourcePage(p.url, p.title, p.text[:share]) for p in pages]
-        budget, cite = self.args.context_chars, self.args.cite_shown
+        budget, cite = self.args.part_chars or self.args.context_chars, self.args.cite_shown
 
         def source(i: int, part: str) -> Sources:
             n = attribute(part, leads)

@@ -261,6 +261,23 @@ async def test_oracle_page_per_part_reads_each_part_over_its_own_target() -> Non
     assert answer.error is None
 
 
+async def test_oracle_part_chars_caps_what_a_part_reads_of_its_page() -> None:
+    """part_chars: a part reads that many characters of its page, not the whole budget."""
+    text = "The event loop runs coroutines. " + "x" * 1500 + " TAIL-MARK"
+    targets = (SourcePage(ASYNCIO, "asyncio", text),)
+    question = "Answer each part: (1) What runs coroutines? (2) What is the event loop?"
+    for part_chars, tail in ((None, True), (600, False)):
+        args = {"answer_parts": True, "page_per_part": True, "context_chars": 4000}
+        if part_chars:
+            args["part_chars"] = part_chars
+        context, backend = scripted_context([reply("The event loop."), reply("More.")])
+        agent = build_agent({"kind": "oracle", "args": args}, context)
+        await agent.answer(Conversation(question, targets=targets), (10, 50))
+        prompts = [r["messages"][-1]["content"] for r in backend.requests]
+        assert all(("TAIL-MARK" in p) is tail for p in prompts)
+        assert all("runs coroutines" in p for p in prompts)
+
+
 async def test_answer_parts_falls_back_to_one_call_for_an_unnumbered_question() -> None:
     context, backend = scripted_context([tool("answer", ANSWER)])
     targets = (SourcePage(ASYNCIO, "asyncio", "about the event loop"),)
