@@ -39,7 +39,11 @@ def main(argv: list[str]) -> int:
     params.cpuparams_batch.n_threads = args.threads
     params.use_jinja = True  # the GGUF's chat template, which carries Qwen's tool-call format
     server = xllamacpp.Server(params)
-    print(f"llamacpp_server: listening on {server.listening_address}", flush=True)
+    print(
+        f"llamacpp_server: listening on {server.listening_address} "
+        f"({args.threads} threads, {args.parallel} slots)",
+        flush=True,
+    )
 
     def stop(*_: object) -> None:
         # At once: a clean shutdown waits for the request being decoded (minutes on a loaded

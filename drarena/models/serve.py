@@ -361,8 +361,29 @@ def llamacpp_command(
         "--parallel",
         str(parallel),
         "--threads",
-        str(threads or max(1, (os.cpu_count() or 1) - 1)),
+        str(threads or default_threads(usable_cores(), os.getloadavg()[0])),
     ]
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (a container's CPU set, not the host's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def default_threads(cores: int, load: float) -> int:
+    """llama.cpp's threads when none are given: every core while the machine is otherwise
+    idle (1-minute load average under cores - 0.5), else all cores but one.
+
+    Why both: llama.cpp's threads wait for each other at every layer. On a quiet 2-core AMD
+    EPYC 2 threads read a 375-token taskgen prompt at 21.5 tokens/s against 1 thread's 11.1
+    (5 Dec 2026), so the main job runs about a third faster; on 2 cores shared with other work
+    (load 17-25) one descheduled thread stalled the rest and 1 thread was 5-8 times faster than
+    2 (docs/models.md, "What it cost under load")."""
+    cores = max(1, cores)
+    return cores if load < cores - 0.5 else max(1, cores - 1)
 
 
 def start_llamacpp_server(
@@ -373,11 +394,8 @@ def start_llamacpp_server(
     ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S,
 ) -> ServerHandle:
     """Serve the named GGUF model (LLAMACPP_MODELS) with llama.cpp on loopback; `threads`
-    (default DRARENA_LLAMACPP_THREADS, else all cores but one) decode each batch.
-
-    Why not every core: llama.cpp's threads wait for each other at every layer, so one
-    descheduled thread stalls them all. On 2 cores shared with other work (load average 20)
-    1 thread generated 1.3 tokens/s and 2 threads 0.17-0.30 (bench/bench_cpu_examiner.py)."""
+    (default DRARENA_LLAMACPP_THREADS, else `default_threads`: every core on an idle machine,
+    all but one on a busy one) decode each batch."""
     spec = LLAMACPP_MODELS[name]
     python = llamacpp_python()
     gguf = Path(os.environ.get("DRARENA_QWEN_GGUF", REPO / spec.gguf))

@@ -85,6 +85,30 @@ def test_llamacpp_command_serves_one_gguf_on_loopback() -> None:
     assert (serve.REPO / "scripts" / "llamacpp_server.py").is_file()
 
 
+def test_default_threads_take_every_core_only_on_an_idle_machine() -> None:
+    # idle 2-core machine (the main job after its set-up): both cores
+    assert serve.default_threads(2, 0.0) == 2
+    assert serve.default_threads(2, 1.4) == 2
+    # busy (a test suite or another job beside it): all cores but one, never 0
+    assert serve.default_threads(2, 1.5) == 1
+    assert serve.default_threads(2, 20.0) == 1
+    assert serve.default_threads(1, 0.0) == 1
+    assert serve.default_threads(1, 5.0) == 1
+    assert serve.default_threads(16, 3.0) == 16
+    assert serve.default_threads(16, 16.0) == 15
+
+
+def test_threads_default_from_cores_and_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(serve, "usable_cores", lambda: 2)
+    monkeypatch.setattr(serve.os, "getloadavg", lambda: (3.0, 3.0, 3.0))
+    command = serve.llamacpp_command(Path("/p"), Path("/m.gguf"), 8002, "qwen")
+    assert command[command.index("--threads") + 1] == "1"
+    monkeypatch.setattr(serve.os, "getloadavg", lambda: (0.2, 0.2, 0.2))
+    command = serve.llamacpp_command(Path("/p"), Path("/m.gguf"), 8002, "qwen")
+    assert command[command.index("--threads") + 1] == "2"
+    assert serve.usable_cores() >= 1
+
+
 def test_named_model_without_setup_is_one_clear_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
