@@ -361,7 +361,7 @@ def llamacpp_command(
         "--parallel",
         str(parallel),
         "--threads",
-        str(threads or default_threads(usable_cores(), os.getloadavg()[0])),
+        str(threads or default_threads(usable_cores(), busy_cores())),
     ]
 
 
@@ -373,9 +373,32 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def default_threads(cores: int, load: float) -> int:
+def busy_cores(seconds: float = 0.5, stat: Path = Path("/proc/stat")) -> float:
+    """How many cores' worth of work the machine is doing now: the share of CPU time not
+    idle over `seconds` (Linux's /proc/stat), times the cores; the 1-minute load average
+    where there is no /proc/stat. Why not the load average alone: it still holds the
+    set-up's minutes (pip, the BM25 indexer) when the main job starts its server."""
+
+    def sample() -> tuple[int, int]:
+        fields = [int(v) for v in stat.read_text().split("\n", 1)[0].split()[1:]]
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+        return sum(fields), idle
+
+    try:
+        total0, idle0 = sample()
+        time.sleep(seconds)
+        total1, idle1 = sample()
+    except (OSError, ValueError, IndexError):
+        return os.getloadavg()[0]
+    spent = total1 - total0
+    if spent <= 0:
+        return 0.0
+    return (1 - (idle1 - idle0) / spent) * (os.cpu_count() or 1)
+
+
+def default_threads(cores: int, busy: float) -> int:
     """llama.cpp's threads when none are given: every core while the machine is otherwise
-    idle (1-minute load average under cores - 0.5), else all cores but one.
+    idle (under half a core busy), else all cores but one.
 
     Why both: llama.cpp's threads wait for each other at every layer. On a quiet 2-core AMD
     EPYC 2 threads read a 375-token taskgen prompt at 21.5 tokens/s against 1 thread's 11.1
@@ -383,7 +406,7 @@ def default_threads(cores: int, load: float) -> int:
     (load 17-25) one descheduled thread stalled the rest and 1 thread was 5-8 times faster than
     2 (docs/models.md, "What it cost under load")."""
     cores = max(1, cores)
-    return cores if load < cores - 0.5 else max(1, cores - 1)
+    return cores if busy < 0.5 else max(1, cores - 1)
 
 
 def start_llamacpp_server(

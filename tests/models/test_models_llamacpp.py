@@ -88,22 +88,37 @@ def test_llamacpp_command_serves_one_gguf_on_loopback() -> None:
 def test_default_threads_take_every_core_only_on_an_idle_machine() -> None:
     # idle 2-core machine (the main job after its set-up): both cores
     assert serve.default_threads(2, 0.0) == 2
-    assert serve.default_threads(2, 1.4) == 2
+    assert serve.default_threads(2, 0.4) == 2
     # busy (a test suite or another job beside it): all cores but one, never 0
-    assert serve.default_threads(2, 1.5) == 1
+    assert serve.default_threads(2, 0.5) == 1
     assert serve.default_threads(2, 20.0) == 1
     assert serve.default_threads(1, 0.0) == 1
     assert serve.default_threads(1, 5.0) == 1
-    assert serve.default_threads(16, 3.0) == 16
-    assert serve.default_threads(16, 16.0) == 15
+    assert serve.default_threads(16, 0.1) == 16
+    assert serve.default_threads(16, 3.0) == 15
 
 
-def test_threads_default_from_cores_and_load(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_busy_cores_read_from_two_samples_of_proc_stat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 0 100 800 0 0 0 0 0 0\ncpu0 1 2 3 4\n")
+    # 200 jiffies later: 50 user + 50 system + 100 idle, so half the time busy
+    later = "cpu  150 0 150 900 0 0 0 0 0 0\ncpu0 1 2 3 4\n"
+    monkeypatch.setattr(serve.time, "sleep", lambda s: stat.write_text(later))
+    monkeypatch.setattr(serve.os, "cpu_count", lambda: 2)
+    assert serve.busy_cores(0.0, stat) == pytest.approx(1.0)
+    monkeypatch.setattr(serve.os, "getloadavg", lambda: (7.5, 0.0, 0.0))
+    assert serve.busy_cores(0.0, tmp_path / "absent") == 7.5
+    assert serve.busy_cores(0.01) >= 0.0  # this machine's own /proc/stat
+
+
+def test_threads_default_from_cores_and_busy_share(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(serve, "usable_cores", lambda: 2)
-    monkeypatch.setattr(serve.os, "getloadavg", lambda: (3.0, 3.0, 3.0))
+    monkeypatch.setattr(serve, "busy_cores", lambda: 1.2)
     command = serve.llamacpp_command(Path("/p"), Path("/m.gguf"), 8002, "qwen")
     assert command[command.index("--threads") + 1] == "1"
-    monkeypatch.setattr(serve.os, "getloadavg", lambda: (0.2, 0.2, 0.2))
+    monkeypatch.setattr(serve, "busy_cores", lambda: 0.1)
     command = serve.llamacpp_command(Path("/p"), Path("/m.gguf"), 8002, "qwen")
     assert command[command.index("--threads") + 1] == "2"
     assert serve.usable_cores() >= 1
