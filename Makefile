@@ -150,7 +150,7 @@ bench-evidence: setup setup-qwen
 .PHONY: tournament drift-run
 OFFLINE ?= 1
 # The main job's model (issue 15): offline and without CONFIG or MODEL, the 1.5B CPU Examiner
-# (qwen1.5b-cpu: configs/demo-qwen.yaml on llama.cpp, about 10-15 min on 2 cores; docs/models.md);
+# (qwen1.5b-cpu: configs/demo-qwen.yaml on llama.cpp, about 15 min on 2 quiet cores; docs/models.md);
 # MODEL=smollm2: configs/demo.yaml on the 135M smoke model (vLLM CPU, about 5 min; it cannot
 # rank); MODEL=<hf id or path> with CONFIG, or CONFIG alone, serves that config as before.
 TMODEL := $(or $(MODEL),$(if $(filter 0,$(OFFLINE)),,$(if $(filter undefined,$(origin CONFIG)),qwen1.5b-cpu)))
