@@ -402,7 +402,8 @@ def default_threads(cores: int, busy: float) -> int:
 
     Why both: llama.cpp's threads wait for each other at every layer. On a quiet 2-core AMD
     EPYC 2 threads read a 375-token taskgen prompt at 21.5 tokens/s against 1 thread's 11.1
-    (5 Dec 2026), so the main job runs about a third faster; on 2 cores shared with other work
+    (5 Dec 2026), and the quiet main job took 14 min 56 s against 22 min 45 s (docs/models.md,
+    runs W and X); on 2 cores shared with other work
     (load 17-25) one descheduled thread stalled the rest and 1 thread was 5-8 times faster than
     2 (docs/models.md, "What it cost under load")."""
     cores = max(1, cores)
