@@ -110,9 +110,9 @@ def cmd_serve_web(args: argparse.Namespace) -> int:
 
 def _cancel_on_sigterm(stopped: list[int]) -> None:
     """SIGTERM (kill, systemd, a CI timeout) stops the proxy as Ctrl-C does: the task is
-    cancelled, so frozen_web_proxy's cleanup terminates mitmdump. Without this the default
-    action ends drarena at once, and mitmdump, in a session of its own (so a Ctrl-C in the
-    terminal reaches drarena only), would be left running, holding the port."""
+    cancelled, so frozen_web_proxy's cleanup terminates mitmdump in order and the command
+    exits 143. Without this the default action ends drarena at once, and mitmdump (in a
+    session of its own) would be stopped only by its parent-death guards (proxy._spawn)."""
     import asyncio
     import contextlib
     import signal

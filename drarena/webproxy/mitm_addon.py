@@ -12,11 +12,15 @@ its own, HTTP/1 and HTTP/2 to clients); this addon only:
   connection_strategy=lazy and upstream_cert=false, so a CONNECT opens nothing upstream) and
   counts each refusal in the state file: a correct setup counts zero;
 - writes the state file {"port": ..., "outside_refused": n, "backend_connections": n} once
-  listening and after each change, which is how drarena learns the port it was given.
+  listening and after each change, which is how drarena learns the port it was given;
+- shuts mitmdump down when drarena is gone: the lifeline pipe's read end (a descriptor
+  drarena passes) becomes readable, at end of file, once no process holds the write end,
+  which only drarena had (drarena.webproxy.proxy._spawn says why, and what else stops it).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -33,10 +37,12 @@ class FrozenWebAddon:
         self.outside_refused = 0
         self.backend_connections = 0
         self.port = 0
+        self.watching = False
 
     def load(self, loader: Any) -> None:
         loader.add_option("drarena_backend", str, "", "host:port of drarena's backend")
         loader.add_option("drarena_state", str, "", "JSON file for the port and counters")
+        loader.add_option("drarena_lifeline", int, -1, "pipe that ends when drarena does")
 
     def _backend(self) -> tuple[str, int]:
         host, _, port = str(ctx.options.drarena_backend).rpartition(":")
@@ -69,6 +75,22 @@ class FrozenWebAddon:
         addresses = server.listen_addrs() if server is not None else []
         self.port = int(addresses[0][1]) if addresses else 0
         self._write_state()
+        self._watch_lifeline()
+
+    def _watch_lifeline(self) -> None:
+        """Shut down once the lifeline is readable: drarena never writes to it, so that is
+        its end of file, already there if drarena died while mitmdump was starting."""
+        fd = int(ctx.options.drarena_lifeline)
+        if fd < 0 or self.watching:
+            return
+        self.watching = True
+        loop = asyncio.get_running_loop()
+
+        def gone() -> None:
+            loop.remove_reader(fd)
+            ctx.master.shutdown()
+
+        loop.add_reader(fd, gone)
 
     def request(self, flow: http.HTTPFlow) -> None:
         """Called with the whole body read (mitmproxy buffers bodies unless told to stream),

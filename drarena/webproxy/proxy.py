@@ -6,22 +6,27 @@ addon in mitm_addon.py, listening on 127.0.0.1. mitmproxy generates its certific
 authority in `state_dir/ca/` on first start (kept and reused there: a run folder or a working
 folder, never the snapshot). `ProxyInfo.client_env()` is what an unmodified agent needs:
 HTTP(S)_PROXY in both cases, and the CA for OpenSSL, requests, curl and Node.
+
+mitmdump never outlives the process that started it, however that process ends (see
+`_spawn`): a bench or a tournament killed with SIGTERM or SIGKILL takes its proxy with it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import shutil
+import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from drarena.errors import DrarenaError
 from drarena.files import open_append, own_folder, read_bounded, read_tail
@@ -45,6 +50,7 @@ CA_VARIABLES = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_E
 # 200 bytes however much is crawled or served; the project's bound for small files is far
 # above it. A larger one reads as no state yet, like a file cut short.
 MAX_STATE_BYTES = 64 << 20
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def find_mitmdump() -> str:
@@ -126,8 +132,16 @@ def body_limit(snap: Snapshot) -> int:
 
 
 def mitmdump_argv(
-    exe: str, port: int, confdir: Path, backend_port: int, state: Path, max_body: int
+    exe: str,
+    port: int,
+    confdir: Path,
+    backend_port: int,
+    state: Path,
+    max_body: int,
+    lifeline: int = -1,
 ) -> list[str]:
+    """`lifeline`: the descriptor of the pipe whose end of file tells the addon that drarena
+    is gone (-1: none; see _spawn)."""
     return [
         exe,
         "--quiet",
@@ -155,13 +169,96 @@ def mitmdump_argv(
         f"drarena_backend=127.0.0.1:{backend_port}",
         "--set",
         f"drarena_state={state}",
+        "--set",
+        f"drarena_lifeline={lifeline}",
     ]
+
+
+@functools.cache
+def _load_prctl() -> Callable[..., int] | None:
+    """libc's prctl, looked up here in the parent so that the child, between fork and exec,
+    only calls it (no import, no dlopen: nothing that could wait on a lock another thread held
+    at the fork). None off Linux, or where libc has no prctl."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    ulong = ctypes.c_ulong
+    prctl.argtypes = [ctypes.c_int, ulong, ulong, ulong, ulong]
+    prctl.restype = ctypes.c_int
+    found: Callable[..., int] = prctl
+    return found
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """The child's first step (Popen's preexec_fn) on Linux: the kernel sends it SIGTERM
+    when this process dies, so mitmdump (which shuts down on SIGTERM) goes too. If this
+    process died before the prctl (no signal will come then), the child exits at once.
+    None where prctl is unavailable."""
+    prctl = _load_prctl()
+    if prctl is None:
+        return None
+    parent = os.getpid()
+
+    def in_child() -> None:
+        if prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) == 0 and os.getppid() != parent:
+            os._exit(1)
+
+    return in_child
+
+
+async def _spawn(argv: list[str], log: IO[bytes], lifeline: int) -> asyncio.subprocess.Process:
+    """Start mitmdump so that it cannot outlive this process.
+
+    Why: mitmdump runs in a session of its own (a Ctrl-C in the terminal reaches drarena,
+    which then stops it in order), so nothing else stops it when drarena ends without
+    running frozen_web_proxy's cleanup: the default action of SIGTERM (`kill`, a CI
+    timeout, a bench's timer), SIGKILL, a crash. It was then left running as an orphan,
+    holding its port. Two guards, as neither covers every case alone:
+
+    - Linux's parent-death signal (prctl PR_SET_PDEATHSIG, set in the child before exec):
+      the kernel sends mitmdump SIGTERM when drarena dies, however it dies, even while
+      mitmdump is still starting. Linux ties it to the thread that started the child (here
+      the event loop's thread, which runs until the proxy's block has ended).
+    - A lifeline pipe, on any POSIX system: mitmdump holds the read end (`lifeline`), only
+      this process the write end (os.pipe's descriptors are closed at exec: no other child
+      gets them), so the pipe reaches end of file when this process is gone and the addon
+      (mitm_addon.py) shuts mitmdump down. It needs no prctl, but needs mitmdump running.
+    """
+    return await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=log,
+        stderr=log,
+        start_new_session=True,
+        pass_fds=(lifeline,) if lifeline >= 0 else (),
+        preexec_fn=_die_with_parent(),
+    )
 
 
 def _tail(path: Path, chars: int = 400) -> str:
     """The end of mitmdump's log (appended to at every start, so any size), read from its
     end only (files.read_tail)."""
     return read_tail(path).strip()[-chars:]
+
+
+@asynccontextmanager
+async def _lifeline() -> AsyncIterator[int]:
+    """The read end of a pipe for mitmdump (-1 off POSIX: no descriptors to pass). This
+    process writes nothing to it and holds the write end until the block ends (see _spawn)."""
+    if os.name != "posix":
+        yield -1
+        return
+    read_end, write_end = os.pipe()
+    try:
+        yield read_end
+    finally:
+        os.close(read_end)
+        os.close(write_end)
 
 
 @asynccontextmanager
@@ -195,15 +292,10 @@ async def frozen_web_proxy(
     state.unlink(missing_ok=True)  # our own file from an earlier start
     log_path = state_dir / "mitmdump.log"
     frozen = FrozenWeb(snap, handlers)
-    async with backend(frozen) as backend_port:
+    async with backend(frozen) as backend_port, _lifeline() as lifeline:
+        argv = mitmdump_argv(exe, port, confdir, backend_port, state, body_limit(snap), lifeline)
         with open_append(log_path, "ab") as log:
-            process = await asyncio.create_subprocess_exec(
-                *mitmdump_argv(exe, port, confdir, backend_port, state, body_limit(snap)),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-            )
+            process = await _spawn(argv, log, lifeline)
         running = RunningProxy(ProxyInfo(0, confdir / CA_CERT_NAME), frozen, state, 0.0)
         try:
             deadline = time.monotonic() + START_TIMEOUT_S

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from webproxy_helpers import ProxyThread, mitmdump_missing, write_fixture_snapsh
 
 from drarena.errors import DrarenaError
 from drarena.web.warc.snapshot import Snapshot
+from drarena.webproxy import proxy as proxy_module
 from drarena.webproxy.backend import MISSING_HEADER
 from drarena.webproxy.handlers import MAX_REQUEST_BODY, HandlerTable, WebRequest, WebResponse
 from drarena.webproxy.proxy import CA_VARIABLES, RunningProxy, body_limit, frozen_web_proxy
@@ -252,6 +255,85 @@ def test_sigterm_stops_serve_web_and_its_mitmdump(tmp_path: Path) -> None:
         assert len(_mitmdumps_using(state)) == 1
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 143
+        assert _mitmdumps_using(state) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in _mitmdumps_using(state):
+            os.kill(pid, signal.SIGKILL)
+
+
+# A process that opens the proxy and waits; argv: snapshot, state dir, which guards to keep
+# ("both"; "deathsig": no lifeline pipe; "lifeline": no prctl), so each is tested alone too.
+PARENT = """
+import asyncio, contextlib, signal, sys
+from pathlib import Path
+from drarena.web.warc.snapshot import Snapshot
+from drarena.webproxy import proxy
+
+if sys.argv[3] == "lifeline":
+    proxy._load_prctl = lambda: None
+elif sys.argv[3] == "deathsig":
+    @contextlib.asynccontextmanager
+    async def no_lifeline():
+        yield -1
+    proxy._lifeline = no_lifeline
+signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started in background
+
+async def main():
+    with Snapshot.open(Path(sys.argv[1])) as snap:
+        async with proxy.frozen_web_proxy(snap, state_dir=Path(sys.argv[2])):
+            print("listening", flush=True)
+            await asyncio.sleep(300)
+
+asyncio.run(main())
+"""
+
+
+def _parent_pid(pid: int) -> int:
+    stat = (Path("/proc") / str(pid) / "stat").read_text()
+    return int(stat.rpartition(")")[2].split()[1])  # after "pid (comm)": state, then ppid
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds mitmdump through /proc")
+@pytest.mark.parametrize(
+    ("signum", "guards"),
+    [
+        (signal.SIGTERM, "both"),
+        (signal.SIGINT, "both"),
+        (signal.SIGKILL, "both"),
+        (signal.SIGKILL, "deathsig"),
+        (signal.SIGKILL, "lifeline"),
+    ],
+    ids=["SIGTERM", "SIGINT", "SIGKILL", "SIGKILL-deathsig-only", "SIGKILL-lifeline-only"],
+)
+def test_mitmdump_dies_with_the_process_that_started_it(
+    tmp_path: Path, signum: signal.Signals, guards: str
+) -> None:
+    """A bench or a tournament killed with SIGTERM (default action: no cleanup runs) or
+    SIGKILL took its mitmdump down with it only since proxy._spawn's guards; before, the
+    mitmdump, in a session of its own, ran on as an orphan holding its port."""
+    if guards == "deathsig" and proxy_module._load_prctl() is None:
+        pytest.skip("no prctl here: the lifeline is the only guard")
+    snapshot = write_fixture_snapshot(tmp_path / "proxyfix")
+    state = tmp_path / "state"
+    command = [sys.executable, "-c", PARENT, str(snapshot), str(state), guards]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # printed once mitmdump listens
+        assert line == "listening\n", line + proc.communicate(timeout=60)[1]
+        children = _mitmdumps_using(state)
+        assert len(children) == 1  # alive before the signal: the test cannot pass vacuously
+        assert _parent_pid(children[0]) == proc.pid
+        proc.send_signal(signum)
+        proc.wait(timeout=60)
+        if signum != signal.SIGINT:  # SIGINT runs the block's cleanup; these end it at once
+            assert proc.returncode == -signum
+        deadline = time.monotonic() + 10
+        while _mitmdumps_using(state) and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert _mitmdumps_using(state) == []
     finally:
         if proc.poll() is None:
