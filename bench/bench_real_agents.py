@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import sys
 import tempfile
 import threading
@@ -31,6 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from drarena.procs import die_with_parent, group_guard
 from drarena.search.base import build_retriever
 from drarena.web.warc.snapshot import Snapshot
 from drarena.webproxy.handlers import HandlerTable
@@ -122,6 +124,9 @@ def relay(upstream: str) -> Iterator[Relay]:
 async def run_agent(
     argv: list[str], env: dict[str, str], question: str, timeout: float
 ) -> tuple[int | None, str, str]:
+    """Run one agent as a tournament's `command` agent is run. Like there, it and its
+    process group die with this process (drarena.procs): a bench killed mid-answer (SIGTERM,
+    SIGKILL) left them running as orphans."""
     process = await asyncio.create_subprocess_exec(
         *argv,
         stdin=asyncio.subprocess.PIPE,
@@ -130,6 +135,7 @@ async def run_agent(
         env=env,
         cwd=ROOT,
         start_new_session=True,
+        preexec_fn=die_with_parent(signal.SIGKILL),
     )
     payload = {
         "protocol": 1,
@@ -139,9 +145,10 @@ async def run_agent(
         "search_url": None,
     }
     try:
-        out, err = await asyncio.wait_for(
-            process.communicate(json.dumps(payload).encode()), timeout
-        )
+        async with group_guard(process.pid):
+            out, err = await asyncio.wait_for(
+                process.communicate(json.dumps(payload).encode()), timeout
+            )
     except TimeoutError:
         os.killpg(process.pid, 9)
         await process.wait()

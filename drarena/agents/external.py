@@ -19,6 +19,16 @@ tail of stderr is kept, so a flood cannot grow drarena's memory; the whole proce
 killed when the answer is in, at the time limit, or past the cap. While the frozen-mode guard
 is active (drarena.models.guard) and the kernel allows it, the agent runs in a network
 namespace with only loopback, bridged to its search and model servers (drarena.agents.sandbox).
+
+The agent never outlives drarena. It runs in a session of its own (a Ctrl-C reaches drarena
+only, which then kills it in order), so nothing else stopped it when a tournament or bench
+ended without that cleanup (SIGTERM's default action, SIGKILL, a crash): it and what it had
+started ran on as orphans. Two guards (drarena.procs) stop them then: Linux's parent-death
+signal (SIGKILL) for the agent itself, and a watcher process that kills its whole process
+group, as that signal reaches the direct child only and an agent is often a wrapper (`bash
+run.sh`, `uv run`; in a namespace, the shim, whose child is the agent). Not covered on
+drarena's death: a process the agent started that left its group (setsid, a daemon), which
+only the kill at the end of an answer (_stop) finds.
 """
 
 from __future__ import annotations
@@ -52,6 +62,7 @@ from drarena.errors import DrarenaError
 from drarena.models.config import ModelRole
 from drarena.models.guard import NetworkGuard, is_loopback
 from drarena.models.jsonbytes import without_lone_surrogates
+from drarena.procs import die_with_parent, group_guard
 from drarena.registry import ComponentSpec
 
 if TYPE_CHECKING:
@@ -499,6 +510,8 @@ class CommandAgent:
         return sandbox.hideable(self._context.private_paths, keep)
 
     async def _exchange(self, argv: list[str], env: dict[str, str], payload: str) -> str:
+        """Run `argv` once with `payload` on stdin: its stdout, or the error. It and its
+        group die with drarena (the module docstring says why), and are killed at the end."""
         try:  # before the process starts: a failure here must leave nothing running
             data = payload.encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate (e.g. a question from a command line)
@@ -511,6 +524,7 @@ class CommandAgent:
             cwd=self.args.cwd,
             env=env,
             start_new_session=True,
+            preexec_fn=die_with_parent(signal.SIGKILL),  # drarena killed: the agent too
         )
         assert process.stdin and process.stdout and process.stderr
         inodes = _pipe_inodes(process)
@@ -528,7 +542,8 @@ class CommandAgent:
             return out.result(), err.result()
 
         try:
-            stdout, stderr = await asyncio.wait_for(exchange(), self.args.timeout_s)
+            async with group_guard(process.pid):  # and anything it started in its group
+                stdout, stderr = await asyncio.wait_for(exchange(), self.args.timeout_s)
         except TimeoutError:
             raise TimeoutError(f"no answer within {self.args.timeout_s:g} s (killed)") from None
         finally:  # the agent, anything it left running, or a flood

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from drarena.errors import DrarenaError
 from drarena.files import open_replacing, read_tail
+from drarena.procs import die_with_parent
 
 REPO = Path(__file__).resolve().parents[2]
 CPU_MODEL_NAME = "smollm2-135m"
@@ -244,18 +245,6 @@ def wait_ready(handle: ServerHandle, timeout_s: float = DEFAULT_READY_TIMEOUT_S)
         time.sleep(0.5)
 
 
-def _die_with_parent() -> None:
-    """In the child: have Linux send SIGTERM when the parent dies, so no server outlives
-    a killed test run or `drarena serve`. (Linux ties this to the thread that started the
-    server: start servers from the main thread.)"""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
 def start_server(
     command: list[str],
     env: dict[str, str],
@@ -273,7 +262,10 @@ def start_server(
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            # Linux sends the server SIGTERM when this process dies, so none outlives a
+            # killed test run or `drarena serve` (tied to the thread that starts it: start
+            # servers from the main thread; see drarena.procs.die_with_parent)
+            preexec_fn=die_with_parent(signal.SIGTERM),
         )
     handle = ServerHandle(f"http://127.0.0.1:{port}/v1", model, process, log_path)
     atexit.register(handle.stop)

@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import os
 import shutil
-import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +28,7 @@ from typing import IO, Any
 
 from drarena.errors import DrarenaError
 from drarena.files import open_append, own_folder, read_bounded, read_tail
+from drarena.procs import die_with_parent
 from drarena.web.warc.snapshot import Snapshot
 from drarena.web.warc.warcfile import MAX_DECODED_BYTES
 from drarena.webproxy.backend import FrozenWeb, ProxyTally, backend
@@ -50,7 +49,6 @@ CA_VARIABLES = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_E
 # 200 bytes however much is crawled or served; the project's bound for small files is far
 # above it. A larger one reads as no state yet, like a file cut short.
 MAX_STATE_BYTES = 64 << 20
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def find_mitmdump() -> str:
@@ -174,43 +172,6 @@ def mitmdump_argv(
     ]
 
 
-@functools.cache
-def _load_prctl() -> Callable[..., int] | None:
-    """libc's prctl, looked up here in the parent so that the child, between fork and exec,
-    only calls it (no import, no dlopen: nothing that could wait on a lock another thread held
-    at the fork). None off Linux, or where libc has no prctl."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    ulong = ctypes.c_ulong
-    prctl.argtypes = [ctypes.c_int, ulong, ulong, ulong, ulong]
-    prctl.restype = ctypes.c_int
-    found: Callable[..., int] = prctl
-    return found
-
-
-def _die_with_parent() -> Callable[[], None] | None:
-    """The child's first step (Popen's preexec_fn) on Linux: the kernel sends it SIGTERM
-    when this process dies, so mitmdump (which shuts down on SIGTERM) goes too. If this
-    process died before the prctl (no signal will come then), the child exits at once.
-    None where prctl is unavailable."""
-    prctl = _load_prctl()
-    if prctl is None:
-        return None
-    parent = os.getpid()
-
-    def in_child() -> None:
-        if prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) == 0 and os.getppid() != parent:
-            os._exit(1)
-
-    return in_child
-
-
 async def _spawn(argv: list[str], log: IO[bytes], lifeline: int) -> asyncio.subprocess.Process:
     """Start mitmdump so that it cannot outlive this process.
 
@@ -220,8 +181,8 @@ async def _spawn(argv: list[str], log: IO[bytes], lifeline: int) -> asyncio.subp
     timeout, a bench's timer), SIGKILL, a crash. It was then left running as an orphan,
     holding its port. Two guards, as neither covers every case alone:
 
-    - Linux's parent-death signal (prctl PR_SET_PDEATHSIG, set in the child before exec):
-      the kernel sends mitmdump SIGTERM when drarena dies, however it dies, even while
+    - Linux's parent-death signal (drarena.procs.die_with_parent, set in the child before
+      exec): the kernel sends mitmdump SIGTERM when drarena dies, however it dies, even while
       mitmdump is still starting. Linux ties it to the thread that started the child (here
       the event loop's thread, which runs until the proxy's block has ended).
     - A lifeline pipe, on any POSIX system: mitmdump holds the read end (`lifeline`), only
@@ -236,7 +197,7 @@ async def _spawn(argv: list[str], log: IO[bytes], lifeline: int) -> asyncio.subp
         stderr=log,
         start_new_session=True,
         pass_fds=(lifeline,) if lifeline >= 0 else (),
-        preexec_fn=_die_with_parent(),
+        preexec_fn=die_with_parent(),
     )
 
 

@@ -4,8 +4,10 @@ litellm against a local OpenAI-compatible service."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -22,7 +24,7 @@ from loopback_servers import start_app
 
 from drarena.agents import sandbox
 from drarena.agents.base import Conversation
-from drarena.agents.external import CommandAgent
+from drarena.agents.external import CommandAgent, descendants
 from drarena.agents.registry import AgentContext, build_agent
 from drarena.errors import DrarenaError
 from drarena.models.client import ModelClient
@@ -692,3 +694,90 @@ async def test_a_daemon_that_double_forked_and_holds_the_pipes_is_killed(tmp_pat
     )
     assert answer.error == "external agent ext: no answer within 2 s (killed)"
     assert gone_soon(int(pid_file.read_text()))
+
+
+# A tournament's process in small: it runs one command agent (argv[3:]) and waits. argv[1]:
+# which guards to keep ("both"; "deathsig": no group watcher; "watcher": no prctl), so each is
+# tested alone too; argv[2]: "netns" runs it under the frozen-mode guard (in the namespace).
+PARENT = """
+import asyncio, contextlib, sys
+from drarena import procs
+from drarena.agents import external
+from drarena.agents.base import Conversation
+from drarena.agents.registry import AgentContext, build_agent
+from drarena.models.guard import NetworkGuard
+
+if sys.argv[1] == "watcher":
+    procs.load_prctl = lambda: None
+elif sys.argv[1] == "deathsig":
+    @contextlib.asynccontextmanager
+    async def no_watcher(pgid):
+        yield
+    external.group_guard = no_watcher
+spec = {"kind": "command", "args": {"command": sys.argv[3:], "timeout_s": 300}}
+agent = build_agent(spec, AgentContext(), name="ext")
+with NetworkGuard() if sys.argv[2] == "netns" else contextlib.nullcontext():
+    asyncio.run(agent.answer(Conversation("q"), (1, 5)))
+"""
+# The agent: a wrapper (as `bash run.sh` or `uv run` is) whose child, in its group, does the
+# work; it writes "agent-pid child-pid" once both run.
+WRAPPER = """
+import os, subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(f"{os.getpid()} {child.pid}")
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(300)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="follows the processes through /proc")
+@pytest.mark.parametrize(
+    ("guards", "where"),
+    [
+        ("both", "host"),
+        pytest.param("both", "netns", marks=needs_netns),
+        ("watcher", "host"),
+        ("deathsig", "host"),
+    ],
+    ids=["both", "both-netns", "watcher-only", "deathsig-only"],
+)
+def test_the_agent_dies_with_the_process_that_started_it(
+    tmp_path: Path, guards: str, where: str
+) -> None:
+    """A tournament or bench killed with SIGKILL (or SIGTERM's default action: no cleanup
+    runs) took its agent down with it only since the agent's parent-death signal and group
+    watcher (drarena.procs); before, the agent and its children, in a session of their own,
+    ran on as orphans. The parent-death signal alone reaches the agent only, not its child
+    (deathsig-only); under the frozen-mode guard the agent runs below the namespace shim."""
+    pids = tmp_path / "pids"
+    agent = [sys.executable, "-c", WRAPPER, str(pids)]
+    log = (tmp_path / "parent.log").open("wb")
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT, guards, where, *agent], stdout=log, stderr=log
+    )
+    started: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while not pids.exists() and parent.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert pids.exists(), (tmp_path / "parent.log").read_text()
+        started = [int(pid) for pid in pids.read_text().split()]
+        # alive, and below the parent, before the kill: the test cannot pass vacuously
+        assert not any(not_running(pid) for pid in started)
+        assert set(started) <= descendants(parent.pid)
+        parent.kill()
+        parent.wait()
+        expected = started[:1] if guards == "deathsig" else started
+        deadline = time.monotonic() + 10
+        while not all(not_running(pid) for pid in expected) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [pid for pid in expected if not not_running(pid)] == []
+    finally:
+        log.close()
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+        for pid in started:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

@@ -55,7 +55,11 @@ def test_start_waits_until_ready_and_stop_ends_the_process(tmp_path: Path) -> No
     handle.stop()  # idempotent
 
 
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="checks the server through /proc")
 def test_the_server_dies_with_a_killed_parent(tmp_path: Path) -> None:
+    """start_server's child gets SIGTERM from Linux when the process that started it dies
+    (drarena.procs.die_with_parent; before, the prctl was looked up inside the child, and a
+    parent that died before it left the server running)."""
     port = free_port()
     parent = subprocess.Popen(
         [
@@ -72,6 +76,9 @@ def test_the_server_dies_with_a_killed_parent(tmp_path: Path) -> None:
     )
     assert parent.stdout is not None
     child = int(parent.stdout.readline())
+    # alive, and the parent's child, before the kill: the test cannot pass vacuously
+    stat = Path(f"/proc/{child}/stat").read_text()
+    assert int(stat.rsplit(")", 1)[1].split()[1]) == parent.pid
     parent.kill()  # SIGKILL: no cleanup code runs in the parent
     parent.wait()
     for _ in range(100):

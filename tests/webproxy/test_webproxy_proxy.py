@@ -22,9 +22,9 @@ import requests
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from webproxy_helpers import ProxyThread, mitmdump_missing, write_fixture_snapshot
 
+from drarena import procs
 from drarena.errors import DrarenaError
 from drarena.web.warc.snapshot import Snapshot
-from drarena.webproxy import proxy as proxy_module
 from drarena.webproxy.backend import MISSING_HEADER
 from drarena.webproxy.handlers import MAX_REQUEST_BODY, HandlerTable, WebRequest, WebResponse
 from drarena.webproxy.proxy import CA_VARIABLES, RunningProxy, body_limit, frozen_web_proxy
@@ -270,10 +270,11 @@ PARENT = """
 import asyncio, contextlib, signal, sys
 from pathlib import Path
 from drarena.web.warc.snapshot import Snapshot
+from drarena import procs
 from drarena.webproxy import proxy
 
 if sys.argv[3] == "lifeline":
-    proxy._load_prctl = lambda: None
+    procs.load_prctl = lambda: None
 elif sys.argv[3] == "deathsig":
     @contextlib.asynccontextmanager
     async def no_lifeline():
@@ -314,7 +315,7 @@ def test_mitmdump_dies_with_the_process_that_started_it(
     """A bench or a tournament killed with SIGTERM (default action: no cleanup runs) or
     SIGKILL took its mitmdump down with it only since proxy._spawn's guards; before, the
     mitmdump, in a session of its own, ran on as an orphan holding its port."""
-    if guards == "deathsig" and proxy_module._load_prctl() is None:
+    if guards == "deathsig" and procs.load_prctl() is None:
         pytest.skip("no prctl here: the lifeline is the only guard")
     snapshot = write_fixture_snapshot(tmp_path / "proxyfix")
     state = tmp_path / "state"
