@@ -79,15 +79,18 @@ def session(address: str | None = None, workers: int | None = None) -> Iterator[
 
 def ordered_map(
     ray: Any,
-    fn: Callable[[T], R],
+    fn: Callable[..., R],
     items: Iterable[T],
     *,
     in_flight: int,
     on_done: Callable[[int, R], None] | None = None,
+    args: tuple[Any, ...] = (),
 ) -> Iterator[R]:
     """fn over items as Ray tasks, results yielded in the items' order. At most `in_flight`
     tasks are submitted ahead (items are read lazily: a stream of shards is never all in
-    the object store at once); `on_done(i, result)` runs as each result arrives in order."""
+    the object store at once); `on_done(i, result)` runs as each result arrives in order.
+    `args` go before each item (object refs among them, from ray.put, are resolved by Ray:
+    what every task needs goes to the object store once, not with each item)."""
     remote = ray.remote(num_cpus=1, max_retries=2)(fn)
     pending: deque[Any] = deque()
     index = 0
@@ -98,7 +101,7 @@ def ordered_map(
                 item = next(feed)
             except StopIteration:
                 break
-            pending.append(remote.remote(item))
+            pending.append(remote.remote(*args, item))
         if not pending:
             return
         result: R = ray.get(pending.popleft())

@@ -24,14 +24,14 @@ import sys
 import tempfile
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from drarena.corpus.navlinks import RepeatCounter, RepeatRule, normalize_anchor
+from drarena.corpus.navlinks import RepeatCounter, RepeatRule
 from drarena.corpus.page import (
     MAX_PAGE_BYTES,
     PageExtract,
@@ -40,6 +40,15 @@ from drarena.corpus.page import (
     is_text_page,
 )
 from drarena.corpus.records import Doc, Link
+from drarena.corpus.render import (
+    NEAR_EMPTY_CHARS,
+    RENDER_PAGES,
+    RenderContext,
+    Rendered,
+    RenderRow,
+    doc_id,
+    render_pages,
+)
 from drarena.corpus.shards import CACHE_DIR, ShardCache, ShardRun, extract_shard
 from drarena.corpus.spill import ExtractSpill, PagePlan
 from drarena.digests import file_sha256
@@ -52,7 +61,6 @@ if TYPE_CHECKING:
     from drarena.web.warc.snapshot import Snapshot
 
 EXTRACT_VERSION = 3  # bump when output for the same bytes changes
-NEAR_EMPTY_CHARS = 200
 DOCS_FILE = "docs.jsonl"
 LINKS_FILE = "links.jsonl"
 MANIFEST_FILE = "extract-manifest.json"
@@ -124,11 +132,6 @@ class Selection:
     aliases: dict[str, str] = field(default_factory=dict)  # redirecting URL -> final page URL
     skipped: Counter[str] = field(default_factory=Counter)
     responses: int = 0
-
-
-def doc_id(canonical_url: str) -> str:
-    """Stable id of a page: the first 16 hex digits of sha256 of its canonical URL."""
-    return hashlib.sha256(canonical_url.encode("utf-8")).hexdigest()[:16]
 
 
 def text_digest(text: str) -> str:
@@ -259,6 +262,15 @@ def _pairs(links: Iterable[RawLink], aliases: dict[str, str]) -> Iterator[tuple[
 Engine = Callable[[Iterable[Job]], Iterator[PageExtract]]  # results in the jobs' order
 
 
+def _inside(spill: ExtractSpill, page: PageExtract, aliases: dict[str, str]) -> str:
+    """A '1' or '0' for each of the page's links: is its target, through redirects, a page
+    of the snapshot. Asked here, while the workers extract, not when the records are
+    written: the page set is known since pass one."""
+    targets = [aliases.get(raw.target_url, raw.target_url) for raw in page.links]
+    found = spill.pages_among(set(targets))
+    return "".join("1" if target in found else "0" for target in targets)
+
+
 def _extract_pass(
     responses: Iterable[ResponseLike],
     spill: ExtractSpill,
@@ -302,7 +314,7 @@ def _extract_pass(
                 raise DrarenaError("extraction returned more results than pages")
             rank, meta = waiting.popleft()
             digest = text_digest(page.text)
-            spill.add_page(rank, [*meta, digest], page)
+            spill.add_page(rank, [*meta, digest], page, _inside(spill, page, aliases))
             if len(page.text) >= NEAR_EMPTY_CHARS:  # near-empty pages are never duplicates
                 spill.add_digest(digest, rank, doc_id(page.url))
             repeat.add(_pairs(page.links, aliases))
@@ -317,120 +329,48 @@ def _extract_pass(
 REPORT_LISTS = ("near_empty", "duplicates", "unparsable", "fallback_text", "truncated")
 
 
-def _write_records(
-    out: Path, spill: ExtractSpill, plan: PagePlan, repeated: frozenset[tuple[str, str]]
-) -> dict[str, Any]:
-    """docs.jsonl and links.jsonl, in one pass over the pages in rank order read from the
-    spill, with quality flags, navigation and in-snapshot flags; the manifest's lists go to
-    the spill as they are found. Returns the counts."""
-    aliases = plan.aliases
-    aliases_of: dict[str, list[str]] = {}
-    for alias, final in aliases.items():
-        aliases_of.setdefault(final, []).append(alias)
+Renderer = Callable[[RenderContext, Iterable[list[RenderRow]]], Iterator[Rendered]]
+
+
+def _render_chunks(spill: ExtractSpill) -> Iterator[list[RenderRow]]:
+    """The pages' rows in rank order, RENDER_PAGES a chunk, each with its duplicate's id."""
     dups = spill.duplicates()
     dup = next(dups, None)
+    chunk: list[RenderRow] = []
+    for rank, meta, data, links, inside in spill.rows_in_order():
+        duplicate_of = None
+        if dup is not None and dup[0] == rank:
+            duplicate_of, dup = dup[1], next(dups, None)
+        chunk.append((meta, data, links, inside, duplicate_of))
+        if len(chunk) == RENDER_PAGES:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _write_records(
+    out: Path,
+    spill: ExtractSpill,
+    plan: PagePlan,
+    repeated: frozenset[tuple[str, str]],
+    render: Renderer,
+) -> dict[str, Any]:
+    """docs.jsonl and links.jsonl, the pages in rank order read from the spill a chunk at a
+    time and rendered by `render` (here, or on the engine's workers: corpus.render), written
+    in order; the manifest's lists go to the spill as they come. Returns the counts."""
     tally: Counter[str] = Counter()
     skipped_links: Counter[str] = Counter()
+    ctx = RenderContext.of(plan.aliases, repeated)
     with atomic_output(out / DOCS_FILE) as docs_fh, atomic_output(out / LINKS_FILE) as links_fh:
-        for rank, meta, page in spill.pages_in_order():
-            duplicate_of = None
-            if dup is not None and dup[0] == rank:
-                duplicate_of, dup = dup[1], next(dups, None)
-            doc = _page_doc(page, meta, duplicate_of, tuple(sorted(aliases_of.get(page.url, ()))))
-            docs_fh.write(doc.to_json())
-            docs_fh.write("\n")
-            tally["pages"] += 1
-            tally["content_pages"] += doc.is_content
-            for name, item in _page_flags(page, doc):
+        for part in render(ctx, _render_chunks(spill)):
+            docs_fh.write(part.docs)
+            links_fh.write(part.links)
+            for name, item in part.flags:
                 spill.add_report(name, item)
-                tally[name] += 1
-            skipped_links.update(page.skipped_links)
-            targets = [aliases.get(raw.target_url, raw.target_url) for raw in page.links]
-            # a link that redirects back to the page itself is a self link, not written
-            tally["self_links"] += page.self_links + targets.count(page.url)
-            in_snapshot = spill.pages_among(set(targets))
-            for link in _page_links(page, doc.id, targets, in_snapshot, repeated):
-                links_fh.write(link.to_json())
-                links_fh.write("\n")
-                tally["links"] += 1
-                tally["nav_links"] += link.is_nav
-                tally["in_snapshot_links"] += link.in_snapshot
-                tally["content_links_in_snapshot"] += link.in_snapshot and not link.is_nav
+            tally.update(part.tally)
+            skipped_links.update(part.skipped_links)
     return _counts(plan, tally, skipped_links)
-
-
-def _page_doc(
-    page: PageExtract, meta: Sequence[Any], duplicate_of: str | None, aliases: tuple[str, ...]
-) -> Doc:
-    """A page's docs.jsonl record; `meta` is what the spill kept of its response."""
-    record_id, payload_digest, warc_date, response_truncated, digest = meta
-    return Doc(
-        id=doc_id(page.url),
-        url=page.url,
-        title=page.title,
-        contents=page.text,
-        record_id=record_id,
-        payload_digest=payload_digest,
-        digest=digest,
-        chars=len(page.text),
-        link_chars=page.link_chars,
-        description=page.description,
-        lang=page.lang,
-        warc_date=warc_date,
-        encoding=page.encoding,
-        extractor=page.extractor,
-        near_empty=len(page.text) < NEAR_EMPTY_CHARS,
-        duplicate_of=duplicate_of,
-        truncated=page.truncated or response_truncated,
-        aliases=aliases,
-    )
-
-
-def _page_flags(page: PageExtract, doc: Doc) -> Iterator[tuple[str, Any]]:
-    """The manifest's list entries for a page (REPORT_LISTS), in the order they are filed."""
-    if doc.near_empty:
-        yield "near_empty", page.url
-    if doc.duplicate_of:
-        yield "duplicates", {"url": page.url, "duplicate_of": doc.duplicate_of}
-    if page.error:
-        yield "unparsable", {"url": page.url, "error": page.error}
-    elif page.extractor == "fallback":
-        yield "fallback_text", page.url
-    if doc.truncated:
-        yield "truncated", page.url
-
-
-def _page_links(
-    page: PageExtract,
-    page_id: str,
-    targets: Sequence[str],
-    in_snapshot: AbstractSet[str],
-    repeated: frozenset[tuple[str, str]],
-) -> Iterator[Link]:
-    """A page's links.jsonl records: `targets` are its links' targets through redirects, a
-    link back to the page itself left out; navigation by the link's own furniture, else by
-    repeating across pages (`repeated`)."""
-    for raw, target_url in zip(page.links, targets, strict=True):
-        if target_url == page.url:
-            continue
-        repeat = (target_url, normalize_anchor(raw.anchor)) in repeated
-        reason = raw.furniture or ("repeated" if repeat else "")
-        inside = target_url in in_snapshot
-        yield Link(
-            source=page_id,
-            source_url=page.url,
-            target_url=target_url,
-            target=doc_id(target_url) if inside else None,
-            anchor=raw.anchor,
-            context=raw.context,
-            ordinal=raw.ordinal,
-            in_snapshot=inside,
-            is_nav=bool(reason),
-            nav_reason=reason,
-            fragment=raw.fragment,
-            in_list=raw.in_list,
-            hint=raw.hint,
-        )
 
 
 def _counts(
@@ -605,16 +545,17 @@ def extract_responses(
     except OSError as exc:
         raise DrarenaError(f"{out}: cannot write extraction output ({exc})") from None
     try:
-        with spill:
+        with spill, _Engines(params, cache, options) as engines:
             plan = plan_pages(responses, spill)
-            engine = _engine(plan, params, cache, options)
+            engine = engines.extract(plan.pages)
             repeat = RepeatCounter(RepeatRule())
             _extract_pass(responses, spill, plan, engine, options.max_page_bytes, repeat)
             if repeat.needs_count():
                 for links in spill.links_of_pages():
                     repeat.count(_pairs(links, plan.aliases))
             try:
-                counts = _write_records(out, spill, plan, repeat.repeated())
+                render = engines.render(plan.pages)
+                counts = _write_records(out, spill, plan, repeat.repeated(), render)
                 lists = {key: spill.report(key) for key in REPORT_LISTS}
                 manifest = {
                     "stage": "extract",
@@ -639,47 +580,117 @@ def extract_responses(
     return _result(out, manifest, up_to_date=False)
 
 
-def _engine(
-    plan: PagePlan, params: dict[str, Any], cache: ShardCache | None, options: ExtractOptions
-) -> Engine:
-    """What extracts pass two's pages: worker processes here, or Ray tasks over the shard
-    `cache` (the ray engine)."""
-    workers = max(1, options.workers if options.workers is not None else (os.cpu_count() or 1))
+class _Engines:
+    """What extracts pass two's pages and renders their records: this process, a local pool
+    of `workers` processes, or Ray tasks over the shard `cache` (the ray engine: one Ray
+    session for both steps, started on first use and shut down when the block ends)."""
 
-    def run(jobs: Iterable[Job]) -> Iterator[PageExtract]:
-        if cache is not None:
-            return _extract_on_ray(
-                jobs, plan.pages, cache, params, workers, options.address, options.progress
-            )
-        return iter_extraction(jobs, workers, options.progress, total=plan.pages)
+    def __init__(
+        self, params: dict[str, Any], cache: ShardCache | None, options: ExtractOptions
+    ) -> None:
+        self.workers = max(
+            1, options.workers if options.workers is not None else (os.cpu_count() or 1)
+        )
+        self.params = params
+        self.cache = cache
+        self.options = options
+        self._stack = ExitStack()
+        self._ray: Any = None
 
-    return run
+    def __enter__(self) -> _Engines:
+        return self
 
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
 
-def _extract_on_ray(
-    jobs: Iterable[Job],
-    total: int,
-    cache: ShardCache,
-    params: dict[str, Any],
-    workers: int,
-    address: str | None,
-    progress: bool,
-) -> Iterator[PageExtract]:
-    """The jobs in shards over Ray tasks, with the shard cache in the snapshot (see
-    corpus.shards); results stream back shard by shard, in order."""
-    from drarena import rayrun
+    def ray(self) -> Any:
+        if self._ray is None:
+            from drarena import rayrun
 
-    with rayrun.session(address, workers) as ray:
-        cpus = max(1, int(ray.cluster_resources().get("CPU", workers)))
+            session = rayrun.session(self.options.address, self.workers)
+            self._ray = self._stack.enter_context(session)
+        return self._ray
+
+    def cpus(self) -> int:
+        return max(1, int(self.ray().cluster_resources().get("CPU", self.workers)))
+
+    def extract(self, total: int) -> Engine:
+        def run(jobs: Iterable[Job]) -> Iterator[PageExtract]:
+            if self.cache is not None:
+                return self._extract_on_ray(jobs, total)
+            return iter_extraction(jobs, self.workers, self.options.progress, total=total)
+
+        return run
+
+    def _extract_on_ray(self, jobs: Iterable[Job], total: int) -> Iterator[PageExtract]:
+        """The jobs in shards over Ray tasks, with the shard cache in the snapshot (see
+        corpus.shards); results stream back shard by shard, in order."""
+        from drarena import rayrun
+
+        assert self.cache is not None
+        ray, in_flight = self.ray(), 2 * self.cpus()
 
         def mapper(fn: Any, shards: Any) -> Any:
-            return rayrun.ordered_map(ray, fn, shards, in_flight=2 * cpus)
+            return rayrun.ordered_map(ray, fn, shards, in_flight=in_flight)
 
-        run = ShardRun(jobs, mapper, params, cache, progress=progress, total=total)
+        progress = self.options.progress
+        run = ShardRun(jobs, mapper, self.params, self.cache, progress=progress, total=total)
         yield from run
-    if run.reused and progress:
-        reused = f"{run.reused} shard(s) reused from {cache.folder}"
-        print(f"extract: resumed, {reused}", file=sys.stderr)
+        if run.reused and progress:
+            reused = f"{run.reused} shard(s) reused from {self.cache.folder}"
+            print(f"extract: resumed, {reused}", file=sys.stderr)
+
+    def render(self, pages: int) -> Renderer:
+        """Where the records of `pages` pages are rendered: on Ray's workers, on a pool when
+        there are workers and enough pages to give them, else here."""
+
+        def run(ctx: RenderContext, chunks: Iterable[list[RenderRow]]) -> Iterator[Rendered]:
+            if self.cache is not None:
+                from drarena import rayrun
+
+                ray, in_flight = self.ray(), 2 * self.cpus()
+                shared = (ray.put(ctx),)
+                return rayrun.ordered_map(
+                    ray, render_pages, chunks, in_flight=in_flight, args=shared
+                )
+            if self.workers > 1 and pages >= 2 * RENDER_PAGES:
+                return _render_on_pool(ctx, chunks, self.workers)
+            return (render_pages(ctx, chunk) for chunk in chunks)
+
+        return run
+
+
+_CONTEXT: list[RenderContext] = []  # a pool worker's, set once by its initializer
+
+
+def _set_context(ctx: RenderContext) -> None:
+    _CONTEXT[:] = [ctx]
+
+
+def _render_chunk(rows: list[RenderRow]) -> Rendered:
+    return render_pages(_CONTEXT[0], rows)
+
+
+def _render_on_pool(
+    ctx: RenderContext, chunks: Iterable[list[RenderRow]], workers: int
+) -> Iterator[Rendered]:
+    """render_pages over the chunks on `workers` processes, in order, at most 2 chunks a
+    worker read ahead; the context goes to each worker once, not with every chunk."""
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=_pool_context(),
+        initializer=_set_context,
+        initargs=(ctx,),
+    )
+    with pool:
+        pending: deque[Future[Rendered]] = deque()
+        feed = iter(chunks)
+        while True:
+            while len(pending) < 2 * workers and (chunk := next(feed, None)) is not None:
+                pending.append(pool.submit(_render_chunk, chunk))
+            if not pending:
+                return
+            yield pending.popleft().result()
 
 
 class _Passes:

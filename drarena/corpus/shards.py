@@ -18,10 +18,10 @@ import shutil
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict
+from dataclasses import fields
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from drarena.corpus.page import PageExtract, RawLink
 from drarena.errors import DrarenaError
@@ -31,8 +31,9 @@ SHARD_PAGES = 250
 CACHE_DIR = ".extract-shards"
 MAX_CACHE_LINE = 64 << 20  # as extract.MAX_JSONL_LINE: past any page's result
 
+R = TypeVar("R")
 Job = tuple[bytes, str, str, int]  # as extract.Job: body, canonical URL, Content-Type, max bytes
-Mapper = Callable[[Callable[[list[Job]], list[PageExtract]], Iterable[list[Job]]], Iterator[Any]]
+Mapper = Callable[[Callable[[list[Job]], Any], Iterable[list[Job]]], Iterator[Any]]
 
 
 def extract_shard(jobs: list[Job]) -> list[PageExtract]:
@@ -40,6 +41,16 @@ def extract_shard(jobs: list[Job]) -> list[PageExtract]:
     from drarena.corpus.extract import extract_job
 
     return [extract_job(job) for job in jobs]
+
+
+def extract_shard_lines(jobs: list[Job]) -> bytes:
+    """One shard's results as the bytes of its cache file, a JSON line a page (a Ray task).
+
+    Why bytes and not the records: the worker does the serializing the shard cache needs, so
+    the driver (one process beside the workers, which also reads the WARC files and writes
+    the outputs in order) only writes the bytes out and parses them, as it parses a shard
+    read back from the cache; fresh and resumed shards take one path."""
+    return "".join(f"{_dump(page)}\n" for page in extract_shard(jobs)).encode("ascii")
 
 
 def shard_key(params: dict[str, Any], jobs: Sequence[Job]) -> str:
@@ -50,15 +61,36 @@ def shard_key(params: dict[str, Any], jobs: Sequence[Job]) -> str:
     return digest.hexdigest()[:32]
 
 
+_PAGE_FIELDS = tuple(f.name for f in fields(PageExtract))
+_LINK_FIELDS = tuple(f.name for f in fields(RawLink))
+# ensure_ascii: a lone surrogate in a page's text survives the round trip exactly (and the
+# line is ASCII); one encoder, made once (json.dumps with keywords makes one a call)
+_ENCODE = json.JSONEncoder(sort_keys=True).encode
+
+
 def _dump(page: PageExtract) -> str:
-    # ensure_ascii: a lone surrogate in a page's text survives the round trip exactly
-    return json.dumps(asdict(page), sort_keys=True)
+    """json.dumps(dataclasses.asdict(page), sort_keys=True), the same bytes, without asdict's
+    deep copy of every value."""
+    data = {name: getattr(page, name) for name in _PAGE_FIELDS}
+    data["links"] = [{name: getattr(link, name) for name in _LINK_FIELDS} for link in page.links]
+    return _ENCODE(data)
 
 
-def _load(line: str) -> PageExtract:
+def _load(line: str | bytes) -> PageExtract:
     data = json.loads(line)
     data["links"] = tuple(RawLink(**link) for link in data["links"])
     return PageExtract(**data)
+
+
+def _parse(text: bytes, count: int) -> list[PageExtract] | None:
+    """A shard file's `count` results, or None when it is not `count` sound lines."""
+    lines = text.split(b"\n")
+    if lines[-1] != b"" or len(lines) - 1 != count:
+        return None
+    try:
+        return [_load(line) for line in lines[:-1]]
+    except (ValueError, TypeError, KeyError):
+        return None
 
 
 class ShardCache:
@@ -74,23 +106,21 @@ class ShardCache:
         """The shard's results, or None when absent or not `count` sound lines (a damaged
         file is extracted again, never trusted in part)."""
         path = self.path(key)
-        if not path.is_file():
-            return None
         try:
-            with path.open("rb") as fh:
-                lines = list(iter(lambda: fh.readline(MAX_CACHE_LINE + 1), b""))
-            if any(len(line) > MAX_CACHE_LINE for line in lines) or len(lines) != count:
+            if not path.is_file() or path.stat().st_size > count * MAX_CACHE_LINE:
                 return None
-            return [_load(line.decode("utf-8")) for line in lines]
-        except (OSError, ValueError, TypeError, KeyError):
+            return _parse(path.read_bytes(), count)
+        except OSError:
             return None
 
     def save(self, key: str, pages: list[PageExtract]) -> None:
+        self.save_lines(key, "".join(f"{_dump(page)}\n" for page in pages).encode("ascii"))
+
+    def save_lines(self, key: str, text: bytes) -> None:
+        """A shard's results as extract_shard_lines wrote them."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        with atomic_output(self.path(key)) as fh:
-            for page in pages:
-                fh.write(_dump(page))
-                fh.write("\n")
+        with atomic_output(self.path(key), "wb") as fh:
+            fh.write(text)
 
     def clear(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
@@ -142,8 +172,8 @@ class ShardRun:
     def __iter__(self) -> Iterator[PageExtract]:
         from tqdm import tqdm
 
-        computed = iter(self.mapper(extract_shard, self._feed()))
-        ready: deque[list[PageExtract]] = deque()
+        computed = iter(self.mapper(extract_shard_lines, self._feed()))
+        ready: deque[bytes] = deque()
         bar = tqdm(
             total=self.total,
             desc="extract",
@@ -172,11 +202,13 @@ class ShardRun:
                     got = ready.popleft() if ready else next(computed, None)
                     if got is None:
                         raise DrarenaError(f"extract shard {n}: no result came back")
-                    pages = got
-                    if len(pages) != count:
-                        raise DrarenaError(f"extract shard {n}: {len(pages)} results, not {count}")
+                    parsed = _parse(got, count)
+                    if parsed is None:
+                        lines = got.count(b"\n")
+                        raise DrarenaError(f"extract shard {n}: {lines} result lines, not {count}")
+                    pages = parsed
                     if self.cache is not None:
-                        self.cache.save(key, pages)
+                        self.cache.save_lines(key, got)
                 bar.update(len(pages))
                 yield from pages
 
@@ -194,8 +226,6 @@ def run_sharded(
     return list(run), run.reused
 
 
-def local_mapper(
-    fn: Callable[[list[Job]], list[PageExtract]], shards: Iterable[list[Job]]
-) -> Iterator[list[PageExtract]]:
+def local_mapper(fn: Callable[[list[Job]], R], shards: Iterable[list[Job]]) -> Iterator[R]:
     """Shards one after another in this process (the resume path without Ray)."""
     return (fn(shard) for shard in shards)

@@ -44,7 +44,7 @@ PRAGMA temp_store=FILE;
 CREATE TABLE captures(url BLOB, date BLOB, seq INTEGER, kind BLOB, target BLOB);
 CREATE TABLE winners(seq INTEGER PRIMARY KEY, rank INTEGER, url BLOB);
 CREATE TABLE page_urls(url BLOB PRIMARY KEY) WITHOUT ROWID;
-CREATE TABLE pages(rank INTEGER PRIMARY KEY, meta TEXT, page TEXT, links TEXT);
+CREATE TABLE pages(rank INTEGER PRIMARY KEY, meta TEXT, page TEXT, links TEXT, inside TEXT);
 CREATE TABLE digests(digest BLOB, rank INTEGER, id TEXT);
 CREATE TABLE report(list TEXT, item TEXT);
 """
@@ -246,26 +246,27 @@ class ExtractSpill:
 
     # -- pass two: results ---------------------------------------------------------------
 
-    def add_page(self, rank: int, meta: list[Any], page: PageExtract) -> None:
-        """A page's result with the response fields its doc needs (`meta`, JSON values)."""
+    def add_page(self, rank: int, meta: list[Any], page: PageExtract, inside: str) -> None:
+        """A page's result with the response fields its doc needs (`meta`, JSON values) and
+        `inside`: a '1' or '0' a link, whether its target (through redirects) is a page."""
         data = {name: getattr(page, name) for name in _PAGE_FIELDS}
         links = [[getattr(link, name) for name in _LINK_FIELDS] for link in page.links]
         self._add(
-            "INSERT INTO pages VALUES (?,?,?,?)",
-            (rank, json.dumps(meta), json.dumps(data), json.dumps(links)),
+            "INSERT INTO pages VALUES (?,?,?,?,?)",
+            (rank, json.dumps(meta), json.dumps(data), json.dumps(links), inside),
         )
 
     def add_digest(self, digest: str, rank: int, doc_id: str) -> None:
         """A page that counts for duplicates (not near-empty): its text digest."""
         self._add("INSERT INTO digests VALUES (?,?,?)", (_b(digest), rank, doc_id))
 
-    def pages_in_order(self) -> Iterator[tuple[int, list[Any], PageExtract]]:
-        """(rank, meta, result) of every page, by rank, one row read at a time."""
+    def rows_in_order(self) -> Iterator[tuple[int, str, str, str, str]]:
+        """(rank, meta, result, links, inside) of every page as add_page stored them, by
+        rank, one row read at a time (render.parse_page reads a result back)."""
         self.flush()
-        for rank, meta, data, links in self.db.execute(
-            "SELECT rank, meta, page, links FROM pages ORDER BY rank"
-        ):
-            yield rank, json.loads(meta), _page(data, links)
+        yield from self.db.execute(
+            "SELECT rank, meta, page, links, inside FROM pages ORDER BY rank"
+        )
 
     def links_of_pages(self) -> Iterator[list[RawLink]]:
         """Every page's links, in no particular order (pass two of the repeated links)."""
@@ -300,9 +301,3 @@ class ExtractSpill:
             "SELECT item FROM report WHERE list = ? ORDER BY rowid", (name,)
         ):
             yield json.loads(item)
-
-
-def _page(data: str, links: str) -> PageExtract:
-    values = json.loads(data)
-    values["links"] = tuple(RawLink(*row) for row in json.loads(links))
-    return PageExtract(**values)

@@ -123,9 +123,9 @@ def test_responses_are_let_go_and_pages_extracted_as_their_turn_comes(
     in_flight: list[int] = []
     add_page = extract.ExtractSpill.add_page
 
-    def watched(self: Any, rank: int, meta: list[Any], page: PageExtract) -> None:
+    def watched(self: Any, rank: int, meta: list[Any], page: PageExtract, inside: str) -> None:
         in_flight.append(len(source.alive))
-        add_page(self, rank, meta, page)
+        add_page(self, rank, meta, page, inside)
 
     monkeypatch.setattr(extract.ExtractSpill, "add_page", watched)
     result = _extract(source, tmp_path / "out")
