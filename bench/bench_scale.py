@@ -56,7 +56,26 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+
+
+def _child_code() -> str | None:
+    """--before's child: the other checkout, whose drarena must be the one imported. It goes
+    on the path before anything here imports drarena: inserted later (82d4837 to fbe9054), it
+    found drarena already imported from this checkout, and the before rows ran this
+    checkout's code. Its workers get it first too (PYTHONPATH for pool workers; Ray puts the
+    working folder first on its workers' path, hence the chdir)."""
+    if len(sys.argv) < 4 or sys.argv[1] != "--child":
+        return None
+    code: str | None = json.loads(sys.argv[3]).get("code")
+    if code:
+        paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        inherited = [os.path.abspath(p) for p in paths if p]
+        os.environ["PYTHONPATH"] = os.pathsep.join([code, *inherited])
+        os.chdir(code)
+    return code
+
+
+sys.path.insert(0, _child_code() or str(REPO))
 
 from drarena.search.checkpoint import cpu_name  # noqa: E402
 
@@ -560,9 +579,7 @@ def main() -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        stage_args = json.loads(sys.argv[3])
-        if stage_args.get("code"):  # --before: that checkout's drarena, not this one's
-            sys.path.insert(0, stage_args["code"])
+        stage_args = json.loads(sys.argv[3])  # --before's code went first on the path at the top
         figures = child(sys.argv[2], stage_args)
         # VmHWM: this process's own peak since exec (ru_maxrss would count the forked parent)
         status = Path("/proc/self/status").read_text()
