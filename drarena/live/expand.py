@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from drarena.corpus.extract import NEAR_EMPTY_CHARS, doc_id, text_digest
+from drarena.corpus.extract import text_digest
 from drarena.corpus.page import RawLink
 from drarena.corpus.records import Doc, Link, Tree, TreeEdge, TreeNode
+from drarena.corpus.render import NEAR_EMPTY_CHARS, doc_id
 from drarena.corpus.trees import make_edge, make_node
 from drarena.corpus.treewalk import CONTENT_RICH_CHARS, CannotExpand, TreeWalker
 from drarena.errors import DrarenaError
