@@ -237,6 +237,18 @@ def _mitmdumps_using(state_dir: Path) -> list[int]:
     return found
 
 
+def _kill_all(proc: subprocess.Popen[str], state: Path) -> None:
+    """A test's cleanup, whatever it asserted: the process it started and any mitmdump left
+    serving `state`, so a failing test leaves no server holding a port."""
+    import signal
+
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    for pid in _mitmdumps_using(state):
+        os.kill(pid, signal.SIGKILL)
+
+
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds mitmdump through /proc")
 def test_sigterm_stops_serve_web_and_its_mitmdump(tmp_path: Path) -> None:
     """`kill PID` on serve-web: mitmdump runs in a session of its own, so unless drarena stops
@@ -257,11 +269,7 @@ def test_sigterm_stops_serve_web_and_its_mitmdump(tmp_path: Path) -> None:
         assert proc.wait(timeout=60) == 143
         assert _mitmdumps_using(state) == []
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for pid in _mitmdumps_using(state):
-            os.kill(pid, signal.SIGKILL)
+        _kill_all(proc, state)
 
 
 # A process that opens the proxy and waits; argv: snapshot, state dir, which guards to keep
@@ -337,8 +345,4 @@ def test_mitmdump_dies_with_the_process_that_started_it(
             time.sleep(0.1)
         assert _mitmdumps_using(state) == []
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for pid in _mitmdumps_using(state):
-            os.kill(pid, signal.SIGKILL)
+        _kill_all(proc, state)
