@@ -72,7 +72,7 @@ SECTIONS: Registry[Section[Any]] = Registry("report section", group="drarena.rep
 
 HEAD = ("examiner_check", "leaderboard", "ratings", "pairwise", "failures")
 ANALYSES = ("analyses", "style", "panel", "second_opinion", "human_audit", "comparison")
-TAIL = ("void", "failed", "timing", "matches", "drift")
+TAIL = ("void", "failed", "research", "timing", "matches", "drift")
 
 _MODULES = {
     "examiner_check": "examinercheck:ExaminerCheckSection",
@@ -88,6 +88,7 @@ _MODULES = {
     "comparison": "comparison:ComparisonSection",
     "void": "voids:VoidSection",
     "failed": "failed:FailedSection",
+    "research": "research:ResearchSection",
     "timing": "timing:TimingSection",
     "matches": "matches:MatchesSection",
     "drift": "drift:DriftSection",

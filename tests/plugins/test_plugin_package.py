@@ -270,5 +270,5 @@ def test_without_a_section_plugin_the_page_has_the_built_in_sections_alone() -> 
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == (
         "examiner_check,leaderboard,ratings,pairwise,failures,analyses,style,panel,"
-        "second_opinion,human_audit,comparison,void,failed,timing,matches,drift"
+        "second_opinion,human_audit,comparison,void,failed,research,timing,matches,drift"
     )
