@@ -69,7 +69,7 @@ def test_broken_agents_are_contained_recorded_and_the_tournament_goes_on(
     finally:
         site.stop()
     dial_out = tmp_path / "dial.txt"
-    agents = [
+    agents: list[dict[str, object]] = [
         {"name": "oracle", "kind": "oracle"},
         {"name": "closed_book", "kind": "closed_book"},
         command("hang", HANG),
@@ -93,8 +93,9 @@ def test_broken_agents_are_contained_recorded_and_the_tournament_goes_on(
     )
     # the tournament finished: every agent is on the leaderboard
     board = (run.path / "leaderboard.json").read_text()
-    for agent in agents:
-        assert f'"{agent["name"]}"' in board
+    names = [str(agent["name"]) for agent in agents]
+    for name in names:
+        assert f'"{name}"' in board
     matches = run.read_log()
     assert len(matches) == 6  # 2 Swiss rounds of 3 matches: no match lost to a broken agent
     reasons: dict[str, set[str]] = {}
@@ -112,7 +113,7 @@ def test_broken_agents_are_contained_recorded_and_the_tournament_goes_on(
     assert "adapter bug: KeyError plan" in crash
     # drarena's default (failed_answers: void): each broken agent's rounds are void for it,
     # never a tie or a win
-    failed = {f.agent: f for f in failed_rounds([a["name"] for a in agents], matches)}
+    failed = {f.agent: f for f in failed_rounds(names, matches)}
     for name in ("hang", "crash", "flood"):
         assert failed[name].voided == 2 and failed[name].judged == 0, failed[name]
     assert failed["oracle"].voided == failed["closed_book"].voided == 0
