@@ -10,6 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from drarena.models.config import CacheMode
+from drarena.runs.execute import RunOptions
+
 SCRIPTED_ROLE = {"model": "openai/scripted-for-tests"}
 
 
@@ -41,3 +44,13 @@ def scripted_config(
     }
     data.update(fields)
     return data
+
+
+def scripted_options(backend: Any, **fields: Any) -> RunOptions:
+    """The options a scripted test run plays under: no model server, the response cache read
+    and written, the snapshot's derived files read as they are (the fixture built them);
+    `fields` add the rest (now=..., cache_path=...). Why one builder: ten tests spelled out
+    the same four options."""
+    return RunOptions(
+        serve=False, cache_mode=CacheMode.READ_WRITE, prepare=False, backend=backend, **fields
+    )

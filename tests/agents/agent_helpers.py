@@ -15,6 +15,21 @@ from drarena.models.types import ToolCall
 from drarena.records import Hit
 from drarena.search.docstore import PageText
 
+# Python source for a command agent's script: dials a TEST-NET-1 address (RFC 5737: never
+# routed) directly, ignoring HTTP(S)_PROXY, and leaves in `dialled` what happened: an errno
+# name (ENETUNREACH inside drarena's network namespace) or "connected". The script defines
+# DIAL_TIMEOUT_S first. Shared by the isolation and broken-agent tournament tests.
+DIAL_TEST_NET = """
+import errno, socket
+s = socket.socket()
+s.settimeout(DIAL_TIMEOUT_S)
+try:
+    s.connect(("192.0.2.1", 80))
+    dialled = "connected"
+except OSError as exc:
+    dialled = errno.errorcode.get(exc.errno, str(exc)) if exc.errno else type(exc).__name__
+"""
+
 PAGES = {
     "http://site.test/asyncio": (
         "asyncio",

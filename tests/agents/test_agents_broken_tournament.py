@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "arena"))
+from agent_helpers import DIAL_TEST_NET
 from arena_live_site import LiveSiteForTests, freeze, scripted_models
-from runconfig import scripted_config
+from runconfig import scripted_config, scripted_options
 
 from drarena.agents import sandbox
 from drarena.config.tournament import parse_config
 from drarena.ledger.folder import RunDir
 from drarena.ledger.leaderboard import failed_rounds
-from drarena.models.config import CacheMode
-from drarena.runs.execute import RunOptions, execute
+from drarena.runs.execute import execute
 
 NETNS = sandbox.probe()
 
@@ -35,20 +35,15 @@ FLOOD = (
     "sys.stdout.flush()\n"
 )
 # ignores HTTP(S)_PROXY: dials a TEST-NET address directly, notes what happened, then answers
-DIRECT = """
-import errno, json, os, socket, sys
-request = json.load(sys.stdin)
-s = socket.socket()
-s.settimeout(5)
-try:
-    s.connect(("192.0.2.1", 80))
-    got = "connected"
-except OSError as exc:
-    got = errno.errorcode.get(exc.errno, str(exc)) if exc.errno else type(exc).__name__
+DIRECT = (
+    "import json, os, sys\nrequest = json.load(sys.stdin)\nDIAL_TIMEOUT_S = 5\n"
+    + DIAL_TEST_NET
+    + """
 with open(os.environ["DIAL_OUT"], "a") as out:
-    out.write(got + "\\n")
+    out.write(dialled + "\\n")
 print(json.dumps({"report": "Report strength=1 without the proxy", "citations": []}))
 """
+)
 
 
 def command(name: str, script: str, **args: object) -> dict[str, object]:
@@ -84,12 +79,7 @@ def test_broken_agents_are_contained_recorded_and_the_tournament_goes_on(
     execute(
         config,
         run,
-        RunOptions(
-            serve=False,
-            cache_mode=CacheMode.READ_WRITE,
-            prepare=False,
-            backend=scripted_models({"fact number": 3}),
-        ),
+        scripted_options(scripted_models({"fact number": 3})),
     )
     # the tournament finished: every agent is on the leaderboard
     board = (run.path / "leaderboard.json").read_text()

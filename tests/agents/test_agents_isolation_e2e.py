@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "arena"))
+from agent_helpers import DIAL_TEST_NET
 from arena_live_site import LiveSiteForTests, freeze, scripted_models
-from runconfig import scripted_config
+from runconfig import scripted_config, scripted_options
 
 from drarena.agents import sandbox
 from drarena.config.tournament import parse_config
 from drarena.ledger.folder import RunDir
-from drarena.models.config import CacheMode
-from drarena.runs.execute import RunOptions, execute
+from drarena.runs.execute import execute
 
 NETNS = sandbox.probe()
 
@@ -36,16 +36,10 @@ def proxy_installed() -> bool:
     return True
 
 
-AGENT = """
-import errno, json, os, socket, sys
-request = json.load(sys.stdin)
-s = socket.socket()
-s.settimeout(20)
-try:
-    s.connect(("192.0.2.1", 80))
-    public = "connected"
-except OSError as exc:
-    public = errno.errorcode.get(exc.errno, str(exc))
+AGENT = (
+    "import errno, json, os, sys\nrequest = json.load(sys.stdin)\nDIAL_TIMEOUT_S = 20\n"
+    + DIAL_TEST_NET
+    + """
 def peek(path):
     try:
         with open(path, "rb") as f:
@@ -59,7 +53,7 @@ def unmount(path):
         return "unmounted"
     return errno.errorcode.get(ctypes.get_errno(), "?")
 private = json.loads(os.environ["PRIVATE"])
-seen = {"netns": os.readlink("/proc/self/ns/net"), "public": public,
+seen = {"netns": os.readlink("/proc/self/ns/net"), "public": dialled,
         "secret": os.environ.get("DRARENA_TEST_SECRET"),
         "files": {path: peek(path) for path in private["files"]},
         "unmount": {path: unmount(path) for path in private["folders"]},
@@ -68,6 +62,7 @@ with open(os.environ["PROBE_OUT"], "a") as out:
     out.write(json.dumps(seen) + "\\n")
 print(json.dumps({"report": "Report strength=1 from " + request["question"], "citations": []}))
 """
+)
 
 
 @pytest.mark.skipif(not NETNS.available, reason=f"no network namespace here: {NETNS.reason}")
@@ -103,12 +98,7 @@ def test_frozen_tournament_runs_command_agents_in_a_namespace(
     execute(
         config,
         run,
-        RunOptions(
-            serve=False,
-            cache_mode=CacheMode.READ_WRITE,
-            prepare=False,
-            backend=scripted_models({"fact number": 3}),
-        ),
+        scripted_options(scripted_models({"fact number": 3})),
     )
     header = json.loads(run.header_path.read_text())
     assert header["agent_isolation"] == NETNS.describe()

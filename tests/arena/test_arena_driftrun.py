@@ -10,17 +10,16 @@ from pathlib import Path
 
 import pytest
 from arena_live_site import LiveSiteForTests, freeze, live_web_settings, scripted_models
-from runconfig import scripted_config
+from runconfig import scripted_config, scripted_options
 from test_arena_live import NOW, config_data
 
 from drarena.config.tournament import parse_config
 from drarena.errors import DrarenaError
 from drarena.ledger.folder import RunDir
 from drarena.ledger.leaderboard import LeaderboardRow
-from drarena.models.config import CacheMode
 from drarena.runs.driftcompare import Change, agent_moves, change, rank_correlation
 from drarena.runs.driftrun import REPORT_JSON, DriftOptions, drift_run
-from drarena.runs.execute import RunOptions, execute
+from drarena.runs.execute import execute
 
 
 @pytest.mark.parametrize(
@@ -100,12 +99,7 @@ def test_drift_run_flips_when_the_pages_changed_and_replays(
     frozen = execute(
         config,
         run,
-        RunOptions(
-            serve=False,
-            cache_mode=CacheMode.READ_WRITE,
-            prepare=False,
-            backend=scripted_models(STRENGTH),
-        ),
+        scripted_options(scripted_models(STRENGTH)),
     )
     [match] = frozen.log
     assert match.score.points_a != match.score.points_b  # decided on the frozen web
@@ -178,9 +172,7 @@ def test_drift_run_refuses_what_it_cannot_compare(site: LiveSiteForTests, tmp_pa
     execute(
         parse_config(data, "test").as_live(),
         live_run,
-        RunOptions(
-            serve=False, cache_mode=CacheMode.READ_WRITE, prepare=False, backend=scripted_models()
-        ),
+        scripted_options(scripted_models()),
     )
     with pytest.raises(DrarenaError, match="a live run; drift-run compares a frozen run"):
         drift_run(live_run.path, tmp_path / "out", DriftOptions(serve=False))

@@ -15,14 +15,14 @@ import pytest
 import yaml
 from arena_live_site import LiveSiteForTests, freeze, live_web_settings, scripted_models
 from loopback_servers import free_port
+from runconfig import scripted_options
 
 from drarena.cli import main
 from drarena.config.tournament import parse_config
 from drarena.errors import DrarenaError
 from drarena.ledger.folder import RunDir
 from drarena.ledger.records import MatchRecord
-from drarena.models.config import CacheMode
-from drarena.runs.execute import RunOptions, execute, replay
+from drarena.runs.execute import execute, replay
 from drarena.web.warc.snapshot import Snapshot
 
 NOW = datetime(2026, 11, 29, 15, 0, 0, tzinfo=UTC)
@@ -81,13 +81,7 @@ def test_live_run_searches_reads_today_captures_and_replays_offline(
     result = execute(
         config,
         run,
-        RunOptions(
-            serve=False,
-            cache_mode=CacheMode.READ_WRITE,
-            prepare=False,
-            now=lambda: NOW,
-            backend=backend,
-        ),
+        scripted_options(backend, now=lambda: NOW),
     )
     assert result.model_calls > 0 and len(result.log) == 1
 
@@ -145,13 +139,7 @@ def test_live_tree_expansion_crawls_into_the_capture(
     execute(
         config,
         run,
-        RunOptions(
-            serve=False,
-            cache_mode=CacheMode.READ_WRITE,
-            prepare=False,
-            now=lambda: NOW,
-            backend=backend,
-        ),
+        scripted_options(backend, now=lambda: NOW),
     )
     [match] = run.finished().values()
     rnd = match.rounds[0]
@@ -179,13 +167,7 @@ def test_replay_of_a_live_run_without_its_capture_is_one_line(
     execute(
         config,
         run,
-        RunOptions(
-            serve=False,
-            cache_mode=CacheMode.READ_WRITE,
-            prepare=False,
-            now=lambda: NOW,
-            backend=scripted_models(),
-        ),
+        scripted_options(scripted_models(), now=lambda: NOW),
     )
     header = run.header()
     assert header is not None
@@ -208,13 +190,7 @@ def test_interrupted_live_run_keeps_its_capture_and_resumes_into_a_new_one(
         execute(
             config,
             run,
-            RunOptions(
-                serve=False,
-                cache_mode=CacheMode.READ_WRITE,
-                prepare=False,
-                now=lambda: NOW,
-                backend=scripted_models(interrupt_at=7),
-            ),
+            scripted_options(scripted_models(interrupt_at=7), now=lambda: NOW),
         )
     header = run.header()
     assert header is not None
@@ -227,13 +203,7 @@ def test_interrupted_live_run_keeps_its_capture_and_resumes_into_a_new_one(
     execute(
         config,
         run,
-        RunOptions(
-            serve=False,
-            cache_mode=CacheMode.READ_WRITE,
-            prepare=False,
-            now=lambda: later,
-            backend=scripted_models(),
-        ),
+        scripted_options(scripted_models(), now=lambda: later),
     )
     header = run.header()
     assert header is not None

@@ -17,13 +17,12 @@ from typing import Any
 
 import pytest
 from arena_live_site import LiveSiteForTests, freeze, scripted_models
-from runconfig import scripted_config
+from runconfig import scripted_config, scripted_options
 
 from drarena.cli import main
 from drarena.config.tournament import parse_config
 from drarena.errors import DrarenaError
 from drarena.ledger.folder import RunDir
-from drarena.models.config import CacheMode
 from drarena.runs.execute import RunOptions, execute
 
 STRENGTH = {"fact number": 3}
@@ -47,12 +46,7 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     execute(
         config,
         run,
-        RunOptions(
-            serve=False,
-            cache_mode=CacheMode.READ_WRITE,
-            prepare=False,
-            backend=scripted_models(STRENGTH),
-        ),
+        scripted_options(scripted_models(STRENGTH)),
     )
     return snapshot, run.path
 
@@ -262,12 +256,7 @@ def test_a_bad_agent_arg_writes_nothing_and_the_fixed_config_then_runs(
         execute(
             parse_config(data, "test"),
             run,
-            RunOptions(
-                serve=False,
-                cache_mode=CacheMode.READ_WRITE,
-                prepare=False,
-                backend=scripted_models(STRENGTH),
-            ),
+            scripted_options(scripted_models(STRENGTH)),
         )
     assert not run.path.exists()  # no run.json claiming the folder for the wrong config
     assert re.search(rf"agents\.second.*{field}", str(caught.value))
@@ -276,12 +265,7 @@ def test_a_bad_agent_arg_writes_nothing_and_the_fixed_config_then_runs(
     result = execute(
         parse_config(data, "test"),
         run,
-        RunOptions(
-            serve=False,
-            cache_mode=CacheMode.READ_WRITE,
-            prepare=False,
-            backend=scripted_models(STRENGTH),
-        ),
+        scripted_options(scripted_models(STRENGTH)),
     )
     assert len(result.log) == 1 and (run.path / "leaderboard.md").is_file()
 
@@ -369,12 +353,7 @@ def scripted_execute(data: dict[str, Any], folder: Path) -> Any:
     return execute(
         parse_config(data, "test"),
         RunDir(folder),
-        RunOptions(
-            serve=False,
-            cache_mode=CacheMode.READ_WRITE,
-            prepare=False,
-            backend=scripted_models(STRENGTH),
-        ),
+        scripted_options(scripted_models(STRENGTH)),
     )
 
 
@@ -403,12 +382,8 @@ def test_a_tournament_interrupted_before_its_run_json_resumes(
         return execute(
             config,
             run,
-            RunOptions(
-                serve=False,
-                cache_mode=CacheMode.READ_WRITE,
-                prepare=False,
-                backend=scripted_models(STRENGTH, interrupt_at=interrupt_at),
-                examiner_check_pairs=1,
+            scripted_options(
+                scripted_models(STRENGTH, interrupt_at=interrupt_at), examiner_check_pairs=1
             ),
         )
 
@@ -532,12 +507,7 @@ def test_a_second_tournament_in_a_held_run_folder_is_refused_naming_the_holder(
             execute(
                 config,
                 RunDir(demo),
-                RunOptions(
-                    serve=False,
-                    cache_mode=CacheMode.READ_WRITE,
-                    prepare=False,
-                    backend=scripted_models(STRENGTH),
-                ),
+                scripted_options(scripted_models(STRENGTH)),
             )
         message = str(err.value)
         assert "\n" not in message and message.startswith(f"{demo}: another drarena is running")
@@ -548,12 +518,7 @@ def test_a_second_tournament_in_a_held_run_folder_is_refused_naming_the_holder(
     result = execute(  # the holder is gone (its lock went with it): the run resumes
         config,
         RunDir(demo),
-        RunOptions(
-            serve=False,
-            cache_mode=CacheMode.READ_WRITE,
-            prepare=False,
-            backend=scripted_models(STRENGTH),
-        ),
+        scripted_options(scripted_models(STRENGTH)),
     )
     assert result.log and not (demo / "run.lock").exists()
 

@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pytest
 from arena_live_site import LiveSiteForTests, freeze, scripted_models
-from runconfig import scripted_config
+from runconfig import scripted_config, scripted_options
 
 from drarena.config.tournament import PAPER_MATCH, parse_config
 from drarena.ledger.folder import RunDir
-from drarena.models.config import CacheMode
-from drarena.runs.execute import RunOptions, execute, replay
+from drarena.runs.execute import execute, replay
 
 
 @pytest.fixture(scope="module")
@@ -45,12 +44,7 @@ def test_header_records_protocol_switches_ablations_and_stage_roles(
     execute(
         config,
         run,
-        RunOptions(
-            serve=False,
-            cache_mode=CacheMode.READ_WRITE,
-            prepare=False,
-            backend=scripted_models({"fact number": 3}),
-        ),
+        scripted_options(scripted_models({"fact number": 3})),
     )
     header = json.loads((run.path / "run.json").read_text(encoding="utf-8"))
     match = header["config"]["match"]
