@@ -62,9 +62,13 @@ def _adapters() -> dict[str, tuple[str, str, dict[str, str]]]:
 
 
 ADAPTERS = _adapters()
-QUESTIONS = [
+QUESTIONS = [  # each answered by pages of snapshots/pydocs
     "How do I read and write JSON files in Python, and what does json.dumps do with non-ASCII?",
     "What is the difference between a list and a tuple in Python?",
+    "How do I parse command-line options with argparse in Python?",
+    "How do I read and write CSV files with Python's csv module?",
+    "How do I create and use a virtual environment with Python's venv?",
+    "How do I copy or move files and directory trees with Python's shutil module?",
 ]
 MAX_RELAY_BODY = 8 << 20
 
@@ -121,6 +125,14 @@ def relay(upstream: str) -> Iterator[Relay]:
         server.server_close()
 
 
+def in_snapshot(snap: Snapshot, url: str) -> bool:
+    """The URL, or the same URL over the other scheme (the proxy serves either: DuckDuckGo's
+    lite page shows links without their scheme and smolagents reads them as https)."""
+    other = {"http": "https", "https": "http"}
+    scheme, sep, rest = url.partition("://")
+    return url in snap or (scheme in other and f"{other[scheme]}{sep}{rest}" in snap)
+
+
 async def run_agent(
     argv: list[str], env: dict[str, str], question: str, timeout: float
 ) -> tuple[int | None, str, str]:
@@ -169,7 +181,7 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
                 for name in args.agents.split(","):
                     venv, script, extra = ADAPTERS[name]
                     python = ROOT / ".venv-agents" / venv / "bin" / "python"
-                    for question in args.question or QUESTIONS:
+                    for question in args.question or QUESTIONS[: args.n]:
                         env = {
                             "PATH": os.environ.get("PATH", ""),
                             "HOME": os.environ.get("HOME", "/tmp"),
@@ -178,6 +190,8 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
                             **proxy.info.client_env(direct),
                             **extra,
                         }
+                        if args.trace:
+                            env["SMOLAGENTS_TRACE"] = str(args.trace.resolve())
                         proxy.frozen.log.take()
                         calls0, t0 = counter.calls, time.monotonic()
                         rc, out, err = await run_agent(
@@ -202,6 +216,10 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
                                 "missing": sum(e.kind == "missing" for e in log),
                                 "outside": proxy.outside_connections(),
                                 "citations": len(reply.get("citations", [])),
+                                "citations_in_snapshot": sum(
+                                    in_snapshot(snap, str(url))
+                                    for url in reply.get("citations", [])
+                                ),
                                 "report_words": len(str(reply.get("report", "")).split()),
                                 "error": ""
                                 if rc == 0 and reply
@@ -224,11 +242,31 @@ def main() -> int:
     parser.add_argument("--index-root", type=Path, default=ROOT / "index")
     parser.add_argument("--retriever", default="bm25")
     parser.add_argument("--timeout", type=float, default=900.0)
+    parser.add_argument("--n", type=int, default=2, help="how many built-in questions")
+    parser.add_argument(
+        "--trace", type=Path, help="smolagents: append each run's steps (JSON lines) here"
+    )
     args = parser.parse_args()
     if args.model is None:  # the name the server answers to ("served" is drarena's alias)
         with urllib.request.urlopen(args.api_base.rstrip("/") + "/models", timeout=30) as r:
             args.model = json.loads(r.read())["data"][0]["id"]
-    asyncio.run(main_async(args))
+    rows = asyncio.run(main_async(args))
+    columns = [
+        "agent",
+        "searches",
+        "pages",
+        "missing",
+        "citations",
+        "citations_in_snapshot",
+        "report_words",
+        "wall_s",
+        "model_calls",
+        "question",
+    ]
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for row in rows:
+        print("| " + " | ".join(str(row[c]) for c in columns) + " |")
     return 0
 
 

@@ -20,13 +20,76 @@ import os
 import re
 import sys
 
+# ToolCallingAgent's system prompt, shortened (SMOLAGENTS_PROMPT=short, the default): its own is
+# about 3,800 characters of worked examples that a 1.5B model on 2 CPU cores reads at every
+# step. This keeps its rules; the tools' JSON schemas travel in the request's `tools`, which the
+# model's chat template (llama.cpp --jinja) renders into the system message.
+SHORT_SYSTEM_PROMPT = """You are a research assistant. Answer the task with the tools.
+Each step, call exactly one tool, as one JSON object {"name": ..., "arguments": {...}}:
+- web_search to find pages (a short keyword query);
+- visit_webpage to read a page from the search results (give its full URL);
+- final_answer when you have read enough: the answer in plain prose, with the URL of each page
+  you used.
+Search first, then read one page from the results, then give the final answer.
+{%- if custom_instructions %}
+{{custom_instructions}}
+{%- endif %}
+"""
+# Where the tool agent's model stops: smolagents' own stop words, and the end of the fenced JSON
+# tool call followed by a blank line (Qwen2.5-Coder-1.5B writes ```json {...} ``` and then
+# newlines up to max_tokens; the opening ```json does not match).
+TOOL_STOP = ["Observation:", "Calling tools:", "```\n\n", "\n\n\n\n"]
+
+
+def tool_call_schema(tools: list[object]) -> dict[str, object]:
+    """A JSON schema for one call of one of `tools`: {"name": <tool>, "arguments": {...}}.
+
+    llama.cpp's server takes it as `json_schema` (a grammar on the output). Qwen2.5-Coder-1.5B
+    ignores the tool-call format its chat template asks for (`<tool_call>`), and llama.cpp does
+    not hold it to `tool_choice: required`: it answers in prose, which smolagents cannot parse.
+    smolagents reads a JSON blob with these two keys from the message text as the tool call."""
+    calls = []
+    for tool in tools:
+        inputs: dict[str, dict[str, str]] = tool.inputs  # type: ignore[attr-defined]
+        arguments = {
+            "type": "object",
+            "properties": {key: {"type": "string"} for key in inputs},
+            "required": list(inputs),
+        }
+        calls.append(
+            {
+                "type": "object",
+                "properties": {"name": {"const": tool.name}, "arguments": arguments},  # type: ignore[attr-defined]
+                "required": ["name", "arguments"],
+            }
+        )
+    return {"anyOf": calls}
+
+
 URL = re.compile(r"https?://[^\s<>\"')\]]+")
 
 
 def main() -> int:
     request = json.load(sys.stdin)
-    from smolagents import CodeAgent, OpenAIServerModel, VisitWebpageTool, WebSearchTool
+    from smolagents import (
+        CodeAgent,
+        FinalAnswerTool,
+        OpenAIServerModel,
+        ToolCallingAgent,
+        VisitWebpageTool,
+        WebSearchTool,
+    )
 
+    kind = os.environ.get("SMOLAGENTS_AGENT", "tool")
+    tools = [
+        WebSearchTool(max_results=int(os.environ.get("SMOLAGENTS_MAX_RESULTS", "5"))),
+        VisitWebpageTool(max_output_length=int(os.environ.get("SMOLAGENTS_PAGE_CHARS", "4000"))),
+    ]
+    settings: dict[str, object] = {}
+    if kind == "tool":
+        settings["stop"] = TOOL_STOP
+        if os.environ.get("SMOLAGENTS_JSON_SCHEMA", "1") == "1":
+            settings["extra_body"] = {"json_schema": tool_call_schema([*tools, FinalAnswerTool()])}
     model_name = os.environ.get("DRARENA_MODEL", "served").removeprefix("openai/")
     model = OpenAIServerModel(
         model_id=model_name,
@@ -34,17 +97,36 @@ def main() -> int:
         api_key=os.environ.get("OPENAI_API_KEY", "none"),
         max_tokens=int(os.environ.get("SMOLAGENTS_MAX_TOKENS", "384")),
         temperature=0.0,
+        **settings,
     )
-    agent = CodeAgent(
-        tools=[
-            WebSearchTool(max_results=int(os.environ.get("SMOLAGENTS_MAX_RESULTS", "5"))),
-            VisitWebpageTool(
-                max_output_length=int(os.environ.get("SMOLAGENTS_PAGE_CHARS", "4000"))
-            ),
-        ],
+    agent_class = {"code": CodeAgent, "tool": ToolCallingAgent}[kind]
+    options: dict[str, object] = {}
+    if kind == "tool" and os.environ.get("SMOLAGENTS_PROMPT", "short") == "short":
+        import importlib.resources
+
+        import yaml
+
+        templates = yaml.safe_load(
+            importlib.resources.files("smolagents.prompts")
+            .joinpath("toolcalling_agent.yaml")
+            .read_text(encoding="utf-8")
+        )
+        templates["system_prompt"] = SHORT_SYSTEM_PROMPT
+        options["prompt_templates"] = templates
+    trace = os.environ.get("SMOLAGENTS_TRACE")
+    if trace:  # each step as it ends: what the model said, the tool calls, what they returned
+
+        def record(step: object, **_: object) -> None:
+            with open(trace, "a", encoding="utf-8") as out:
+                out.write(json.dumps(step.dict(), default=str) + "\n")  # type: ignore[attr-defined]
+
+        options["step_callbacks"] = [record]
+    agent = agent_class(
+        tools=tools,
         model=model,
         max_steps=int(os.environ.get("SMOLAGENTS_MAX_STEPS", "3")),
         verbosity_level=0,
+        **options,
     )
     low, high = request.get("word_limit") or (150, 250)
     task = (
