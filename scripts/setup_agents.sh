@@ -2,7 +2,7 @@
 # Real research agents from PyPI, each in its own venv under .venv-agents/<name> (their
 # dependency trees are large and must not touch drarena's .venv). Idempotent: an agent whose
 # venv has its marker file is skipped. Prints the setup time per agent (the closing note's
-# "setup time"). Usage: scripts/setup_agents.sh [smolagents] [gpt-researcher]
+# "setup time"). Usage: scripts/setup_agents.sh [smolagents] [gpt-researcher] [openai-agents]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -10,9 +10,10 @@ ROOT=.venv-agents
 declare -A PACKAGES=(
   [smolagents]='smolagents[openai]>=1.20 markdownify'
   [gpt-researcher]='gpt-researcher>=0.14'
+  [openai-agents]='openai-agents>=0.20 tavily-python>=0.5 requests'
 )
 agents=("$@")
-[ ${#agents[@]} -eq 0 ] && agents=(smolagents gpt-researcher)
+[ ${#agents[@]} -eq 0 ] && agents=(smolagents gpt-researcher openai-agents)
 mkdir -p "$ROOT"
 for name in "${agents[@]}"; do
   spec=${PACKAGES[$name]:-}

@@ -1,0 +1,125 @@
+"""drarena command exchange (protocol 1) -> a research agent on the OpenAI Agents SDK, unmodified.
+
+Runs inside .venv-agents/openai-agents (scripts/setup_agents.sh). The agent is the SDK's own
+`Agent` run by its own `Runner` over Chat Completions (`OpenAIChatCompletionsModel`, the SDK's
+documented way to use any OpenAI-compatible server), with two function tools, the way the SDK's
+examples build a research agent:
+- `web_search`: Tavily's official client (`tavily-python`, `TavilyClient.search`), which POSTs
+  https://api.tavily.com/search;
+- `open_page`: an HTTP GET of a result URL with `requests`, its text cut to OPENAI_AGENTS_PAGE_CHARS.
+Nothing here answers for the web: drarena's frozen-web proxy, set through HTTP(S)_PROXY and
+REQUESTS_CA_BUNDLE in this process's environment, answers Tavily from the snapshot's index and
+every page from the snapshot.
+
+Settings (config `env:`): OPENAI_AGENTS_MAX_TURNS (default 5), OPENAI_AGENTS_MAX_RESULTS (5),
+OPENAI_AGENTS_PAGE_CHARS (2000), OPENAI_AGENTS_MAX_TOKENS (448), OPENAI_AGENTS_FORCE_SEARCH (1:
+the first turn must call a tool, `ModelSettings(tool_choice="required")`; the SDK resets it to
+auto after that call, so the agent can still finish). Tracing is off (its exporter would call
+api.openai.com). URLs in the final answer become the [n] citations (only those: the pages it
+opened are not added, so a citation is the agent's own).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+import os
+import re
+import sys
+
+URL = re.compile(r"https?://[^\s<>\"')\]]+")
+TAG = re.compile(r"<(script|style)\b.*?</\1>|<[^>]+>", re.S | re.I)
+INSTRUCTIONS = """You answer research questions from web pages.
+1. Call web_search once with a short keyword query.
+2. Call open_page with the URL of the most relevant result.
+3. Answer in plain prose from what the page says, and give the URL of each page you used."""
+
+
+def page_text(body: str, limit: int) -> str:
+    """The visible text of an HTML page, whitespace collapsed, cut to `limit` characters."""
+    text = html.unescape(TAG.sub(" ", body))
+    return " ".join(text.split())[:limit]
+
+
+async def research(question: str, low: int, high: int, history: list[dict[str, str]]) -> str:
+    import requests
+    from agents import (
+        Agent,
+        ModelSettings,
+        OpenAIChatCompletionsModel,
+        Runner,
+        function_tool,
+        set_tracing_disabled,
+    )
+    from openai import AsyncOpenAI
+    from tavily import TavilyClient
+
+    set_tracing_disabled(True)
+    max_results = int(os.environ.get("OPENAI_AGENTS_MAX_RESULTS", "5"))
+    page_chars = int(os.environ.get("OPENAI_AGENTS_PAGE_CHARS", "2000"))
+    tavily = TavilyClient(api_key=os.environ.get("TAVILY_API_KEY", "tvly-frozen-web"))
+
+    @function_tool
+    def web_search(query: str) -> str:
+        """Search the web. Returns the title, URL and a snippet of each result."""
+        found = tavily.search(query, max_results=max_results)
+        return "\n\n".join(
+            f"{hit['title']}\n{hit['url']}\n{hit.get('content', '')[:300]}"
+            for hit in found.get("results", [])
+        )
+
+    @function_tool
+    def open_page(url: str) -> str:
+        """Read a web page. Returns its text."""
+        response = requests.get(url, timeout=60)
+        if response.status_code != 200:
+            return f"HTTP {response.status_code}"
+        return page_text(response.text, page_chars)
+
+    served = os.environ.get("DRARENA_MODEL", "served").removeprefix("openai/")
+    client = AsyncOpenAI(
+        base_url=os.environ.get("DRARENA_MODEL_API_BASE", "http://127.0.0.1:8000/v1"),
+        api_key=os.environ.get("OPENAI_API_KEY", "none"),
+    )
+    force = os.environ.get("OPENAI_AGENTS_FORCE_SEARCH", "1") == "1"
+    agent = Agent(
+        name="researcher",
+        instructions=INSTRUCTIONS,
+        tools=[web_search, open_page],
+        model=OpenAIChatCompletionsModel(model=served, openai_client=client),
+        model_settings=ModelSettings(
+            temperature=0.0,
+            max_tokens=int(os.environ.get("OPENAI_AGENTS_MAX_TOKENS", "448")),
+            tool_choice="required" if force else None,
+        ),
+    )
+    task = f"{question}\n\nAnswer in {low} to {high} words."
+    if history:
+        earlier = "\n\n".join(f"Q: {h['question']}\nA: {h['answer']}" for h in history)
+        task = f"Earlier questions and your answers:\n{earlier}\n\n{task}"
+    result = await Runner.run(
+        agent, task, max_turns=int(os.environ.get("OPENAI_AGENTS_MAX_TURNS", "5"))
+    )
+    return str(result.final_output or "")
+
+
+def main() -> int:
+    request = json.load(sys.stdin)
+    low, high = request.get("word_limit") or (150, 250)
+    answer = asyncio.run(research(request["question"], low, high, request.get("history") or []))
+    citations: list[str] = []
+
+    def mark(match: re.Match[str]) -> str:
+        url = match.group(0).rstrip(".,;:")
+        if url not in citations:
+            citations.append(url)
+        return f"[{citations.index(url) + 1}]"
+
+    report = URL.sub(mark, answer)
+    json.dump({"report": report, "citations": citations}, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
