@@ -23,6 +23,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--ctx-per-slot", type=int, default=8192)
     parser.add_argument("--parallel", type=int, default=2, help="requests decoded together")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--tool-calls",
+        choices=("relay", "native"),
+        default="relay",
+        help="relay (default): llama.cpp listens on a private port behind "
+        "scripts/llamacpp_tools.py, which holds the model to a call under tool_choice "
+        "required and returns calls written as text as tool_calls; native: llama.cpp alone",
+    )
     args = parser.parse_args(argv)
 
     import xllamacpp
@@ -31,7 +39,18 @@ def main(argv: list[str]) -> int:
     params.model.path = args.model
     params.model_alias = {args.alias}
     params.hostnames = [args.host]
-    params.port = args.port
+    relay = None
+    if args.tool_calls == "relay":
+        import socket
+
+        from llamacpp_tools import Relay
+
+        relay = Relay((args.host, args.port), "http://127.0.0.1:0")  # bound first: the port
+        with socket.socket() as probe:  # is the caller's; llama.cpp gets a free private one
+            probe.bind(("127.0.0.1", 0))
+            private = probe.getsockname()[1]
+        relay.upstream = ("127.0.0.1", private)
+    params.port = private if relay is not None else args.port
     params.n_parallel = args.parallel
     # n_ctx is the whole KV cache, split evenly between the slots.
     params.n_ctx = args.ctx_per_slot * args.parallel
@@ -39,9 +58,15 @@ def main(argv: list[str]) -> int:
     params.cpuparams_batch.n_threads = args.threads
     params.use_jinja = True  # the GGUF's chat template, which carries Qwen's tool-call format
     server = xllamacpp.Server(params)
+    if relay is not None:
+        import threading
+
+        threading.Thread(target=relay.serve_forever, daemon=True).start()
+    where = server.listening_address
+    if relay is not None:
+        where = f"{args.host}:{args.port}, a tool-call relay to llama.cpp on {where}"
     print(
-        f"llamacpp_server: listening on {server.listening_address} "
-        f"({args.threads} threads, {args.parallel} slots)",
+        f"llamacpp_server: listening on {where} ({args.threads} threads, {args.parallel} slots)",
         flush=True,
     )
 
