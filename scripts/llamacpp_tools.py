@@ -159,7 +159,9 @@ def rewrite_request(body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     }
     upstream["messages"] = plain_messages(body.get("messages") or [], functions)
     forced = forced_names(choice, names)
-    if forced:
+    if forced and not {"json_schema", "grammar", "response_format"} & body.keys():
+        # (a client that constrains the output itself, as drarena's smolagents adapter
+        # does with llama.cpp's `json_schema`, keeps its own constraint)
         upstream["response_format"] = {
             "type": "json_schema",
             "json_schema": {"name": "tool_call", "schema": call_schema(functions, forced)},

@@ -92,6 +92,14 @@ def test_a_named_function_is_the_only_branch_and_auto_gets_no_grammar() -> None:
     assert upstream["messages"][0]["content"].startswith(tools.DEFAULT_SYSTEM)
 
 
+def test_a_client_constraint_is_kept() -> None:
+    own = {"type": "object"}
+    body = {"messages": [], "tools": [SEARCH], "tool_choice": "required", "json_schema": own}
+    upstream, names = tools.rewrite_request(body)
+    assert names == ["web_search"] and upstream["json_schema"] == own
+    assert "response_format" not in upstream
+
+
 def test_no_tools_or_none_passes_through() -> None:
     body = {
         "messages": [{"role": "user", "content": "Q"}],
