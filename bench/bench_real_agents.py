@@ -221,6 +221,8 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
                                     for url in reply.get("citations", [])
                                 ),
                                 "report_words": len(str(reply.get("report", "")).split()),
+                                "urls_missing": [e.url for e in log if e.kind == "missing"][:5],
+                                "cited": [str(u) for u in reply.get("citations", [])][:5],
                                 "error": ""
                                 if rc == 0 and reply
                                 else (f"exit {rc}: " + err.strip()[-300:]),

@@ -6,12 +6,17 @@ documented way to use any OpenAI-compatible server), with two function tools, th
 examples build a research agent:
 - `web_search`: Tavily's official client (`tavily-python`, `TavilyClient.search`), which POSTs
   https://api.tavily.com/search;
-- `open_page`: an HTTP GET of a result URL with `requests`, its text cut to OPENAI_AGENTS_PAGE_CHARS.
+- `open_page`: an HTTP GET of a result URL with `requests`, its text cut to
+  OPENAI_AGENTS_PAGE_CHARS;
+- `final_answer` (OPENAI_AGENTS_FINISH_TOOL=1, the default): the answer as a call, so that every
+  turn is a tool call under `tool_choice: "required"` and the run ends at this one (the SDK's
+  `StopAtTools` and `reset_tool_choice=False`). Why: the 1.5B CPU model, left to choose, wrote
+  prose after its first search and never opened a page.
 Nothing here answers for the web: drarena's frozen-web proxy, set through HTTP(S)_PROXY and
 REQUESTS_CA_BUNDLE in this process's environment, answers Tavily from the snapshot's index and
 every page from the snapshot.
 
-Settings (config `env:`): OPENAI_AGENTS_MAX_TURNS (default 5), OPENAI_AGENTS_MAX_RESULTS (5),
+Settings (config `env:`): OPENAI_AGENTS_MAX_TURNS (default 6), OPENAI_AGENTS_MAX_RESULTS (5),
 OPENAI_AGENTS_PAGE_CHARS (2000), OPENAI_AGENTS_MAX_TOKENS (448), OPENAI_AGENTS_FORCE_SEARCH (1:
 the first turn must call a tool, `ModelSettings(tool_choice="required")`; the SDK resets it to
 auto after that call, so the agent can still finish). Tracing is off (its exporter would call
@@ -34,6 +39,7 @@ INSTRUCTIONS = """You answer research questions from web pages.
 1. Call web_search once with a short keyword query.
 2. Call open_page with the URL of the most relevant result.
 3. Answer in plain prose from what the page says, and give the URL of each page you used."""
+FINISH_INSTRUCTIONS = INSTRUCTIONS.replace("3. Answer", "3. Call final_answer with your answer,")
 
 
 def page_text(body: str, limit: int) -> str:
@@ -49,6 +55,7 @@ async def research(question: str, low: int, high: int, history: list[dict[str, s
         ModelSettings,
         OpenAIChatCompletionsModel,
         Runner,
+        StopAtTools,
         function_tool,
         set_tracing_disabled,
     )
@@ -60,22 +67,46 @@ async def research(question: str, low: int, high: int, history: list[dict[str, s
     page_chars = int(os.environ.get("OPENAI_AGENTS_PAGE_CHARS", "2000"))
     tavily = TavilyClient(api_key=os.environ.get("TAVILY_API_KEY", "tvly-frozen-web"))
 
-    @function_tool
+    max_turns = int(os.environ.get("OPENAI_AGENTS_MAX_TURNS", "6"))
+    # what the run has done so far, for the tools' `is_enabled` (the SDK's documented switch):
+    # under tool_choice "required" a tool that is not yet enabled cannot be called, so the
+    # 1.5B model searches first, opens a page next and answers last
+    done = {"calls": 0, "searches": 0, "pages": 0}
+
+    def can_search(ctx: object, agent: object) -> bool:
+        return done["calls"] < max_turns - 1
+
+    def can_open(ctx: object, agent: object) -> bool:
+        return done["searches"] > 0 and done["calls"] < max_turns - 1
+
+    def can_answer(ctx: object, agent: object) -> bool:
+        return done["pages"] > 0 or done["calls"] >= max_turns - 1
+
+    @function_tool(is_enabled=can_search)
     def web_search(query: str) -> str:
         """Search the web. Returns the title, URL and a snippet of each result."""
+        done["calls"] += 1
+        done["searches"] += 1
         found = tavily.search(query, max_results=max_results)
         return "\n\n".join(
             f"{hit['title']}\n{hit['url']}\n{hit.get('content', '')[:300]}"
             for hit in found.get("results", [])
         )
 
-    @function_tool
+    @function_tool(is_enabled=can_open)
     def open_page(url: str) -> str:
         """Read a web page. Returns its text."""
+        done["calls"] += 1
         response = requests.get(url, timeout=60)
         if response.status_code != 200:
-            return f"HTTP {response.status_code}"
+            return f"HTTP {response.status_code}: open a URL from the search results"
+        done["pages"] += 1
         return page_text(response.text, page_chars)
+
+    @function_tool(is_enabled=can_answer)
+    def final_answer(answer: str) -> str:
+        """Give your final answer, with the URL of each page you used."""
+        return answer
 
     served = os.environ.get("DRARENA_MODEL", "served").removeprefix("openai/")
     client = AsyncOpenAI(
@@ -83,24 +114,39 @@ async def research(question: str, low: int, high: int, history: list[dict[str, s
         api_key=os.environ.get("OPENAI_API_KEY", "none"),
     )
     force = os.environ.get("OPENAI_AGENTS_FORCE_SEARCH", "1") == "1"
-    agent = Agent(
-        name="researcher",
-        instructions=INSTRUCTIONS,
-        tools=[web_search, open_page],
-        model=OpenAIChatCompletionsModel(model=served, openai_client=client),
-        model_settings=ModelSettings(
-            temperature=0.0,
-            max_tokens=int(os.environ.get("OPENAI_AGENTS_MAX_TOKENS", "448")),
-            tool_choice="required" if force else None,
-        ),
+    finish = os.environ.get("OPENAI_AGENTS_FINISH_TOOL", "1") == "1"
+    settings = ModelSettings(
+        temperature=0.0,
+        max_tokens=int(os.environ.get("OPENAI_AGENTS_MAX_TOKENS", "448")),
+        tool_choice="required" if force or finish else None,
     )
+    model = OpenAIChatCompletionsModel(model=served, openai_client=client)
+    if finish:
+        # every turn a tool call, the last one `final_answer`, whose argument is the answer:
+        # the SDK's documented way to end a run under tool_choice "required"
+        # (tool_use_behavior StopAtTools, reset_tool_choice False)
+        agent = Agent(
+            name="researcher",
+            instructions=FINISH_INSTRUCTIONS,
+            tools=[web_search, open_page, final_answer],
+            model=model,
+            model_settings=settings,
+            tool_use_behavior=StopAtTools(stop_at_tool_names=["final_answer"]),
+            reset_tool_choice=False,
+        )
+    else:
+        agent = Agent(
+            name="researcher",
+            instructions=INSTRUCTIONS,
+            tools=[web_search, open_page],
+            model=model,
+            model_settings=settings,
+        )
     task = f"{question}\n\nAnswer in {low} to {high} words."
     if history:
         earlier = "\n\n".join(f"Q: {h['question']}\nA: {h['answer']}" for h in history)
         task = f"Earlier questions and your answers:\n{earlier}\n\n{task}"
-    result = await Runner.run(
-        agent, task, max_turns=int(os.environ.get("OPENAI_AGENTS_MAX_TURNS", "5"))
-    )
+    result = await Runner.run(agent, task, max_turns=max_turns)
     return str(result.final_output or "")
 
 
