@@ -10,8 +10,9 @@ examples build a research agent:
   OPENAI_AGENTS_PAGE_CHARS;
 - `final_answer` (OPENAI_AGENTS_FINISH_TOOL=1, the default): the answer as a call, so that every
   turn is a tool call under `tool_choice: "required"` and the run ends at this one (the SDK's
-  `StopAtTools` and `reset_tool_choice=False`). Why: the 1.5B CPU model, left to choose, wrote
-  prose after its first search and never opened a page.
+  `StopAtTools` and `reset_tool_choice=False`), its `sources` (the URLs the agent used) listed
+  under the answer. Why: the 1.5B CPU model, left to choose, wrote prose after its first search
+  and never opened a page; answering in prose after reading four pages, it wrote no URL.
 Nothing here answers for the web: drarena's frozen-web proxy, set through HTTP(S)_PROXY and
 REQUESTS_CA_BUNDLE in this process's environment, answers Tavily from the snapshot's index and
 every page from the snapshot.
@@ -104,9 +105,10 @@ async def research(question: str, low: int, high: int, history: list[dict[str, s
         return page_text(response.text, page_chars)
 
     @function_tool(is_enabled=can_answer)
-    def final_answer(answer: str) -> str:
-        """Give your final answer, with the URL of each page you used."""
-        return answer
+    def final_answer(answer: str, sources: list[str]) -> str:
+        """Give your final answer and the URLs of the pages you used."""
+        listed = "\n".join(f"- {url}" for url in sources if isinstance(url, str))
+        return f"{answer}\n\nSources:\n{listed}" if listed else answer
 
     served = os.environ.get("DRARENA_MODEL", "served").removeprefix("openai/")
     client = AsyncOpenAI(
