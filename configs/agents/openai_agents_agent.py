@@ -33,6 +33,9 @@ import json
 import os
 import re
 import sys
+from typing import Annotated
+
+from pydantic import Field
 
 URL = re.compile(r"https?://[^\s<>\"')\]]+")
 TAG = re.compile(r"<(script|style)\b.*?</\1>|<[^>]+>", re.S | re.I)
@@ -105,7 +108,7 @@ async def research(question: str, low: int, high: int, history: list[dict[str, s
         return page_text(response.text, page_chars)
 
     @function_tool(is_enabled=can_answer)
-    def final_answer(answer: str, sources: list[str]) -> str:
+    def final_answer(answer: str, sources: Annotated[list[str], Field(min_length=1)]) -> str:
         """Give your final answer and the URLs of the pages you used."""
         listed = "\n".join(f"- {url}" for url in sources if isinstance(url, str))
         return f"{answer}\n\nSources:\n{listed}" if listed else answer
