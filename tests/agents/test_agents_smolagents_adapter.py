@@ -1,0 +1,45 @@
+"""The smolagents adapter's tool order (configs/agents/smolagents_agent.py): which tools each
+step's json_schema allows. Pure logic; the adapter itself runs in its own venv."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+ADAPTER = Path(__file__).resolve().parents[2] / "configs" / "agents" / "smolagents_agent.py"
+
+
+def _adapter() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("smolagents_adapter", ADAPTER)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_search_then_page_then_answer() -> None:
+    next_tools = _adapter().next_tools
+    assert next_tools(set(), 0, 4) == ["web_search"]
+    assert next_tools({"web_search"}, 1, 4) == ["visit_webpage"]
+    assert next_tools({"web_search", "visit_webpage"}, 2, 4) == ["final_answer"]
+    # a search that failed to move on (the model searched again): still a page next
+    assert next_tools({"web_search"}, 2, 4) == ["visit_webpage"]
+
+
+def test_the_last_step_answers_whatever_came_before() -> None:
+    next_tools = _adapter().next_tools
+    assert next_tools(set(), 2, 3) == ["final_answer"]
+    assert next_tools({"web_search"}, 3, 4) == ["final_answer"]
+
+
+def test_the_schema_allows_only_the_chosen_tools() -> None:
+    class Tool:
+        def __init__(self, name: str) -> None:
+            self.name = name
+            self.inputs = {"query": {"type": "string"}}
+
+    schema = _adapter().tool_call_schema([Tool("web_search")])
+    branches = schema["anyOf"]
+    assert [b["properties"]["name"]["const"] for b in branches] == ["web_search"]
+    assert branches[0]["properties"]["arguments"]["required"] == ["query"]
