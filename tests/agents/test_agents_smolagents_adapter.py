@@ -43,3 +43,37 @@ def test_the_schema_allows_only_the_chosen_tools() -> None:
     branches = schema["anyOf"]
     assert [b["properties"]["name"]["const"] for b in branches] == ["web_search"]
     assert branches[0]["properties"]["arguments"]["required"] == ["query"]
+
+
+def test_the_final_answer_needs_sources_and_closes_in_time() -> None:
+    """The cited final_answer's schema: `sources` 1 to 5 URL strings, and an `answer` the
+    grammar cuts at ANSWER_CHARS so the JSON call closes before max_tokens."""
+    adapter = _adapter()
+
+    class Final:  # the adapter's CitedAnswerTool, as far as the schema reads it
+        def __init__(self) -> None:
+            self.name = "final_answer"
+            self.inputs = {
+                "answer": {"type": "string", "description": "a"},
+                "sources": {"type": "array", "description": "s"},
+            }
+
+    (branch,) = adapter.tool_call_schema([Final()])["anyOf"]
+    arguments = branch["properties"]["arguments"]
+    assert arguments["required"] == ["answer", "sources"]
+    assert arguments["properties"]["answer"] == {
+        "type": "string",
+        "maxLength": adapter.ANSWER_CHARS,
+    }
+    sources = arguments["properties"]["sources"]
+    assert sources["type"] == "array" and sources["items"]["type"] == "string"
+    assert (sources["minItems"], sources["maxItems"]) == (1, adapter.SOURCES_MAX)
+    # a search's query is not capped: only the final answer's text is
+    assert adapter.input_schema("web_search", "query", {"type": "string"}) == {"type": "string"}
+
+
+def test_final_answer_comes_last_and_once() -> None:
+    everything = _adapter().everything
+    search, final = object(), object()
+    assert everything([search, final], final) == [search, final]
+    assert everything([search], final) == [search, final]
