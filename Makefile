@@ -42,16 +42,20 @@ setup-proxy: .venv-proxy/bin/mitmdump
 	$(PYTHON) -m venv .venv-proxy
 	.venv-proxy/bin/pip install -q $(if $(wildcard locks/proxy-py$(PYVER).txt),-c locks/proxy-py$(PYVER).txt) "mitmproxy>=11,<13"
 
-## setup-agents: real research agents from PyPI (smolagents, GPT Researcher), each in its own
-## venv under .venv-agents/ (scripts/setup_agents.sh); docs/real-agents.md says how they run
+## setup-agents: real research agents from PyPI (smolagents, GPT Researcher, the OpenAI Agents
+## SDK), each in its own venv under .venv-agents/ (scripts/setup_agents.sh); docs/real-agents.md
+## says how they run
 .PHONY: setup-agents bench-agents
 setup-agents:
 	bash scripts/setup_agents.sh
 
-## bench-agents: the real-agent tournament (configs/agents/tournament.yaml): both agents behind
-## the frozen-web proxy plus a react baseline on the CPU model; slow, not part of `make test`
-bench-agents: setup setup-models setup-proxy setup-agents
-	$(BIN)/drarena tournament configs/agents/tournament.yaml
+## bench-agents: the real-agent tournament (configs/agents/tournament.yaml): the real agents
+## behind the frozen-web proxy against react-bm25 and closed_book, on the 1.5B CPU model
+## (AMODEL=smollm2 for the 135M smoke model, or a GPU model's id); slow, not in `make test`
+AMODEL ?= qwen1.5b-cpu
+bench-agents: setup setup-proxy setup-agents $(if $(filter qwen1.5b-cpu,$(AMODEL)),setup-qwen,$(if $(filter-out smollm2,$(AMODEL)),,setup-models))
+	$(BIN)/drarena tournament configs/agents/tournament.yaml \
+	  $(if $(filter-out smollm2,$(AMODEL)),--model $(AMODEL))
 
 ## setup-browser: Debian's chromium for the report's headless browser test (apt, once)
 setup-browser:
