@@ -41,20 +41,24 @@ Search first, then read one page from the results, then give the final answer.
 TOOL_STOP = ["Observation:", "Calling tools:", "```\n\n", "\n\n\n\n"]
 
 
-def tool_call_schema(tools: list[object]) -> dict[str, object]:
+def tool_call_schema(tools: list[object], seen: list[str] | None = None) -> dict[str, object]:
     """A JSON schema for one call of one of `tools`: {"name": <tool>, "arguments": {...}}.
 
     llama.cpp's server takes it as `json_schema` (a grammar on the output). Qwen2.5-Coder-1.5B
     ignores the tool-call format its chat template asks for (`<tool_call>`), and llama.cpp does
     not hold it to `tool_choice: required`: it answers in prose, which smolagents cannot parse.
-    smolagents reads a JSON blob with these two keys from the message text as the tool call."""
+    smolagents reads a JSON blob with these two keys from the message text as the tool call.
+    `seen`: the URLs this run's tools returned or opened; when there are any, the cited
+    answer's sources are chosen from them (input_schema)."""
     calls = []
     for tool in tools:
         inputs: dict[str, dict[str, str]] = tool.inputs  # type: ignore[attr-defined]
         name: str = tool.name  # type: ignore[attr-defined]
         arguments = {
             "type": "object",
-            "properties": {key: input_schema(name, key, spec) for key, spec in inputs.items()},
+            "properties": {
+                key: input_schema(name, key, spec, seen) for key, spec in inputs.items()
+            },
             "required": list(inputs),
         }
         calls.append(
@@ -74,15 +78,23 @@ ANSWER_CHARS = 1200
 SOURCES_MAX = 5
 
 
-def input_schema(tool: str, key: str, spec: dict[str, str]) -> dict[str, object]:
+def input_schema(
+    tool: str, key: str, spec: dict[str, str], seen: list[str] | None = None
+) -> dict[str, object]:
     """The JSON schema of one tool input: a string, except the cited answer's `sources`, a
-    list of 1 to SOURCES_MAX URLs, and its `answer`, at most ANSWER_CHARS long."""
+    list of 1 to SOURCES_MAX URLs (of `seen` when the run has seen any: SMOLAGENTS_SOURCES=seen,
+    the default), and its `answer`, at most ANSWER_CHARS long. Why `seen`: with free strings the
+    1.5B model cited docs.python.org URLs from memory, none of the snapshot's, after opening a
+    snapshot page (6 Dec 2026); it still chooses which of its results and pages to cite."""
     if spec.get("type") == "array":
+        items: dict[str, object] = {"type": "string", "minLength": 8, "maxLength": 300}
+        if seen:
+            items = {"enum": list(seen)}
         return {
             "type": "array",
-            "items": {"type": "string", "minLength": 8, "maxLength": 300},
+            "items": items,
             "minItems": 1,
-            "maxItems": SOURCES_MAX,
+            "maxItems": min(SOURCES_MAX, len(seen)) if seen else SOURCES_MAX,
         }
     if tool == "final_answer" and key == "answer":
         return {"type": "string", "maxLength": ANSWER_CHARS}
@@ -132,6 +144,23 @@ def next_tools(called: set[str], steps_done: int, max_steps: int) -> list[str]:
 def everything(tools: list[object], final: object) -> list[object]:
     """The tools the agent has, final_answer last and once."""
     return [*(t for t in tools if t is not final), final]
+
+
+RESULT_LINK = re.compile(r"^\[[^\]\n]*\]\((https?://[^)\s]+)\)", re.MULTILINE)
+SEEN_MAX = 12
+
+
+def seen_urls(calls: list[object], observations: str) -> list[str]:
+    """The URLs one step saw: the pages it opened (visit_webpage's url), then the results
+    its search listed (WebSearchTool's "[title](url)" lines), at most SEEN_MAX."""
+    urls: list[str] = []
+    for call in calls:
+        arguments = getattr(call, "arguments", None)
+        if getattr(call, "name", "") == "visit_webpage" and isinstance(arguments, dict):
+            urls.append(str(arguments.get("url", "")))
+        elif getattr(call, "name", "") == "web_search":
+            urls += RESULT_LINK.findall(observations)
+    return [u for u in urls if u.startswith(("http://", "https://"))][:SEEN_MAX]
 
 
 URL = re.compile(r"https?://[^\s<>\"')\]]+")
@@ -193,13 +222,20 @@ def main() -> int:
         called: set[str] = set()
         steps = [0]
 
+        seen: list[str] = []
+        keep_seen = os.environ.get("SMOLAGENTS_SOURCES", "seen") == "seen"
+
         def allow(names: list[str]) -> None:
             chosen = [tool for tool in every if tool.name in names]
-            model.kwargs["extra_body"] = {"json_schema": tool_call_schema(chosen)}
+            schema = tool_call_schema(chosen, seen if keep_seen else None)
+            model.kwargs["extra_body"] = {"json_schema": schema}
 
         def advance(step: object, **_: object) -> None:
             calls = getattr(step, "tool_calls", None) or []
             called.update(str(getattr(call, "name", "")) for call in calls)
+            for url in seen_urls(calls, str(getattr(step, "observations", "") or "")):
+                if url not in seen:
+                    seen.append(url)
             steps[0] += 1
             allow(next_tools(called, steps[0], max_steps))
 

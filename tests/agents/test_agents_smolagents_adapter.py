@@ -77,3 +77,35 @@ def test_final_answer_comes_last_and_once() -> None:
     search, final = object(), object()
     assert everything([search, final], final) == [search, final]
     assert everything([search], final) == [search, final]
+
+
+def test_sources_are_chosen_from_what_the_run_saw() -> None:
+    adapter = _adapter()
+    seen = ["https://127.0.0.1:8765/library/json.html", "https://127.0.0.1:8765/x.html"]
+    sources = adapter.input_schema("final_answer", "sources", {"type": "array"}, seen)
+    assert sources["items"] == {"enum": seen}
+    assert (sources["minItems"], sources["maxItems"]) == (1, 2)
+    # nothing seen yet (no search ran): any URL-length strings, as before
+    free = adapter.input_schema("final_answer", "sources", {"type": "array"}, [])
+    assert free["items"]["type"] == "string" and free["maxItems"] == adapter.SOURCES_MAX
+
+
+def test_seen_urls_reads_opened_pages_and_listed_results() -> None:
+    class Call:
+        def __init__(self, name: str, arguments: object) -> None:
+            self.name, self.arguments = name, arguments
+
+    results = (
+        "## Search Results\n\n[json — JSON encoder](https://h/library/json.html)\nthe json "
+        "module [inline](https://h/not-a-result.html)\n\n[File Formats](https://h/ff.html)\n"
+    )
+    seen_urls = _adapter().seen_urls
+    assert seen_urls([Call("web_search", {"query": "json"})], results) == [
+        "https://h/library/json.html",
+        "https://h/ff.html",
+    ]
+    opened = [Call("visit_webpage", {"url": "https://h/library/json.html"})]
+    assert seen_urls(opened, "# page text [a](https://elsewhere/)") == [
+        "https://h/library/json.html"
+    ]
+    assert seen_urls([Call("visit_webpage", "not a dict")], "") == []
