@@ -56,7 +56,23 @@ async def research(question: str, low: int, high: int) -> tuple[str, list[str]]:
     report = await researcher.write_report(
         custom_prompt=f"Answer '{question}' in {low} to {high} words, citing sources as [n]."
     )
-    return report, list(researcher.get_source_urls())
+    return report, source_urls(researcher)
+
+
+def source_urls(researcher: object) -> list[str]:
+    """The URLs GPT Researcher drew on, through its public API: the pages it scraped
+    (`get_source_urls`), then the sources it kept without scraping (`get_research_sources`).
+    Why both: GPT Researcher 0.15.1 takes a search result whose text is over 100 characters as
+    already fetched (skills/researcher.py, `_search_relevant_source_urls`) and scrapes only
+    the rest, so with Tavily's snippets it opened 0 pages and `get_source_urls` was empty on
+    2 of 2 questions (6 Dec 2026) while its report was written from those results."""
+    urls: list[str] = []
+    scraped = researcher.get_source_urls()  # type: ignore[attr-defined]
+    kept = researcher.get_research_sources()  # type: ignore[attr-defined]
+    for url in [*scraped, *(s.get("url") for s in kept if isinstance(s, dict))]:
+        if isinstance(url, str) and url.startswith(("http://", "https://")) and url not in urls:
+            urls.append(url)
+    return urls
 
 
 def main() -> int:
