@@ -15,6 +15,9 @@ Served here, one handler per host (`search_handlers`), each a pure function of a
   {query, answer, images, results: [{title, url, content, score, raw_content}], ...}.
 - Brave Search (`GET https://api.search.brave.com/res/v1/web/search?q=..&count=..&offset=..`):
   {type: search, query: {original}, mixed, web: {type: search, results: [...]}}.
+- Serper, Google results as JSON (`POST https://google.serper.dev/search`, body {q, num, page}):
+  {searchParameters, organic: [{title, link, snippet, position}], credits}; STORM's SerperRM
+  reads it, then fetches each `link` itself through the proxy.
 - DuckDuckGo's HTML results page (`GET|POST https://html.duckduckgo.com/html/`, the page the
   `ddgs` library and many agents scrape) and its lite page (`lite.duckduckgo.com/lite/`,
   scraped by smolagents' WebSearchTool), with the markup classes those parsers look for.
@@ -46,6 +49,7 @@ from drarena.webproxy.handlers import Handler, WebRequest, WebResponse
 SEARXNG_HOST = "searxng.drarena.test"  # `.test` is reserved: it never resolves outside the proxy
 TAVILY_HOST = "api.tavily.com"
 BRAVE_HOST = "api.search.brave.com"
+SERPER_HOST = "google.serper.dev"
 DDG_HTML_HOST = "html.duckduckgo.com"
 DDG_LITE_HOST = "lite.duckduckgo.com"
 
@@ -53,6 +57,8 @@ MAX_QUERY_CHARS = 1000
 MAX_TAVILY_RESULTS = 20  # Tavily's max_results range is 0..20
 MAX_BRAVE_COUNT = 20  # Brave's count range is 1..20, offset 0..9
 MAX_BRAVE_OFFSET = 9
+MAX_SERPER_NUM = 100  # Serper's num goes up to 100 results a page
+MAX_SERPER_PAGE = 10
 DDG_PAGE_RESULTS = 10
 MAX_DDG_OFFSET = 500
 RAW_CONTENT_CHARS = 20_000  # Tavily raw_content / extract: one page's text, capped
@@ -316,6 +322,50 @@ def brave_handler(searcher: Searcher) -> Handler:
     return guarded(answer, brave_error)
 
 
+# --- Serper -----------------------------------------------------------------------------
+
+
+def serper_error(status: int, message: str) -> WebResponse:
+    return WebResponse.json_response(
+        {"message": message, "statusCode": status}, status, kind="refused"
+    )
+
+
+def serper_handler(searcher: Searcher) -> Handler:
+    """Serper's Google search (`POST /search`, JSON body {q, num, page, type, ...}). Fields
+    this snapshot has no counterpart for (gl, hl, location, autocorrect) are accepted and
+    ignored; `type` other than "search" (images, news, places) is a 400: there is only text."""
+
+    def answer(request: WebRequest) -> WebResponse:
+        if request.method != "POST" or request.path.rstrip("/") != "/search":
+            return serper_error(404, not_served(request))
+        body = tavily_body(request)  # the same JSON-object checks
+        query = check_query(body.get("q"))
+        if body.get("type", "search") != "search":
+            raise BadRequest("only type=search is served")
+        num = int_param(body.get("num"), "num", 10, 1, MAX_SERPER_NUM)
+        page = int_param(body.get("page"), "page", 1, 1, MAX_SERPER_PAGE)
+        hits = searcher.search(query, num * page)[num * (page - 1) :]
+        organic = [
+            {"title": hit.title, "link": hit.url, "snippet": hit.snippet, "position": i}
+            for i, hit in enumerate(hits, start=num * (page - 1) + 1)
+        ]
+        value = {
+            "searchParameters": {
+                "q": query,
+                "type": "search",
+                "num": num,
+                "page": page,
+                "engine": "google",
+            },
+            "organic": organic,
+            "credits": 1,
+        }
+        return WebResponse.json_response(value, **search_log(query, hits))
+
+    return guarded(answer, serper_error)
+
+
 # --- DuckDuckGo -------------------------------------------------------------------------
 
 DDG_HEAD = (
@@ -417,6 +467,7 @@ def search_handlers(retriever: Retriever, searxng_host: str = SEARXNG_HOST) -> d
         searxng_host: searxng_handler(searcher),
         TAVILY_HOST: tavily_handler(searcher),
         BRAVE_HOST: brave_handler(searcher),
+        SERPER_HOST: serper_handler(searcher),
         DDG_HTML_HOST: ddg_handler(searcher, "/html", ddg_html_page),
         DDG_LITE_HOST: ddg_handler(searcher, "/lite", ddg_lite_page),
     }

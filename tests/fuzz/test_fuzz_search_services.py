@@ -489,6 +489,7 @@ API_PATHS = {
     searchapi.SEARXNG_HOST: ("/search", "/", "/other"),
     searchapi.TAVILY_HOST: ("/search", "/extract", "/search/", "/crawl"),
     searchapi.BRAVE_HOST: ("/res/v1/web/search", "/res/v1/web/search/", "/res/v1/news"),
+    searchapi.SERPER_HOST: ("/search", "/search/", "/images"),
     searchapi.DDG_HTML_HOST: ("/html/", "/html", "/lite/"),
     searchapi.DDG_LITE_HOST: ("/lite/", "/lite", "/html/"),
 }
@@ -503,12 +504,16 @@ TAVILY_VALID: tuple[dict[str, Any], ...] = (
     {"query": "alpha"},
     {"query": "beta page", "max_results": 3, "include_raw_content": True},
     {"urls": ["https://ex.org/p1", "d2", "https://ex.org/nope"]},
+    {"q": "alpha", "num": 3, "page": 2, "type": "search", "autocorrect": True},
 )
 tavily_object = st.tuples(
     st.sampled_from(TAVILY_VALID),
     st.dictionaries(
         st.sampled_from(
-            ("query", "max_results", "include_raw_content", "urls", "search_depth", "topic")
+            (
+                *("query", "max_results", "include_raw_content", "urls", "search_depth", "topic"),
+                *("q", "num", "page", "type"),  # Serper's
+            )
         ),
         st.one_of(json_value, st.lists(st.sampled_from(TEXT_VALUES), max_size=25)),
         max_size=2,
@@ -596,6 +601,8 @@ def check_api_answer(host: str, response: WebResponse, sent: int) -> None:
         assert isinstance(value["detail"]["error"], str)
     elif host == searchapi.BRAVE_HOST:
         assert value["type"] == "ErrorResponse" and value["error"]["status"] == response.status
+    elif host == searchapi.SERPER_HOST:
+        assert value["statusCode"] == response.status and isinstance(value["message"], str)
     else:
         assert isinstance(value["error"], str)
 
@@ -768,6 +775,12 @@ def test_a_query_without_words_is_each_apis_400_not_a_502(q: str) -> None:
             "GET",
             f"https://{searchapi.BRAVE_HOST}/res/v1/web/search?q={q}",
             b"",
+        ),
+        (
+            searchapi.SERPER_HOST,
+            "POST",
+            "https://google.serper.dev/search",
+            json.dumps({"q": unquote(q)}).encode(),
         ),
         (searchapi.DDG_HTML_HOST, "GET", f"https://html.duckduckgo.com/html/?q={q}", b""),
         (searchapi.DDG_LITE_HOST, "POST", "https://lite.duckduckgo.com/lite/", f"q={q}".encode()),

@@ -252,6 +252,50 @@ def test_brave_refuses_out_of_range_parameters(
     assert body_json(response)["type"] == "ErrorResponse"
 
 
+# --- Serper -----------------------------------------------------------------------------
+
+
+def serper_post(handlers: dict[str, Handler], body: Any) -> WebResponse:
+    raw = json.dumps(body).encode()
+    headers = (("X-API-KEY", "k"), ("Content-Type", "application/json"))
+    return handlers[searchapi.SERPER_HOST](
+        WebRequest("POST", f"https://{searchapi.SERPER_HOST}/search", headers, raw)
+    )
+
+
+def test_serper_answer_has_the_fields_storm_reads(
+    handlers: dict[str, Handler], snapshot_urls: set[str]
+) -> None:
+    # knowledge-storm's SerperRM sends {num, autocorrect, page, q, type} and reads
+    # organic[].link/.title/.snippet (and knowledgeGraph, absent here)
+    body = {"num": 4, "autocorrect": True, "page": 1, "q": QUERY, "type": "search"}
+    response = serper_post(handlers, body)
+    assert response.status == 200 and response.kind == "search"
+    value = body_json(response)
+    assert value["searchParameters"]["q"] == QUERY and "knowledgeGraph" not in value
+    organic = value["organic"]
+    assert 1 <= len(organic) <= 4
+    assert [o["position"] for o in organic] == list(range(1, len(organic) + 1))
+    assert [o["link"] for o in organic] == list(response.urls)
+    assert {o["link"] for o in organic} <= snapshot_urls
+    assert all(o["title"] and o["snippet"] for o in organic)
+    second = body_json(serper_post(handlers, {**body, "num": 2, "page": 2}))["organic"]
+    assert [o["link"] for o in second] == [o["link"] for o in organic[2:4]]
+    assert [o["position"] for o in second] == [3, 4][: len(second)]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{"q": ""}, {"q": QUERY, "num": 101}, {"q": QUERY, "page": 0}, {"q": QUERY, "type": "images"}],
+)
+def test_serper_refuses_bad_requests_in_its_error_shape(
+    handlers: dict[str, Handler], body: dict[str, Any]
+) -> None:
+    response = serper_post(handlers, body)
+    assert response.status == 400 and response.kind == "refused"
+    assert body_json(response)["statusCode"] == 400
+
+
 # --- DuckDuckGo -------------------------------------------------------------------------
 
 
@@ -339,6 +383,7 @@ def test_search_handlers_cover_every_api_host(handlers: dict[str, Handler]) -> N
         searchapi.SEARXNG_HOST,
         "api.tavily.com",
         "api.search.brave.com",
+        "google.serper.dev",
         "html.duckduckgo.com",
         "lite.duckduckgo.com",
     }
@@ -426,6 +471,32 @@ def test_brave_client_through_the_proxy(proxied_env: RunningProxy, snapshot_urls
     assert {r.url for r in answer.web.results} <= snapshot_urls
     (entry,) = logged_searches(proxied_env)
     assert entry.url.startswith("https://api.search.brave.com/res/v1/web/search?")
+    assert proxied_env.outside_connections() == 0
+
+
+@needs_proxy
+def test_serper_and_page_fetches_as_storm_makes_them_through_the_proxy(
+    proxied_env: RunningProxy, snapshot_urls: set[str]
+) -> None:
+    # the two calls of knowledge-storm's SerperRM with ENABLE_EXTRA_SNIPPET_EXTRACTION: the
+    # search (requests, JSON body) and each result's page (its WebPageHelper: httpx,
+    # verify=False, proxy from the environment); knowledge-storm itself is 6 GB, so its
+    # calls are made here as it makes them (configs/agents/storm_agent.py runs the package)
+    import httpx
+
+    body = {"num": 3, "autocorrect": True, "page": 1, "q": QUERY, "type": "search"}
+    headers = {"X-API-KEY": "frozen", "Content-Type": "application/json"}
+    answer = requests.request(
+        "POST", "https://google.serper.dev/search", headers=headers, json=body, timeout=30
+    ).json()
+    links = [o["link"] for o in answer["organic"]]
+    assert links and set(links) <= snapshot_urls
+    with httpx.Client(verify=False) as client:
+        pages = [client.get(link, timeout=30) for link in links]
+    assert all(p.status_code == 200 and len(p.content) > 150 for p in pages)
+    log = proxied_env.frozen.log.take()
+    assert [e.url for e in log if e.kind == "search"] == ["https://google.serper.dev/search"]
+    assert [e.url for e in log if e.kind != "search"] == links
     assert proxied_env.outside_connections() == 0
 
 

