@@ -51,10 +51,11 @@ setup-agents:
 
 ## bench-agents: the real-agent tournament (configs/agents/tournament.yaml): the real agents
 ## behind the frozen-web proxy against react-bm25 and closed_book, on the 1.5B CPU model
-## (AMODEL=smollm2 for the 135M smoke model, or a GPU model's id); slow, not in `make test`
+## (AMODEL=smollm2 for the 135M smoke model, or a GPU model's id) with the tool-call relay in
+## front of llama.cpp (docs/real-agents.md); slow, not in `make test`
 AMODEL ?= qwen1.5b-cpu
 bench-agents: setup setup-proxy setup-agents $(if $(filter qwen1.5b-cpu,$(AMODEL)),setup-qwen,$(if $(filter-out smollm2,$(AMODEL)),,setup-models))
-	$(BIN)/drarena tournament configs/agents/tournament.yaml \
+	DRARENA_LLAMACPP_TOOL_CALLS=relay $(BIN)/drarena tournament configs/agents/tournament.yaml \
 	  $(if $(filter-out smollm2,$(AMODEL)),--model $(AMODEL))
 
 ## setup-browser: Debian's chromium for the report's headless browser test (apt, once)

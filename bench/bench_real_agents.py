@@ -10,7 +10,7 @@ citations, and the error when it broke. Setup time is what scripts/setup_agents.
 Usage: .venv/bin/python bench/bench_real_agents.py --api-base http://127.0.0.1:PORT/v1
          [--agents smolagents,gpt-researcher] [--question "..."]... [--timeout 900]
 (needs `make setup-proxy setup-agents`, an indexed snapshot, and a model server:
-`drarena model serve --port PORT`).
+`DRARENA_LLAMACPP_TOOL_CALLS=relay drarena model serve --model qwen1.5b-cpu --port PORT`).
 """
 
 from __future__ import annotations

@@ -26,10 +26,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--tool-calls",
         choices=("relay", "native"),
-        default="relay",
-        help="relay (default): llama.cpp listens on a private port behind "
+        default="native",
+        help="relay: llama.cpp listens on a private port behind "
         "scripts/llamacpp_tools.py, which holds the model to a call under tool_choice "
-        "required and returns calls written as text as tool_calls; native: llama.cpp alone",
+        "required and returns calls written as text as tool_calls; native (default): "
+        "llama.cpp alone",
     )
     args = parser.parse_args(argv)
 

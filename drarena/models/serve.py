@@ -354,7 +354,20 @@ def llamacpp_command(
         str(parallel),
         "--threads",
         str(threads or default_threads(usable_cores(), busy_cores())),
+        "--tool-calls",
+        tool_calls_mode(),
     ]
+
+
+def tool_calls_mode() -> str:
+    """DRARENA_LLAMACPP_TOOL_CALLS: "native" (default: llama.cpp alone, as every figure of the
+    main job in docs/ was measured) or "relay" (scripts/llamacpp_tools.py in front: tool calls
+    that unmodified agent harnesses can read; `make bench-agents` sets it). Why not relay for
+    all: it changes what the react agents of the main job see, not yet remeasured."""
+    mode = os.environ.get("DRARENA_LLAMACPP_TOOL_CALLS", "native")
+    if mode not in ("native", "relay"):
+        raise DrarenaError(f"DRARENA_LLAMACPP_TOOL_CALLS must be native or relay, not {mode!r}")
+    return mode
 
 
 def usable_cores() -> int:

@@ -67,7 +67,8 @@ def test_module_command_prints_one_error_line(
     assert err.count("\n") == 1 and "expected 1117320768" in err
 
 
-def test_llamacpp_command_serves_one_gguf_on_loopback() -> None:
+def test_llamacpp_command_serves_one_gguf_on_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DRARENA_LLAMACPP_TOOL_CALLS", raising=False)
     command = serve.llamacpp_command(
         Path("/v/bin/python"), Path("/m/q.gguf"), 8002, "qwen", parallel=2, threads=2
     )
@@ -81,8 +82,18 @@ def test_llamacpp_command_serves_one_gguf_on_loopback() -> None:
         "--ctx-per-slot": str(serve.CPU_MAX_MODEL_LEN),
         "--parallel": "2",
         "--threads": "2",
+        "--tool-calls": "native",
     }
     assert (serve.REPO / "scripts" / "llamacpp_server.py").is_file()
+
+
+def test_tool_call_relay_is_chosen_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DRARENA_LLAMACPP_TOOL_CALLS", "relay")
+    command = serve.llamacpp_command(Path("/p"), Path("/m.gguf"), 8002, "qwen", threads=1)
+    assert command[-2:] == ["--tool-calls", "relay"]
+    monkeypatch.setenv("DRARENA_LLAMACPP_TOOL_CALLS", "grammar")
+    with pytest.raises(DrarenaError, match="DRARENA_LLAMACPP_TOOL_CALLS must be native or relay"):
+        serve.llamacpp_command(Path("/p"), Path("/m.gguf"), 8002, "qwen", threads=1)
 
 
 def test_default_threads_take_every_core_only_on_an_idle_machine() -> None:
