@@ -1,0 +1,62 @@
+"""The STORM adapter (configs/agents/storm_agent.py): its answer read from the files STORM
+writes, and the local encoder folder it puts under the name STORM loads. Pure logic and
+sentence-transformers' own loading; STORM itself runs in its own venv (6 GB)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ADAPTER = Path(__file__).resolve().parents[2] / "configs" / "agents" / "storm_agent.py"
+
+
+def _adapter() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("storm_adapter", ADAPTER)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _storm_output(out: Path, polished: bool) -> Path:
+    folder = out / "How_do_I_read_JSON?"
+    folder.mkdir(parents=True)
+    (folder / "storm_gen_article.txt").write_text("# Draft\nDraft [1].", encoding="utf-8")
+    if polished:
+        (folder / "storm_gen_article_polished.txt").write_text("Lead [2] [1].", encoding="utf-8")
+    index = {"https://h/b.html": 2, "https://h/a.html": 1, "file:///etc/passwd": 3}
+    (folder / "url_to_info.json").write_text(
+        json.dumps({"url_to_unified_index": index, "url_to_info": {}}), encoding="utf-8"
+    )
+    return folder
+
+
+def test_polished_article_and_urls_in_marker_order(tmp_path: Path) -> None:
+    _storm_output(tmp_path, polished=True)
+    text, urls = _adapter().article(tmp_path)
+    assert text == "Lead [2] [1]."
+    assert urls == ["https://h/a.html", "https://h/b.html"]  # [1], [2]; no file: URL
+
+
+def test_draft_article_when_polishing_is_off(tmp_path: Path) -> None:
+    _storm_output(tmp_path, polished=False)
+    text, urls = _adapter().article(tmp_path)
+    assert text.startswith("# Draft") and urls == ["https://h/a.html", "https://h/b.html"]
+
+
+@pytest.mark.slow  # loads the encoder
+def test_the_encoder_name_storm_loads_is_a_local_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sentence_transformers import SentenceTransformer
+
+    adapter = _adapter()
+    adapter.encoder_link(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # a hub lookup would fail here, not download
+    encoder = SentenceTransformer(adapter.ENCODER_NAME, device="cpu")
+    assert encoder.encode(["json.dumps"]).shape == (1, 384)
