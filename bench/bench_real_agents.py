@@ -228,6 +228,10 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
                                 else (f"exit {rc}: " + err.strip()[-300:]),
                             }
                         )
+                        if args.stderr_dir:  # the agent's own log, for what it did and why
+                            args.stderr_dir.mkdir(parents=True, exist_ok=True)
+                            name_q = f"{name}-{len(rows):02d}.log"
+                            (args.stderr_dir / name_q).write_text(err, encoding="utf-8")
                         print(json.dumps(rows[-1]), flush=True)
     return rows
 
@@ -245,6 +249,9 @@ def main() -> int:
     parser.add_argument("--retriever", default="bm25")
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--n", type=int, default=2, help="how many built-in questions")
+    parser.add_argument(
+        "--stderr-dir", type=Path, help="write each agent run's stderr to DIR/<agent>-NN.log"
+    )
     parser.add_argument(
         "--trace", type=Path, help="smolagents: append each run's steps (JSON lines) here"
     )
