@@ -46,6 +46,12 @@ INSTRUCTIONS = """You answer research questions from web pages.
 FINISH_INSTRUCTIONS = INSTRUCTIONS.replace("3. Answer", "3. Call final_answer with your answer,")
 
 
+# the answer's cap, in the tool's JSON schema (the relay's grammar holds the model to it): an
+# uncapped answer ran past max_tokens mid-call on 1 of 5 questions (6 Dec 2026: 379 words, the
+# call cut before `sources`, 0 citations), as smolagents' did before its cap
+ANSWER_CHARS = 1200
+
+
 def page_text(body: str, limit: int) -> str:
     """The visible text of an HTML page, whitespace collapsed, cut to `limit` characters."""
     text = html.unescape(TAG.sub(" ", body))
@@ -108,7 +114,10 @@ async def research(question: str, low: int, high: int, history: list[dict[str, s
         return page_text(response.text, page_chars)
 
     @function_tool(is_enabled=can_answer)
-    def final_answer(answer: str, sources: Annotated[list[str], Field(min_length=1)]) -> str:
+    def final_answer(
+        answer: Annotated[str, Field(max_length=ANSWER_CHARS)],
+        sources: Annotated[list[str], Field(min_length=1, max_length=5)],
+    ) -> str:
         """Give your final answer and the URLs of the pages you used."""
         listed = "\n".join(f"- {url}" for url in sources if isinstance(url, str))
         return f"{answer}\n\nSources:\n{listed}" if listed else answer
