@@ -484,7 +484,7 @@ def test_serper_and_page_fetches_as_storm_makes_them_through_the_proxy(
     # calls are made here as it makes them (configs/agents/storm_agent.py runs the package)
     import httpx
 
-    body = {"num": 3, "autocorrect": True, "page": 1, "q": QUERY, "type": "search"}
+    body: dict[str, Any] = {"num": 3, "autocorrect": True, "page": 1, "q": QUERY, "type": "search"}
     headers = {"X-API-KEY": "frozen", "Content-Type": "application/json"}
     answer = requests.request(
         "POST", "https://google.serper.dev/search", headers=headers, json=body, timeout=30
