@@ -397,7 +397,7 @@ def test_serve_web_search_table(pydocs_indexed: tuple[Path, Path]) -> None:
 
     snapshot, index_root = pydocs_indexed
     table = search_table("bm25", snapshot, index_root)
-    hosts = {searchapi.SEARXNG_HOST, "api.tavily.com", "api.search.brave.com"}
+    hosts = {searchapi.SEARXNG_HOST, "api.tavily.com", "api.search.brave.com", "google.serper.dev"}
     assert table.hosts() == sorted(hosts | {"html.duckduckgo.com", "lite.duckduckgo.com"})
     handler = table.find(WebRequest("GET", "https://api.search.brave.com/res/v1/web/search?q=x"))
     assert handler is not None
