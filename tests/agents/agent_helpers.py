@@ -3,7 +3,10 @@ retriever. Results from them say nothing about any model or search engine."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from drarena.agents.registry import AgentContext
@@ -14,6 +17,19 @@ from drarena.models.scripted import ScriptedBackendForTests, Step, reply
 from drarena.models.types import ToolCall
 from drarena.records import Hit
 from drarena.search.docstore import PageText
+
+ADAPTERS = Path(__file__).resolve().parents[2] / "configs" / "agents"
+
+
+def load_adapter(script: str) -> ModuleType:
+    """configs/agents/<script> as a module, for its pure functions: the adapters run in their
+    harness's own venv, so these tests never import the harness itself."""
+    spec = importlib.util.spec_from_file_location(script.removesuffix(".py"), ADAPTERS / script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 # Python source for a command agent's script: dials a TEST-NET-1 address (RFC 5737: never
 # routed) directly, ignoring HTTP(S)_PROXY, and leaves in `dialled` what happened: an errno

@@ -4,20 +4,14 @@ its own venv."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-ADAPTER = Path(__file__).resolve().parents[2] / "configs" / "agents" / "gpt_researcher_agent.py"
+from agent_helpers import load_adapter
 
 
 def _adapter() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gpt_researcher_adapter", ADAPTER)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_adapter("gpt_researcher_agent.py")
 
 
 class Researcher:

@@ -3,19 +3,13 @@ step's json_schema allows. Pure logic; the adapter itself runs in its own venv."
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import ModuleType
 
-ADAPTER = Path(__file__).resolve().parents[2] / "configs" / "agents" / "smolagents_agent.py"
+from agent_helpers import load_adapter
 
 
 def _adapter() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("smolagents_adapter", ADAPTER)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_adapter("smolagents_agent.py")
 
 
 def test_search_then_page_then_answer() -> None:

@@ -4,22 +4,16 @@ sentence-transformers' own loading; STORM itself runs in its own venv (6 GB)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-
-ADAPTER = Path(__file__).resolve().parents[2] / "configs" / "agents" / "storm_agent.py"
+from agent_helpers import load_adapter
 
 
 def _adapter() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("storm_adapter", ADAPTER)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_adapter("storm_agent.py")
 
 
 def _storm_output(out: Path, polished: bool) -> Path:
