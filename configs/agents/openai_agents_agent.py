@@ -35,9 +35,9 @@ import re
 import sys
 from typing import Annotated
 
+from adapter_common import cite, with_history
 from pydantic import Field
 
-URL = re.compile(r"https?://[^\s<>\"')\]]+")
 TAG = re.compile(r"<(script|style)\b.*?</\1>|<[^>]+>", re.S | re.I)
 INSTRUCTIONS = """You answer research questions from web pages.
 1. Call web_search once with a short keyword query.
@@ -157,10 +157,7 @@ async def research(question: str, low: int, high: int, history: list[dict[str, s
             model_settings=settings,
         )
     task = f"{question}\n\nAnswer in {low} to {high} words."
-    if history:
-        earlier = "\n\n".join(f"Q: {h['question']}\nA: {h['answer']}" for h in history)
-        task = f"Earlier questions and your answers:\n{earlier}\n\n{task}"
-    result = await Runner.run(agent, task, max_turns=max_turns)
+    result = await Runner.run(agent, with_history(task, history), max_turns=max_turns)
     return str(result.final_output or "")
 
 
@@ -168,15 +165,7 @@ def main() -> int:
     request = json.load(sys.stdin)
     low, high = request.get("word_limit") or (150, 250)
     answer = asyncio.run(research(request["question"], low, high, request.get("history") or []))
-    citations: list[str] = []
-
-    def mark(match: re.Match[str]) -> str:
-        url = match.group(0).rstrip(".,;:")
-        if url not in citations:
-            citations.append(url)
-        return f"[{citations.index(url) + 1}]"
-
-    report = URL.sub(mark, answer)
+    report, citations = cite(answer)
     json.dump({"report": report, "citations": citations}, sys.stdout)
     return 0
 

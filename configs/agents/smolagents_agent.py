@@ -20,6 +20,8 @@ import os
 import re
 import sys
 
+from adapter_common import cite, with_history
+
 # ToolCallingAgent's system prompt, shortened (SMOLAGENTS_PROMPT=short, the default): its own is
 # about 3,800 characters of worked examples that a 1.5B model on 2 CPU cores reads at every
 # step. This keeps its rules; the tools' JSON schemas travel in the request's `tools`, which the
@@ -163,9 +165,6 @@ def seen_urls(calls: list[object], observations: str) -> list[str]:
     return [u for u in urls if u.startswith(("http://", "https://"))][:SEEN_MAX]
 
 
-URL = re.compile(r"https?://[^\s<>\"')\]]+")
-
-
 def main() -> int:
     request = json.load(sys.stdin)
     from smolagents import (
@@ -263,20 +262,8 @@ def main() -> int:
         f"{request['question']}\n\nSearch the web, read pages, and answer in {low} to {high} "
         "words. Give the URL of each page you used."
     )
-    history = request.get("history") or []
-    if history:
-        earlier = "\n\n".join(f"Q: {h['question']}\nA: {h['answer']}" for h in history)
-        task = f"Earlier questions and your answers:\n{earlier}\n\n{task}"
-    answer = str(agent.run(task))
-    citations: list[str] = []
-
-    def mark(match: re.Match[str]) -> str:
-        url = match.group(0).rstrip(".,;:")
-        if url not in citations:
-            citations.append(url)
-        return f"[{citations.index(url) + 1}]"
-
-    report = URL.sub(mark, answer)
+    answer = str(agent.run(with_history(task, request.get("history") or [])))
+    report, citations = cite(answer)
     json.dump({"report": report, "citations": citations}, sys.stdout)
     return 0
 

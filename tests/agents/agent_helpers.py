@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -23,7 +24,10 @@ ADAPTERS = Path(__file__).resolve().parents[2] / "configs" / "agents"
 
 def load_adapter(script: str) -> ModuleType:
     """configs/agents/<script> as a module, for its pure functions: the adapters run in their
-    harness's own venv, so these tests never import the harness itself."""
+    harness's own venv, so these tests never import the harness itself. The folder goes on
+    sys.path, as it does for the script run directly, so `import adapter_common` resolves."""
+    if str(ADAPTERS) not in sys.path:
+        sys.path.insert(0, str(ADAPTERS))
     spec = importlib.util.spec_from_file_location(script.removesuffix(".py"), ADAPTERS / script)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
