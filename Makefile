@@ -43,8 +43,8 @@ setup-proxy: .venv-proxy/bin/mitmdump
 	.venv-proxy/bin/pip install -q $(if $(wildcard locks/proxy-py$(PYVER).txt),-c locks/proxy-py$(PYVER).txt) "mitmproxy>=11,<13"
 
 ## setup-agents: real research agents from PyPI (smolagents, GPT Researcher, the OpenAI Agents
-## SDK), each in its own venv under .venv-agents/ (scripts/setup_agents.sh); docs/real-agents.md
-## says how they run
+## SDK, STORM, Open Deep Research), each in its own venv under .venv-agents/
+## (scripts/setup_agents.sh); docs/real-agents.md says how they run
 .PHONY: setup-agents bench-agents
 setup-agents:
 	bash scripts/setup_agents.sh

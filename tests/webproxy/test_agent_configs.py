@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_real_agent_tournament_config_loads_with_proxied_command_agents() -> None:
     config = load_config(ROOT / "configs" / "agents" / "tournament.yaml")
+    setup = (ROOT / "scripts" / "setup_agents.sh").read_text(encoding="utf-8")
     commands = [a for a in config.agents if a.kind == "command"]
     assert len(commands) >= 2 and any(a.kind != "command" for a in config.agents)
     for agent in commands:
@@ -26,3 +27,6 @@ def test_real_agent_tournament_config_loads_with_proxied_command_agents() -> Non
         adapter = ROOT / script
         ast.parse(adapter.read_text(encoding="utf-8"))  # a real file, valid Python
         assert adapter.parent == ROOT / "configs" / "agents"
+        # `make setup-agents` installs this venv: its name is a key of setup_agents.sh's table
+        venv = python.split("/")[1]
+        assert f"  [{venv}]=" in setup, f"{agent.name}: scripts/setup_agents.sh has no [{venv}]"

@@ -1,0 +1,130 @@
+"""drarena command exchange (protocol 1) -> LangChain's Open Deep Research, unmodified.
+
+Runs inside .venv-agents/open-deep-research (scripts/setup_agents.sh). Open Deep Research is a
+LangGraph graph (`open_deep_research.deep_researcher.deep_researcher`): it writes a research
+brief, a supervisor hands topics to researcher sub-agents (a tool-calling loop over its
+search tool), each researcher's findings are compressed, and a final model call writes the
+report with a `### Sources` list. It is driven through its documented entry point only: the
+graph's `ainvoke` with `configurable` settings (open_deep_research/configuration.py).
+
+- Search: `search_api: tavily`, its default and its only search engine (the others are model
+  vendors' own search tools). It asks Tavily for `include_raw_content=True`, so each result
+  comes with its page's text and the researcher reads pages through the search call: it
+  fetches no page itself. drarena's frozen-web proxy answers api.tavily.com from the
+  snapshot's index and fills raw_content from the snapshot's page (capped at 20,000
+  characters); the proxy's log counts those as searches, and the pages they carry as the
+  results they name (docs/real-agents.md says how the table counts them).
+- Models: every role (research, summarization, compression, final report) is
+  `openai:<DRARENA_MODEL>` on the local OpenAI-compatible server (OPENAI_BASE_URL, which the
+  OpenAI client it builds reads), with completion budgets cut for a CPU model (ODR_*_TOKENS;
+  its defaults are 8,192-10,000 tokens a call).
+- Cost: no clarifying question (`allow_clarification: false`: there is no user to answer
+  it), one research unit at a time, ODR_ITERATIONS supervisor rounds, ODR_TOOL_CALLS
+  researcher tool calls.
+
+Citations: the report's `### Sources` list ("[n] Title: URL") gives the URLs; the body's [n]
+markers are renumbered to their URL's place in the citation list. A report without that list
+falls back to its inline URLs (adapter_common.cite).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sys
+
+from adapter_common import cite, with_history
+
+# "### Sources" (any heading level, "Sources" or "References") and everything after it
+SOURCES_HEADING = re.compile(r"^\s*#{1,6}\s*(?:sources|references)\b.*$", re.I | re.M)
+# one entry of that list: "[n] anything URL" (also "n. ..." and "- [n] ...")
+SOURCE_LINE = re.compile(
+    r"^\s*(?:[-*]\s*)?\[?(\d{1,3})[\].:)]\s*.*?(https?://[^\s<>\"')\]]+)", re.M
+)
+MARKER = re.compile(r"\[(\d{1,3})\]")
+
+
+def configure() -> dict[str, object]:
+    """The environment the graph's clients read, and its `configurable` settings."""
+    served = os.environ.get("DRARENA_MODEL", "served").removeprefix("openai/")
+    defaults = {
+        "OPENAI_BASE_URL": os.environ.get("DRARENA_MODEL_API_BASE", "http://127.0.0.1:8000/v1"),
+        "OPENAI_API_KEY": "none",
+        "TAVILY_API_KEY": "frozen-web",
+        # LangSmith tracing would post runs to api.smith.langchain.com: off
+        "LANGSMITH_TRACING": "false",
+    }
+    for name, value in defaults.items():
+        os.environ.setdefault(name, value)
+    model = f"openai:{served}"
+    tokens = int(os.environ.get("ODR_TOKENS", "512"))
+    return {
+        "search_api": "tavily",
+        "allow_clarification": False,
+        "max_concurrent_research_units": 1,
+        "max_researcher_iterations": int(os.environ.get("ODR_ITERATIONS", "1")),
+        "max_react_tool_calls": int(os.environ.get("ODR_TOOL_CALLS", "2")),
+        "max_structured_output_retries": 2,
+        "research_model": model,
+        "research_model_max_tokens": tokens,
+        "summarization_model": model,
+        "summarization_model_max_tokens": int(os.environ.get("ODR_SUMMARY_TOKENS", "384")),
+        "compression_model": model,
+        "compression_model_max_tokens": tokens,
+        "final_report_model": model,
+        "final_report_model_max_tokens": int(os.environ.get("ODR_REPORT_TOKENS", "640")),
+    }
+
+
+def split_sources(report: str) -> tuple[str, list[str]]:
+    """The report without its Sources list, and the list's URLs as citations; the body's [n]
+    markers renumbered to each URL's 1-based place in that list (a marker the list does not
+    name is left as written: drarena scores it as a citation it cannot resolve)."""
+    headings = list(SOURCES_HEADING.finditer(report))
+    if not headings:
+        return cite(report)
+    heading = headings[-1]  # the last: a section title may also say "sources"
+    body, listing = report[: heading.start()].rstrip(), report[heading.end() :]
+    citations: list[str] = []
+    renumber: dict[str, int] = {}
+    for number, raw_url in SOURCE_LINE.findall(listing):
+        url = raw_url.rstrip(".,;:")
+        if url not in citations:
+            citations.append(url)
+        renumber.setdefault(number, citations.index(url) + 1)
+    if not citations:
+        return cite(report)
+
+    def mark(match: re.Match[str]) -> str:
+        new = renumber.get(match.group(1))
+        return match.group(0) if new is None else f"[{new}]"
+
+    return MARKER.sub(mark, body), citations
+
+
+async def research(task: str, settings: dict[str, object]) -> str:
+    from langchain_core.messages import HumanMessage
+    from open_deep_research.deep_researcher import deep_researcher
+
+    state = await deep_researcher.ainvoke(
+        {"messages": [HumanMessage(content=task)]}, {"configurable": settings}
+    )
+    return str(state.get("final_report") or "")
+
+
+def main() -> int:
+    request = json.load(sys.stdin)
+    settings = configure()
+    low, high = request.get("word_limit") or (150, 250)
+    task = with_history(
+        f"{request['question']}\n\nAnswer in {low} to {high} words.", request.get("history") or []
+    )
+    report, citations = split_sources(asyncio.run(research(task, settings)))
+    json.dump({"report": report, "citations": citations}, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
