@@ -4,8 +4,9 @@ For each agent adapter in configs/agents/ (run from its own venv, .venv-agents/<
 each question: the agent gets only the proxy and CA variables and the model server's URL, as
 a `command` agent does in a tournament, and this prints its wall time per answer, model calls
 (counted by a loopback relay in front of the model server), searches made and pages fetched
-(from the proxy's log), pages not in the snapshot, outside connections (mitmproxy's count),
-citations, and the error when it broke. Setup time is what scripts/setup_agents.sh printed.
+(from the proxy's log; pages a search API's answer carried whole are counted apart), pages
+not in the snapshot, outside connections (mitmproxy's count), citations, and the error when
+it broke. Setup time is what scripts/setup_agents.sh printed.
 
 Usage: .venv/bin/python bench/bench_real_agents.py --api-base http://127.0.0.1:PORT/v1
          [--agents smolagents,gpt-researcher] [--question "..."]... [--timeout 900]
@@ -213,6 +214,9 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
                                 "model_calls": counter.calls - calls0,
                                 "searches": sum(e.kind == "search" for e in log),
                                 "pages": sum(e.kind == "page" for e in log),
+                                # whole pages a search API's answer carried (Tavily's
+                                # raw_content, /extract): read, though not fetched
+                                "pages_via_search": len({u for e in log for u in e.read}),
                                 "missing": sum(e.kind == "missing" for e in log),
                                 "outside": proxy.outside_connections(),
                                 "citations": len(reply.get("citations", [])),
@@ -264,6 +268,7 @@ def main() -> int:
         "agent",
         "searches",
         "pages",
+        "pages_via_search",
         "missing",
         "citations",
         "citations_in_snapshot",

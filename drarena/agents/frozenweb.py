@@ -45,9 +45,15 @@ class WebTrace:
     note: str = ""  # why there was no proxy, or what it lacked (no search APIs)
 
     def fetched(self) -> set[str]:
-        return {e.url for e in self.entries if e.kind == "page" and e.status < 400}
+        """The pages the agent read: fetched from the snapshot, or carried whole by a search
+        API's answer (Tavily's raw_content or /extract: FetchEntry.read)."""
+        pages = {e.url for e in self.entries if e.kind == "page" and e.status < 400}
+        return pages | {u for e in self.entries if e.status < 400 for u in e.read}
 
     def events(self, started: float, now: float) -> list[ToolEvent]:
+        """One web_search or web_fetch event per logged request; a search whose answer
+        carried whole pages is followed by a web_fetch event for each (`via` names the
+        search API), so the report counts them as pages opened."""
         out = []
         for i, e in enumerate(self.entries):
             if e.kind == "search":
@@ -55,6 +61,13 @@ class WebTrace:
                 out.append(
                     tool_event(f"web-{i}", "web_search", _json(query), started, now, urls=e.urls)
                 )
+                for j, url in enumerate(e.read):
+                    carried = {"method": e.method, "url": url, "status": e.status, "via": e.url}
+                    out.append(
+                        tool_event(
+                            f"web-{i}-{j}", "web_fetch", _json(carried), started, now, urls=(url,)
+                        )
+                    )
                 continue
             error = None
             if e.kind == "missing":
@@ -76,10 +89,12 @@ class WebTrace:
         pages = [e for e in self.entries if e.kind != "search"]
         missing = sum(e.kind == "missing" for e in pages)
         searches = sum(e.kind == "search" for e in self.entries)
+        carried = sum(len(e.read) for e in self.entries)
         unread = [u for u in dict.fromkeys(cited) if u not in self.fetched()]
+        via = f", {carried} page(s) read through a search API" if carried else ""
         text = (
             f"frozen web proxy: {len(pages)} fetches ({missing} not in snapshot), {searches} "
-            f"searches, {len(unread)} cited URL(s) never fetched, outside connections "
+            f"searches{via}, {len(unread)} cited URL(s) never fetched, outside connections "
             f"{self.outside}, proxy start {self.started_s:.1f} s"
         )
         if self.unlogged:

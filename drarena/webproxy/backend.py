@@ -83,6 +83,7 @@ class FetchEntry:
     urls: tuple[str, ...] = ()
     bytes: int = 0
     error: str = ""
+    read: tuple[str, ...] = ()  # pages whose text a search API's answer carried (WebResponse)
 
     def chars(self) -> int:
         """What this entry costs of the log's MAX_LOG_CHARS (see there)."""
@@ -94,6 +95,7 @@ class FetchEntry:
             + len(self.query)
             + len(self.error)
             + sum(len(u) for u in self.urls)
+            + sum(len(u) for u in self.read)
         )
 
     def to_dict(self) -> dict[str, object]:
@@ -109,6 +111,8 @@ class FetchEntry:
                 out[name] = value
         if self.urls:
             out["urls"] = list(self.urls)
+        if self.read:  # absent when empty: logs written before the field read the same
+            out["read"] = list(self.read)
         return out
 
 
@@ -278,6 +282,7 @@ class FrozenWeb:
                 urls=response.urls,
                 bytes=len(response.body),
                 error=error,
+                read=response.read,
             )
         )
 

@@ -63,7 +63,9 @@ class WebRequest:
 @dataclass(frozen=True, slots=True)
 class WebResponse:
     """An answer. `kind` and `query`/`urls` are for the log (the round's trajectory): a search
-    handler sets kind="search", the query it answered and the result URLs it returned."""
+    handler sets kind="search", the query it answered and the result URLs it returned, and
+    `read` the URLs whose whole page text the answer carried (Tavily's raw_content and
+    /extract): the agent read those pages without fetching them, so they count as opened."""
 
     status: int
     headers: tuple[tuple[str, str], ...] = ()
@@ -71,6 +73,7 @@ class WebResponse:
     kind: str = "page"
     query: str = ""
     urls: tuple[str, ...] = ()
+    read: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

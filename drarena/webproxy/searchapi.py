@@ -27,8 +27,10 @@ the real services refuse long queries), result counts clamped to each API's own 
 titles and snippets HTML-escaped on the DuckDuckGo pages. Handlers never raise for bad input:
 a bad request gets that API's error shape (4xx); a retriever error is a 502. Every answered
 search is marked kind="search" with its query and result URLs, which the proxy records in
-the round's trajectory. Retriever calls are serialised by a lock (the proxy may call from
-several threads; the JVM behind BM25 prefers one).
+the round's trajectory; an answer that carries whole pages (Tavily's raw_content, /extract)
+also names them in `read`, and the trajectory counts those pages as opened. Retriever calls
+are serialised by a lock (the proxy may call from several threads; the JVM behind BM25
+prefers one).
 """
 
 from __future__ import annotations
@@ -222,7 +224,8 @@ def tavily_search(searcher: Searcher, body: dict[str, Any]) -> WebResponse:
         "results": results,
         "response_time": 0.0,  # fixed: a replay must produce the same bytes
     }
-    return WebResponse.json_response(answer, **search_log(query, hits))
+    read = tuple(str(r["url"]) for r in results if r["raw_content"] is not None)
+    return WebResponse.json_response(answer, **search_log(query, hits), read=read)
 
 
 def tavily_extract(searcher: Searcher, body: dict[str, Any]) -> WebResponse:
@@ -241,7 +244,7 @@ def tavily_extract(searcher: Searcher, body: dict[str, Any]) -> WebResponse:
             failed.append({"url": url, "error": "not in the snapshot"})
     answer = {"results": results, "failed_results": failed, "response_time": 0.0}
     read = tuple(str(r["url"]) for r in results)
-    return WebResponse.json_response(answer, kind="search", query="extract", urls=read)
+    return WebResponse.json_response(answer, kind="search", query="extract", urls=read, read=read)
 
 
 def tavily_handler(searcher: Searcher) -> Handler:

@@ -132,8 +132,22 @@ def test_tavily_answer_is_logged_as_a_search(handlers: dict[str, Handler]) -> No
     assert response.kind == "search" and response.query == QUERY
     assert response.urls == tuple(r["url"] for r in body_json(response)["results"])
     assert body_json(response)["results"][0]["raw_content"] is None
+    assert response.read == ()  # snippets only: no page was read
     # replay identity: the same request gives the same bytes
     assert call(handler, "POST", "https://api.tavily.com/search", body).body == response.body
+
+
+def test_tavily_pages_carried_whole_are_logged_as_read(handlers: dict[str, Handler]) -> None:
+    """raw_content and /extract hand the agent whole pages: `read` names them, so the
+    trajectory counts them as opened (an agent like Open Deep Research reads only so)."""
+    handler = handlers[searchapi.TAVILY_HOST]
+    body = json.dumps({"query": QUERY, "max_results": 2, "include_raw_content": True}).encode()
+    response = call(handler, "POST", "https://api.tavily.com/search", body)
+    assert response.read and response.read == response.urls
+    first = response.urls[0]
+    urls = json.dumps({"urls": [first, "https://example.invalid/x"]}).encode()
+    extracted = call(handler, "POST", "https://api.tavily.com/extract", urls)
+    assert extracted.read == (first,)  # the failed URL was not read
 
 
 @pytest.mark.parametrize(

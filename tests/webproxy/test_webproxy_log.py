@@ -91,3 +91,35 @@ def test_a_real_backend_log_and_the_trace_say_what_was_not_logged(tmp_path: Path
     assert len(trace.events(0.0, 1.0)) == len(trace.entries)
     assert f"{trace.unlogged} more exchange(s) not logged" in trace.summary(())
     assert "not logged" not in WebTrace(entries=trace.entries).summary(())
+
+
+def test_pages_a_search_api_carried_count_as_read_and_become_fetch_events() -> None:
+    """A Tavily answer with raw_content hands the agent whole pages (FetchEntry.read): the
+    trace counts them as fetched, so citing them is not "never fetched", and each becomes a
+    web_fetch event naming the search API, which the report counts as a page opened."""
+    pages = ("http://h.test/a", "http://h.test/b")
+    search = FetchEntry(
+        method="POST",
+        url="https://api.tavily.com/search",
+        status=200,
+        kind="search",
+        query="q",
+        urls=(*pages, "http://h.test/c"),
+        read=pages,
+    )
+    plain = FetchEntry(method="GET", url="http://h.test/d", status=200, kind="page")
+    assert search.to_dict()["read"] == list(pages) and "read" not in plain.to_dict()
+    unread = FetchEntry(**{**_fields(search), "read": ()})  # type: ignore[arg-type]
+    assert search.chars() == unread.chars() + sum(len(u) for u in pages)
+    trace = WebTrace(entries=[search, plain])
+    assert trace.fetched() == {*pages, "http://h.test/d"}
+    events = trace.events(0.0, 1.0)
+    assert [e.name for e in events] == ["web_search", "web_fetch", "web_fetch", "web_fetch"]
+    assert [e.urls for e in events[1:3]] == [(pages[0],), (pages[1],)]
+    assert '"via": "https://api.tavily.com/search"' in events[1].arguments
+    summary = trace.summary(["http://h.test/a", "http://h.test/c"])
+    assert "2 page(s) read through a search API, 1 cited URL(s) never fetched" in summary
+
+
+def _fields(entry: FetchEntry) -> dict[str, object]:
+    return {name: getattr(entry, name) for name in entry.__dataclass_fields__}

@@ -6,7 +6,9 @@ a real agent that never searched, or cited pages it never opened, shows here (is
 What counts, from each answer's trajectory: a search is a `search` event (drarena's agents) or
 a `web_search` one (the frozen-web proxy's log of a command agent); a page opened is an `open`
 or `web_fetch` event, in the snapshot when it returned its URL with no error, out of it when it
-failed (the proxy's "not in snapshot", a refused fetch, a page the index lacks). Seconds come
+failed (the proxy's "not in snapshot", a refused fetch, a page the index lacks). A page a
+search API's answer carried whole (Tavily's raw_content or /extract) is a `web_fetch` event
+too, with `via` naming the API (agents.frozenweb): the agent read it. Seconds come
 from timings.jsonl (not part of the replayed record, so a replay's differ)."""
 
 from __future__ import annotations
