@@ -191,8 +191,9 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
                             **proxy.info.client_env(direct),
                             **extra,
                         }
-                        if args.trace:
-                            env["SMOLAGENTS_TRACE"] = str(args.trace.resolve())
+                        if args.trace:  # each adapter that traces reads its own name
+                            for tracing in ("SMOLAGENTS_TRACE", "ODR_TRACE"):
+                                env[tracing] = str(args.trace.resolve())
                         proxy.frozen.log.take()
                         calls0, t0 = counter.calls, time.monotonic()
                         rc, out, err = await run_agent(
@@ -257,7 +258,9 @@ def main() -> int:
         "--stderr-dir", type=Path, help="write each agent run's stderr to DIR/<agent>-NN.log"
     )
     parser.add_argument(
-        "--trace", type=Path, help="smolagents: append each run's steps (JSON lines) here"
+        "--trace",
+        type=Path,
+        help="smolagents, open-deep-research: append each run's steps (JSON lines) here",
     )
     args = parser.parse_args()
     if args.model is None:  # the name the server answers to ("served" is drarena's alias)

@@ -19,8 +19,9 @@ graph's `ainvoke` with `configurable` settings (open_deep_research/configuration
   OpenAI client it builds reads), with completion budgets cut for a CPU model (ODR_*_TOKENS;
   its defaults are 8,192-10,000 tokens a call).
 - Cost: no clarifying question (`allow_clarification: false`: there is no user to answer
-  it), one research unit at a time, ODR_ITERATIONS supervisor rounds, ODR_TOOL_CALLS
-  researcher tool calls.
+  it), one research unit at a time, ODR_ITERATIONS supervisor calls (2: one to hand out the
+  research, one to close it), ODR_TOOL_CALLS researcher tool calls. ODR_TRACE=<file> appends
+  each model reply (text, tool calls) as a JSON line.
 
 Citations: the report's `### Sources` list ("[n] Title: URL") gives the URLs; the body's [n]
 markers are renumbered to their URL's place in the citation list. A report without that list
@@ -64,7 +65,9 @@ def configure() -> dict[str, object]:
         "search_api": "tavily",
         "allow_clarification": False,
         "max_concurrent_research_units": 1,
-        "max_researcher_iterations": int(os.environ.get("ODR_ITERATIONS", "1")),
+        # the supervisor counts its own calls: at 1 it stops after planning, before any
+        # research (supervisor_tools ends at research_iterations >= max); 2 is one round
+        "max_researcher_iterations": int(os.environ.get("ODR_ITERATIONS", "2")),
         "max_react_tool_calls": int(os.environ.get("ODR_TOOL_CALLS", "2")),
         "max_structured_output_retries": 2,
         "research_model": model,
@@ -104,13 +107,35 @@ def split_sources(report: str) -> tuple[str, list[str]]:
     return MARKER.sub(mark, body), citations
 
 
+def tracer(path: str) -> object:
+    """A LangChain callback (RunnableConfig `callbacks`, its documented hook) appending each
+    model reply to `path` as a JSON line: its text and the tool calls it made. ODR_TRACE=<file>
+    turns it on; it is how one sees why a run did not search."""
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    class Trace(BaseCallbackHandler):
+        def on_llm_end(self, response: object, **kwargs: object) -> None:
+            for generations in getattr(response, "generations", []):
+                for generation in generations:
+                    message = getattr(generation, "message", None)
+                    line = {
+                        "text": str(getattr(generation, "text", ""))[:4000],
+                        "tool_calls": getattr(message, "tool_calls", None) or [],
+                    }
+                    with open(path, "a", encoding="utf-8") as out:
+                        out.write(json.dumps(line, default=str) + "\n")
+
+    return Trace()
+
+
 async def research(task: str, settings: dict[str, object]) -> str:
     from langchain_core.messages import HumanMessage
     from open_deep_research.deep_researcher import deep_researcher
 
-    state = await deep_researcher.ainvoke(
-        {"messages": [HumanMessage(content=task)]}, {"configurable": settings}
-    )
+    config: dict[str, object] = {"configurable": settings}
+    if trace := os.environ.get("ODR_TRACE"):
+        config["callbacks"] = [tracer(trace)]
+    state = await deep_researcher.ainvoke({"messages": [HumanMessage(content=task)]}, config)
     return str(state.get("final_report") or "")
 
 
