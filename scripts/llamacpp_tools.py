@@ -17,7 +17,13 @@ on the server side, where issue 37 puts it; no agent's code changes:
 - with `tool_choice` "auto" (or none given) the same prompt, no grammar: the model may answer
   in prose, and a reply that is a call, in `<tool_call>` tags, fenced or bare JSON naming one
   of the tools, is returned as `tool_calls`;
-- every other request (no tools, `tool_choice: "none"`, other paths) passes through as it is.
+- every other request (no tools, `tool_choice: "none"`, other paths) passes through as it is;
+- a model named `<served>+tool-required` (REQUIRED_SUFFIX) is the served model with "auto"
+  read as "required": given tools, it always calls one. Why: Open Deep Research's supervisor
+  and researchers bind their tools without a `tool_choice` and end when a reply has no call;
+  the 1.5B answered its supervisor in prose (1 of 1 question, 6 Dec 2026), so it never
+  researched. An agent opts in through its model name, a setting every harness has; the
+  suffix is removed before llama.cpp sees the request.
 
 Stdlib only: it runs in .venv-llamacpp beside xllamacpp (scripts/llamacpp_server.py), and the
 tests import its pure functions from drarena's venv.
@@ -45,6 +51,7 @@ TOOLS_TAIL = (
     "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
     '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
 )
+REQUIRED_SUFFIX = "+tool-required"  # model-name variant: tool_choice "auto" means "required"
 DEFAULT_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
 _TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
 _FENCED = re.compile(r"```(?:json)?\s*(\{.*\})\s*```", re.S)
@@ -142,11 +149,22 @@ def plain_messages(messages: list[Any], functions: list[dict[str, Any]]) -> list
     return out
 
 
+def model_variant(body: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """(the request with REQUIRED_SUFFIX taken off its model name, whether it was there)."""
+    model = body.get("model")
+    if isinstance(model, str) and model.endswith(REQUIRED_SUFFIX):
+        return {**body, "model": model.removesuffix(REQUIRED_SUFFIX)}, True
+    return body, False
+
+
 def rewrite_request(body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The request to send llama.cpp, and the tool names a reply may call ([] = pass through:
     no tools, or tool_choice "none")."""
+    body, always_call = model_variant(body)
     functions = tool_functions(body.get("tools") or [])
     choice = body.get("tool_choice")
+    if always_call and choice in (None, "auto"):
+        choice = "required"
     if not functions or choice == "none":
         if choice == "none":
             body = {k: v for k, v in body.items() if k not in ("tools", "tool_choice")}
@@ -298,6 +316,7 @@ class RelayHandler(http.server.BaseHTTPRequestHandler):
                 upstream, names = rewrite_request(request)
                 if names:
                     stream = bool(request.get("stream"))
+                if upstream != request:  # rewritten, or only the model variant's suffix off
                     body = json.dumps(upstream).encode()
         connection = http.client.HTTPConnection(*self.server.upstream, timeout=3600)
         try:

@@ -17,7 +17,8 @@ graph's `ainvoke` with `configurable` settings (open_deep_research/configuration
 - Models: every role (research, summarization, compression, final report) is
   `openai:<DRARENA_MODEL>` on the local OpenAI-compatible server (OPENAI_BASE_URL, which the
   OpenAI client it builds reads), with completion budgets cut for a CPU model (ODR_*_TOKENS;
-  its defaults are 8,192-10,000 tokens a call).
+  its defaults are 8,192-10,000 tokens a call). ODR_TOOL_REQUIRED=1 gives the research role
+  the relay's `+tool-required` model variant (see `configure`).
 - Cost: no clarifying question (`allow_clarification: false`: there is no user to answer
   it), one research unit at a time, ODR_ITERATIONS supervisor calls (2: one to hand out the
   research, one to close it), ODR_TOOL_CALLS researcher tool calls. ODR_TRACE=<file> appends
@@ -60,6 +61,11 @@ def configure() -> dict[str, object]:
     for name, value in defaults.items():
         os.environ.setdefault(name, value)
     model = f"openai:{served}"
+    # its supervisor and researchers bind tools with no tool_choice and stop at a reply without
+    # a call; the 1.5B replied in prose. ODR_TOOL_REQUIRED=1 names drarena's llama.cpp relay's
+    # model variant that always calls (scripts/llamacpp_tools.py, REQUIRED_SUFFIX); a server
+    # without the relay (vLLM) does not know that name: leave it 0 there
+    research = model + ("+tool-required" if os.environ.get("ODR_TOOL_REQUIRED") == "1" else "")
     tokens = int(os.environ.get("ODR_TOKENS", "512"))
     return {
         "search_api": "tavily",
@@ -70,7 +76,7 @@ def configure() -> dict[str, object]:
         "max_researcher_iterations": int(os.environ.get("ODR_ITERATIONS", "2")),
         "max_react_tool_calls": int(os.environ.get("ODR_TOOL_CALLS", "2")),
         "max_structured_output_retries": 2,
-        "research_model": model,
+        "research_model": research,
         "research_model_max_tokens": tokens,
         "summarization_model": model,
         "summarization_model_max_tokens": int(os.environ.get("ODR_SUMMARY_TOKENS", "384")),

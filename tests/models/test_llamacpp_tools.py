@@ -100,6 +100,28 @@ def test_a_client_constraint_is_kept() -> None:
     assert "response_format" not in upstream
 
 
+def test_the_tool_required_model_variant_reads_auto_as_required() -> None:
+    """`<model>+tool-required`: given tools with "auto" (or no tool_choice), the reply must
+    be a call; the suffix never reaches llama.cpp; "none" and tool-less requests are as for
+    the plain model."""
+    variant = "m" + tools.REQUIRED_SUFFIX
+    messages = [{"role": "user", "content": "Q"}]
+    for choice in ({"tool_choice": "auto"}, {}):
+        body = {"model": variant, "messages": messages, "tools": [SEARCH, OPEN], **choice}
+        upstream, names = tools.rewrite_request(body)
+        assert names == ["web_search", "open_page"] and upstream["model"] == "m"
+        schema = upstream["response_format"]["json_schema"]["schema"]
+        assert [b["properties"]["name"]["const"] for b in schema["anyOf"]] == names
+    plain, names = tools.rewrite_request({"model": "m", "messages": messages, "tools": [SEARCH]})
+    assert names == ["web_search"] and "response_format" not in plain
+    upstream, names = tools.rewrite_request({"model": variant, "messages": messages})
+    assert (upstream, names) == ({"model": "m", "messages": messages}, [])
+    upstream, names = tools.rewrite_request(
+        {"model": variant, "messages": messages, "tools": [SEARCH], "tool_choice": "none"}
+    )
+    assert (upstream, names) == ({"model": "m", "messages": messages}, [])
+
+
 def test_no_tools_or_none_passes_through() -> None:
     body = {
         "messages": [{"role": "user", "content": "Q"}],
@@ -279,6 +301,9 @@ def test_relay_end_to_end_over_http_against_a_scripted_upstream() -> None:
         out = json.loads(post(plain))  # no tools: passed through untouched, reply as it came
         assert ScriptedUpstream.seen[-1] == plain
         assert out["choices"][0]["message"]["content"] == ScriptedUpstream.reply
+        # the model variant's suffix is taken off even when nothing else is rewritten
+        post({**plain, "model": "m" + tools.REQUIRED_SUFFIX})
+        assert ScriptedUpstream.seen[-1] == {**plain, "model": "m"}
     finally:
         relay.shutdown()
         upstream.shutdown()
