@@ -38,16 +38,16 @@ from drarena.search.base import build_retriever
 from drarena.web.warc.snapshot import Snapshot
 from drarena.webproxy.handlers import HandlerTable
 from drarena.webproxy.proxy import frozen_web_proxy
-from drarena.webproxy.searchapi import search_handlers
+from drarena.webproxy.searchapi import RAW_CONTENT_CHARS, search_handlers
 
 ROOT = Path(__file__).resolve().parents[1]
 TOURNAMENT = ROOT / "configs" / "agents" / "tournament.yaml"
 
 
-def _adapters() -> dict[str, tuple[str, str, dict[str, str]]]:
+def _adapters() -> dict[str, tuple[str, str, dict[str, str], int]]:
     """Each real agent of configs/agents/tournament.yaml: its venv, adapter script and the
-    settings (`env:`) the tournament gives it, so the bench and the tournament run the same
-    agent."""
+    settings (`env:`, `search_page_chars`) the tournament gives it, so the bench and the
+    tournament run the same agent."""
     import yaml
 
     config = yaml.safe_load(TOURNAMENT.read_text(encoding="utf-8"))
@@ -58,7 +58,9 @@ def _adapters() -> dict[str, tuple[str, str, dict[str, str]]]:
         args = agent["args"]
         python, script = args["command"][:2]
         venv = Path(python).parts[1]  # .venv-agents/<venv>/bin/python
-        out[agent["name"]] = (venv, script, {k: str(v) for k, v in args.get("env", {}).items()})
+        env = {k: str(v) for k, v in args.get("env", {}).items()}
+        page_chars = int(args.get("search_page_chars", RAW_CONTENT_CHARS))
+        out[agent["name"]] = (venv, script, env, page_chars)
     return out
 
 
@@ -180,7 +182,9 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
                 model_base = f"http://127.0.0.1:{counter.server_address[1]}/v1"
                 direct = [("127.0.0.1", counter.server_address[1])]
                 for name in args.agents.split(","):
-                    venv, script, extra = ADAPTERS[name]
+                    venv, script, extra, page_chars = ADAPTERS[name]
+                    # the agent's own search_page_chars, as its tournament would give it
+                    table.update(search_handlers(retriever, page_chars=page_chars))
                     python = ROOT / ".venv-agents" / venv / "bin" / "python"
                     for question in args.question or QUESTIONS[: args.n]:
                         env = {

@@ -161,6 +161,14 @@ class CommandArgs(BaseModel):
         description="retriever behind the search APIs the proxy emulates (SearXNG, Tavily, "
         "Brave, DuckDuckGo), answered through the run's tool record",
     )
+    search_page_chars: int = Field(
+        20_000,  # = webproxy.searchapi.RAW_CONTENT_CHARS (a test holds them equal)
+        gt=0,
+        le=1_000_000,
+        description="characters of each page a search API's answer carries whole (Tavily's "
+        "raw_content and /extract). Lower it for an agent that reads pages only so and a model "
+        "with a short context: Open Deep Research puts five such pages in one prompt",
+    )
 
     @field_validator("command")
     @classmethod
@@ -405,7 +413,10 @@ class CommandAgent:
             from drarena.agents.frozenweb import FrozenWebPlan
 
             self._web = FrozenWebPlan(
-                self._context, self.args.web_proxy, self.args.search_retriever
+                self._context,
+                self.args.web_proxy,
+                self.args.search_retriever,
+                self.args.search_page_chars,
             )
         return self._web
 

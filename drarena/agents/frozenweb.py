@@ -110,8 +110,15 @@ class FrozenWebPlan:
     """Per command agent: whether it gets the proxy, the snapshot and the search handlers
     (built once, on the first answer that needs them)."""
 
-    def __init__(self, context: AgentContext, want: bool | None, retriever: ComponentSpec):
+    def __init__(
+        self,
+        context: AgentContext,
+        want: bool | None,
+        retriever: ComponentSpec,
+        page_chars: int = 20_000,
+    ):
         self.context, self.want, self.retriever = context, want, retriever
+        self.page_chars = page_chars  # CommandArgs.search_page_chars
         self._snap: Snapshot | None = None
         self._handlers: HandlerTable | None = None
         self._handler_note = ""
@@ -138,7 +145,8 @@ class FrozenWebPlan:
 
             table = HandlerTable()
             try:
-                table.update(search_handlers(self.context.retriever(self.retriever)))
+                retriever = self.context.retriever(self.retriever)
+                table.update(search_handlers(retriever, page_chars=self.page_chars))
             except (DrarenaError, OSError) as exc:  # no index: pages only, the note says so
                 self._handler_note = f"no search APIs ({exc})"
             self._handlers = table

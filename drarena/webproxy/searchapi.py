@@ -74,17 +74,18 @@ class BadRequest(ValueError):
 class Searcher:
     """One retriever, called one request at a time; every API handler searches through it."""
 
-    def __init__(self, retriever: Retriever) -> None:
+    def __init__(self, retriever: Retriever, page_chars: int = RAW_CONTENT_CHARS) -> None:
         self.retriever = retriever
+        self.page_chars = page_chars  # what one page's text is cut to (raw_content, extract)
         self.lock = threading.Lock()
 
     def search(self, query: str, k: int) -> list[Hit]:
         with self.lock:
             return self.retriever.search(query, k)
 
-    def page_text(self, url: str, max_chars: int = RAW_CONTENT_CHARS) -> str:
+    def page_text(self, url: str) -> str:
         with self.lock:
-            return open_page(self.retriever, url, 0, max_chars).text
+            return open_page(self.retriever, url, 0, self.page_chars).text
 
     def searxng(self, params: dict[str, str]) -> dict[str, Any]:
         with self.lock:
@@ -463,9 +464,12 @@ def ddg_handler(searcher: Searcher, route: str, render: Callable[[str, list[Hit]
     return guarded(answer, ddg_error)
 
 
-def search_handlers(retriever: Retriever, searxng_host: str = SEARXNG_HOST) -> dict[str, Handler]:
-    """host -> handler for every emulated search API, all answering from `retriever`."""
-    searcher = Searcher(retriever)
+def search_handlers(
+    retriever: Retriever, searxng_host: str = SEARXNG_HOST, page_chars: int = RAW_CONTENT_CHARS
+) -> dict[str, Handler]:
+    """host -> handler for every emulated search API, all answering from `retriever`; a page
+    a search answer carries whole (Tavily's raw_content, /extract) is cut to `page_chars`."""
+    searcher = Searcher(retriever, page_chars)
     return {
         searxng_host: searxng_handler(searcher),
         TAVILY_HOST: tavily_handler(searcher),

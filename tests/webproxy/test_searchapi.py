@@ -150,6 +150,29 @@ def test_tavily_pages_carried_whole_are_logged_as_read(handlers: dict[str, Handl
     assert extracted.read == (first,)  # the failed URL was not read
 
 
+def test_page_chars_cuts_the_pages_a_search_answer_carries(
+    pydocs_indexed: tuple[Path, Path],
+) -> None:
+    """CommandArgs.search_page_chars: an agent with a short-context model gets shorter pages
+    in raw_content and /extract, and the same search results."""
+    from drarena.agents.external import CommandArgs
+
+    assert CommandArgs(command=["x"]).search_page_chars == searchapi.RAW_CONTENT_CHARS
+    snapshot, index_root = pydocs_indexed
+    retriever = build_retriever({"kind": "bm25"}, snapshot, index_root)
+    full = searchapi.search_handlers(retriever)[searchapi.TAVILY_HOST]
+    short = searchapi.search_handlers(retriever, page_chars=300)[searchapi.TAVILY_HOST]
+    body = json.dumps({"query": QUERY, "max_results": 3, "include_raw_content": True}).encode()
+    long_pages = body_json(call(full, "POST", "https://api.tavily.com/search", body))["results"]
+    cut = body_json(call(short, "POST", "https://api.tavily.com/search", body))["results"]
+    assert [r["url"] for r in cut] == [r["url"] for r in long_pages]
+    assert max(len(r["raw_content"]) for r in long_pages) > 300
+    assert all(0 < len(r["raw_content"]) <= 300 for r in cut)
+    extract = json.dumps({"urls": [cut[0]["url"]]}).encode()
+    extracted = body_json(call(short, "POST", "https://api.tavily.com/extract", extract))
+    assert 0 < len(extracted["results"][0]["raw_content"]) <= 300
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [
