@@ -25,8 +25,10 @@ graph's `ainvoke` with `configurable` settings (open_deep_research/configuration
   each model reply (text, tool calls) as a JSON line.
 
 Citations: the report's `### Sources` list ("[n] Title: URL") gives the URLs; the body's [n]
-markers are renumbered to their URL's place in the citation list. A report without that list
-falls back to its inline URLs (adapter_common.cite).
+markers are renumbered to their URL's place in the citation list. An entry with a title and
+no URL (the 1.5B wrote such lists) is the page of that title among those its search handed
+the researcher (the graph's raw_notes); an entry matching none is dropped. A report without
+that list falls back to its inline URLs (adapter_common.cite).
 """
 
 from __future__ import annotations
@@ -41,10 +43,13 @@ from adapter_common import cite, with_history
 
 # "### Sources" (any heading level, "Sources" or "References") and everything after it
 SOURCES_HEADING = re.compile(r"^\s*#{1,6}\s*(?:sources|references)\b.*$", re.I | re.M)
-# one entry of that list: "[n] anything URL" (also "n. ..." and "- [n] ...")
-SOURCE_LINE = re.compile(
-    r"^\s*(?:[-*]\s*)?\[?(\d{1,3})[\].:)]\s*.*?(https?://[^\s<>\"')\]]+)", re.M
-)
+# one entry of that list: "[n] Title: URL" (also "n. ..." and "- [n] ..."); the URL may be
+# missing (the 1.5B listed titles only), then the title names a page the research read
+SOURCE_LINE = re.compile(r"^\s*(?:[-*]\s*)?\[?(\d{1,3})[\].:)]\s*(.*)$", re.M)
+LINE_URL = re.compile(r"https?://[^\s<>\"')\]]+")
+# how its search tool lists each page for the researcher (utils.tavily_search); the graph
+# keeps those tool outputs in its state's raw_notes
+NOTE_SOURCE = re.compile(r"^--- SOURCE \d+: (.*?) ---\s*\nURL: (\S+)", re.M)
 MARKER = re.compile(r"\[(\d{1,3})\]")
 
 
@@ -83,14 +88,38 @@ def configure() -> dict[str, object]:
         "compression_model": model,
         "compression_model_max_tokens": tokens,
         "final_report_model": model,
-        "final_report_model_max_tokens": int(os.environ.get("ODR_REPORT_TOKENS", "640")),
+        # 640 cut its report (481 words) before the Sources list: 0 citations (6 Dec 2026)
+        "final_report_model_max_tokens": int(os.environ.get("ODR_REPORT_TOKENS", "1024")),
     }
 
 
-def split_sources(report: str) -> tuple[str, list[str]]:
+def _title(text: str) -> str:
+    return " ".join(text.split()).strip(" :-").lower()
+
+
+def pages_read(raw_notes: str) -> dict[str, str]:
+    """title -> URL of each page its search tool handed the researcher (from the graph's
+    raw_notes: the tool outputs it kept)."""
+    return {_title(title): url for title, url in NOTE_SOURCE.findall(raw_notes)}
+
+
+def source_url(entry: str, read: dict[str, str]) -> str | None:
+    """The URL of one Sources entry: written in it, or else the page the research read whose
+    title the entry gives (the whole title, or the entry starting with it)."""
+    if found := LINE_URL.search(entry):
+        return found.group(0).rstrip(".,;:")
+    title = _title(entry)
+    for known, url in read.items():
+        if known and (title == known or title.startswith(known)):
+            return url
+    return None
+
+
+def split_sources(report: str, read: dict[str, str] | None = None) -> tuple[str, list[str]]:
     """The report without its Sources list, and the list's URLs as citations; the body's [n]
     markers renumbered to each URL's 1-based place in that list (a marker the list does not
-    name is left as written: drarena scores it as a citation it cannot resolve)."""
+    name is left as written: drarena scores it as a citation it cannot resolve). An entry
+    with no URL is resolved by title against `read` (pages_read), never guessed."""
     headings = list(SOURCES_HEADING.finditer(report))
     if not headings:
         return cite(report)
@@ -98,8 +127,10 @@ def split_sources(report: str) -> tuple[str, list[str]]:
     body, listing = report[: heading.start()].rstrip(), report[heading.end() :]
     citations: list[str] = []
     renumber: dict[str, int] = {}
-    for number, raw_url in SOURCE_LINE.findall(listing):
-        url = raw_url.rstrip(".,;:")
+    for number, entry in SOURCE_LINE.findall(listing):
+        url = source_url(entry, read or {})
+        if url is None:
+            continue
         if url not in citations:
             citations.append(url)
         renumber.setdefault(number, citations.index(url) + 1)
@@ -134,7 +165,7 @@ def tracer(path: str) -> object:
     return Trace()
 
 
-async def research(task: str, settings: dict[str, object]) -> str:
+async def research(task: str, settings: dict[str, object]) -> tuple[str, str]:
     from langchain_core.messages import HumanMessage
     from open_deep_research.deep_researcher import deep_researcher
 
@@ -142,7 +173,8 @@ async def research(task: str, settings: dict[str, object]) -> str:
     if trace := os.environ.get("ODR_TRACE"):
         config["callbacks"] = [tracer(trace)]
     state = await deep_researcher.ainvoke({"messages": [HumanMessage(content=task)]}, config)
-    return str(state.get("final_report") or "")
+    notes = "\n".join(str(n) for n in state.get("raw_notes") or [])
+    return str(state.get("final_report") or ""), notes
 
 
 def main() -> int:
@@ -152,7 +184,8 @@ def main() -> int:
     task = with_history(
         f"{request['question']}\n\nAnswer in {low} to {high} words.", request.get("history") or []
     )
-    report, citations = split_sources(asyncio.run(research(task, settings)))
+    report, notes = asyncio.run(research(task, settings))
+    report, citations = split_sources(report, pages_read(notes))
     json.dump({"report": report, "citations": citations}, sys.stdout)
     return 0
 

@@ -36,6 +36,37 @@ def test_list_numbered_out_of_order_is_renumbered_to_citation_order() -> None:
     assert body == "A fact [1], another [2]."
 
 
+def test_a_sources_entry_without_url_is_the_read_page_of_that_title() -> None:
+    """The 1.5B listed sources by title only; the titles are those of pages its search tool
+    handed the researcher, which the graph keeps in raw_notes: resolved there, never guessed."""
+    adapter = load_adapter("open_deep_research_agent.py")
+    notes = (
+        "Search results: \n\n\n\n--- SOURCE 1: json \u2014 JSON encoder and decoder ---\n"
+        "URL: http://127.0.0.1:8000/library/json.html\n\nSUMMARY:\n...\n"
+        "--- SOURCE 2: io \u2014 Core tools for working with streams ---\n"
+        "URL: http://127.0.0.1:8000/library/io.html\n\nSUMMARY:\n..."
+    )
+    read = adapter.pages_read(notes)
+    assert read == {
+        "json \u2014 json encoder and decoder": "http://127.0.0.1:8000/library/json.html",
+        "io \u2014 core tools for working with streams": "http://127.0.0.1:8000/library/io.html",
+    }
+    report = (
+        "Use json.dump [2]; files come from io [1].\n\n### Sources\n"
+        "[1] io \u2014 Core tools for working with streams\n"
+        "[2] json \u2014 JSON encoder and decoder \u2014 Python 3.11 documentation\n"
+        "[3] A page it never read\n"
+    )
+    body, citations = adapter.split_sources(report, read)
+    assert citations == [
+        "http://127.0.0.1:8000/library/io.html",
+        "http://127.0.0.1:8000/library/json.html",
+    ]
+    assert body == "Use json.dump [2]; files come from io [1]."
+    # without the notes nothing resolves, and the inline fallback finds no URL either
+    assert adapter.split_sources(report)[1] == []
+
+
 @pytest.mark.parametrize(
     "report",
     [
