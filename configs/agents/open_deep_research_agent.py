@@ -80,7 +80,10 @@ def configure() -> dict[str, object]:
         # research (supervisor_tools ends at research_iterations >= max); 2 is one round
         "max_researcher_iterations": int(os.environ.get("ODR_ITERATIONS", "2")),
         "max_react_tool_calls": int(os.environ.get("ODR_TOOL_CALLS", "2")),
-        "max_structured_output_retries": 2,
+        # its default, 3: the 1.5B's research brief ran to the 512-token budget on both of 2
+        # tries once (LengthFinishReasonError, exit 1; 6 Dec 2026), and its sampling is the
+        # server's default (the graph passes no temperature), so a retry can differ
+        "max_structured_output_retries": 3,
         "research_model": research,
         "research_model_max_tokens": tokens,
         "summarization_model": model,
