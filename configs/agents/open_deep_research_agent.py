@@ -39,14 +39,13 @@ import os
 import re
 import sys
 
-from adapter_common import cite, with_history
+from adapter_common import URL, cite, with_history
 
 # "### Sources" (any heading level, "Sources" or "References") and everything after it
 SOURCES_HEADING = re.compile(r"^\s*#{1,6}\s*(?:sources|references)\b.*$", re.I | re.M)
 # one entry of that list: "[n] Title: URL" (also "n. ..." and "- [n] ..."); the URL may be
 # missing (the 1.5B listed titles only), then the title names a page the research read
 SOURCE_LINE = re.compile(r"^\s*(?:[-*]\s*)?\[?(\d{1,3})[\].:)]\s*(.*)$", re.M)
-LINE_URL = re.compile(r"https?://[^\s<>\"')\]]+")
 # how its search tool lists each page for the researcher (utils.tavily_search); the graph
 # keeps those tool outputs in its state's raw_notes
 NOTE_SOURCE = re.compile(r"^--- SOURCE \d+: (.*?) ---\s*\nURL: (\S+)", re.M)
@@ -109,7 +108,7 @@ def pages_read(raw_notes: str) -> dict[str, str]:
 def source_url(entry: str, read: dict[str, str]) -> str | None:
     """The URL of one Sources entry: written in it, or else the page the research read whose
     title the entry gives (the whole title, or the entry starting with it)."""
-    if found := LINE_URL.search(entry):
+    if found := URL.search(entry):
         return found.group(0).rstrip(".,;:")
     title = _title(entry)
     for known, url in read.items():
