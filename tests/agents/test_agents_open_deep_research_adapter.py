@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tests.agents.agent_helpers import ADAPTERS, load_adapter
+from tests.agents.agent_helpers import load_adapter
 
 
 def test_sources_list_becomes_the_citations_and_markers_follow_it() -> None:
@@ -106,17 +106,3 @@ def test_settings_name_the_served_model_for_every_role_and_tavily(
     assert settings["final_report_model"] == "openai:qwen-test"
     assert os.environ["OPENAI_BASE_URL"] == "http://127.0.0.1:9/v1"
     assert os.environ["TAVILY_API_KEY"] == "frozen-web"
-
-
-def test_the_adapters_model_variant_is_the_one_the_relay_knows() -> None:
-    """The adapter names the relay's variant itself (it runs in its own venv and cannot
-    import the relay): the two spellings must agree."""
-    import importlib.util
-
-    script = ADAPTERS.parents[1] / "scripts" / "llamacpp_tools.py"
-    spec = importlib.util.spec_from_file_location("llamacpp_tools_for_odr", script)
-    assert spec is not None and spec.loader is not None
-    relay = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(relay)
-    source = (ADAPTERS / "open_deep_research_agent.py").read_text(encoding="utf-8")
-    assert f'"{relay.REQUIRED_SUFFIX}"' in source

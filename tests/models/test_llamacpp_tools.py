@@ -307,3 +307,10 @@ def test_relay_end_to_end_over_http_against_a_scripted_upstream() -> None:
     finally:
         relay.shutdown()
         upstream.shutdown()
+
+
+def test_the_open_deep_research_adapter_names_the_relays_variant() -> None:
+    """configs/agents/open_deep_research_agent.py spells the variant suffix itself (it runs in
+    its harness's venv and cannot import the relay): the two spellings must agree."""
+    adapter = SCRIPT.parents[1] / "configs" / "agents" / "open_deep_research_agent.py"
+    assert f'"{tools.REQUIRED_SUFFIX}"' in adapter.read_text(encoding="utf-8")
