@@ -3,10 +3,11 @@
 For each agent adapter in configs/agents/ (run from its own venv, .venv-agents/<name>) and
 each question: the agent gets only the proxy and CA variables and the model server's URL, as
 a `command` agent does in a tournament, and this prints its wall time per answer, model calls
-(counted by a loopback relay in front of the model server), searches made and pages fetched
-(from the proxy's log; pages a search API's answer carried whole are counted apart), pages
-not in the snapshot, outside connections (mitmproxy's count), citations, and the error when
-it broke. Setup time is what scripts/setup_agents.sh printed.
+(counted by a loopback relay in front of the model server; `calls_abandoned` are those whose
+client hung up, on its own timeout, before the reply, which the model still computed),
+searches made and pages fetched (from the proxy's log; pages a search API's answer carried
+whole are counted apart), pages not in the snapshot, outside connections (mitmproxy's count),
+citations, and the error when it broke. Setup time is what scripts/setup_agents.sh printed.
 
 Usage: .venv/bin/python bench/bench_real_agents.py --api-base http://127.0.0.1:PORT/v1
          [--agents smolagents,gpt-researcher] [--question "..."]... [--timeout 900]
@@ -18,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
+import importlib.util
 import json
 import os
 import signal
@@ -32,6 +35,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from drarena.procs import die_with_parent, group_guard
 from drarena.search.base import build_retriever
@@ -76,9 +80,25 @@ QUESTIONS = [  # each answered by pages of snapshots/pydocs
 MAX_RELAY_BODY = 8 << 20
 
 
+def _llamacpp_tools() -> Any:
+    """scripts/llamacpp_tools.py (stdlib only; it runs in llama.cpp's venv), for its
+    HangupWatch: a call the harness abandons is closed upstream here too, as there."""
+    spec = importlib.util.spec_from_file_location(
+        "llamacpp_tools", ROOT / "scripts" / "llamacpp_tools.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+HangupWatch = _llamacpp_tools().HangupWatch
+
+
 class Relay(ThreadingHTTPServer):
     upstream: str
     calls: int
+    abandoned: int  # calls whose client hung up before the reply (the model still ran them)
     lock: threading.Lock
 
 
@@ -94,21 +114,29 @@ class RelayHandler(BaseHTTPRequestHandler):
             with self.server.lock:
                 self.server.calls += 1
         headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host",)}
-        request = urllib.request.Request(
-            self.server.upstream + self.path, data=body, headers=headers, method=self.command
-        )
+        upstream = urlsplit(self.server.upstream)
+        connection = http.client.HTTPConnection(upstream.netloc, timeout=900)
+        watch = HangupWatch(self.connection, lambda: connection.sock)
         try:
-            with urllib.request.urlopen(request, timeout=900) as response:
+            with watch:
+                connection.request(self.command, upstream.path + self.path, body, headers)
+                response = connection.getresponse()
                 status, data, rheaders = response.status, response.read(), response.headers
-        except urllib.error.HTTPError as exc:
-            status, data, rheaders = exc.code, exc.read(), exc.headers
-        self.send_response(status)
-        for key, value in rheaders.items():
-            if key.lower() not in ("transfer-encoding", "content-length", "connection"):
-                self.send_header(key, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+                self.send_response(status)
+                for key, value in rheaders.items():
+                    if key.lower() not in ("transfer-encoding", "content-length", "connection"):
+                        self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+        except OSError as exc:
+            if watch.fired or isinstance(exc, (BrokenPipeError, ConnectionResetError)):
+                with self.server.lock:  # the harness hung up: its own timeout fired
+                    self.server.abandoned += 1
+            else:  # the model server failed: the harness sees why
+                self.send_error(502, f"model server: {exc}")
+        finally:
+            connection.close()
 
     do_GET = do_POST = _forward
 
@@ -119,7 +147,8 @@ class RelayHandler(BaseHTTPRequestHandler):
 @contextmanager
 def relay(upstream: str) -> Iterator[Relay]:
     server = Relay(("127.0.0.1", 0), RelayHandler)
-    server.upstream, server.calls, server.lock = upstream.rstrip("/"), 0, threading.Lock()
+    server.upstream, server.lock = upstream.rstrip("/"), threading.Lock()
+    server.calls = server.abandoned = 0
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield server
@@ -200,6 +229,7 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
                                 env[tracing] = str(args.trace.resolve())
                         proxy.frozen.log.take()
                         calls0, t0 = counter.calls, time.monotonic()
+                        abandoned0 = counter.abandoned
                         rc, out, err = await run_agent(
                             [str(python), script], env, question, args.timeout
                         )
@@ -217,6 +247,7 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
                                 "question": question[:60],
                                 "wall_s": round(wall, 1),
                                 "model_calls": counter.calls - calls0,
+                                "calls_abandoned": counter.abandoned - abandoned0,
                                 "searches": sum(e.kind == "search" for e in log),
                                 "pages": sum(e.kind == "page" for e in log),
                                 # whole pages a search API's answer carried (Tavily's
@@ -282,6 +313,7 @@ def main() -> int:
         "report_words",
         "wall_s",
         "model_calls",
+        "calls_abandoned",
         "question",
     ]
     print("| " + " | ".join(columns) + " |")

@@ -18,6 +18,10 @@ on the server side, where issue 37 puts it; no agent's code changes:
   in prose, and a reply that is a call, in `<tool_call>` tags, fenced or bare JSON naming one
   of the tools, is returned as `tool_calls`;
 - every other request (no tools, `tool_choice: "none"`, other paths) passes through as it is;
+- a client that hangs up before its reply (a harness's own timeout: Open Deep Research gives
+  each page summary 60 s, which a 1.5B on two cores needs about 110 s for) closes the relay's
+  upstream connection too (`HangupWatch`), and llama.cpp cancels the request when its
+  connection closes, so an abandoned call stops costing slot time;
 - a model named `<served>+tool-required` (REQUIRED_SUFFIX) is the served model with "auto"
   read as "required": given tools, it always calls one. Why: Open Deep Research's supervisor
   and researchers bind their tools without a `tool_choice` and end when a reply has no call;
@@ -31,13 +35,16 @@ tests import its pure functions from drarena's venv.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import http.server
 import json
 import re
+import select
+import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -258,6 +265,54 @@ def as_stream(reply: dict[str, Any]) -> bytes:
     return b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events) + b"data: [DONE]\n\n"
 
 
+def hung_up(client: socket.socket) -> bool:
+    """Whether the client closed its end: readable with nothing to read, or reset. A request
+    it pipelined behind this one is data, not a hang-up."""
+    try:
+        readable, _, _ = select.select([client], [], [], 0)
+        return bool(readable) and client.recv(1, socket.MSG_PEEK) == b""
+    except OSError:  # reset by the peer, or already closed
+        return True
+
+
+class HangupWatch:
+    """While an upstream call runs, checks the client each `interval` seconds; on a hang-up it
+    shuts the upstream socket, so the server upstream sees the close and cancels the work.
+    Why: a harness's timeout abandons the call at the client, but without this the relay
+    (and llama.cpp behind it) computes the whole reply for nobody (issue 37).
+    Use: `with HangupWatch(client, lambda: connection.sock) as watch:`; `watch.fired` says
+    whether it shut the upstream."""
+
+    def __init__(
+        self,
+        client: socket.socket,
+        upstream: Callable[[], socket.socket | None],
+        interval: float = 1.0,
+    ) -> None:
+        self.client, self.upstream, self.interval = client, upstream, interval
+        self.fired = False
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._done.wait(self.interval):
+            if hung_up(self.client):
+                sock = self.upstream()
+                if sock is not None:
+                    self.fired = True
+                    with contextlib.suppress(OSError):
+                        sock.shutdown(socket.SHUT_RDWR)
+                return
+
+    def __enter__(self) -> HangupWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+
 def _ids() -> Iterator[str]:
     n = 0
     while True:
@@ -319,34 +374,47 @@ class RelayHandler(http.server.BaseHTTPRequestHandler):
                 if upstream != request:  # rewritten, or only the model variant's suffix off
                     body = json.dumps(upstream).encode()
         connection = http.client.HTTPConnection(*self.server.upstream, timeout=3600)
+        watch = HangupWatch(self.connection, lambda: connection.sock)
         try:
-            headers = {"Content-Type": "application/json"}
-            if self.headers.get("Authorization"):
-                headers["Authorization"] = self.headers["Authorization"]
-            connection.request("POST" if body is not None else "GET", self.path, body, headers)
-            response = connection.getresponse()
-            if not names:  # as it is, streamed or not
-                self.send_response(response.status)
-                kind = response.getheader("Content-Type") or "application/json"
-                self.send_header("Content-Type", kind)
-                self.send_header("Transfer-Encoding", "chunked")
-                self.end_headers()
-                while chunk := response.read1(65536):
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                    self.wfile.flush()
-                self.wfile.write(b"0\r\n\r\n")
-                return
-            data = response.read()
-            if response.status != 200:
-                self._send(response.status, data)
-                return
-            reply = rewrite_response(json.loads(data), names, iter(self.server.next_id, None))
-            if stream:
-                self._send(200, as_stream(reply), "text/event-stream")
-            else:
-                self._send(200, json.dumps(reply).encode())
+            with watch:
+                self._relay(connection, body, names, stream)
         except (OSError, ValueError) as exc:
+            if watch.fired or isinstance(exc, (BrokenPipeError, ConnectionResetError)):
+                return  # the client is gone: nobody to answer
             message = json.dumps({"error": {"message": f"llama.cpp relay: {exc}"}})
             self._send(502, message.encode())
         finally:
             connection.close()
+
+    def _relay(
+        self,
+        connection: http.client.HTTPConnection,
+        body: bytes | None,
+        names: list[str],
+        stream: bool,
+    ) -> None:
+        headers = {"Content-Type": "application/json"}
+        if self.headers.get("Authorization"):
+            headers["Authorization"] = self.headers["Authorization"]
+        connection.request("POST" if body is not None else "GET", self.path, body, headers)
+        response = connection.getresponse()
+        if not names:  # as it is, streamed or not
+            self.send_response(response.status)
+            kind = response.getheader("Content-Type") or "application/json"
+            self.send_header("Content-Type", kind)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            while chunk := response.read1(65536):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            return
+        data = response.read()
+        if response.status != 200:
+            self._send(response.status, data)
+            return
+        reply = rewrite_response(json.loads(data), names, iter(self.server.next_id, None))
+        if stream:
+            self._send(200, as_stream(reply), "text/event-stream")
+        else:
+            self._send(200, json.dumps(reply).encode())

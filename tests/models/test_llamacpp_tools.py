@@ -9,7 +9,9 @@ from __future__ import annotations
 import http.server
 import importlib.util
 import json
+import socket
 import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -314,3 +316,56 @@ def test_the_open_deep_research_adapter_names_the_relays_variant() -> None:
     its harness's venv and cannot import the relay): the two spellings must agree."""
     adapter = SCRIPT.parents[1] / "configs" / "agents" / "open_deep_research_agent.py"
     assert f'"{tools.REQUIRED_SUFFIX}"' in adapter.read_text(encoding="utf-8")
+
+
+def test_hung_up_tells_a_closed_client_from_a_quiet_or_pipelining_one() -> None:
+    ours, theirs = socket.socketpair()
+    try:
+        assert not tools.hung_up(ours)  # open, nothing sent
+        theirs.sendall(b"GET / HTTP/1.1\r\n")  # a pipelined request is data, not a hang-up
+        assert not tools.hung_up(ours)
+        assert ours.recv(64)
+        theirs.close()
+        assert tools.hung_up(ours)
+    finally:
+        ours.close()
+
+
+class HeldUpstream(http.server.BaseHTTPRequestHandler):
+    """A scripted upstream that never answers (a long generation): it waits, watching its own
+    connection, and records when the relay closes it (as llama.cpp cancels on a close)."""
+
+    closed = threading.Event()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        for _ in range(600):  # at most 30 s
+            if tools.hung_up(self.connection):
+                type(self).closed.set()
+                return
+            time.sleep(0.05)
+
+
+def test_a_client_that_hangs_up_closes_the_upstream_call() -> None:
+    """A harness's own timeout abandons a call: the relay must close its upstream connection
+    too, or llama.cpp computes the whole reply for nobody."""
+    upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), HeldUpstream)
+    relay = tools.Relay(("127.0.0.1", 0), f"http://127.0.0.1:{upstream.server_address[1]}")
+    for server in (upstream, relay):
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    body = json.dumps({"messages": [{"role": "user", "content": "Q"}]}).encode()
+    try:
+        with socket.create_connection(relay.server_address[:2], timeout=10) as client:
+            client.sendall(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                % (len(body), body)
+            )
+            time.sleep(0.2)  # the relay has the request and is waiting on upstream
+        assert HeldUpstream.closed.wait(20), "the upstream call outlived its client"
+    finally:
+        relay.shutdown()
+        upstream.shutdown()
