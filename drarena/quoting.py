@@ -33,8 +33,8 @@ _TERMINAL_UNSAFE = re.compile(
 
 
 def _unicode_escape(match: re.Match[str]) -> str:
-    """`\\uXXXX`: readable, and inside a JSON string the same character (JSON output stays
-    valid and decodes to what it held)."""
+    """`\\u` and four hex digits (ESC is `\\u001b`): readable, and inside a JSON string the
+    same character (JSON output stays valid and decodes to what it held)."""
     return f"\\u{ord(match.group()):04x}"
 
 
@@ -46,8 +46,8 @@ def shown(text: str, limit: int | None = 200, *, lines: bool = False) -> str:
     LF, NUL, ESC, line separators, bidi overrides) and lone surrogates written as escapes: it
     can neither break the line, forge another, nor send the terminal commands.
     `lines=True` (a report of several lines): LF and tab are kept, every other character a
-    terminal would act on (CR, ESC, bidi overrides, ...) is escaped as `\\uXXXX`; `limit`
-    None keeps the whole text."""
+    terminal would act on (CR, ESC, bidi overrides, ...) is escaped the same way (ESC as
+    `\\u001b`); `limit` None keeps the whole text."""
     cut = text if limit is None else text[:limit]
     if lines:
         return _TERMINAL_UNSAFE.sub(_unicode_escape, cut.replace("\r", "\\r"))
