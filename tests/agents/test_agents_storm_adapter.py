@@ -54,3 +54,19 @@ def test_the_encoder_name_storm_loads_is_a_local_folder(
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # a hub lookup would fail here, not download
     encoder = SentenceTransformer(adapter.ENCODER_NAME, device="cpu")
     assert encoder.encode(["json.dumps"]).shape == (1, 384)
+
+
+def test_the_outline_grammar_starts_with_the_topic_line_storm_compares_against() -> None:
+    """STORM's outline parser shifts every level when the first line is the topic; the grammar
+    makes that line come first always, as a GBNF literal (quotes escaped), sections under it."""
+    grammar = _adapter().outline_grammar('How do I parse "command-line" options_here?')
+    root = next(line for line in grammar.splitlines() if line.startswith("root ::="))
+    literal = root.split('"# " ', 1)[1].split(' "\\n"', 1)[0]
+    assert json.loads(literal) == 'How do I parse "command-line" options here?'
+    assert 'section ::= "## " title' in grammar and 'sub ::= "### " title' in grammar
+
+
+def test_a_topic_with_a_hash_gets_hash_sections_it_can_never_equal() -> None:
+    adapter = _adapter()
+    for topic in ("C# or Java?", "", "two\nlines"):
+        assert adapter.outline_grammar(topic) == adapter.HASH_TOPIC_GRAMMAR
