@@ -42,15 +42,18 @@ from pathlib import Path
 ENCODER_NAME = "paraphrase-MiniLM-L6-v2"
 # The outline model's output held to STORM's own outline format by llama.cpp's grammar (an
 # `extra_body` of the LitellmModel, passed to the server): the topic as its '#' line, then 1-4
-# '##' sections of 0-2 '###' subsections. Why: STORM's outline parser
-# (StormArticle.from_outline_str) raised IndexError on a line without '#' (1 of 1 question),
-# and, under a grammar of '#' sections, on an outline whose first section was the topic itself:
-# that line shifts every level by one, so a '#' section lands at level 0 and pops the root (4
-# of 5 questions, 6 Dec 2026). With the topic line always first, the shift is always there and
-# always right. Four sections also bound the article's calls (one a section).
+# '##' sections. Why each part (STORM's parser, StormArticle.from_outline_str, raised
+# IndexError each time; 6 Dec 2026):
+# - a line without '#' (1 of 1 question, no grammar);
+# - a first '#' section equal to the topic (4 of 5 questions): STORM reads that line as the
+#   title and shifts every level by one, so the next '#' section landed at level 0 and popped
+#   the root. With the topic line always first, the shift is always there and always right;
+# - a '###' subsection named like a reference list ('### External links'): STORM's
+#   clean_up_outline deletes '## External links...' from its second '#', leaving a bare '#'
+#   line at level 0 (csv question). Hence no subsections.
+# Four sections also bound the article's calls (one a section).
 OUTLINE_BODY = r"""
-section ::= "## " title "\n" sub? sub?
-sub ::= "### " title "\n"
+section ::= "## " title "\n"
 title ::= [^#\n] [^\n]{0,79}
 """
 # a topic holding '#' cannot be STORM's topic line (it strips every '#' before comparing):

@@ -63,7 +63,8 @@ def test_the_outline_grammar_starts_with_the_topic_line_storm_compares_against()
     root = next(line for line in grammar.splitlines() if line.startswith("root ::="))
     literal = root.split('"# " ', 1)[1].split(' "\\n"', 1)[0]
     assert json.loads(literal) == 'How do I parse "command-line" options here?'
-    assert 'section ::= "## " title' in grammar and 'sub ::= "### " title' in grammar
+    # '##' sections only: STORM's clean_up_outline cuts a '### External links' to a bare '#'
+    assert 'section ::= "## " title' in grammar and "###" not in grammar
 
 
 def test_a_topic_with_a_hash_gets_hash_sections_it_can_never_equal() -> None:
