@@ -105,6 +105,16 @@ class Browser:
             raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
         return result["result"].get("value")
 
+    def wait_until(self, expression: str) -> None:
+        """Poll `expression` until it is truthy: for what the page does after its load event
+        (Chromium applies `autofocus` at a later rendering step, so a key pressed straight
+        after the load can reach no field when the machine is busy)."""
+        deadline = time.monotonic() + WAIT_S
+        while not self.evaluate(expression):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"still false after {WAIT_S:.0f} s: {expression}")
+            time.sleep(0.05)
+
     def press(self, key: str) -> None:
         """One key down and up, as a person types it (a character, or a name in KEYS)."""
         spec = KEYS.get(key) or {

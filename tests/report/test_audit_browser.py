@@ -55,7 +55,9 @@ def test_a_person_labels_ten_rounds_with_the_keyboard(tmp_path: Path) -> None:
             browser.load(f"{base}/?t={TOKEN}")
             assert browser.evaluate("document.title") == "audit: audited"
             browser.evaluate("document.getElementById('who').value = 'ann'")
-            browser.press_and_load("Enter")  # the name form submits on Enter by itself
+            # the name field takes the focus by itself (autofocus), and Enter submits its form
+            browser.wait_until("document.activeElement.id === 'who'")
+            browser.press_and_load("Enter")
             for i, key in enumerate(TYPED):
                 state = browser.evaluate(
                     "JSON.stringify({r: document.querySelector('input[name=r]').value,"
