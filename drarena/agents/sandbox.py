@@ -207,6 +207,11 @@ async def bridges(targets: Sequence[tuple[str, int]]) -> AsyncIterator[list[str]
                 tasks.add(task)
             try:
                 await _relay(host, port, reader, writer)
+            except asyncio.CancelledError:
+                # the bridges are closing under an open connection (the agent ended or timed
+                # out): end here, not as a cancelled task, whose result Python 3.11's stream
+                # callback reads and logs as an "Exception in callback" traceback
+                writer.close()
             finally:
                 if task is not None:
                     tasks.discard(task)
