@@ -431,7 +431,7 @@ class CommandAgent:
         if NetworkGuard.is_active():  # a frozen run: the web is the snapshot, through the proxy
             trace = WebTrace()
         try:
-            stdout = await self._run(payload, trace)
+            stdout = await self._recorded_run(payload, trace)
             reply = parse_reply(stdout)
         except (OSError, ValueError, TimeoutError, DrarenaError) as exc:
             error = f"external agent {self.name}: {exc}"
@@ -457,6 +457,40 @@ class CommandAgent:
         """The proxy's log as one step: a web_fetch / web_search event per request."""
         if trace is not None:
             rec.step(None, trace.events(started, rec.now()), note=trace.summary(cited))
+
+    async def _recorded_run(self, payload: str, trace: WebTrace | None) -> str:
+        """`_run` through the run's tool record. Why: a replay must give the same bytes with
+        no model and no agent process (the agent's venv, its model server and the proxy may
+        all be gone). Recording, a reply stored by an earlier try of this request (a resumed
+        run) is reused, a stored failure is tried again, and what the agent printed (or
+        why it failed) is stored with the proxy's log; replaying, both are read back and
+        nothing starts."""
+        record = self._context.tool_record
+        if record is None:
+            return await self._run(payload, trace)
+        request = {
+            "agent": self.name,
+            "argv": self.args.argv(),
+            "payload": payload,
+            "frozen": trace is not None,
+        }
+        key, stored = record.reply(request)
+        if stored is None or ("error" in stored and not record.replaying):
+            try:
+                stored = {"stdout": await self._run(payload, trace)}
+            except (OSError, ValueError, TimeoutError, DrarenaError) as exc:
+                stored = {"error": str(exc)}
+            if trace is not None:
+                stored["trace"] = trace.to_json()
+            record.store_reply(key, request, stored)
+        elif trace is not None:
+            try:
+                trace.restore(stored.get("trace"))
+            except ValueError as exc:
+                record.damaged(record.where(key, str(exc)))
+        if "error" in stored:
+            raise DrarenaError(stored["error"])
+        return str(stored["stdout"])
 
     async def _run(self, payload: str, trace: WebTrace | None = None) -> str:
         """Run the agent once; with a `trace` (a frozen run), behind the frozen-web proxy when

@@ -44,6 +44,29 @@ class WebTrace:
     started_s: float = 0.0
     note: str = ""  # why there was no proxy, or what it lacked (no search APIs)
 
+    def to_json(self) -> dict[str, object]:
+        """What the tool record keeps of the trace (a replay rebuilds the same events)."""
+        return {
+            "entries": [e.to_dict() for e in self.entries],
+            "unlogged": self.unlogged,
+            "outside": self.outside,
+            "started_s": self.started_s,
+            "note": self.note,
+        }
+
+    def restore(self, data: object) -> None:
+        """Fill this trace from `to_json`'s dict (a replayed reply); ValueError if it is not
+        one."""
+        try:
+            assert isinstance(data, dict)
+            entries = [_entry(e) for e in data["entries"]]
+            unlogged, outside = int(data["unlogged"]), int(data["outside"])
+            started_s, note = float(data["started_s"]), str(data["note"])
+        except (AssertionError, KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a recorded proxy log ({type(exc).__name__})") from None
+        self.entries, self.unlogged, self.outside = entries, unlogged, outside
+        self.started_s, self.note = started_s, note
+
     def fetched(self) -> set[str]:
         """The pages the agent read: fetched from the snapshot, or carried whole by a search
         API's answer (Tavily's raw_content or /extract: FetchEntry.read)."""
@@ -100,6 +123,23 @@ class WebTrace:
         if self.unlogged:
             text += f", {self.unlogged} more exchange(s) not logged (over the log's size cap)"
         return f"{text}; {self.note}" if self.note else text
+
+
+def _entry(data: object) -> FetchEntry:
+    """FetchEntry.to_dict's dict back (absent text fields are empty, as it writes them)."""
+    assert isinstance(data, dict)
+    return FetchEntry(
+        method=str(data["method"]),
+        url=str(data["url"]),
+        status=int(data["status"]),
+        kind=str(data["kind"]),
+        served_url=str(data.get("served_url", "")),
+        query=str(data.get("query", "")),
+        urls=tuple(str(u) for u in data.get("urls", ())),
+        bytes=int(data["bytes"]),
+        error=str(data.get("error", "")),
+        read=tuple(str(u) for u in data.get("read", ())),
+    )
 
 
 def _json(value: object) -> str:

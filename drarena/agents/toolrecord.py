@@ -93,6 +93,38 @@ class ToolRecord:
             raise RecordedToolError(stored["error"])
         return stored["value"]
 
+    def reply(self, request: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+        """(key, the stored reply of a command agent to `request`: {"stdout", "trace"} or
+        {"error", "trace"}; None if never recorded). Replaying, a missing one is a miss."""
+        key = tool_key({"command": request})
+        try:
+            stored = self.cache.get(key)
+        except DrarenaError as exc:
+            self.damaged(str(exc))
+        if stored is None:
+            if self.replaying:
+                message = (
+                    f"replay: the run's tool record has no reply of command agent "
+                    f"{request.get('agent')} to this request (key {key[:16]})"
+                )
+                self.misses.append(message)
+                raise ToolReplayMissError(message)
+            return key, None
+        if (
+            isinstance(stored, dict)
+            and len(set(stored) & {"stdout", "error"}) == 1
+            and set(stored) <= {"stdout", "error", "trace"}
+            and isinstance(stored.get("stdout", stored.get("error")), str)
+        ):
+            return key, stored
+        self.damaged(self.where(key, "not a command agent's {stdout or error, trace}"))
+
+    def store_reply(self, key: str, request: dict[str, Any], content: dict[str, Any]) -> None:
+        """Record a command agent's reply; a later try (a resumed run's, after a failure)
+        replaces an earlier one, so the record holds the reply the finished run used."""
+        self.calls += 1
+        self.cache.put(key, {"command": request}, content, replace=True)
+
     def _stored(self, key: str) -> dict[str, Any] | None:
         """The stored result under `key`: {"value": v} or {"error": text}; None if never
         recorded. Damage (not JSON, another shape) is a ToolRecordDamagedError, counted with

@@ -317,11 +317,15 @@ class ToolCache:
             raise DrarenaError(f"tool record {self.path}: entry {key[:16]} is corrupt (null)")
         return content
 
-    def put(self, key: str, request: Mapping[str, Any], content: Any) -> bool:
-        """Store a result; False if the key was already there (first writer wins)."""
+    def put(
+        self, key: str, request: Mapping[str, Any], content: Any, *, replace: bool = False
+    ) -> bool:
+        """Store a result; False if the key was already there (first writer wins), unless
+        `replace` (a command agent's failed try, superseded by a resumed run's next try)."""
+        verb = "REPLACE" if replace else "IGNORE"
         try:
             cursor = self._db.execute(
-                "INSERT OR IGNORE INTO tools VALUES (?, ?, ?, ?)",
+                f"INSERT OR {verb} INTO tools VALUES (?, ?, ?, ?)",
                 (key, canonical_json(request), canonical_json(content), self._clock()),
             )
         except _SQLITE_ERRORS as exc:

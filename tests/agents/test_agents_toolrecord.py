@@ -3,6 +3,7 @@ it alone (scripted model backend and in-memory retriever: control flow only)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,37 @@ def test_scores_and_pages_round_trip_exactly_and_first_result_wins(tmp_path: Pat
     with pytest.raises(ToolReplayMissError, match="no search for retriever dense"):
         other.search("q", 4)  # another retriever's record never answers for this one
     assert len(replay.misses) == 1
+
+
+def test_a_proxy_log_round_trips_through_the_record_form() -> None:
+    """A command agent's recorded reply carries its proxy log (WebTrace.to_json); the
+    replayed trace gives the same trajectory events and summary as the one recorded."""
+    from drarena.agents.frozenweb import WebTrace
+    from drarena.webproxy.backend import FetchEntry
+
+    trace = WebTrace(
+        entries=[
+            FetchEntry(
+                "GET",
+                "https://api.tavily.com/search",
+                200,
+                "search",
+                query="json",
+                urls=("http://h/a.html",),
+                bytes=120,
+                read=("http://h/a.html",),
+            ),
+            FetchEntry("GET", "http://h/b.html", 404, "missing", bytes=0),
+        ],
+        unlogged=2,
+        outside=0,
+        started_s=1.25,
+        note="no search APIs",
+    )
+    again = WebTrace()
+    again.restore(json.loads(json.dumps(trace.to_json())))
+    assert again == trace
+    assert again.events(0.0, 1.0) == trace.events(0.0, 1.0)
+    assert again.summary(["http://h/c.html"]) == trace.summary(["http://h/c.html"])
+    with pytest.raises(ValueError, match="not a recorded proxy log"):
+        WebTrace().restore({"entries": [{"url": "x"}]})
