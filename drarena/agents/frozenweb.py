@@ -58,11 +58,12 @@ class WebTrace:
         """Fill this trace from `to_json`'s dict (a replayed reply); ValueError if it is not
         one."""
         try:
-            assert isinstance(data, dict)
+            if not isinstance(data, dict):
+                raise TypeError(type(data).__name__)
             entries = [_entry(e) for e in data["entries"]]
             unlogged, outside = int(data["unlogged"]), int(data["outside"])
             started_s, note = float(data["started_s"]), str(data["note"])
-        except (AssertionError, KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a recorded proxy log ({type(exc).__name__})") from None
         self.entries, self.unlogged, self.outside = entries, unlogged, outside
         self.started_s, self.note = started_s, note
@@ -127,7 +128,8 @@ class WebTrace:
 
 def _entry(data: object) -> FetchEntry:
     """FetchEntry.to_dict's dict back (absent text fields are empty, as it writes them)."""
-    assert isinstance(data, dict)
+    if not isinstance(data, dict):
+        raise TypeError(type(data).__name__)
     return FetchEntry(
         method=str(data["method"]),
         url=str(data["url"]),

@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "arena"))
 from agent_helpers import DIAL_TEST_NET
-from arena_live_site import LiveSiteForTests, freeze, scripted_models
+from arena_live_site import frozen_site, scripted_models
 from runconfig import scripted_config, scripted_options
 
 from drarena.agents import sandbox
@@ -58,11 +58,7 @@ def command(name: str, script: str, **args: object) -> dict[str, object]:
 def test_broken_agents_are_contained_recorded_and_the_tournament_goes_on(
     tmp_path: Path,
 ) -> None:
-    site = LiveSiteForTests().start()
-    try:
-        snapshot = freeze(site, tmp_path / "frozen")
-    finally:
-        site.stop()
+    snapshot = frozen_site(tmp_path / "frozen")
     dial_out = tmp_path / "dial.txt"
     agents: list[dict[str, object]] = [
         {"name": "oracle", "kind": "oracle"},

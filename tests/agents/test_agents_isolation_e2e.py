@@ -14,7 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "arena"))
 from agent_helpers import DIAL_TEST_NET
-from arena_live_site import LiveSiteForTests, freeze, scripted_models
+from arena_live_site import frozen_site, scripted_models
 from runconfig import scripted_config, scripted_options
 
 from drarena.agents import sandbox
@@ -70,11 +70,7 @@ def test_frozen_tournament_runs_command_agents_in_a_namespace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("DRARENA_TEST_SECRET", "s3cret")
-    site = LiveSiteForTests().start()
-    try:
-        snapshot = freeze(site, tmp_path / "frozen")
-    finally:
-        site.stop()
+    snapshot = frozen_site(tmp_path / "frozen")
     probe_out = tmp_path / "probe.jsonl"
     run_path = tmp_path / "runs" / "iso"
     # drarena's files the agent must not read: the snapshot's manifest and a tree, run.json

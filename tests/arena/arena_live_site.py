@@ -123,6 +123,16 @@ def live_web_settings() -> dict[str, Any]:
     return {"allow_private_addresses": True, "per_host_delay_s": 0.0, "timeout_s": 10.0}
 
 
+def frozen_site(folder: Path) -> Path:
+    """A fresh loopback site frozen into `folder` by `freeze`, the site stopped again: the
+    snapshot most run tests play on."""
+    site = LiveSiteForTests().start()
+    try:
+        return freeze(site, folder)
+    finally:
+        site.stop()
+
+
 def freeze(
     site: LiveSiteForTests,
     folder: Path,

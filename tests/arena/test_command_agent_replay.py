@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from arena_live_site import LiveSiteForTests, freeze, scripted_models
+from arena_live_site import frozen_site, scripted_models
 from runconfig import scripted_config, scripted_options
 
 from drarena.cli import main
@@ -39,11 +39,7 @@ print(json.dumps({"report": "An answer to: " + request["question"][:60] + " [1]"
 def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(run folder, the agent's start log) of a frozen tournament with a command agent."""
     tmp = tmp_path_factory.mktemp("cmdrun")
-    site = LiveSiteForTests().start()
-    try:
-        snapshot = freeze(site, tmp / "frozen")
-    finally:
-        site.stop()
+    snapshot = frozen_site(tmp / "frozen")
     starts = tmp / "starts.log"
     agents = [
         {"name": "closed_book", "kind": "closed_book"},

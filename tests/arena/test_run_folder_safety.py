@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from arena_live_site import LiveSiteForTests, freeze, scripted_models
+from arena_live_site import frozen_site, scripted_models
 from runconfig import scripted_config, scripted_options
 
 from drarena.cli import main
@@ -36,11 +36,7 @@ def config_data(tmp: Path, snapshot: Path, name: str = "demo") -> dict[str, Any]
 def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(snapshot, finished run folder): a frozen tournament played once per module."""
     tmp = tmp_path_factory.mktemp("made")
-    site = LiveSiteForTests().start()
-    try:
-        snapshot = freeze(site, tmp / "frozen")
-    finally:
-        site.stop()
+    snapshot = frozen_site(tmp / "frozen")
     config = parse_config(config_data(tmp, snapshot), "test")
     run = RunDir(tmp / "runs" / "demo")
     execute(
