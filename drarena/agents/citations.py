@@ -111,8 +111,9 @@ def check(
 
 
 class SnapshotUrlChecker:
-    """In frozen mode: a URL is real if the snapshot captured it (canonicalized) with a
-    non-error status; anything else is fabricated."""
+    """In frozen mode: a URL is real if the snapshot captured it (canonicalized, under
+    either scheme, as the proxy serves it) with a non-error status; anything else is
+    fabricated."""
 
     def __init__(self, snapshot_dir: Path) -> None:
         from drarena.web.warc.snapshot import Snapshot
@@ -125,7 +126,7 @@ class SnapshotUrlChecker:
             if not url.lower().startswith(("http://", "https://")):
                 self._memo[url] = False
             else:
-                response = self._snapshot.lookup(url)
+                response = self._snapshot.lookup_any_scheme(url)
                 self._memo[url] = response is not None and response.status < 400
         return self._memo[url]
 

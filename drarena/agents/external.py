@@ -57,6 +57,7 @@ from drarena.agents.common import (
     conversation_messages,
     tool_event,
 )
+from drarena.agents.meter import ModelMeter, Usage
 from drarena.agents.registry import AgentContext, parse_agent_args
 from drarena.errors import DrarenaError
 from drarena.models.config import ModelRole
@@ -390,22 +391,20 @@ class CommandAgent:
         self._context = context
         self.search_url = args.search_url or context.search_url
         self.protocol_env: dict[str, str] = {}
-        self.bridged: list[tuple[str, int]] = []
+        self.bridged: list[tuple[str, int]] = []  # loopback services besides the model's
         if self.search_url:
             self.protocol_env["DRARENA_SEARCH_URL"] = self.search_url
-        model_base: str | None = None
+        # the model endpoint: the agent reaches it through a meter that counts its tokens
+        self.model_base: str | None = None
         if args.model_role is not None:
             model = context.model_client(name).role(args.model_role)
             self.protocol_env["DRARENA_MODEL"] = model.model
             # one base URL in the protocol: a role with several replicas (api_bases) gives
             # its first, which drarena itself also balances calls onto
-            model_base = next(iter(model.endpoints()), None)
-            if model_base:
-                self.protocol_env["DRARENA_MODEL_API_BASE"] = model_base
-        for url in (self.search_url, model_base):
-            target = loopback_port(url)
-            if target is not None and target not in self.bridged:
-                self.bridged.append(target)
+            self.model_base = next(iter(model.endpoints()), None)
+        target = loopback_port(self.search_url)
+        if target is not None:
+            self.bridged.append(target)
         self._web: FrozenWebPlan | None = None  # made on the first frozen answer
 
     def web_plan(self) -> FrozenWebPlan:
@@ -431,7 +430,7 @@ class CommandAgent:
         if NetworkGuard.is_active():  # a frozen run: the web is the snapshot, through the proxy
             trace = WebTrace()
         try:
-            stdout = await self._recorded_run(payload, trace)
+            stdout, usage = await self._recorded_run(payload, trace)
             reply = parse_reply(stdout)
         except (OSError, ValueError, TimeoutError, DrarenaError) as exc:
             error = f"external agent {self.name}: {exc}"
@@ -439,13 +438,22 @@ class CommandAgent:
             rec.step(None, error=error, note=f"command {shlex.join(self.args.argv())}")
             return rec.finish("", [], error=error)
         self._web_step(rec, trace, started, reply.citations)
+        rec.prompt_tokens += usage.prompt_tokens
+        rec.completion_tokens += usage.completion_tokens
         events = [
             tool_event(
                 f"ext-{i}", c.name, arguments_text(c.arguments), started, started, urls=c.urls
             )
             for i, c in enumerate(reply.tool_calls)
         ]
-        rec.step(None, events, note=f"command {shlex.join(self.args.argv())}")
+        note = f"command {shlex.join(self.args.argv())}"
+        if usage.calls:  # a record from before the meter has none: its note is unchanged
+            note += (
+                f"; model calls {usage.calls}, tokens {usage.prompt_tokens} in, "
+                f"{usage.completion_tokens} out"
+                + (f" ({usage.unmetered} calls reported none)" if usage.unmetered else "")
+            )
+        rec.step(None, events, note=note)
         report, urls = reply.report, reply.citations
         if not urls:
             report, urls = cite.split_references(report)
@@ -458,13 +466,13 @@ class CommandAgent:
         if trace is not None:
             rec.step(None, trace.events(started, rec.now()), note=trace.summary(cited))
 
-    async def _recorded_run(self, payload: str, trace: WebTrace | None) -> str:
+    async def _recorded_run(self, payload: str, trace: WebTrace | None) -> tuple[str, Usage]:
         """`_run` through the run's tool record. Why: a replay must give the same bytes with
         no model and no agent process (the agent's venv, its model server and the proxy may
         all be gone). Recording, a reply stored by an earlier try of this request (a resumed
         run) is reused, a stored failure is tried again, and what the agent printed (or
         why it failed) is stored with the proxy's log; replaying, both are read back and
-        nothing starts."""
+        nothing starts. The reply keeps the tokens the meter counted (`usage`)."""
         record = self._context.tool_record
         if record is None:
             return await self._run(payload, trace)
@@ -477,7 +485,10 @@ class CommandAgent:
         key, stored = record.reply(request)
         if stored is None or ("error" in stored and not record.replaying):
             try:
-                stored = {"stdout": await self._run(payload, trace)}
+                stdout, usage = await self._run(payload, trace)
+                stored = {"stdout": stdout}
+                if usage.calls:
+                    stored["usage"] = usage.to_dict()
             except (OSError, ValueError, TimeoutError, DrarenaError) as exc:
                 stored = {"error": str(exc)}
             if trace is not None:
@@ -490,29 +501,52 @@ class CommandAgent:
                 record.damaged(record.where(key, str(exc)))
         if "error" in stored:
             raise DrarenaError(stored["error"])
-        return str(stored["stdout"])
+        try:
+            usage = Usage.parse(stored.get("usage"))
+        except ValueError as exc:
+            record.damaged(record.where(key, str(exc)))
+        return str(stored["stdout"]), usage
 
-    async def _run(self, payload: str, trace: WebTrace | None = None) -> str:
-        """Run the agent once; with a `trace` (a frozen run), behind the frozen-web proxy when
-        it is available (trace.note says why not), its log left in `trace`."""
+    async def _run(self, payload: str, trace: WebTrace | None = None) -> tuple[str, Usage]:
+        """Run the agent once, its model calls through a meter (their tokens: `Usage`); with a
+        `trace` (a frozen run), behind the frozen-web proxy when it is available (trace.note
+        says why not), its log left in `trace`."""
+        if self.model_base is None:
+            return await self._web_run(payload, trace, {}, list(self.bridged)), Usage()
+        meter = ModelMeter(self.model_base)
+        async with meter.running():
+            env = {"DRARENA_MODEL_API_BASE": meter.base}
+            targets = [*self.bridged, ("127.0.0.1", meter.port)]
+            stdout = await self._web_run(payload, trace, env, targets)
+        return stdout, meter.usage
+
+    async def _web_run(
+        self,
+        payload: str,
+        trace: WebTrace | None,
+        env: dict[str, str],
+        direct: list[tuple[str, int]],
+    ) -> str:
+        """`direct`: the loopback services the agent reaches without the proxy (bridged into
+        its namespace)."""
         if trace is None:
-            return await self._isolated(payload, {}, [])
+            return await self._isolated(payload, env, direct)
         plan = self.web_plan()
         why = plan.unavailable()
         if why:
             trace.note = why
-            return await self._isolated(payload, {}, [])
+            return await self._isolated(payload, env, direct)
         from drarena.agents.frozenweb import PROXY_ENV, SEARXNG_ENV
         from drarena.webproxy.searchapi import SEARXNG_HOST
 
         async with plan.running(trace) as proxy:
-            extra = proxy.info.client_env(direct=self.bridged) | {PROXY_ENV: proxy.info.url}
+            extra = proxy.info.client_env(direct=direct) | {PROXY_ENV: proxy.info.url} | env
             if proxy.frozen.handlers.hosts():
                 extra[SEARXNG_ENV] = f"https://{SEARXNG_HOST}"
-            return await self._isolated(payload, extra, [("127.0.0.1", proxy.info.port)])
+            return await self._isolated(payload, extra, [*direct, ("127.0.0.1", proxy.info.port)])
 
     async def _isolated(
-        self, payload: str, extra_env: dict[str, str], extra_bridges: list[tuple[str, int]]
+        self, payload: str, extra_env: dict[str, str], bridged: list[tuple[str, int]]
     ) -> str:
         env = agent_environment(os.environ, self.args, {**self.protocol_env, **extra_env})
         # In a frozen run (the guard is active) the agent gets a namespace of its own.
@@ -524,7 +558,7 @@ class CommandAgent:
         if isolation is None or not isolation.available:
             return await self._exchange(self.args.argv(), env, payload)
         hide = isolation.shim_args(self._hidden(env))
-        async with sandbox.bridges([*self.bridged, *extra_bridges]) as bridge_args:
+        async with sandbox.bridges(bridged) as bridge_args:
             argv = [
                 *isolation.prefix,
                 sys.executable,

@@ -94,8 +94,9 @@ class ToolRecord:
         return stored["value"]
 
     def reply(self, request: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
-        """(key, the stored reply of a command agent to `request`: {"stdout", "trace"} or
-        {"error", "trace"}; None if never recorded). Replaying, a missing one is a miss."""
+        """(key, the stored reply of a command agent to `request`: {"stdout", "usage",
+        "trace"} or {"error", "trace"}; None if never recorded). Replaying, a missing one is a
+        miss. `usage` (its model meter's counts) and `trace` (the proxy's log) are optional."""
         key = tool_key({"command": request})
         try:
             stored = self.cache.get(key)
@@ -113,11 +114,11 @@ class ToolRecord:
         if (
             isinstance(stored, dict)
             and len(set(stored) & {"stdout", "error"}) == 1
-            and set(stored) <= {"stdout", "error", "trace"}
+            and set(stored) <= {"stdout", "error", "trace", "usage"}
             and isinstance(stored.get("stdout", stored.get("error")), str)
         ):
             return key, stored
-        self.damaged(self.where(key, "not a command agent's {stdout or error, trace}"))
+        self.damaged(self.where(key, "not a command agent's {stdout or error, usage, trace}"))
 
     def store_reply(self, key: str, request: dict[str, Any], content: dict[str, Any]) -> None:
         """Record a command agent's reply; a later try (a resumed run's, after a failure)

@@ -43,6 +43,7 @@ from drarena.runs.session import (
     page_terms,
 )
 from drarena.runs.webmode import WebMode, web_mode
+from drarena.web.warc.urls import canonicalize_url, other_scheme
 
 if TYPE_CHECKING:
     from drarena.agents.toolrecord import ToolRecord
@@ -105,8 +106,17 @@ class RunContext:
         return out
 
     def page_text(self, url: str) -> str | None:
-        """A snapshot page's text by URL (or a URL that redirects to it); None if none."""
+        """A snapshot page's text by URL (or a URL that redirects to it), as written, then
+        canonicalized, then under the other scheme (the page the proxy served for it, so a
+        citation the check counts valid is one the judge can read); None if none."""
         doc = self._by_url.get(url)
+        if doc is None:
+            try:
+                canonical = canonicalize_url(url)
+            except ValueError:
+                return None
+            other = other_scheme(canonical)
+            doc = self._by_url.get(canonical) or (self._by_url.get(other) if other else None)
         return None if doc is None else doc.contents
 
     @property

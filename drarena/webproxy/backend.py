@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit
 
 from aiohttp import web
 
@@ -191,21 +191,6 @@ def request_url(target: str) -> str:
     return target
 
 
-def _other_scheme(url: str) -> str | None:
-    try:
-        parts = urlsplit(url)
-    except ValueError:  # `http://[::1`: no capture under either scheme
-        return None
-    swap = {"https": "http", "http": "https"}.get(parts.scheme.lower())
-    if swap is None:
-        return None
-    netloc = parts.netloc
-    default = {"http": ":80", "https": ":443"}[parts.scheme.lower()]
-    if netloc.endswith(default):
-        netloc = netloc[: -len(default)]
-    return urlunsplit((swap, netloc, parts.path, parts.query, ""))
-
-
 @dataclass
 class ProxyTally:
     """Counts over proxies (one per answer): what the run header's `web_proxy` records."""
@@ -243,10 +228,7 @@ class FrozenWeb:
         self.tally = ProxyTally(proxies=1)
 
     def lookup(self, url: str) -> StoredResponse | None:
-        stored = self.snap.lookup(url)
-        if stored is None and (other := _other_scheme(url)) is not None:
-            stored = self.snap.lookup(other)
-        return stored
+        return self.snap.lookup_any_scheme(url)
 
     def from_snapshot(self, request: WebRequest) -> tuple[WebResponse, str, str]:
         """(response, URL of the capture used, error for the log) for a page request. A

@@ -74,6 +74,9 @@ def test_snapshot_checker_on_the_committed_snapshot() -> None:
         assert checker("http://127.0.0.1:8765/howto/curses.html")
         # canonicalization: default-insensitive host case, fragment dropped
         assert checker("HTTP://127.0.0.1:8765/howto/curses.html#what-is-curses")
+        # the other scheme: the page the proxy serves for it (smolagents wrote https://)
+        assert checker("https://127.0.0.1:8765/howto/curses.html")
+        assert not checker("https://127.0.0.1:8765/howto/made-up-page.html")
         # planted fabrications: a page never captured, another host, a 404, not a URL
         assert not checker("http://127.0.0.1:8765/howto/made-up-page.html")
         assert not checker("https://docs.python.org/3/howto/curses.html")

@@ -522,7 +522,9 @@ def test_frozen_mode_checks_every_replica_of_an_http_agents_role() -> None:
     check_components(frozen_config(remote, allow_hosts=["gpu2.example.com"]))
 
 
-def test_a_command_agents_model_role_with_replicas_gives_the_first_and_bridges_it() -> None:
+def test_a_command_agents_model_role_with_replicas_gives_the_first_to_its_meter() -> None:
+    """The first replica is what the agent's model meter relays to (the meter's own port is
+    what the agent is given and what is bridged: test_model_role_is_bridged_into_the_namespace)."""
     config = ModelsConfig(
         roles={
             "svc": ModelRole(
@@ -535,8 +537,8 @@ def test_a_command_agents_model_role_with_replicas_gives_the_first_and_bridges_i
         {"kind": "command", "args": {"command": ["true"], "model_role": "svc"}}, context
     )
     assert isinstance(agent, CommandAgent)
-    assert agent.protocol_env["DRARENA_MODEL_API_BASE"] == "http://127.0.0.1:8101/v1"
-    assert ("127.0.0.1", 8101) in agent.bridged
+    assert agent.model_base == "http://127.0.0.1:8101/v1"
+    assert agent.protocol_env["DRARENA_MODEL"] == "openai/m" and agent.bridged == []
 
 
 def test_unknown_model_role_of_a_command_agent_is_one_line() -> None:
@@ -610,6 +612,7 @@ async def test_model_role_is_bridged_into_the_namespace(agent_service: Any) -> N
     assert answer.error is None, answer.error
     assert answer.report.startswith("Asyncio runs coroutines [1]")
     assert [body["model"] for body in seen] == ["deep-agent"]
+    assert (answer.prompt_tokens, answer.completion_tokens) == (11, 7)  # counted by its meter
 
 
 @needs_netns

@@ -6,7 +6,7 @@ import pytest
 
 from drarena.errors import DrarenaError
 from drarena.web.warc.snapshot import canonicalize_url
-from drarena.web.warc.urls import is_public_address, safe_file_name, surt
+from drarena.web.warc.urls import is_public_address, other_scheme, safe_file_name, surt
 
 
 @pytest.mark.parametrize(
@@ -71,3 +71,19 @@ def test_unsafe_names_rejected(name: str) -> None:
 
 def test_safe_name_kept() -> None:
     assert safe_file_name("pydocs-00000.warc.gz") == "pydocs-00000.warc.gz"
+
+
+@pytest.mark.parametrize(
+    ("url", "other"),
+    [
+        ("https://a.test/x?q=1#frag", "http://a.test/x?q=1"),
+        ("http://a.test:80/x", "https://a.test/x"),
+        ("https://a.test:443/", "http://a.test/"),
+        ("HTTPS://127.0.0.1:8765/p.html", "http://127.0.0.1:8765/p.html"),
+        ("ftp://a.test/x", None),
+        ("doc-123", None),
+        ("http://[::1", None),
+    ],
+)
+def test_other_scheme(url: str, other: str | None) -> None:
+    assert other_scheme(url) == other

@@ -20,7 +20,7 @@ from urllib.parse import urljoin
 from drarena.errors import DrarenaError
 from drarena.files import open_input, read_bounded, read_lines_bounded
 from drarena.web.warc.manifest import CDXJ_NAME, Manifest, fingerprint, load_manifest
-from drarena.web.warc.urls import canonicalize_url, safe_file_name, surt
+from drarena.web.warc.urls import canonicalize_url, other_scheme, safe_file_name, surt
 from drarena.web.warc.warcfile import (
     DAMAGE_ERRORS,
     MAX_BODY_BYTES,
@@ -510,6 +510,15 @@ class Snapshot:
                 f"{entry.offset} for {entry.url} is not an HTTP response "
                 f"({str(exc)[:100]})"
             ) from None
+
+    def lookup_any_scheme(self, url: str) -> StoredResponse | None:
+        """`lookup`, falling back to the other scheme (`https://` for a page captured over
+        `http://`, or the reverse), as archive replay does: what the proxy serves, and what
+        the citation check counts as the same page."""
+        stored = self.lookup(url)
+        if stored is None and (other := other_scheme(url)) is not None:
+            stored = self.lookup(other)
+        return stored
 
     def __contains__(self, url: object) -> bool:
         if not isinstance(url, str):

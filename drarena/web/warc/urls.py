@@ -66,6 +66,25 @@ def canonicalize_url(url: str) -> str:
     return urlunsplit((scheme, netloc, path, query, ""))
 
 
+def other_scheme(url: str) -> str | None:
+    """`url` under the other web scheme (https <-> http, a default port dropped), or None for
+    one that is neither or cannot be parsed. Why: an agent often writes https:// for a page
+    crawled over http:// (or the reverse); replay tools answer it, as drarena's proxy does,
+    and the citation check and the judge read the same capture."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # `http://[::1`: no capture under either scheme
+        return None
+    swap = {"https": "http", "http": "https"}.get(parts.scheme.lower())
+    if swap is None:
+        return None
+    netloc = parts.netloc
+    default = {"http": ":80", "https": ":443"}[parts.scheme.lower()]
+    if netloc.endswith(default):
+        netloc = netloc[: -len(default)]
+    return urlunsplit((swap, netloc, parts.path, parts.query, ""))
+
+
 def url_host_port(url: str) -> str:
     """`host` or `host:port` (non-default port) of a canonical URL: the politeness key."""
     return urlsplit(url).netloc
