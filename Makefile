@@ -30,8 +30,9 @@ lock: setup setup-models
 	bash scripts/lock.sh .venv-vllm vllm
 	touch $(SETUP_STAMP)
 
-## test: set up, then run the test suite
-test: setup setup-models setup-browser setup-proxy
+## test: set up, then run the test suite (with Ray: its byte-identity tests run, each in a
+## process of its own)
+test: setup setup-models setup-browser setup-proxy setup-scale
 	$(BIN)/python -m pytest
 
 ## setup-proxy: .venv-proxy with mitmproxy for the frozen-web proxy (its own venv: its pins

@@ -109,3 +109,52 @@ def ordered_map(
             on_done(index, result)
         index += 1
         yield result
+
+
+class _Actor:
+    """One worker of `actor_map`: `make()` runs once when it starts (a model loaded once per
+    worker, not once per item), then `run` calls what it made on each item sent to it."""
+
+    def __init__(self, make: Callable[[], Callable[[Any], Any]]) -> None:
+        self.fn = make()
+
+    def run(self, item: Any) -> Any:
+        return self.fn(item)
+
+
+def actor_map(
+    ray: Any,
+    make: Callable[[], Callable[[T], R]],
+    items: Iterable[T],
+    *,
+    actors: int,
+    num_cpus: float = 1,
+    num_gpus: float = 0,
+) -> Iterator[R]:
+    """What `make()` returns, over items, on a pool of `actors` Ray actors (each `make()`s
+    once: a dense encoder, loaded once per worker and on a GPU of its own with `num_gpus`);
+    results yielded in the items' order. Items go to the actors in turn, at most two ahead
+    per actor (items are read lazily, as in `ordered_map`); each actor runs its items one
+    after another, so popping results in submission order is the items' order. The actors
+    are killed when the iterator ends or is closed."""
+    remote = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus)(_Actor)
+    pool = [remote.remote(make) for _ in range(max(1, actors))]
+    pending: deque[Any] = deque()
+    feed = iter(items)
+    sent = 0
+    try:
+        while True:
+            while len(pending) < 2 * len(pool):
+                try:
+                    item = next(feed)
+                except StopIteration:
+                    break
+                pending.append(pool[sent % len(pool)].run.remote(item))
+                sent += 1
+            if not pending:
+                return
+            result: R = ray.get(pending.popleft())
+            yield result
+    finally:
+        for actor in pool:
+            ray.kill(actor)

@@ -6,13 +6,15 @@ build never leaves a half index behind; a stage whose manifest matches its input
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import json
 import os
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -324,7 +326,13 @@ class DenseSettings:
     file. `batch_size` None: embed.OPENVINO_BATCH for bf16, 32 (sentence-transformers' own)
     otherwise. `index_kind` "auto": flat below `hnsw_threshold` passages, IVF-SQ8 from it up
     (search.ann); an approximate index is tuned to recall@10 >= `recall_floor` against exact
-    search on the diagnostic queries, or refused (DrarenaError, nothing written)."""
+    search on the diagnostic queries, or refused (DrarenaError, nothing written). `engine`
+    "ray" encodes the chunks on a pool of Ray actors (`drarena.rayrun.actor_map`), each
+    loading the encoder once: a local Ray of `workers` CPUs, or the cluster at `address`, one
+    actor a GPU where the cluster has GPUs (fp32 only), else one a CPU (at most `workers`).
+    The chunks and their order are the local path's, so on the same CPU with the same
+    `threads` the vectors are the same bytes (the tests compare them); a GPU's differ in the
+    last bits, as any other machine's do."""
 
     model: str = embed.DEFAULT_MODEL
     precision: embed.Precision | None = None
@@ -335,6 +343,9 @@ class DenseSettings:
     max_tokens: int | None = None
     threads: int | None = None
     batch_size: int | None = None
+    engine: str = "local"
+    address: str | None = None
+    workers: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -406,14 +417,19 @@ def build_dense(
                 settings.max_tokens,
                 settings.threads,
             )
-            vectors = _encode_saved(
-                saved,
-                texts,
-                embed.dimension(encoding.encoder),
-                encoding,
-                f"dense {folder.name} ({precision})",
-                reuse=not force,
-            )
+            with contextlib.ExitStack() as stack:
+                chunks_encoder = None
+                if settings.engine == "ray":
+                    chunks_encoder = stack.enter_context(_ray_encoder(settings, encoding, tmp))
+                vectors = _encode_saved(
+                    saved,
+                    texts,
+                    embed.dimension(encoding.encoder),
+                    encoding,
+                    f"dense {folder.name} ({precision}{', Ray' if chunks_encoder else ''})",
+                    reuse=not force,
+                    chunks_encoder=chunks_encoder,
+                )
             built = _write_index(tmp, vectors, passages, state, encoding, settings)
             _write_dense_manifest(tmp, built, passages, vectors.shape[1], encoding, state, settings)
             replace_folder(tmp, folder)
@@ -449,11 +465,56 @@ def _encoder(settings: DenseSettings, precision: embed.Precision, tmp: Path) -> 
     encoder: Any = embed.load_encoder(settings.model)
     if precision == "int8":
         embed.export_int8(encoder, tmp / embed.ONNX_FILE)
+    elif precision == "bf16":
+        embed.export_fp32(encoder, tmp / embed.ONNX_FP32_FILE)
+    return _exported(settings, precision, tmp)
+
+
+def _exported(
+    settings: DenseSettings, precision: embed.Precision, tmp: Path, device: str = "cpu"
+) -> Any:
+    """The encoder `_encoder` made, loaded again from what it wrote into `tmp` (a Ray actor's;
+    on a cluster of several machines `tmp`, in the index folder, must be on a shared disk
+    for int8 and bf16)."""
+    encoder: Any = embed.load_encoder(settings.model, device)
+    if precision == "int8":
         return embed.OnnxEncoder(encoder, tmp / embed.ONNX_FILE, settings.threads)
     if precision == "bf16":
-        embed.export_fp32(encoder, tmp / embed.ONNX_FP32_FILE)
         return embed.OnnxEncoder(encoder, tmp / embed.ONNX_FP32_FILE, settings.threads, "openvino")
     return encoder
+
+
+def _actor_encoding(
+    settings: DenseSettings, encoding: _Encoding, tmp: Path, device: str
+) -> _Encoding:
+    """What a Ray actor encodes with (run once in each actor: drarena.rayrun.actor_map)."""
+    return dataclasses.replace(
+        encoding, encoder=_exported(settings, encoding.precision, tmp, device)
+    )
+
+
+@contextlib.contextmanager
+def _ray_encoder(settings: DenseSettings, encoding: _Encoding, tmp: Path) -> Iterator[ChunkEncoder]:
+    """Chunks encoded by Ray actors (DenseSettings says how many and where)."""
+    from drarena import rayrun
+
+    with rayrun.session(settings.address, settings.workers) as ray:
+        resources = ray.cluster_resources()
+        gpus = int(resources.get("GPU", 0)) if encoding.precision == "fp32" else 0
+        cpus = max(1, int(resources.get("CPU", 1)))
+        actors = gpus or min(cpus, settings.workers or cpus)
+        device = "cuda" if gpus else "cpu"
+        make = functools.partial(
+            _actor_encoding, settings, dataclasses.replace(encoding, encoder=None), tmp, device
+        )
+        print(
+            f"dense: encoding on Ray, {actors} actor(s) on {'GPUs' if gpus else 'CPUs'}",
+            file=sys.stderr,
+            flush=True,
+        )
+        yield lambda pieces: rayrun.actor_map(
+            ray, make, pieces, actors=actors, num_gpus=1 if gpus else 0
+        )
 
 
 def _write_index(
@@ -563,6 +624,9 @@ def _texts_sha256(texts: list[str]) -> str:
     return "sha256:" + hashlib.sha256("\n".join(texts).encode("utf-8")).hexdigest()
 
 
+ChunkEncoder = Callable[[Iterator[list[str]]], Iterator[np.ndarray]]
+
+
 def _encode_saved(
     saved: checkpoint.DenseCheckpoint,
     texts: list[str],
@@ -571,10 +635,13 @@ def _encode_saved(
     label: str,
     *,
     reuse: bool = True,
+    chunks_encoder: ChunkEncoder | None = None,
 ) -> np.ndarray:
     """Every text's vector, chunk by chunk: the chunks `saved` already holds are read back
     (unless not `reuse`: `--force`), the rest encoded and saved as they come (each chunk is
-    a progress update, its texts sorted by length within it by the encoder)."""
+    a progress update, its texts sorted by length within it by the encoder). The chunks
+    go through `encode` one by one, or through `chunks_encoder` (Ray's actors), which gives
+    their vectors back in order."""
     step = saved.chunk
     chunks = saved.resume(len(texts), dimension, reuse=reuse)
     done = min(len(chunks) * step, len(texts))
@@ -584,12 +651,13 @@ def _encode_saved(
             file=sys.stderr,
             flush=True,
         )
+    pieces = (texts[i : i + step] for i in range(done, len(texts), step))
+    encoded = chunks_encoder(pieces) if chunks_encoder is not None else map(encode, pieces)
     with tqdm(total=len(texts), initial=done, desc=label, unit="passage", file=sys.stderr) as bar:
-        for i in range(done, len(texts), step):
-            vectors = encode(texts[i : i + step])
-            saved.save(i // step, vectors)
+        for n, vectors in enumerate(encoded):
+            saved.save(done // step + n, vectors)
             chunks.append(vectors)
-            bar.update(len(texts[i : i + step]))
+            bar.update(len(vectors))
     if not chunks:
         return np.zeros((0, dimension), dtype=np.float32)
     return np.concatenate(chunks)

@@ -89,6 +89,23 @@ def register(subparsers: Any) -> None:
         default=None,
         help="least recall@10 against exact search an approximate index must reach (0.95)",
     )
+    idx.add_argument(
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
+        help="dense encoding: local (default: this process) or ray (a pool of Ray actors, each "
+        "loading the encoder once, one a GPU where the cluster has GPUs; needs `make "
+        "setup-scale`); on one CPU with one --encode-threads the vectors are the same bytes",
+    )
+    idx.add_argument(
+        "--address",
+        default=None,
+        help="with --engine ray: a running Ray cluster (host:port, or `auto`); default: a "
+        "local Ray of --workers CPUs",
+    )
+    idx.add_argument(
+        "--workers", type=int, default=None, help="with --engine ray: actors (default: all CPUs)"
+    )
     idx.add_argument("--force", action="store_true", help="rebuild even when up to date")
     _common(idx)
     idx.set_defaults(func=cmd_index)
@@ -227,6 +244,12 @@ def cmd_index(args: argparse.Namespace) -> int:
         raise DrarenaError("--encode-threads must be at least 1")
     if args.max_tokens is not None and not 8 <= args.max_tokens <= 32768:
         raise DrarenaError("--max-tokens must be in 8..32768")
+    if args.workers is not None and args.workers < 1:
+        raise DrarenaError("--workers must be at least 1")
+    if args.engine == "ray" and not args.no_dense:
+        from drarena.rayrun import ray_module
+
+        ray_module()  # before any work: a missing Ray is one line naming `make setup-scale`
     layout = IndexLayout(args.index_root, snapshot)
     passages, state = build.build_passages(layout, settings, force=args.force)
     if args.bm25_threads < 1:
@@ -243,6 +266,9 @@ def cmd_index(args: argparse.Namespace) -> int:
                     per_doc=args.dense_per_doc,
                     max_tokens=args.max_tokens,
                     threads=args.encode_threads,
+                    engine=args.engine,
+                    address=args.address,
+                    workers=args.workers,
                     hnsw_threshold=args.hnsw_threshold or build.HNSW_THRESHOLD,
                     index_kind=args.dense_index,
                     recall_floor=(

@@ -30,7 +30,7 @@ REPLY = {
     "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}}],
     "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150},
 }
-CHUNKS = [
+CHUNKS: list[dict[str, Any]] = [
     {"choices": [{"index": 0, "delta": {"content": "o"}}]},
     {"choices": [{"index": 0, "delta": {"content": "k"}}]},
     {"choices": [], "usage": {"prompt_tokens": 50, "completion_tokens": 2}},
@@ -44,6 +44,7 @@ def sse(chunks: list[dict[str, Any]]) -> bytes:
 def test_usage_of_a_reply() -> None:
     assert usage_of(REPLY) == (120, 30)
     assert usage_of({"usage": {"prompt_tokens": 9}}) == (9, 0)  # an embeddings reply
+    bad: object
     for bad in ({}, {"usage": None}, {"usage": {"prompt_tokens": "9"}}, [], {"usage": {}}):
         assert usage_of(bad) is None
     assert usage_of({"usage": {"prompt_tokens": True, "completion_tokens": 1}}) is None

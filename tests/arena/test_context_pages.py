@@ -28,9 +28,10 @@ def doc(url: str, contents: str, aliases: tuple[str, ...] = ()) -> Doc:
 
 def context() -> RunContext:
     config: Any = SimpleNamespace(offline=True)
+    client: Any = None  # page_text reads no model
     ctx = RunContext(
-        config, ModelsConfig(roles={}), None, {}, FrozenMode(config), None, replaying=False
-    )  # type: ignore[arg-type]
+        config, ModelsConfig(roles={}), client, {}, FrozenMode(config), None, replaying=False
+    )
     pages = [
         doc("http://127.0.0.1:8765/howto/curses.html", "curses page"),
         doc("https://secure.test/a", "secure page", aliases=("http://old.test/a",)),

@@ -3,13 +3,13 @@ killed extraction resumes from the shards it finished (drarena.corpus.shards).""
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rayprocess import needs_ray, run_python
 
 from drarena.corpus.extract import (
     DOCS_FILE,
@@ -91,55 +91,68 @@ def test_unknown_engine_is_refused(tmp_path: Path) -> None:
 CLOCK = datetime(2026, 1, 2, tzinfo=UTC)
 
 
+# Each Ray part runs in a process of its own (tests/rayprocess.py says why): the child
+# imports with --engine ray and extracts, with the same fixed clock as the local path here.
+RAY_IMPORT_EXTRACT = """
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from drarena.corpus.extract import extract_snapshot
+from drarena.web.warc.importer import ImportOptions, import_archives
+
+snap, address, warcs = Path(sys.argv[1]), sys.argv[2] or None, sys.argv[3:]
+clock = datetime(2026, 1, 2, tzinfo=UTC)
+options = ImportOptions(progress=False, jobs=2, engine="ray", address=address, clock=lambda: clock)
+import_archives("synth", [Path(w) for w in warcs], snap, options)
+extract_snapshot(snap, workers=2, progress=False, engine="ray", address=address)
+"""
+
+TWO_NODES = """
+import subprocess, sys
+from ray.cluster_utils import Cluster
+
+cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+try:
+    cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    code, *args = sys.argv[1:]
+    args[1] = cluster.address
+    subprocess.run([sys.executable, "-c", code, *args], check=True)
+finally:
+    cluster.shutdown()
+"""
+
+
+def _local(warcs: list[Path], snap: Path) -> Path:
+    import_archives("synth", warcs, snap, ImportOptions(progress=False, clock=lambda: CLOCK))
+    extract_snapshot(snap, workers=1, progress=False)
+    return snap
+
+
+def _same_outputs(local: Path, ray: Path) -> None:
+    for name in ("manifest.json", "index.cdxj", DOCS_FILE, LINKS_FILE, MANIFEST_FILE):
+        assert (local / name).read_bytes() == (ray / name).read_bytes(), name
+
+
 @pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray not installed")
+@needs_ray
 def test_ray_engine_writes_the_same_bytes(tmp_path: Path) -> None:
     warcs = write_web(SPEC, tmp_path / "warc")
-    snaps = {}
-    for engine in ("local", "ray"):
-        snap = tmp_path / engine
-        import_archives(
-            "synth",
-            warcs,
-            snap,
-            ImportOptions(progress=False, jobs=2, engine=engine, clock=lambda: CLOCK),
-        )
-        extract_snapshot(snap, workers=2, progress=False, engine=engine)
-        snaps[engine] = snap
-        assert not (snap / ".extract-shards").exists()  # the shard cache is gone when done
-    for name in ("manifest.json", "index.cdxj", DOCS_FILE, LINKS_FILE, MANIFEST_FILE):
-        assert (snaps["local"] / name).read_bytes() == (snaps["ray"] / name).read_bytes(), name
+    local = _local(warcs, tmp_path / "local")
+    ray = tmp_path / "ray"
+    run_python(RAY_IMPORT_EXTRACT, str(ray), "", *map(str, warcs))
+    assert not (ray / ".extract-shards").exists()  # the shard cache is gone when done
+    _same_outputs(local, ray)
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray not installed")
+@needs_ray
 def test_ray_engine_on_a_two_node_cluster_writes_the_same_bytes(tmp_path: Path) -> None:
     """A head and a worker node on loopback (ray.cluster_utils.Cluster starts both as `ray
-    start` would), joined through --address: the same docs.jsonl as one process."""
-    from ray.cluster_utils import Cluster
-
+    start` would), joined through --address: the same bytes as one process."""
     warcs = write_web(SPEC, tmp_path / "warc")
-    local = tmp_path / "local"
-    import_archives("synth", warcs, local, ImportOptions(progress=False, clock=lambda: CLOCK))
-    extract_snapshot(local, workers=1, progress=False)
-    cluster = Cluster(
-        initialize_head=True,
-        head_node_args={"num_cpus": 1, "include_dashboard": False},
-    )
-    try:
-        cluster.add_node(num_cpus=1)
-        cluster.wait_for_nodes()
-        remote = tmp_path / "cluster"
-        import_archives(
-            "synth",
-            warcs,
-            remote,
-            ImportOptions(
-                progress=False, jobs=2, engine="ray", address=cluster.address, clock=lambda: CLOCK
-            ),
-        )
-        extract_snapshot(remote, progress=False, engine="ray", address=cluster.address)
-    finally:
-        cluster.shutdown()
-    for name in ("manifest.json", "index.cdxj", DOCS_FILE, LINKS_FILE, MANIFEST_FILE):
-        assert (local / name).read_bytes() == (remote / name).read_bytes(), name
+    local = _local(warcs, tmp_path / "local")
+    remote = tmp_path / "cluster"
+    run_python(TWO_NODES, RAY_IMPORT_EXTRACT, str(remote), "", *map(str, warcs))
+    _same_outputs(local, remote)
