@@ -178,8 +178,9 @@ class ModelMeter:
         import aiohttp
         from aiohttp import web
 
-        body = await request.content.read(MAX_REQUEST_BYTES + 1)
-        if len(body) > MAX_REQUEST_BYTES:
+        try:  # the whole body (`read(n)` may return part of it), up to client_max_size
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
             return web.Response(status=413, text="drarena model meter: request body too large")
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP}
         post = request.method == "POST"

@@ -140,7 +140,7 @@ async def model_server() -> AsyncIterator[tuple[str, list[str]]]:
         seen.append(f"{request.method} {request.path_qs}")
         return web.json_response({"data": [{"id": "m"}]})
 
-    app = web.Application()
+    app = web.Application(client_max_size=16 << 20)
     app.router.add_post("/v1/chat/completions", chat)
     app.router.add_post("/v1/plain", plain)
     app.router.add_get("/v1/models", models)
@@ -186,6 +186,28 @@ async def test_the_meter_relays_unchanged_and_counts(model_server: Any) -> None:
         "GET /v1/models",
     ]
     assert meter.usage == Usage(calls=3, prompt_tokens=170, completion_tokens=32, unmetered=1)
+
+
+async def test_a_large_request_reaches_the_server_whole_and_an_oversized_one_is_a_413(
+    model_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+    import urllib.error
+
+    from drarena.agents import meter as meter_module
+
+    base, seen = model_server
+    monkeypatch.setattr(meter_module, "MAX_REQUEST_BYTES", 4 << 20)
+    meter = ModelMeter(base)
+    big = {"m": 1, "messages": [{"role": "user", "content": "x" * (3 << 20)}]}
+    async with meter.running():
+        got = await asyncio.to_thread(post, meter.base + "/chat/completions", big)
+        assert json.loads(got) == REPLY  # the server parsed all 3 MiB of JSON
+        big["messages"][0]["content"] = "x" * (5 << 20)
+        with pytest.raises(urllib.error.HTTPError) as info:
+            await asyncio.to_thread(post, meter.base + "/chat/completions", big)
+    assert info.value.code == 413 and len(seen) == 1
+    assert meter.usage == Usage(calls=1, prompt_tokens=120, completion_tokens=30)  # not sent on
 
 
 async def test_a_model_server_that_is_down_is_a_502_and_unmetered() -> None:
