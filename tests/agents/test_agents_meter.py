@@ -199,7 +199,7 @@ async def test_a_large_request_reaches_the_server_whole_and_an_oversized_one_is_
     base, seen = model_server
     monkeypatch.setattr(meter_module, "MAX_REQUEST_BYTES", 4 << 20)
     meter = ModelMeter(base)
-    big = {"m": 1, "messages": [{"role": "user", "content": "x" * (3 << 20)}]}
+    big: dict[str, Any] = {"m": 1, "messages": [{"role": "user", "content": "x" * (3 << 20)}]}
     async with meter.running():
         got = await asyncio.to_thread(post, meter.base + "/chat/completions", big)
         assert json.loads(got) == REPLY  # the server parsed all 3 MiB of JSON
