@@ -40,6 +40,7 @@ from drarena.agents.external import (
     _read_tail,
     parse_reply,
 )
+from drarena.agents.meter import Usage
 from drarena.agents.registry import AgentContext, build_agent
 from drarena.models.client import ModelClient
 from drarena.models.config import ModelRole, ModelsConfig, RetryPolicy
@@ -218,8 +219,8 @@ class PrintedAgent(CommandAgent):
 
     stdout = ""
 
-    async def _run(self, payload: str, trace: Any = None) -> str:
-        return self.stdout
+    async def _run(self, payload: str, trace: Any = None) -> tuple[str, Usage]:
+        return self.stdout, Usage()
 
 
 def _printed_agent(stdout: str) -> PrintedAgent:
