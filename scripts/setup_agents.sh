@@ -2,7 +2,7 @@
 # Real research agents from PyPI, each in its own venv under .venv-agents/<name> (their
 # dependency trees are large and must not touch drarena's .venv). Idempotent: an agent whose
 # venv has its marker file is skipped. Prints the setup time per agent (the closing note's
-# "setup time"). Usage: scripts/setup_agents.sh [smolagents] [gpt-researcher] [openai-agents] [storm] [open-deep-research]
+# "setup time"). Usage: scripts/setup_agents.sh [smolagents] [gpt-researcher] [openai-agents] [pydantic-ai] [storm] [open-deep-research]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -13,6 +13,8 @@ declare -A PACKAGES=(
   # with over 100 characters of snippet as fetched and opened none (docs/real-agents.md)
   [gpt-researcher]='gpt-researcher==0.16.1'
   [openai-agents]='openai-agents>=0.20 tavily-python>=0.5 requests'
+  # Pydantic AI with its own Tavily tool (the `tavily` extra: tavily-python)
+  [pydantic-ai]='pydantic-ai-slim[openai,tavily]==2.78.0 requests'
   # STORM's snippet encoder is a Hugging Face download; the MiniLM wheel stands in for it
   # (configs/agents/storm_agent.py says how and why); trafilatura, which it imports, needs
   # lxml_html_clean with lxml 5.2+ and does not require it
@@ -40,7 +42,7 @@ python_for() {  # python_for VERSION: a python3.X of at least VERSION, or nothin
 }
 
 agents=("$@")
-[ ${#agents[@]} -eq 0 ] && agents=(smolagents gpt-researcher openai-agents storm open-deep-research)
+[ ${#agents[@]} -eq 0 ] && agents=(smolagents gpt-researcher openai-agents pydantic-ai storm open-deep-research)
 mkdir -p "$ROOT"
 for name in "${agents[@]}"; do
   spec=${PACKAGES[$name]:-}
