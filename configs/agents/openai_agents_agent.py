@@ -27,18 +27,13 @@ opened are not added, so a citation is the agent's own).
 
 from __future__ import annotations
 
-import asyncio
-import html
-import json
 import os
-import re
 import sys
 from typing import Annotated
 
-from adapter_common import cite, with_history
+from adapter_common import page_text, serve, with_history
 from pydantic import Field
 
-TAG = re.compile(r"<(script|style)\b.*?</\1>|<[^>]+>", re.S | re.I)
 INSTRUCTIONS = """You answer research questions from web pages.
 1. Call web_search once with a short keyword query.
 2. Call open_page with the URL of the most relevant result.
@@ -50,12 +45,6 @@ FINISH_INSTRUCTIONS = INSTRUCTIONS.replace("3. Answer", "3. Call final_answer wi
 # uncapped answer ran past max_tokens mid-call on 1 of 5 questions (6 Dec 2026: 379 words, the
 # call cut before `sources`, 0 citations), as smolagents' did before its cap
 ANSWER_CHARS = 1200
-
-
-def page_text(body: str, limit: int) -> str:
-    """The visible text of an HTML page, whitespace collapsed, cut to `limit` characters."""
-    text = html.unescape(TAG.sub(" ", body))
-    return " ".join(text.split())[:limit]
 
 
 async def research(question: str, low: int, high: int, history: list[dict[str, str]]) -> str:
@@ -162,12 +151,7 @@ async def research(question: str, low: int, high: int, history: list[dict[str, s
 
 
 def main() -> int:
-    request = json.load(sys.stdin)
-    low, high = request.get("word_limit") or (150, 250)
-    answer = asyncio.run(research(request["question"], low, high, request.get("history") or []))
-    report, citations = cite(answer)
-    json.dump({"report": report, "citations": citations}, sys.stdout)
-    return 0
+    return serve(research)
 
 
 if __name__ == "__main__":

@@ -29,17 +29,12 @@ a citation is the agent's own).
 
 from __future__ import annotations
 
-import asyncio
-import html
-import json
 import os
-import re
 import sys
 
-from adapter_common import cite, with_history
+from adapter_common import page_text, serve, with_history
 from pydantic import BaseModel, Field
 
-TAG = re.compile(r"<(script|style)\b.*?</\1>|<[^>]+>", re.S | re.I)
 INSTRUCTIONS = """You answer research questions from web pages.
 1. Call tavily_search once with a short keyword query.
 2. Call open_page with the URL of the most relevant result.
@@ -60,12 +55,6 @@ def allowed(searched: bool, pages: int, requests: int, max_turns: int) -> tuple[
     if requests >= max_turns - 1:
         return None, True
     return ("open_page" if searched else "tavily_search"), pages > 0
-
-
-def page_text(body: str, limit: int) -> str:
-    """The visible text of an HTML page, whitespace collapsed, cut to `limit` characters."""
-    text = html.unescape(TAG.sub(" ", body))
-    return " ".join(text.split())[:limit]
 
 
 async def research(question: str, low: int, high: int, history: list[dict[str, str]]) -> str:
@@ -142,12 +131,7 @@ async def research(question: str, low: int, high: int, history: list[dict[str, s
 
 
 def main() -> int:
-    request = json.load(sys.stdin)
-    low, high = request.get("word_limit") or (150, 250)
-    answer = asyncio.run(research(request["question"], low, high, request.get("history") or []))
-    report, citations = cite(answer)
-    json.dump({"report": report, "citations": citations}, sys.stdout)
-    return 0
+    return serve(research)
 
 
 if __name__ == "__main__":

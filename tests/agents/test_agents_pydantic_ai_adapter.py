@@ -23,9 +23,3 @@ def test_the_last_turn_offers_the_answer_alone() -> None:
     allowed = _adapter().allowed
     assert allowed(False, 0, 4, 5) == (None, True)
     assert allowed(True, 2, 4, 5) == (None, True)
-
-
-def test_page_text_keeps_the_visible_words() -> None:
-    text = _adapter().page_text("<p>a &amp; b</p><script>x()</script>\n<b>c</b>", 100)
-    assert text == "a & b c"
-    assert _adapter().page_text("<p>abcdef</p>", 3) == "abc"
