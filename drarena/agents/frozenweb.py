@@ -23,10 +23,11 @@ from pathlib import Path
 from drarena.agents.base import ToolEvent
 from drarena.agents.common import tool_event
 from drarena.agents.registry import AgentContext
+from drarena.agents.toolrecord import ToolRecord
 from drarena.errors import DrarenaError
 from drarena.registry import ComponentSpec
 from drarena.web.warc.snapshot import Snapshot
-from drarena.webproxy.backend import FetchEntry
+from drarena.webproxy.backend import FetchEntry, ProxyTally
 from drarena.webproxy.handlers import HandlerTable
 from drarena.webproxy.proxy import RunningProxy, find_mitmdump, frozen_web_proxy
 
@@ -43,6 +44,9 @@ class WebTrace:
     outside: int = 0
     started_s: float = 0.0
     note: str = ""  # why there was no proxy, or what it lacked (no search APIs)
+    # the proxy's own counts (its requests past the log's caps included); None: no proxy ran,
+    # or a trace recorded before they were kept (`counts` derives them from the log)
+    tally: ProxyTally | None = None
 
     def to_json(self) -> dict[str, object]:
         """What the tool record keeps of the trace (a replay rebuilds the same events)."""
@@ -52,6 +56,7 @@ class WebTrace:
             "outside": self.outside,
             "started_s": self.started_s,
             "note": self.note,
+            **({"tally": self.tally.to_dict()} if self.tally is not None else {}),
         }
 
     def restore(self, data: object) -> None:
@@ -63,10 +68,27 @@ class WebTrace:
             entries = [_entry(e) for e in data["entries"]]
             unlogged, outside = int(data["unlogged"]), int(data["outside"])
             started_s, note = float(data["started_s"]), str(data["note"])
+            tally = _tally(data["tally"]) if "tally" in data else None
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a recorded proxy log ({type(exc).__name__})") from None
         self.entries, self.unlogged, self.outside = entries, unlogged, outside
-        self.started_s, self.note = started_s, note
+        self.started_s, self.note, self.tally = started_s, note, tally
+
+    def counts(self) -> ProxyTally:
+        """What this answer adds to run.json's `web_proxy`: the proxy's counts, or for a
+        trace recorded without them, the log's (its unlogged requests counted as requests
+        only); nothing when no proxy ran."""
+        if self.tally is not None:
+            return self.tally.copy()
+        if not self.entries and not self.unlogged and not self.started_s:
+            return ProxyTally()
+        return ProxyTally(
+            proxies=1,
+            requests=len(self.entries) + self.unlogged,
+            missing=sum(e.kind == "missing" for e in self.entries),
+            searches=sum(e.kind == "search" for e in self.entries),
+            outside_connections=self.outside,
+        )
 
     def fetched(self) -> set[str]:
         """The pages the agent read: fetched from the snapshot, or carried whole by a search
@@ -124,6 +146,34 @@ class WebTrace:
         if self.unlogged:
             text += f", {self.unlogged} more exchange(s) not logged (over the log's size cap)"
         return f"{text}; {self.note}" if self.note else text
+
+
+def recorded_tally(record: ToolRecord) -> ProxyTally:
+    """The frozen-web proxy's counts over every command-agent answer in the run's tool record
+    (run.json's `web_proxy`). Why from the record and not from the proxies this process
+    started: a resumed run starts none for the matches already on disk or the answers its
+    record already holds, and a replay starts none at all, yet each describes the whole
+    run; the record has every answer's trace, written as the answer finished."""
+    total = ProxyTally()
+    for reply in record.replies():
+        if "trace" not in reply:
+            continue
+        trace = WebTrace()
+        try:
+            trace.restore(reply["trace"])
+        except ValueError:  # a damaged reply: `reply` reports it where a match reads it
+            continue
+        total.add(trace.counts())
+    return total
+
+
+def _tally(data: object) -> ProxyTally:
+    """ProxyTally.to_dict's dict back: every field an int >= 0 (ValueError otherwise)."""
+    if not isinstance(data, dict) or set(data) != set(ProxyTally.__dataclass_fields__):
+        raise ValueError("not a proxy tally")
+    if not all(type(v) is int and v >= 0 for v in data.values()):
+        raise ValueError("not a proxy tally")
+    return ProxyTally(**data)
 
 
 def _entry(data: object) -> FetchEntry:
@@ -215,5 +265,7 @@ class FrozenWebPlan:
                 finally:
                     trace.entries, trace.unlogged = proxy.frozen.log.drain()
                     trace.outside = proxy.outside_connections()
+                    trace.tally = proxy.frozen.tally.copy()
+                    trace.tally.outside_connections = trace.outside
         finally:
             shutil.rmtree(folder, ignore_errors=True)

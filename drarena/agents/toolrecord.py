@@ -10,7 +10,7 @@ and no encoder; a request the record lacks is one clear error, never a silent re
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from drarena.errors import DrarenaError
@@ -119,6 +119,14 @@ class ToolRecord:
         ):
             return key, stored
         self.damaged(self.where(key, "not a command agent's {stdout or error, usage, trace}"))
+
+    def replies(self) -> Iterator[dict[str, Any]]:
+        """Every command-agent reply the record holds (as `reply` returns them; one that is
+        not a dict is skipped, `reply` reports it where a match reads it): the run's
+        answers, resumed parts included (a failure tried again is there as its last try)."""
+        for content in self.cache.contents('{"command":'):
+            if isinstance(content, dict):
+                yield content
 
     def store_reply(self, key: str, request: dict[str, Any], content: dict[str, Any]) -> None:
         """Record a command agent's reply; a later try (a resumed run's, after a failure)

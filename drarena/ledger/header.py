@@ -121,7 +121,8 @@ class RunHeader(BaseModel):
     # what confines the command agents (drarena.agents.sandbox.isolation_note)
     agent_isolation: str | None = None
     # frozen runs with command agents: the frozen-web proxy's counts over the run (proxies,
-    # requests, missing, searches, outside_connections; drarena.webproxy.backend.ProxyTally)
+    # requests, missing, searches, outside_connections; drarena.webproxy.backend.ProxyTally),
+    # summed over the answers in its tool record: resumed parts included, a replay's the same
     web_proxy: dict[str, int] | None = None
     derived_digests: dict[str, str] = Field(default_factory=dict)
     tool_record: ToolRecordRef | None = None

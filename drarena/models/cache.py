@@ -17,7 +17,7 @@ import hashlib
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -331,6 +331,16 @@ class ToolCache:
         except _SQLITE_ERRORS as exc:
             raise DrarenaError(f"tool record {self.path}: cannot write ({exc})") from None
         return cursor.rowcount == 1
+
+    def contents(self, request_prefix: str) -> Iterator[Any]:
+        """The stored results whose canonical request JSON starts with `request_prefix`, in
+        key order (a run's command-agent replies: '{"command":'), each read as `get` reads it."""
+        query = "SELECT key, content FROM tools WHERE substr(request, 1, ?) = ? ORDER BY key"
+        try:  # row by row: a long run's replies together may be far larger than memory wants
+            for key, text in self._db.execute(query, (len(request_prefix), request_prefix)):
+                yield _loads(text, "tool record", self.path, key)
+        except _SQLITE_ERRORS as exc:
+            raise DrarenaError(f"tool record {self.path}: cannot read ({exc})") from None
 
     def __len__(self) -> int:
         try:

@@ -283,6 +283,7 @@ def _play(
     tournament = ctx.tournament(run)
     proxied = web.frozen_proxy and any(a.kind == "command" for a in config.agents)
     if proxied:  # what this run's command agents do through the frozen-web proxy
+        from drarena.agents.frozenweb import recorded_tally
         from drarena.webproxy.proxy import TALLY  # (aiohttp: imported only for them)
 
         proxy_before = TALLY.copy()
@@ -298,8 +299,10 @@ def _play(
     client = ctx.client
     header.usage = dict(client.usage())
     header.model_calls = client.model_calls
-    if proxied:
-        header.web_proxy = TALLY.minus(proxy_before).to_dict()
+    if proxied:  # over the whole run where its tool record has every answer's trace
+        record = ctx.tool_record
+        tally = TALLY.minus(proxy_before) if record is None else recorded_tally(record)
+        header.web_proxy = tally.to_dict()
     run.write_header(header)
     return log
 

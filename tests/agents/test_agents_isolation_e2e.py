@@ -18,6 +18,7 @@ from arena_live_site import frozen_site, scripted_models
 from runconfig import scripted_config, scripted_options
 
 from drarena.agents import sandbox
+from drarena.cli import main
 from drarena.config.tournament import parse_config
 from drarena.ledger.folder import RunDir
 from drarena.runs.execute import execute
@@ -124,3 +125,7 @@ def test_frozen_tournament_runs_command_agents_in_a_namespace(
             assert all(v.startswith("read ") for v in files.values()), files
     board = json.loads((run.path / "leaderboard.json").read_text())
     assert "probe" in json.dumps(board)
+    # a replay starts no proxy, yet its run.json counts the recorded run's (from the record)
+    out = tmp_path / "replayed"
+    assert main(["run", "replay", str(run.path), "--out", str(out)]) == 0
+    assert json.loads((out / "run.json").read_text())["web_proxy"] == header["web_proxy"]

@@ -10,6 +10,7 @@ import pytest
 from agent_helpers import MemoryRetrieverForTests, scripted_context, tool
 
 from drarena.agents.base import Conversation
+from drarena.agents.frozenweb import WebTrace, recorded_tally
 from drarena.agents.registry import build_agent
 from drarena.agents.toolrecord import RecordedToolError, ToolRecord, ToolReplayMissError
 from drarena.arena.rounds import stable_answer
@@ -18,6 +19,7 @@ from drarena.models.cache import ToolCache
 from drarena.records import Hit
 from drarena.registry import ComponentSpec
 from drarena.search.docstore import PageText
+from drarena.webproxy.backend import FetchEntry, ProxyTally
 
 ASYNCIO = "http://site.test/asyncio"
 ANSWER = {"report": "asyncio runs coroutines [1].", "citations": [ASYNCIO]}
@@ -127,9 +129,6 @@ def test_scores_and_pages_round_trip_exactly_and_first_result_wins(tmp_path: Pat
 def test_a_proxy_log_round_trips_through_the_record_form() -> None:
     """A command agent's recorded reply carries its proxy log (WebTrace.to_json); the
     replayed trace gives the same trajectory events and summary as the one recorded."""
-    from drarena.agents.frozenweb import WebTrace
-    from drarena.webproxy.backend import FetchEntry
-
     trace = WebTrace(
         entries=[
             FetchEntry(
@@ -148,6 +147,7 @@ def test_a_proxy_log_round_trips_through_the_record_form() -> None:
         outside=0,
         started_s=1.25,
         note="no search APIs",
+        tally=ProxyTally(proxies=1, requests=4, missing=1, searches=2, outside_connections=0),
     )
     again = WebTrace()
     again.restore(json.loads(json.dumps(trace.to_json())))
@@ -156,3 +156,39 @@ def test_a_proxy_log_round_trips_through_the_record_form() -> None:
     assert again.summary(["http://h/c.html"]) == trace.summary(["http://h/c.html"])
     with pytest.raises(ValueError, match="not a recorded proxy log"):
         WebTrace().restore({"entries": [{"url": "x"}]})
+    bad_tally = {**trace.to_json(), "tally": {"proxies": -1}}
+    with pytest.raises(ValueError, match="not a recorded proxy log"):
+        WebTrace().restore(bad_tally)
+
+
+def test_the_runs_proxy_tally_sums_every_recorded_trace(tmp_path: Path) -> None:
+    """run.json's `web_proxy` comes from the record (recorded_tally), so a resumed run and a
+    replay, which start no proxy for the answers the record holds, still count them. A trace
+    with the proxy's own counts gives them; one recorded before they were kept gives its
+    log's; an answer with no proxy, a reply with no trace and a search result add nothing."""
+    cache = tmp_path / "record.sqlite"
+    record = ToolRecord(ToolCache(cache), replaying=False)
+    search = FetchEntry("GET", "https://api.tavily.com/search", 200, "search", query="q")
+    page = FetchEntry("GET", "http://h/a.html", 200, "page")
+    missing = FetchEntry("GET", "http://h/b.html", 404, "missing")
+    counted = ProxyTally(proxies=1, requests=5, missing=1, searches=2, outside_connections=1)
+    traces = {
+        "with counts": WebTrace(entries=[search, missing], unlogged=3, outside=1, started_s=1.0),
+        "old form": WebTrace(entries=[search, page, missing], unlogged=2, started_s=0.5),
+        "no proxy": WebTrace(note="web_proxy: false"),
+    }
+    traces["with counts"].tally = counted
+    for n, (name, trace) in enumerate(traces.items()):
+        key, stored = record.reply({"agent": name, "payload": str(n)})
+        assert stored is None
+        assert ("tally" in trace.to_json()) == (name == "with counts")  # old form: none kept
+        content = {"stdout": "{}", "trace": trace.to_json()}
+        record.store_reply(key, {"agent": name, "payload": str(n)}, content)
+    key, _ = record.reply({"agent": "bare", "payload": "x"})
+    record.store_reply(key, {"agent": "bare", "payload": "x"}, {"error": "exited with status 3"})
+    retriever = record.retriever(SPEC, lambda: MemoryRetrieverForTests())
+    retriever.search("q", 2)  # a search result in the same table: not a reply
+    want = ProxyTally(proxies=2, requests=5 + 5, missing=2, searches=3, outside_connections=1)
+    assert recorded_tally(record) == want
+    # read back by a replay's record (read-only, nothing started): the same counts
+    assert recorded_tally(ToolRecord(ToolCache(cache, read_only=True), replaying=True)) == want
