@@ -13,7 +13,8 @@ url_to_info.json). The question is STORM's topic.
   snippets.
 - Model: `LitellmModel` on the local OpenAI-compatible server drarena names
   (DRARENA_MODEL, DRARENA_MODEL_API_BASE), temperature 0, with completion budgets cut for a
-  CPU model (STORM_*_TOKENS; its defaults are 400-4,000 tokens a call).
+  CPU model (STORM_*_TOKENS; its defaults are 400-4,000 tokens a call); the article's and
+  the lead's sized to the request's word limit (length_budget).
 - Encoder: STORM ranks snippets for each section with
   `SentenceTransformer("paraphrase-MiniLM-L6-v2")`, a Hugging Face download at run time that
   no registry holds. sentence-transformers loads a name that is a local folder first, so the
@@ -41,8 +42,8 @@ from pathlib import Path
 
 ENCODER_NAME = "paraphrase-MiniLM-L6-v2"
 # The outline model's output held to STORM's own outline format by llama.cpp's grammar (an
-# `extra_body` of the LitellmModel, passed to the server): the topic as its '#' line, then 1-4
-# '##' sections. Why each part (STORM's parser, StormArticle.from_outline_str, raised
+# `extra_body` of the LitellmModel, passed to the server): the topic as its '#' line, then 1
+# to STORM_SECTIONS '##' sections. Why each part (STORM's parser, from_outline_str, raised
 # IndexError each time; 6 Dec 2026):
 # - a line without '#' (1 of 1 question, no grammar);
 # - a first '#' section equal to the topic (4 of 5 questions): STORM reads that line as the
@@ -51,7 +52,7 @@ ENCODER_NAME = "paraphrase-MiniLM-L6-v2"
 # - a '###' subsection named like a reference list ('### External links'): STORM's
 #   clean_up_outline deletes '## External links...' from its second '#', leaving a bare '#'
 #   line at level 0 (csv question). Hence no subsections.
-# Four sections also bound the article's calls (one a section).
+# The number of sections (SECTIONS, below) also bounds the article's calls (one a section).
 OUTLINE_BODY = r"""
 section ::= "## " title "\n"
 title ::= [^#\n] [^\n]{0,79}
@@ -66,14 +67,38 @@ title ::= [^#\n] [^\n]{0,79}
 """
 
 
-def outline_grammar(topic: str) -> str:
+# The answer's length. STORM has no setting for it: its article is a lead (the polish model)
+# and one text per outline section (the article model), each up to its max_tokens. With 4
+# sections of 320 tokens and a 256-token lead, the 1.5B's answers ran 539 to 969 words where
+# 200 to 300 were asked, and the evidence judge's length guard (over twice the upper bound)
+# voided two of three (6 Dec 2026 tournament). So the budgets come from the request's word
+# limit: BUDGET_SHARE times its upper bound in all, LEAD_SHARE of it the lead, the rest split
+# over STORM_SECTIONS sections (the outline grammar allows no more). STORM_ARTICLE_TOKENS and
+# STORM_POLISH_TOKENS, where set, win.
+SECTIONS = 2
+BUDGET_SHARE = 1.5
+LEAD_SHARE = 0.2
+TOKENS_PER_WORD = 1.3  # English prose in Qwen2.5's tokenizer, roughly
+
+
+def length_budget(high: int, sections: int) -> tuple[int, int]:
+    """(the article model's tokens a section, the lead's tokens) for an answer of at most
+    `high` words in `sections` sections."""
+    total = round(max(high, 1) * BUDGET_SHARE * TOKENS_PER_WORD)
+    lead = round(total * LEAD_SHARE)
+    return max((total - lead) // max(sections, 1), 1), max(lead, 1)
+
+
+def outline_grammar(topic: str, sections: int = 4) -> str:
     """The grammar for `topic`'s outline: its first line is the topic as STORM compares it
-    (underscores as spaces, stripped), written as a GBNF string literal (JSON's escapes)."""
+    (underscores as spaces, stripped), written as a GBNF string literal (JSON's escapes),
+    then 1 to `sections` sections."""
     line = topic.replace("_", " ").strip()
     if "#" in line or not line or "\n" in line:
         return HASH_TOPIC_GRAMMAR
     literal = json.dumps(line, ensure_ascii=False)
-    return f'\nroot ::= "# " {literal} "\\n" section section? section? section?' + OUTLINE_BODY
+    body = " ".join(["section"] + ["section?"] * (max(sections, 1) - 1))
+    return f'\nroot ::= "# " {literal} "\\n" {body}' + OUTLINE_BODY
 
 
 def configure() -> None:
@@ -97,7 +122,7 @@ def env_int(name: str, default: int) -> int:
     return int(os.environ.get(name, str(default)))
 
 
-def runner(workdir: Path, topic: str) -> object:
+def runner(workdir: Path, topic: str, high: int) -> object:
     from knowledge_storm import STORMWikiLMConfigs, STORMWikiRunner, STORMWikiRunnerArguments
     from knowledge_storm.lm import LitellmModel
     from knowledge_storm.rm import SerperRM
@@ -119,16 +144,18 @@ def runner(workdir: Path, topic: str) -> object:
             model=f"openai/{served}", max_tokens=env_int(tokens, default), **common, **extra
         )
 
+    sections = env_int("STORM_SECTIONS", SECTIONS)
+    section_tokens, lead_tokens = length_budget(high, sections)
     outline: dict[str, object] = {}
     if os.environ.get("STORM_OUTLINE_GRAMMAR", "1") == "1":
-        outline["extra_body"] = {"grammar": outline_grammar(topic)}
+        outline["extra_body"] = {"grammar": outline_grammar(topic, sections)}
 
     configs = STORMWikiLMConfigs()
     configs.set_conv_simulator_lm(lm("STORM_CONV_TOKENS", 256))
     configs.set_question_asker_lm(lm("STORM_QUESTION_TOKENS", 128))
     configs.set_outline_gen_lm(lm("STORM_OUTLINE_TOKENS", 256, **outline))
-    configs.set_article_gen_lm(lm("STORM_ARTICLE_TOKENS", 320))
-    configs.set_article_polish_lm(lm("STORM_POLISH_TOKENS", 256))
+    configs.set_article_gen_lm(lm("STORM_ARTICLE_TOKENS", section_tokens))
+    configs.set_article_polish_lm(lm("STORM_POLISH_TOKENS", lead_tokens))
     top_k = env_int("STORM_SEARCH_TOP_K", 3)
     args = STORMWikiRunnerArguments(
         output_dir=str(workdir / "out"),
@@ -169,7 +196,8 @@ def main() -> int:
         workdir = Path(scratch)
         encoder_link(workdir)
         os.chdir(workdir)  # sentence-transformers resolves the encoder's name here
-        storm = runner(workdir, request["question"])
+        _, high = request.get("word_limit") or (150, 250)
+        storm = runner(workdir, request["question"], int(high))
         storm.run(  # type: ignore[attr-defined]
             topic=request["question"],
             do_research=True,

@@ -71,3 +71,26 @@ def test_a_topic_with_a_hash_gets_hash_sections_it_can_never_equal() -> None:
     adapter = _adapter()
     for topic in ("C# or Java?", "", "two\nlines"):
         assert adapter.outline_grammar(topic) == adapter.HASH_TOPIC_GRAMMAR
+
+
+def test_the_outline_grammar_allows_as_many_sections_as_asked() -> None:
+    adapter = _adapter()
+    wants = {1: "section", 2: "section section?", 4: "section section? section? section?"}
+    for sections, want in wants.items():
+        grammar = adapter.outline_grammar("Topic", sections)
+        root = next(line for line in grammar.splitlines() if line.startswith("root ::="))
+        assert root == 'root ::= "# " "Topic" "\\n" ' + want, root
+
+
+def test_the_length_budget_keeps_the_answer_under_the_judges_length_guard() -> None:
+    """STORM's answer is the lead plus one text per section, each cut at its max_tokens; the
+    budget for a 300-word limit stays under the guard's 600 words (at 1.3 tokens a word)."""
+    budget = _adapter().length_budget
+    for high in (100, 250, 300, 1000):
+        for sections in (1, 2, 4):
+            section, lead = budget(high, sections)
+            total = section * sections + lead
+            assert total / 1.3 <= 1.5 * high + 1, (high, sections, total)
+            assert 0.18 * total <= lead <= 0.22 * total + 1
+    assert budget(250, 2) == (195, 98)
+    assert min(budget(0, 0)) >= 1  # never a max_tokens of 0
